@@ -1,0 +1,83 @@
+"""The seam every provider adapter fits (unified-llm spec §2.4, §7.1).
+
+One file per wire API implements :class:`ProviderAdapter`; nothing inherits from it.
+Contracts:
+- ``complete`` returns a :class:`Response` or raises an :class:`~codeloop.llm.errors.SDKError`
+  (never an ``httpx`` or ``KeyError``); it does not retry.
+- ``stream`` is an async generator: it yields :class:`StreamEvent` values, ending with one
+  FINISH event whose ``response`` equals what ``complete`` would have returned. Failures
+  before the first event raise; failures after it raise as well (the consumer sees the
+  events already yielded). A stream that ends without the provider's final event raises
+  :class:`~codeloop.llm.errors.StreamError`. Closing the generator (``aclose``) releases the
+  connection.
+- Adapters hold their own connection pool and are safe for concurrent use.
+
+Optional methods, looked up with ``getattr`` by the client: ``async close()``,
+``async initialize()``, ``supports_tool_choice(mode) -> bool`` (see :class:`ClosableAdapter`
+and friends).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from codeloop.llm.types import Request, Response, StreamEvent
+
+
+@runtime_checkable
+class ProviderAdapter(Protocol):
+    """A wire API behind the unified model (§2.4)."""
+
+    @property
+    def name(self) -> str:
+        """Provider id used for routing, e.g. ``openai``, ``anthropic``, ``gemini``."""
+        ...
+
+    async def complete(self, request: Request) -> Response:
+        """Send ``request`` and return the whole response. Never retries."""
+        ...
+
+    def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
+        """Send ``request`` and yield normalized events, FINISH last. Never retries."""
+        ...
+
+
+@runtime_checkable
+class ClosableAdapter(Protocol):
+    """An adapter holding resources; ``Client.close()`` calls ``close``."""
+
+    async def close(self) -> None:
+        """Release connections. Idempotent."""
+        ...
+
+
+@runtime_checkable
+class InitializableAdapter(Protocol):
+    """An adapter that validates its configuration when registered."""
+
+    async def initialize(self) -> None:
+        """Raise ConfigurationError when the adapter cannot work as configured."""
+        ...
+
+
+@runtime_checkable
+class ToolChoiceAwareAdapter(Protocol):
+    """An adapter that can say which ToolChoice modes it honours (§5.3)."""
+
+    def supports_tool_choice(self, mode: str) -> bool:
+        """True when ``mode`` (auto/none/required/named) can be sent."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class AdapterTimeout:
+    """Timeouts an adapter applies to its HTTP calls (§4.7)."""
+
+    connect: float = 10.0
+    """Seconds to establish the connection."""
+    request: float = 120.0
+    """Seconds for a whole non-streaming request/response."""
+    stream_read: float = 30.0
+    """Longest silence allowed between two chunks of a stream."""
