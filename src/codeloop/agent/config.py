@@ -1,0 +1,56 @@
+"""Session configuration (loop spec §2.2), with codeloop's additions marked as such."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+REASONING_EFFORTS = ("low", "medium", "high", "xhigh", "minimal", "none")
+"""Values accepted for ``reasoning_effort`` besides ``None`` (§2.7: some providers add more)."""
+
+
+@dataclass(frozen=True)
+class SessionConfig:
+    """Limits and settings of one session. Immutable: change it with
+    :meth:`codeloop.agent.Session.set_reasoning_effort` or ``dataclasses.replace``."""
+
+    max_turns: int = 0
+    """Turns across the whole session before TURN_LIMIT; 0 = unlimited (§2.2)."""
+    max_tool_rounds_per_input: int = 200
+    """Tool rounds per user input before TURN_LIMIT (§2.2)."""
+    default_command_timeout_ms: int = 10_000
+    """Shell timeout when the call gives none; the profile may set its own default (§5.4)."""
+    max_command_timeout_ms: int = 600_000
+    """Upper bound for any ``timeout_ms`` a call asks for."""
+    reasoning_effort: str | None = None
+    """``low``/``medium``/``high`` (or a provider extra such as ``xhigh``); None = provider default."""
+    tool_output_limits: dict[str, int] = field(default_factory=dict)
+    """Per-tool character limits overriding §5.2 defaults."""
+    tool_line_limits: dict[str, int] = field(default_factory=dict)
+    """Per-tool line limits overriding §5.2 defaults."""
+    enable_loop_detection: bool = True
+    """Warn the model when its last calls repeat a pattern (§2.10)."""
+    loop_detection_window: int = 10
+    """How many recent calls the loop detector looks at."""
+    max_subagent_depth: int = 1
+    """How deep subagents may nest; 1 = children cannot spawn (§7.3)."""
+    subagent_max_turns: int = 50
+    """codeloop: default turn limit of a child session (§7.2 ``max_turns`` default)."""
+    user_instructions: str = ""
+    """codeloop: layer 5 of the system prompt (§6.1), appended last."""
+    stream: bool = True
+    """codeloop: stream replies (ASSISTANT_TEXT_DELTA) when the client supports it."""
+    tool_call_recovery: bool | None = None
+    """codeloop (issue 10): run tool calls written as text when a reply has no structured
+    call; None = the profile decides (on for OpenAI-compatible servers and ``text``)."""
+    context_warning_ratio: float = 0.8
+    """Fraction of the context window at which the §5.5 warning fires."""
+
+    def __post_init__(self) -> None:
+        if self.reasoning_effort is not None and self.reasoning_effort not in REASONING_EFFORTS:
+            raise ValueError(
+                f"reasoning_effort must be one of {', '.join(REASONING_EFFORTS)} or None, "
+                f"not {self.reasoning_effort!r}"
+            )
+        for name in ("max_turns", "max_tool_rounds_per_input", "loop_detection_window", "max_subagent_depth"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, not {getattr(self, name)}")

@@ -1,0 +1,267 @@
+"""Session events (loop spec §2.9): one closed list, one frozen dataclass per kind.
+
+Every event carries ``session_id`` and ``timestamp``; the rest of its fields are its
+typed payload. The *wire* form ``{kind, timestamp, session_id, data}`` (used by
+``codeloop run --json`` and session logs, schema in ``docs/events.schema.json``) is
+built in exactly one place, :func:`event_to_json`.
+
+Consumers match every kind and end with ``assert_never``::
+
+    match event:
+        case SessionStart(): ...
+        ...
+        case _: assert_never(event)
+
+``WARNING`` is not in the §2.9 list but §5.5 emits it for context usage; it is kept
+apart from ``ERROR`` so a host can tell "informational" from "something failed".
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, ClassVar
+
+
+class EventKind(StrEnum):
+    """The kinds of §2.9 (plus ``WARNING`` of §5.5); the value is the wire ``kind``."""
+
+    SESSION_START = "session_start"
+    SESSION_END = "session_end"
+    USER_INPUT = "user_input"
+    ASSISTANT_TEXT_START = "assistant_text_start"
+    ASSISTANT_TEXT_DELTA = "assistant_text_delta"
+    ASSISTANT_TEXT_END = "assistant_text_end"
+    TOOL_CALL_START = "tool_call_start"
+    TOOL_CALL_OUTPUT_DELTA = "tool_call_output_delta"
+    TOOL_CALL_END = "tool_call_end"
+    STEERING_INJECTED = "steering_injected"
+    TURN_LIMIT = "turn_limit"
+    LOOP_DETECTION = "loop_detection"
+    WARNING = "warning"
+    ERROR = "error"
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Event:
+    kind: ClassVar[EventKind]
+    session_id: str
+    """The id of the session that emitted the event (a subagent has its own)."""
+    timestamp: float = field(default_factory=time.time)
+    """Seconds since the epoch when the event was created."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionStart(_Event):
+    """The session was created (first event of every session)."""
+
+    kind: ClassVar[EventKind] = EventKind.SESSION_START
+    profile: str
+    """Profile id: ``openai``, ``anthropic``, ``gemini`` or ``text``."""
+    model: str
+    """Model identifier sent to the provider."""
+    working_directory: str
+    """Absolute workspace root."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SessionEnd(_Event):
+    """Processing of an input ended (state ``idle``/``awaiting_input``) or the session
+    closed (state ``closed``); the last event of a session has state ``closed``."""
+
+    kind: ClassVar[EventKind] = EventKind.SESSION_END
+    state: str
+    """The session state after this event: ``idle``, ``awaiting_input`` or ``closed``."""
+    reason: str
+    """Why: ``completed``, ``turn_limit``, ``round_limit``, ``aborted``, ``error``, ``closed``."""
+    final_text: str = ""
+    """The last assistant text of the input (the answer)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class UserInput(_Event):
+    """The user submitted input (``submit``/``follow_up``)."""
+
+    kind: ClassVar[EventKind] = EventKind.USER_INPUT
+    content: str
+    """The input text."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class AssistantTextStart(_Event):
+    """The model began a reply."""
+
+    kind: ClassVar[EventKind] = EventKind.ASSISTANT_TEXT_START
+
+
+@dataclass(frozen=True, kw_only=True)
+class AssistantTextDelta(_Event):
+    """Incremental text of the reply being streamed."""
+
+    kind: ClassVar[EventKind] = EventKind.ASSISTANT_TEXT_DELTA
+    delta: str
+    """The new text."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class AssistantTextEnd(_Event):
+    """The model finished a reply; carries the whole text and the usage of the call."""
+
+    kind: ClassVar[EventKind] = EventKind.ASSISTANT_TEXT_END
+    text: str
+    """Full reply text (for the ``text`` profile, including tool-call markup)."""
+    reasoning: str | None = None
+    """Reasoning/thinking text when the provider exposes it."""
+    tool_call_count: int = 0
+    """How many tool calls the reply holds (structured or recovered from text)."""
+    input_tokens: int = 0
+    """Prompt tokens of this call as reported by the provider."""
+    output_tokens: int = 0
+    """Generated tokens of this call."""
+    cache_read_tokens: int = 0
+    """Prompt tokens served from the provider's cache."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolCallStart(_Event):
+    """A tool call is about to run."""
+
+    kind: ClassVar[EventKind] = EventKind.TOOL_CALL_START
+    tool_name: str
+    """Name the model called."""
+    call_id: str
+    """The call id linking start, deltas, end and the tool result."""
+    arguments: dict[str, Any] = field(default_factory=dict)
+    """Parsed arguments (empty when they could not be parsed)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolCallOutputDelta(_Event):
+    """A chunk of output of a running tool (streaming tools such as ``shell``)."""
+
+    kind: ClassVar[EventKind] = EventKind.TOOL_CALL_OUTPUT_DELTA
+    call_id: str
+    """The call producing the output."""
+    delta: str
+    """The new output."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolCallEnd(_Event):
+    """A tool call finished; ``output`` is the FULL untruncated output (§2.9)."""
+
+    kind: ClassVar[EventKind] = EventKind.TOOL_CALL_END
+    call_id: str
+    """The call that finished."""
+    tool_name: str
+    """Name of the tool."""
+    output: str | None = None
+    """Full untruncated output on success (the model got the truncated one)."""
+    error: str | None = None
+    """Error text when the call failed (what the model was told)."""
+    duration_ms: int = 0
+    """Wall-clock duration of the call."""
+
+    @property
+    def is_error(self) -> bool:
+        """True when the call failed."""
+        return self.error is not None
+
+
+@dataclass(frozen=True, kw_only=True)
+class SteeringInjected(_Event):
+    """A steering message (or loop warning) was added to the history."""
+
+    kind: ClassVar[EventKind] = EventKind.STEERING_INJECTED
+    content: str
+    """The message as the model will see it."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class TurnLimit(_Event):
+    """A limit stopped the loop: ``round`` for ``max_tool_rounds_per_input``,
+    ``total_turns`` for ``max_turns``."""
+
+    kind: ClassVar[EventKind] = EventKind.TURN_LIMIT
+    round: int | None = None
+    """Tool rounds done for this input, when the round limit hit."""
+    total_turns: int | None = None
+    """Turns in the session, when the session turn limit hit."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoopDetection(_Event):
+    """The last tool calls repeat a pattern (§2.10); ``message`` was injected as steering."""
+
+    kind: ClassVar[EventKind] = EventKind.LOOP_DETECTION
+    message: str
+    """The warning text given to the model."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class WarningEvent(_Event):
+    """Something the host should know that does not stop the session (§5.5)."""
+
+    kind: ClassVar[EventKind] = EventKind.WARNING
+    message: str
+    """Human-readable text."""
+    code: str = ""
+    """Machine-readable code: ``context_usage``, ``context_length``, ``tool_recovery``..."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ErrorEvent(_Event):
+    """An error occurred; when ``fatal`` the session closes next."""
+
+    kind: ClassVar[EventKind] = EventKind.ERROR
+    message: str
+    """Human-readable text naming what failed and how to fix it."""
+    error_type: str
+    """Class name of the underlying error (``AuthenticationError``...)."""
+    fatal: bool = False
+    """True when the session is closing because of this error."""
+
+
+SessionEvent = (
+    SessionStart
+    | SessionEnd
+    | UserInput
+    | AssistantTextStart
+    | AssistantTextDelta
+    | AssistantTextEnd
+    | ToolCallStart
+    | ToolCallOutputDelta
+    | ToolCallEnd
+    | SteeringInjected
+    | TurnLimit
+    | LoopDetection
+    | WarningEvent
+    | ErrorEvent
+)
+"""The closed union of every event a session emits."""
+
+EVENT_TYPES: dict[EventKind, type[_Event]] = {
+    cls.kind: cls
+    for cls in (
+        SessionStart, SessionEnd, UserInput, AssistantTextStart, AssistantTextDelta,
+        AssistantTextEnd, ToolCallStart, ToolCallOutputDelta, ToolCallEnd, SteeringInjected,
+        TurnLimit, LoopDetection, WarningEvent, ErrorEvent,
+    )
+}
+"""Kind → dataclass, one entry per kind (checked by the tests)."""
+
+_ENVELOPE = frozenset({"session_id", "timestamp"})
+
+
+def event_to_json(event: SessionEvent) -> dict[str, Any]:
+    """The wire form ``{kind, timestamp, session_id, data}``; ``timestamp`` is ISO 8601 UTC."""
+    data = {f.name: getattr(event, f.name) for f in dataclasses.fields(event) if f.name not in _ENVELOPE}
+    return {
+        "kind": event.kind.value,
+        "timestamp": datetime.fromtimestamp(event.timestamp, UTC).isoformat(timespec="milliseconds"),
+        "session_id": event.session_id,
+        "data": data,
+    }

@@ -1,0 +1,186 @@
+"""Conversation turns (loop spec §2.4) and their conversion to LLM messages.
+
+:class:`History` converts each turn once, when it is appended, and keeps the converted
+messages and a running character count: building a request is then a list copy, not a
+re-serialization of the whole conversation (the hot path of a 500-round session).
+
+Two conversions exist. *Native* profiles send assistant tool calls as structured parts
+and results as TOOL messages. The *text* profile (models without tool calling) sends
+the assistant's text verbatim and each round of results as one user message of
+``<tool_result>`` blocks, the syntax its prompt teaches.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from codeloop.llm.types import ContentKind, ContentPart, Message, Role, ToolCall, ToolCallData, Usage
+
+
+@dataclass(frozen=True)
+class CallResult:
+    """The result of one tool call as the model sees it (truncated)."""
+
+    tool_call_id: str
+    """Id of the call answered."""
+    tool_name: str
+    """Name of the tool that ran (or was asked for)."""
+    content: str
+    """Output after truncation, or the error text."""
+    is_error: bool = False
+    """True when the call failed; the model can read ``content`` and correct itself."""
+
+
+@dataclass(frozen=True)
+class UserTurn:
+    """Input from the user."""
+
+    content: str
+    """The input text."""
+    timestamp: float = field(default_factory=time.time)
+
+
+@dataclass(frozen=True)
+class AssistantTurn:
+    """One reply of the model."""
+
+    content: str
+    """Text of the reply."""
+    tool_calls: tuple[ToolCall, ...] = ()
+    """Calls to execute (structured or recovered)."""
+    reasoning: str | None = None
+    """Reasoning text when exposed."""
+    usage: Usage | None = None
+    """Token counts of the call."""
+    response_id: str | None = None
+    """Provider response id."""
+    message: Message | None = None
+    """The provider's message verbatim (thinking signatures round-trip); None when the
+    turn was rebuilt (recovered tool calls)."""
+    timestamp: float = field(default_factory=time.time)
+
+
+@dataclass(frozen=True)
+class ToolResultsTurn:
+    """The results of one round of tool calls, in call order."""
+
+    results: tuple[CallResult, ...]
+    """One per tool call."""
+    timestamp: float = field(default_factory=time.time)
+
+
+@dataclass(frozen=True)
+class SystemTurn:
+    """A note from the harness (not the user)."""
+
+    content: str
+    """The note."""
+    timestamp: float = field(default_factory=time.time)
+
+
+@dataclass(frozen=True)
+class SteeringTurn:
+    """A message injected between tool rounds (§2.6) or a loop warning (§2.10)."""
+
+    content: str
+    """Sent to the model as a user message."""
+    timestamp: float = field(default_factory=time.time)
+
+
+Turn = UserTurn | AssistantTurn | ToolResultsTurn | SystemTurn | SteeringTurn
+
+
+def _assistant_message(turn: AssistantTurn) -> Message:
+    if turn.message is not None:
+        return turn.message
+    parts: list[ContentPart] = []
+    if turn.content:
+        parts.append(ContentPart(kind=ContentKind.TEXT, text=turn.content))
+    for call in turn.tool_calls:
+        parts.append(
+            ContentPart(
+                kind=ContentKind.TOOL_CALL,
+                tool_call=ToolCallData(
+                    id=call.id,
+                    name=call.name,
+                    arguments=call.arguments if call.parse_error is None else (call.raw_arguments or ""),
+                    signature=call.signature,
+                ),
+            )
+        )
+    return Message(role=Role.ASSISTANT, content=parts)
+
+
+def render_text_results(results: tuple[CallResult, ...]) -> str:
+    """Tool results as the text profile shows them to the model."""
+    blocks = []
+    for r in results:
+        status = "error" if r.is_error else "ok"
+        blocks.append(f'<tool_result name="{r.tool_name}" status="{status}">\n{r.content}\n</tool_result>')
+    return "\n".join(blocks)
+
+
+def native_messages(turn: Turn) -> list[Message]:
+    """Messages of one turn for profiles with native tool calling."""
+    if isinstance(turn, UserTurn | SteeringTurn | SystemTurn):
+        return [Message.user(turn.content)]
+    if isinstance(turn, AssistantTurn):
+        return [_assistant_message(turn)]
+    return [Message.tool_result(r.tool_call_id, r.content, is_error=r.is_error, name=r.tool_name)
+            for r in turn.results]
+
+
+def text_messages(turn: Turn) -> list[Message]:
+    """Messages of one turn for the text profile (no structured tool calls on the wire)."""
+    if isinstance(turn, AssistantTurn):
+        return [Message.assistant(turn.content)]
+    if isinstance(turn, ToolResultsTurn):
+        return [Message.user(render_text_results(turn.results))]
+    return [Message.user(turn.content)]
+
+
+def _turn_chars(turn: Turn) -> int:
+    if isinstance(turn, ToolResultsTurn):
+        return sum(len(r.content) for r in turn.results)
+    if isinstance(turn, AssistantTurn):
+        return len(turn.content) + sum(len(json.dumps(c.arguments)) for c in turn.tool_calls)
+    return len(turn.content)
+
+
+class History:
+    """The ordered turns of a session, with their messages converted once on append."""
+
+    def __init__(self, convert: Callable[[Turn], list[Message]] = native_messages) -> None:
+        self.turns: list[Turn] = []
+        self._messages: list[Message] = []
+        self._convert = convert
+        self.total_chars = 0
+        """Characters of all turns, for the §5.5 estimate (1 token ≈ 4 characters)."""
+
+    def append(self, turn: Turn) -> None:
+        """Add a turn and convert it."""
+        self.turns.append(turn)
+        self._messages.extend(self._convert(turn))
+        self.total_chars += _turn_chars(turn)
+
+    def messages(self) -> list[Message]:
+        """The conversation as LLM messages (a fresh list; messages are shared)."""
+        return list(self._messages)
+
+    def count_turns(self) -> int:
+        """User and assistant turns, as counted against ``max_turns``."""
+        return sum(1 for t in self.turns if isinstance(t, UserTurn | AssistantTurn))
+
+    def recent_call_signatures(self, last: int) -> list[str]:
+        """Signatures (name + canonical arguments) of the last ``last`` tool calls, oldest first."""
+        sigs: list[str] = []
+        for turn in reversed(self.turns):
+            if isinstance(turn, AssistantTurn):
+                for call in reversed(turn.tool_calls):
+                    sigs.append(call.name + "\x00" + json.dumps(call.arguments, sort_keys=True, default=str))
+                    if len(sigs) >= last:
+                        return sigs[::-1]
+        return sigs[::-1]

@@ -1,0 +1,28 @@
+"""Loop detection (loop spec §2.10): the last N tool calls repeat a pattern of 1, 2 or 3."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+def loop_warning(window: int) -> str:
+    """The warning injected as a SteeringTurn, verbatim from §2.5."""
+    return (
+        "Loop detected: the last " + str(window)
+        + " tool calls follow a repeating pattern. Try a different approach."
+    )
+
+
+def detect_loop(recent_calls: Sequence[str], window_size: int) -> bool:
+    """True when the last ``window_size`` signatures are one pattern of length 1, 2 or 3
+    repeated; fewer calls than the window never count as a loop."""
+    if window_size <= 0 or len(recent_calls) < window_size:
+        return False
+    calls = list(recent_calls[-window_size:])
+    for pattern_len in (1, 2, 3):
+        if window_size % pattern_len != 0:
+            continue
+        pattern = calls[:pattern_len]
+        if all(calls[i:i + pattern_len] == pattern for i in range(pattern_len, window_size, pattern_len)):
+            return True
+    return False

@@ -1,0 +1,203 @@
+"""Tool calls written as text (issue 10): parsing and the syntax the ``text`` profile teaches.
+
+Small local models often write their calls as text instead of structured ``tool_calls``.
+:func:`parse_text_tool_calls` finds, in order of appearance:
+
+- the tagged syntax taught by the ``text`` profile (no JSON escaping for code)::
+
+      <tool name="write_file">
+      <path>hello.py</path>
+      <content>
+      print("Hello")
+      </content>
+      </tool>
+
+- ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` (Qwen/Hermes style);
+- fenced JSON blocks and bare JSON objects holding ``"name"`` and ``"arguments"``
+  (or ``"parameters"``).
+
+The model is untrusted: nothing here raises. A call that cannot be parsed, or names an
+unknown tool, becomes a ``ToolCall`` with ``parse_error`` set to a message giving the
+exact valid form, which the session returns to the model as an error result.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from codeloop.llm.types import ToolCall
+
+Schemas = Mapping[str, Mapping[str, Any]]
+"""Tool name → JSON Schema of its arguments (the known tools)."""
+
+_TAGGED = re.compile(r"<tool\s+name\s*=\s*[\"']?([\w.-]+)[\"']?\s*>(.*?)(?:</tool>|\Z)", re.DOTALL)
+_PARAM = re.compile(r"<([A-Za-z_][\w-]*)>(.*?)</\1\s*>", re.DOTALL)
+_HERMES = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|\Z)", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class ParsedReply:
+    """The tool calls found in a reply's text."""
+
+    calls: tuple[ToolCall, ...]
+    """Calls in order of appearance; malformed ones carry ``parse_error``."""
+
+
+def new_call_id() -> str:
+    """A fresh id for a call recovered from text."""
+    return "call_" + uuid.uuid4().hex[:16]
+
+
+def tagged_example(name: str, schema: Mapping[str, Any]) -> str:
+    """The exact tagged form of a call to ``name`` (required parameters first)."""
+    props: Mapping[str, Any] = schema.get("properties", {}) or {}
+    required = list(schema.get("required", []) or [])
+    ordered = required + [p for p in props if p not in required]
+    lines = [f'<tool name="{name}">']
+    for param in ordered:
+        ptype = (props.get(param) or {}).get("type", "string")
+        hint = "required" if param in required else "optional"
+        lines.append(f"<{param}>{ptype} ({hint})</{param}>")
+    lines.append("</tool>")
+    return "\n".join(lines)
+
+
+def _unknown(name: str, schemas: Schemas, raw: str) -> ToolCall:
+    known = ", ".join(sorted(schemas)) or "(none)"
+    return ToolCall(new_call_id(), name, {}, raw,
+                    parse_error=f"Unknown tool: {name}. Available tools: {known}.")
+
+
+def _invalid(name: str, schemas: Schemas, raw: str, why: str) -> ToolCall:
+    form = tagged_example(name, schemas[name]) if name in schemas else ""
+    msg = f"Invalid call to {name}: {why}."
+    if form:
+        msg += f" Write the call exactly in this form:\n{form}"
+    return ToolCall(new_call_id(), name, {}, raw, parse_error=msg)
+
+
+def _coerce(value: str, spec: Mapping[str, Any]) -> Any:
+    """Convert a tagged parameter's text by its schema type; raises ValueError."""
+    ptype = spec.get("type", "string")
+    if isinstance(ptype, list):
+        ptype = next((t for t in ptype if t != "null"), "string")
+    if ptype == "string":
+        return value
+    text = value.strip()
+    if ptype == "integer":
+        return int(text)
+    if ptype == "number":
+        return float(text)
+    if ptype == "boolean":
+        if text.lower() in ("true", "false"):
+            return text.lower() == "true"
+        raise ValueError(f"expected true or false, got {text[:40]!r}")
+    return json.loads(text)
+
+
+def _strip_one_newline(value: str) -> str:
+    if value.startswith("\n"):
+        value = value[1:]
+    if value.endswith("\n"):
+        value = value[:-1]
+    return value
+
+
+def _tagged_call(name: str, body: str, schemas: Schemas) -> ToolCall:
+    raw = body
+    if name not in schemas:
+        return _unknown(name, schemas, raw)
+    props: Mapping[str, Any] = schemas[name].get("properties", {}) or {}
+    args: dict[str, Any] = {}
+    for match in _PARAM.finditer(body):
+        param, value = match.group(1), _strip_one_newline(match.group(2))
+        spec = props.get(param, {"type": "string"})
+        try:
+            args[param] = _coerce(value, spec)
+        except (ValueError, json.JSONDecodeError) as exc:
+            return _invalid(name, schemas, raw, f"parameter <{param}> is not a valid {spec.get('type')} ({exc})")
+    return ToolCall(new_call_id(), name, args, json.dumps(args))
+
+
+def _json_call(obj: Any, schemas: Schemas, raw: str) -> ToolCall | None:
+    """A call from a decoded JSON value, None when it is not shaped like a call."""
+    if not isinstance(obj, dict) or not isinstance(obj.get("name"), str):
+        return None
+    if "arguments" not in obj and "parameters" not in obj:
+        return None
+    name = obj["name"]
+    if name not in schemas:
+        return _unknown(name, schemas, raw)
+    args = obj.get("arguments", obj.get("parameters"))
+    if isinstance(args, str):
+        try:
+            args = json.loads(args) if args.strip() else {}
+        except json.JSONDecodeError as exc:
+            return _invalid(name, schemas, raw, f"arguments are not valid JSON ({exc.msg})")
+    if not isinstance(args, dict):
+        return _invalid(name, schemas, raw, "arguments must be a JSON object")
+    return ToolCall(new_call_id(), name, args, json.dumps(args))
+
+
+def _json_objects(text: str) -> list[tuple[int, int, Any]]:
+    """Every top-level JSON object in ``text`` as (start, end, value)."""
+    decoder = json.JSONDecoder()
+    found: list[tuple[int, int, Any]] = []
+    pos = text.find("{")
+    while pos != -1:
+        try:
+            value, end = decoder.raw_decode(text, pos)
+        except json.JSONDecodeError:
+            pos = text.find("{", pos + 1)
+            continue
+        found.append((pos, end, value))
+        pos = text.find("{", end)
+    return found
+
+
+def parse_text_tool_calls(text: str, schemas: Schemas) -> ParsedReply:
+    """Tool calls written in ``text``; see the module docstring for the accepted forms."""
+    found: list[tuple[int, ToolCall]] = []
+    taken: list[tuple[int, int]] = []
+
+    for m in _TAGGED.finditer(text):
+        found.append((m.start(), _tagged_call(m.group(1), m.group(2), schemas)))
+        taken.append(m.span())
+    for m in _HERMES.finditer(text):
+        if any(s <= m.start() < e for s, e in taken):
+            continue
+        body = m.group(1)
+        taken.append(m.span())
+        try:
+            obj = json.loads(body)
+        except json.JSONDecodeError as exc:
+            name_match = re.search(r'"name"\s*:\s*"([\w.-]+)"', body)
+            name = name_match.group(1) if name_match else "?"
+            call = (_invalid(name, schemas, body, f"the JSON inside <tool_call> does not parse ({exc.msg})")
+                    if name in schemas else _unknown(name, schemas, body))
+            found.append((m.start(), call))
+            continue
+        call = _json_call(obj, schemas, body)
+        if call is not None:
+            found.append((m.start(), call))
+    for start, end, obj in _json_objects(text):
+        if any(s <= start < e for s, e in taken):
+            continue
+        call = _json_call(obj, schemas, text[start:end])
+        if call is not None:
+            found.append((start, call))
+            taken.append((start, end))
+    found.sort(key=lambda item: item[0])
+    return ParsedReply(tuple(call for _, call in found))
+
+
+def strip_tool_markup(text: str) -> str:
+    """The prose of a reply with tagged and ``<tool_call>`` blocks removed (for display)."""
+    text = _TAGGED.sub("", text)
+    text = _HERMES.sub("", text)
+    return text.strip()

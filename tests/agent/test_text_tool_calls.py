@@ -1,0 +1,109 @@
+"""Tool calls written as text (issue 10, text profile)."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from codeloop.agent.text_tool_calls import parse_text_tool_calls, tagged_example
+
+SCHEMAS = {
+    "write_file": {
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+        "required": ["path", "content"],
+    },
+    "shell": {
+        "type": "object",
+        "properties": {"command": {"type": "string"}, "timeout_ms": {"type": "integer"}},
+        "required": ["command"],
+    },
+}
+
+
+def test_tagged_syntax_keeps_code_verbatim_without_escaping() -> None:
+    text = (
+        'I will create it.\n<tool name="write_file">\n<path>hello.py</path>\n<content>\n'
+        'print("Hello \\n World")\n</content>\n</tool>'
+    )
+    (call,) = parse_text_tool_calls(text, SCHEMAS).calls
+    assert call.name == "write_file" and call.parse_error is None
+    assert call.arguments == {"path": "hello.py", "content": 'print("Hello \\n World")'}
+
+
+def test_tagged_integer_parameter_is_converted_by_schema() -> None:
+    text = '<tool name="shell"><command>sleep 1</command><timeout_ms>500</timeout_ms></tool>'
+    (call,) = parse_text_tool_calls(text, SCHEMAS).calls
+    assert call.arguments == {"command": "sleep 1", "timeout_ms": 500}
+
+
+def test_tagged_bad_integer_becomes_error_with_exact_valid_form() -> None:
+    text = '<tool name="shell"><command>ls</command><timeout_ms>soon</timeout_ms></tool>'
+    (call,) = parse_text_tool_calls(text, SCHEMAS).calls
+    assert call.parse_error is not None
+    assert "timeout_ms" in call.parse_error
+    assert tagged_example("shell", SCHEMAS["shell"]) in call.parse_error
+
+
+def test_unclosed_tagged_call_at_end_of_reply_is_accepted() -> None:
+    (call,) = parse_text_tool_calls('<tool name="shell">\n<command>ls -la</command>\n', SCHEMAS).calls
+    assert call.arguments == {"command": "ls -la"}
+
+
+def test_qwen_fenced_json_call_is_recovered() -> None:
+    text = 'Sure:\n```json\n{"name": "shell", "arguments": {"command": "python hello.py"}}\n```\n'
+    (call,) = parse_text_tool_calls(text, SCHEMAS).calls
+    assert (call.name, call.arguments) == ("shell", {"command": "python hello.py"})
+
+
+def test_hermes_tool_call_tags_and_string_arguments() -> None:
+    text = '<tool_call>\n{"name": "shell", "arguments": "{\\"command\\": \\"ls\\"}"}\n</tool_call>'
+    (call,) = parse_text_tool_calls(text, SCHEMAS).calls
+    assert call.arguments == {"command": "ls"}
+
+
+def test_bare_json_and_parameters_alias() -> None:
+    (call,) = parse_text_tool_calls('{"name": "shell", "parameters": {"command": "pwd"}}', SCHEMAS).calls
+    assert call.arguments == {"command": "pwd"}
+
+
+def test_unknown_tool_becomes_error_listing_available_tools() -> None:
+    (call,) = parse_text_tool_calls('{"name": "run", "arguments": {"cmd": "ls"}}', SCHEMAS).calls
+    assert call.parse_error == "Unknown tool: run. Available tools: shell, write_file."
+
+
+def test_broken_json_in_tool_call_tags_is_an_error_not_a_crash() -> None:
+    (call,) = parse_text_tool_calls('<tool_call>{"name": "shell", "arguments": {"command": }</tool_call>',
+                                    SCHEMAS).calls
+    assert call.parse_error is not None and "does not parse" in call.parse_error
+
+
+def test_json_without_arguments_key_is_prose_not_a_call() -> None:
+    assert parse_text_tool_calls('The package is {"name": "app", "version": "1"}', SCHEMAS).calls == ()
+
+
+def test_several_calls_keep_their_order_of_appearance() -> None:
+    text = ('{"name": "shell", "arguments": {"command": "a"}}\n'
+            '<tool name="shell"><command>b</command></tool>\n'
+            '<tool_call>{"name": "shell", "arguments": {"command": "c"}}</tool_call>')
+    calls = parse_text_tool_calls(text, SCHEMAS).calls
+    assert [c.arguments["command"] for c in calls] == ["a", "b", "c"]
+    assert len({c.id for c in calls}) == 3
+
+
+@given(st.text(max_size=300))
+def test_parser_never_raises_on_arbitrary_text(text: str) -> None:
+    for call in parse_text_tool_calls(text, SCHEMAS).calls:
+        assert call.parse_error is not None or call.name in SCHEMAS
+
+
+@given(st.text(max_size=80), st.text(max_size=200))
+def test_tagged_round_trip_of_any_string_values(path: str, content: str) -> None:
+    if "</path>" in path or "</content>" in content or "</tool>" in path + content:
+        return
+    text = f'<tool name="write_file">\n<path>{path}</path>\n<content>\n{content}\n</content>\n</tool>'
+    calls = parse_text_tool_calls(text, SCHEMAS).calls
+    assert calls[0].arguments == {"path": path, "content": content}
+    json.dumps(calls[0].arguments)
