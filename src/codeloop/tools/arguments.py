@@ -1,0 +1,111 @@
+"""The VALIDATE step: parse a call's arguments and check them against the tool's schema.
+
+Models send arguments as a JSON string or an already-decoded object; both land here.
+Every problem becomes one :class:`ArgumentError` whose message names the argument, what
+was expected and what arrived, so a small model can fix its call in one try.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError, ValidationError
+
+_JSON_TYPE_NAMES = {
+    bool: "boolean",
+    int: "integer",
+    float: "number",
+    str: "string",
+    list: "array",
+    dict: "object",
+    type(None): "null",
+}
+
+
+class ArgumentError(ValueError):
+    """Raised when arguments are malformed or do not match the tool's schema."""
+
+
+def parse_arguments(tool_name: str, arguments: Mapping[str, Any] | str | None) -> dict[str, Any]:
+    """Turn ``arguments`` into a dict; a JSON string is decoded (empty means ``{}``)."""
+    if arguments is None:
+        return {}
+    if isinstance(arguments, str):
+        if not arguments.strip():
+            return {}
+        try:
+            decoded = json.loads(arguments)
+        except json.JSONDecodeError as exc:
+            raise ArgumentError(
+                f"Invalid arguments for tool '{tool_name}': not valid JSON ({exc.msg} at line "
+                f"{exc.lineno} column {exc.colno}). Send the arguments as one JSON object, "
+                'for example {"file_path": "src/app.py"}.'
+            ) from None
+        arguments = decoded
+    if not isinstance(arguments, Mapping):
+        raise ArgumentError(
+            f"Invalid arguments for tool '{tool_name}': expected a JSON object, got "
+            f"{_type_name(arguments)}."
+        )
+    return dict(arguments)
+
+
+def validate_arguments(tool_name: str, schema: Mapping[str, Any], arguments: dict[str, Any]) -> None:
+    """Raise :class:`ArgumentError` listing every schema violation of ``arguments``."""
+    validator = _validator(json.dumps(schema, sort_keys=True))
+    errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+    if not errors:
+        return
+    problems = [_describe(error, schema) for error in errors]
+    raise ArgumentError(f"Invalid arguments for tool '{tool_name}': " + "; ".join(problems) + ".")
+
+
+@lru_cache(maxsize=256)
+def _validator(schema_json: str) -> Draft202012Validator:
+    schema = json.loads(schema_json)
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        raise ArgumentError(f"the tool's own parameter schema is invalid: {exc.message}") from None
+    return Draft202012Validator(schema)
+
+
+def _describe(error: ValidationError, schema: Mapping[str, Any]) -> str:
+    where = _argument_name(error)
+    if error.validator == "required":
+        missing = error.message.split("'")[1] if "'" in error.message else error.message
+        return f"missing required argument '{missing}'"
+    if error.validator == "additionalProperties":
+        known = ", ".join(sorted(schema.get("properties", {}))) or "none"
+        extra = sorted(set(error.instance) - set(schema.get("properties", {})))
+        names = ", ".join(f"'{name}'" for name in extra)
+        return f"unexpected argument {names} (valid arguments: {known})"
+    if error.validator == "type":
+        expected = error.validator_value
+        expected_text = " or ".join(expected) if isinstance(expected, list) else str(expected)
+        return (
+            f"argument '{where}' must be of type {expected_text}, got "
+            f"{_type_name(error.instance)} ({_preview(error.instance)})"
+        )
+    if error.validator == "enum":
+        options = ", ".join(json.dumps(v) for v in error.validator_value)
+        return f"argument '{where}' must be one of {options}, got {_preview(error.instance)}"
+    return f"argument '{where}': {error.message}"
+
+
+def _argument_name(error: ValidationError) -> str:
+    parts = [str(p) if isinstance(p, str) else f"[{p}]" for p in error.absolute_path]
+    return "".join(p if p.startswith("[") or i == 0 else f".{p}" for i, p in enumerate(parts)) or "(root)"
+
+
+def _type_name(value: object) -> str:
+    return _JSON_TYPE_NAMES.get(type(value), type(value).__name__)
+
+
+def _preview(value: object) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."

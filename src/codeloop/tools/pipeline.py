@@ -1,0 +1,144 @@
+"""The tool execution pipeline (loop spec §3.8, §5): one function per step.
+
+``execute_tool_call`` runs LOOKUP → VALIDATE → POLICY → EXECUTE → TRUNCATE and returns a
+:class:`ToolResult`. It never raises for anything a model or a tool can cause: unknown
+tools, malformed arguments, denied calls and every exception of an executor become
+``is_error=True`` results whose text says what went wrong. (Task cancellation still
+propagates: it is the caller's decision, not the model's.) EMIT belongs to the caller,
+which publishes ``result.full_output`` in its ``TOOL_CALL_END`` event.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from codeloop.environments.base import ExecutionEnvironment
+from codeloop.environments.errors import WorkspaceError
+from codeloop.tools.arguments import ArgumentError, parse_arguments, validate_arguments
+from codeloop.tools.errors import ToolError
+from codeloop.tools.policy_hook import Approver, ToolCallRequest, ToolPolicy, allow_all
+from codeloop.tools.registry import RegisteredTool, ToolContext, ToolOutput, ToolRegistry, ToolResult
+from codeloop.tools.truncation import TruncationConfig, truncate_tool_output
+
+
+class _CallFailed(Exception):
+    """Internal: a step ended the call with an error text for the model."""
+
+
+async def execute_tool_call(
+    registry: ToolRegistry,
+    name: str,
+    arguments: Mapping[str, Any] | str | None,
+    env: ExecutionEnvironment,
+    *,
+    policy: ToolPolicy | None = None,
+    approver: Approver | None = None,
+    config: TruncationConfig | None = None,
+    ctx: ToolContext | None = None,
+) -> ToolResult:
+    """Run one tool call through the whole pipeline; never raises for model or tool errors."""
+    ctx = ctx or ToolContext()
+    started = time.monotonic()
+    try:
+        tool = lookup(registry, name)
+        args = validate(tool, arguments)
+        await check_policy(ToolCallRequest(name, args, ctx.call_id), env, policy, approver)
+        produced = await execute(tool, args, env, ctx)
+    except _CallFailed as failure:
+        produced = ToolOutput(str(failure), is_error=True)
+    return truncate(name, produced, config, ctx, started)
+
+
+def lookup(registry: ToolRegistry, name: str) -> RegisteredTool:
+    """LOOKUP: the registered tool, or an error naming the available tools."""
+    tool = registry.get(name)
+    if tool is None:
+        available = ", ".join(registry.names()) or "none"
+        raise _CallFailed(f"Unknown tool '{name}'. Available tools: {available}.")
+    return tool
+
+
+def validate(tool: RegisteredTool, arguments: Mapping[str, Any] | str | None) -> dict[str, Any]:
+    """VALIDATE: parse JSON if needed and check against the tool's JSON Schema."""
+    try:
+        args = parse_arguments(tool.name, arguments)
+        validate_arguments(tool.name, tool.definition.parameters, args)
+    except ArgumentError as exc:
+        raise _CallFailed(str(exc)) from None
+    return args
+
+
+async def check_policy(
+    call: ToolCallRequest,
+    env: ExecutionEnvironment,
+    policy: ToolPolicy | None,
+    approver: Approver | None,
+) -> None:
+    """POLICY: allow, deny with the policy's reason, or ask the approver."""
+    try:
+        decision = await (policy or allow_all)(call, env)
+    except Exception as exc:
+        raise _CallFailed(f"Tool call '{call.name}' denied: the policy check failed ({exc}).") from None
+    if decision.action == "allow":
+        return
+    if decision.action == "deny":
+        raise _CallFailed(f"Tool call '{call.name}' denied by policy: {decision.reason}")
+    if approver is None:
+        raise _CallFailed(
+            f"Tool call '{call.name}' needs approval ({decision.reason}) and no approver is "
+            "available, so it was not run."
+        )
+    try:
+        approved = await approver(call, decision.reason)
+    except Exception as exc:
+        raise _CallFailed(f"Tool call '{call.name}' not run: asking for approval failed ({exc}).") from None
+    if not approved:
+        raise _CallFailed(f"Tool call '{call.name}' was not approved ({decision.reason}).")
+
+
+async def execute(
+    tool: RegisteredTool, args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext
+) -> ToolOutput:
+    """EXECUTE: run the executor; every exception becomes an error output."""
+    try:
+        produced = await tool.executor(args, env, ctx)
+    except (WorkspaceError, ToolError) as exc:
+        return ToolOutput(str(exc), is_error=True)
+    except Exception as exc:
+        return ToolOutput(describe_exception(tool.name, exc), is_error=True)
+    if isinstance(produced, ToolOutput):
+        return produced
+    if isinstance(produced, str):
+        return ToolOutput(produced)
+    return ToolOutput(
+        f"Tool '{tool.name}' returned {type(produced).__name__} instead of text (a bug in the tool).",
+        is_error=True,
+    )
+
+
+def truncate(
+    name: str, produced: ToolOutput, config: TruncationConfig | None, ctx: ToolContext, started: float
+) -> ToolResult:
+    """TRUNCATE: characters then lines (spec §5.3); keep the full text beside it."""
+    return ToolResult(
+        output=truncate_tool_output(produced.text, name, config),
+        is_error=produced.is_error,
+        full_output=produced.text,
+        tool_name=name,
+        call_id=ctx.call_id,
+        images=produced.images,
+        duration_ms=int((time.monotonic() - started) * 1000),
+    )
+
+
+def describe_exception(tool_name: str, exc: Exception) -> str:
+    """A short model-readable text for an unexpected exception of a tool."""
+    if isinstance(exc, UnicodeDecodeError):
+        return f"Tool '{tool_name}' failed: the file is not valid UTF-8 text ({exc.reason} at byte {exc.start})."
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f": {exc.filename}" if exc.filename else ""
+        return f"Tool '{tool_name}' failed: {exc.strerror}{where}"
+    detail = str(exc) or type(exc).__name__
+    return f"Tool '{tool_name}' failed: {type(exc).__name__}: {detail}"

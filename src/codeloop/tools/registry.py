@@ -1,0 +1,162 @@
+"""Tool definitions, results and the registry (loop spec §3.7, §3.8).
+
+Values that cross the tool seam are frozen dataclasses. An executor is a plain async
+callable ``(arguments, env, ctx) -> str | ToolOutput``; it may raise, and the pipeline
+(``codeloop.tools.pipeline``) turns every exception into an error ``ToolResult``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from codeloop.environments.base import ExecutionEnvironment, OutputCallback
+
+
+@dataclass(frozen=True)
+class ToolDefinition:
+    """What a model sees of a tool (spec §3.8)."""
+
+    name: str
+    """Unique identifier, as the model calls it."""
+    description: str
+    """Text for the model: what the tool does and when to use it."""
+    parameters: Mapping[str, Any]
+    """JSON Schema of the arguments; the root must be ``{"type": "object", ...}``."""
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise ValueError("ToolDefinition.name must not be empty")
+        if self.parameters.get("type") != "object":
+            raise ValueError(
+                f"ToolDefinition {self.name!r}: parameters must be a JSON Schema whose root "
+                f"has \"type\": \"object\" (got {self.parameters.get('type')!r})"
+            )
+
+
+@dataclass(frozen=True)
+class ImageData:
+    """An image returned by a tool for multimodal models (read_file on a png, ...)."""
+
+    media_type: str
+    """MIME type: ``image/png``, ``image/jpeg``, ``image/gif`` or ``image/webp``."""
+    data: bytes
+    """The raw image bytes."""
+
+
+@dataclass(frozen=True)
+class ToolOutput:
+    """What an executor may return instead of a plain string."""
+
+    text: str
+    """The text for the model (before truncation)."""
+    is_error: bool = False
+    """True when the tool ran but its outcome is a failure the model should see as such
+    (a command that exited non-zero, a timeout)."""
+    images: tuple[ImageData, ...] = ()
+    """Images for multimodal models."""
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """Per-call information handed to an executor."""
+
+    call_id: str | None = None
+    """The provider's id of this tool call, if any."""
+    session_id: str | None = None
+    """The session the call belongs to, if any."""
+    on_output: OutputCallback | None = None
+    """Receives streamed command output (shell) as it arrives; must not raise."""
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """The outcome of one tool call after the whole pipeline (spec §3.8, §5.1)."""
+
+    output: str
+    """Text for the model, truncated per spec §5.1–5.3."""
+    is_error: bool
+    """True for unknown tools, invalid arguments, denied calls, raised errors and failed
+    outcomes; the model reads ``output`` to recover."""
+    full_output: str
+    """The untruncated text (goes to the ``TOOL_CALL_END`` event, spec §2.9)."""
+    tool_name: str
+    """The name the model called (even when unknown)."""
+    call_id: str | None = None
+    """The provider's id of the call, copied from the context."""
+    images: tuple[ImageData, ...] = ()
+    """Images produced by the tool."""
+    duration_ms: int = 0
+    """Time spent in the pipeline."""
+
+    @property
+    def truncated(self) -> bool:
+        """True when ``output`` is shorter than ``full_output``."""
+        return self.output != self.full_output
+
+    @property
+    def full_output_chars(self) -> int:
+        """Length of the untruncated output, in characters."""
+        return len(self.full_output)
+
+
+Executor = Callable[[dict[str, Any], ExecutionEnvironment, ToolContext], Awaitable[str | ToolOutput]]
+"""``async (arguments, env, ctx) -> str | ToolOutput``; may raise (the pipeline catches everything)."""
+
+
+@dataclass(frozen=True)
+class RegisteredTool:
+    """A definition plus the code that runs it (spec §3.8)."""
+
+    definition: ToolDefinition
+    """What the model sees."""
+    executor: Executor
+    """``async (arguments, env, ctx) -> str | ToolOutput``."""
+
+    @property
+    def name(self) -> str:
+        """Shortcut for ``definition.name``."""
+        return self.definition.name
+
+
+@dataclass
+class ToolRegistry:
+    """Tools by name; registering a name again replaces it (latest wins, spec §3.7)."""
+
+    _tools: dict[str, RegisteredTool] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, tools: list[RegisteredTool]) -> ToolRegistry:
+        """A registry holding ``tools`` (later entries win on name collisions)."""
+        registry = cls()
+        for tool in tools:
+            registry.register(tool)
+        return registry
+
+    def register(self, tool: RegisteredTool) -> None:
+        """Add or replace a tool."""
+        self._tools.pop(tool.name, None)
+        self._tools[tool.name] = tool
+
+    def unregister(self, name: str) -> None:
+        """Remove a tool; no error when it is absent."""
+        self._tools.pop(name, None)
+
+    def get(self, name: str) -> RegisteredTool | None:
+        """The tool called ``name``, or None."""
+        return self._tools.get(name)
+
+    def definitions(self) -> list[ToolDefinition]:
+        """Definitions in registration order."""
+        return [tool.definition for tool in self._tools.values()]
+
+    def names(self) -> list[str]:
+        """Names in registration order."""
+        return list(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __len__(self) -> int:
+        return len(self._tools)

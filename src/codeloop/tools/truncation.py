@@ -1,0 +1,132 @@
+"""Tool output truncation, exactly as loop spec §5.1–5.3.
+
+Character truncation always runs first (it bounds size even for a 10 MB single line),
+then line truncation as a readability pass. Markers are the spec's texts verbatim.
+The caller keeps the untruncated text (``ToolResult.full_output``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+TruncationMode = Literal["head_tail", "tail"]
+
+DEFAULT_TOOL_LIMITS: Mapping[str, int] = {
+    "read_file": 50_000,
+    "shell": 30_000,
+    "grep": 20_000,
+    "glob": 20_000,
+    "edit_file": 10_000,
+    "apply_patch": 10_000,
+    "write_file": 1_000,
+    "spawn_agent": 20_000,
+    # Not in the §5.2 table: sized like their nearest relatives.
+    "read_many_files": 50_000,
+    "list_dir": 20_000,
+}
+"""Default character limits (spec §5.2, plus the gemini-profile tools)."""
+
+DEFAULT_TRUNCATION_MODES: Mapping[str, TruncationMode] = {
+    "read_file": "head_tail",
+    "shell": "head_tail",
+    "grep": "tail",
+    "glob": "tail",
+    "edit_file": "tail",
+    "apply_patch": "tail",
+    "write_file": "tail",
+    "spawn_agent": "head_tail",
+    "read_many_files": "head_tail",
+    "list_dir": "head_tail",
+}
+"""Truncation mode per tool (spec §5.2)."""
+
+DEFAULT_LINE_LIMITS: Mapping[str, int | None] = {
+    "shell": 256,
+    "grep": 200,
+    "glob": 500,
+    "read_file": None,
+    "edit_file": None,
+    "list_dir": 500,
+}
+"""Default line limits, applied after character truncation (spec §5.3)."""
+
+FALLBACK_CHAR_LIMIT = 30_000
+"""Character limit for tools missing from the table (custom tools)."""
+FALLBACK_MODE: TruncationMode = "head_tail"
+"""Mode for tools missing from the table."""
+
+
+@dataclass(frozen=True)
+class TruncationConfig:
+    """Overrides of the default limits (``SessionConfig.tool_output_limits`` and
+    ``tool_line_limits``, spec §5.2/§5.3). Missing names fall back to the defaults."""
+
+    tool_output_limits: Mapping[str, int] = field(default_factory=dict)
+    """Character limit per tool name."""
+    tool_line_limits: Mapping[str, int | None] = field(default_factory=dict)
+    """Line limit per tool name; ``None`` disables line truncation for that tool."""
+
+
+def truncate_output(output: str, max_chars: int, mode: TruncationMode) -> str:
+    """Character truncation (spec §5.1): keep head and tail, or only the tail."""
+    if len(output) <= max_chars:
+        return output
+    removed = len(output) - max_chars
+    if mode == "head_tail":
+        half = max_chars // 2
+        tail = output[-half:] if half > 0 else ""
+        return (
+            output[:half]
+            + "\n\n[WARNING: Tool output was truncated. "
+            + f"{removed} characters were removed from the middle. "
+            + "The full output is available in the event stream. "
+            + "If you need to see specific parts, re-run the tool with more targeted parameters.]\n\n"
+            + tail
+        )
+    if mode == "tail":
+        tail = output[-max_chars:] if max_chars > 0 else ""
+        return (
+            "[WARNING: Tool output was truncated. First "
+            + f"{removed} characters were removed. "
+            + "The full output is available in the event stream.]\n\n"
+            + tail
+        )
+    raise ValueError(f"unknown truncation mode {mode!r}; expected 'head_tail' or 'tail'")
+
+
+def truncate_lines(output: str, max_lines: int) -> str:
+    """Line truncation with a head/tail split (spec §5.3)."""
+    lines = output.split("\n")
+    if len(lines) <= max_lines:
+        return output
+    head_count = max_lines // 2
+    tail_count = max_lines - head_count
+    omitted = len(lines) - head_count - tail_count
+    tail = lines[-tail_count:] if tail_count > 0 else []
+    return "\n".join(lines[:head_count]) + f"\n[... {omitted} lines omitted ...]\n" + "\n".join(tail)
+
+
+def char_limit(tool_name: str, config: TruncationConfig | None = None) -> int:
+    """The character limit that applies to ``tool_name``."""
+    if config is not None and tool_name in config.tool_output_limits:
+        return config.tool_output_limits[tool_name]
+    return DEFAULT_TOOL_LIMITS.get(tool_name, FALLBACK_CHAR_LIMIT)
+
+
+def line_limit(tool_name: str, config: TruncationConfig | None = None) -> int | None:
+    """The line limit that applies to ``tool_name`` (None: no line truncation)."""
+    if config is not None and tool_name in config.tool_line_limits:
+        return config.tool_line_limits[tool_name]
+    return DEFAULT_LINE_LIMITS.get(tool_name)
+
+
+def truncate_tool_output(output: str, tool_name: str, config: TruncationConfig | None = None) -> str:
+    """Characters first, then lines (spec §5.3)."""
+    mode = DEFAULT_TRUNCATION_MODES.get(tool_name, FALLBACK_MODE)
+    result = truncate_output(output, char_limit(tool_name, config), mode)
+    max_lines = line_limit(tool_name, config)
+    if max_lines is not None:
+        result = truncate_lines(result, max_lines)
+    return result

@@ -1,0 +1,202 @@
+"""The registry and the pipeline (loop spec §3.7, §3.8, §9.3, Appendix B).
+
+The tools registered here never touch the environment, so ``env`` is a placeholder:
+the pipeline itself only hands it to executors and policies.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import pytest
+
+from codeloop.environments.base import ExecutionEnvironment
+from codeloop.environments.errors import FileNotFoundInWorkspaceError
+from codeloop.tools import (
+    PolicyDecision,
+    RegisteredTool,
+    ToolCallRequest,
+    ToolContext,
+    ToolDefinition,
+    ToolOutput,
+    ToolRegistry,
+    TruncationConfig,
+    execute_tool_call,
+)
+
+ENV = cast(ExecutionEnvironment, object())
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "file_path": {"type": "string"},
+        "limit": {"type": "integer"},
+        "mode": {"type": "string", "enum": ["a", "b"]},
+    },
+    "required": ["file_path"],
+    "additionalProperties": False,
+}
+
+
+def _tool(name: str = "echo", result: Any = None, raises: Exception | None = None) -> RegisteredTool:
+    async def run(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> Any:
+        if raises is not None:
+            raise raises
+        return result if result is not None else f"{name}:{args['file_path']}"
+
+    return RegisteredTool(ToolDefinition(name, f"{name} tool", SCHEMA), run)
+
+
+def test_3_8_definition_root_must_be_object() -> None:
+    with pytest.raises(ValueError, match="root"):
+        ToolDefinition("x", "d", {"type": "array"})
+
+
+def test_3_7_latest_registration_wins() -> None:
+    registry = ToolRegistry()
+    registry.register(_tool("echo", "first"))
+    registry.register(_tool("other"))
+    registry.register(_tool("echo", "second"))
+    assert sorted(registry.names()) == ["echo", "other"]
+    assert len(registry.definitions()) == 2
+    registry.unregister("other")
+    assert registry.get("other") is None
+    assert registry.names() == ["echo"]
+
+
+async def test_3_8_executes_and_returns_text() -> None:
+    result = await execute_tool_call(ToolRegistry.of([_tool()]), "echo", {"file_path": "a.py"}, ENV)
+    assert not result.is_error
+    assert result.output == "echo:a.py" == result.full_output
+    assert result.tool_name == "echo"
+
+
+async def test_3_8_arguments_as_json_string_are_parsed() -> None:
+    result = await execute_tool_call(ToolRegistry.of([_tool()]), "echo", '{"file_path": "b"}', ENV)
+    assert result.output == "echo:b"
+
+
+async def test_9_3_malformed_json_arguments_become_an_error_result() -> None:
+    result = await execute_tool_call(ToolRegistry.of([_tool()]), "echo", '{"file_path": ', ENV)
+    assert result.is_error
+    assert "not valid JSON" in result.output and "echo" in result.output
+
+
+async def test_9_3_unknown_tool_is_an_error_result_naming_the_tools() -> None:
+    result = await execute_tool_call(ToolRegistry.of([_tool()]), "nope", {}, ENV)
+    assert result.is_error
+    assert result.output == "Unknown tool 'nope'. Available tools: echo."
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        ({}, "missing required argument 'file_path'"),
+        ({"file_path": 3}, "argument 'file_path' must be of type string, got integer (3)"),
+        ({"file_path": "a", "limit": "ten"}, "argument 'limit' must be of type integer, got string (\"ten\")"),
+        ({"file_path": "a", "mode": "c"}, "argument 'mode' must be one of \"a\", \"b\", got \"c\""),
+        ({"file_path": "a", "path": "b"}, "unexpected argument 'path' (valid arguments: file_path, limit, mode)"),
+        ([1, 2], "expected a JSON object, got array"),
+    ],
+)
+async def test_9_3_schema_violations_name_the_argument(args: Any, expected: str) -> None:
+    result = await execute_tool_call(ToolRegistry.of([_tool()]), "echo", args, ENV)
+    assert result.is_error
+    assert expected in result.output
+
+
+async def test_b_workspace_errors_keep_their_message() -> None:
+    error = FileNotFoundInWorkspaceError("File not found: a.py (check the path with glob)", "a.py")
+    result = await execute_tool_call(ToolRegistry.of([_tool(raises=error)]), "echo", {"file_path": "a"}, ENV)
+    assert result.is_error
+    assert result.output == "File not found: a.py (check the path with glob)"
+
+
+async def test_b_unexpected_exceptions_become_short_error_results() -> None:
+    result = await execute_tool_call(
+        ToolRegistry.of([_tool(raises=RuntimeError("boom"))]), "echo", {"file_path": "a"}, ENV
+    )
+    assert result.is_error
+    assert result.output == "Tool 'echo' failed: RuntimeError: boom"
+
+
+async def test_tool_output_with_is_error_is_kept() -> None:
+    tool = _tool(result=ToolOutput("exit 2", is_error=True))
+    result = await execute_tool_call(ToolRegistry.of([tool]), "echo", {"file_path": "a"}, ENV)
+    assert result.is_error and result.output == "exit 2"
+
+
+async def test_5_1_result_truncated_but_full_output_kept() -> None:
+    tool = _tool("write_file", result="w" * 5000)
+    result = await execute_tool_call(ToolRegistry.of([tool]), "write_file", {"file_path": "a"}, ENV)
+    assert result.truncated
+    assert result.full_output == "w" * 5000
+    assert result.full_output_chars == 5000
+    assert result.output.startswith("[WARNING: Tool output was truncated. First 4000 characters")
+    small = await execute_tool_call(
+        ToolRegistry.of([tool]),
+        "write_file",
+        {"file_path": "a"},
+        ENV,
+        config=TruncationConfig(tool_output_limits={"write_file": 10_000}),
+    )
+    assert not small.truncated
+
+
+async def test_policy_deny_stops_the_call_with_the_reason() -> None:
+    calls: list[str] = []
+
+    async def run(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> str:
+        calls.append("ran")
+        return "ran"
+
+    async def policy(call: ToolCallRequest, env: ExecutionEnvironment) -> PolicyDecision:
+        return PolicyDecision.deny(f"{call.arguments['file_path']} is protected")
+
+    tool = RegisteredTool(ToolDefinition("echo", "d", SCHEMA), run)
+    result = await execute_tool_call(ToolRegistry.of([tool]), "echo", {"file_path": ".env"}, ENV, policy=policy)
+    assert result.is_error
+    assert result.output == "Tool call 'echo' denied by policy: .env is protected"
+    assert calls == []
+
+
+async def test_policy_ask_without_approver_denies() -> None:
+    async def policy(call: ToolCallRequest, env: ExecutionEnvironment) -> PolicyDecision:
+        return PolicyDecision.ask("writes outside src/")
+
+    result = await execute_tool_call(ToolRegistry.of([_tool()]), "echo", {"file_path": "a"}, ENV, policy=policy)
+    assert result.is_error
+    assert "needs approval (writes outside src/) and no approver" in result.output
+
+
+async def test_policy_ask_calls_the_approver() -> None:
+    asked: list[tuple[str, str]] = []
+
+    async def policy(call: ToolCallRequest, env: ExecutionEnvironment) -> PolicyDecision:
+        return PolicyDecision.ask("risky")
+
+    async def approve(call: ToolCallRequest, reason: str) -> bool:
+        asked.append((call.name, reason))
+        return call.arguments["file_path"] == "ok"
+
+    registry = ToolRegistry.of([_tool()])
+    yes = await execute_tool_call(registry, "echo", {"file_path": "ok"}, ENV, policy=policy, approver=approve)
+    no = await execute_tool_call(registry, "echo", {"file_path": "no"}, ENV, policy=policy, approver=approve)
+    assert not yes.is_error and yes.output == "echo:ok"
+    assert no.is_error and no.output == "Tool call 'echo' was not approved (risky)."
+    assert asked == [("echo", "risky"), ("echo", "risky")]
+
+
+async def test_policy_that_raises_denies_instead_of_crashing() -> None:
+    async def policy(call: ToolCallRequest, env: ExecutionEnvironment) -> PolicyDecision:
+        raise RuntimeError("db down")
+
+    result = await execute_tool_call(ToolRegistry.of([_tool()]), "echo", {"file_path": "a"}, ENV, policy=policy)
+    assert result.is_error and "policy check failed (db down)" in result.output
+
+
+async def test_call_id_travels_to_the_result() -> None:
+    result = await execute_tool_call(
+        ToolRegistry.of([_tool()]), "echo", {"file_path": "a"}, ENV, ctx=ToolContext(call_id="c1")
+    )
+    assert result.call_id == "c1"
