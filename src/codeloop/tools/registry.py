@@ -160,3 +160,8 @@ class ToolRegistry:
 
     def __len__(self) -> int:
         return len(self._tools)
+
+
+def object_schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    """A tool's parameter schema: an object with these properties and no others."""
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}

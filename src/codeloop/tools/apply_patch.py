@@ -1,0 +1,72 @@
+"""The ``apply_patch`` tool (loop spec §3.4, Appendix A): codex's v4a patches.
+
+:func:`apply_patch_text` parses and applies a patch in an environment and returns the
+outcome; the tool and ``codeloop apply-patch`` both call it, so they behave alike.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from codeloop.environments.base import ExecutionEnvironment
+from codeloop.tools.patch_apply import PatchApplyError, PatchOutcome, apply_hunks
+from codeloop.tools.patch_parser import parse_patch
+from codeloop.tools.registry import RegisteredTool, ToolContext, ToolDefinition, ToolOutput
+
+APPLY_PATCH_DESCRIPTION = """\
+Apply code changes using the patch format. Supports creating, deleting, and modifying files \
+in a single operation.
+
+The patch is wrapped in `*** Begin Patch` / `*** End Patch`. Each file operation starts with \
+a header:
+*** Add File: <path>      every following line starts with `+` (the new file's content)
+*** Delete File: <path>   nothing follows
+*** Update File: <path>   optionally `*** Move to: <new path>`, then one or more hunks
+
+Each hunk starts with `@@` (optionally followed by a line such as a function signature that \
+appears above the change), then lines prefixed with ` ` (unchanged context), `-` (removed) \
+or `+` (added). Show 3 lines of context above and below each change. Use \
+`*** End of File` after a hunk that must match the end of the file. Paths are relative to \
+the workspace root.
+
+Example:
+*** Begin Patch
+*** Update File: src/app.py
+@@ def main():
+     print("Hello")
+-    return 0
++    return 1
+*** End Patch"""
+
+APPLY_PATCH_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "patch": {"type": "string", "description": "The entire patch, from *** Begin Patch to *** End Patch."}
+    },
+    "required": ["patch"],
+    "additionalProperties": False,
+}
+
+
+async def apply_patch_text(env: ExecutionEnvironment, text: str) -> PatchOutcome:
+    """Parse and apply ``text``; raise ``PatchParseError`` or ``PatchApplyError``."""
+    return await apply_hunks(env, parse_patch(text).hunks)
+
+
+async def _run_apply_patch(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:
+    try:
+        outcome = await apply_patch_text(env, args["patch"])
+    except PatchApplyError as exc:
+        text = exc.message
+        if not exc.partial.empty:
+            done = exc.partial.summary().split("\n", 1)[1].strip().replace("\n", ", ")
+            text += f"\n(The patch stopped here; earlier operations were applied: {done}.)"
+        return ToolOutput(text, is_error=True)
+    return ToolOutput(outcome.summary())
+
+
+def apply_patch_tool() -> RegisteredTool:
+    """The ``apply_patch`` tool with a ``patch`` argument (codex's freeform tool as JSON)."""
+    return RegisteredTool(
+        ToolDefinition("apply_patch", APPLY_PATCH_DESCRIPTION, APPLY_PATCH_PARAMETERS), _run_apply_patch
+    )

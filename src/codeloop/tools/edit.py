@@ -1,0 +1,221 @@
+"""The ``edit_file`` tool: exact ``old_string`` → ``new_string`` (loop spec §3.3, §3.5).
+
+Order of attempts: the exact text; then the same text with typographic punctuation
+(curly quotes, dashes, odd spaces) read as ASCII; then a line match that ignores
+whitespace and indentation, re-indenting ``new_string`` to the file's indentation. A
+fuzzy success says what it matched. A failure shows the current text around the
+closest line so a small model can retry with the right ``old_string``. The file is
+read as bytes and written back atomically through the environment, so line endings
+and everything outside the edit are kept byte for byte.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from codeloop.environments.base import ExecutionEnvironment
+from codeloop.environments.errors import FileNotFoundInWorkspaceError
+from codeloop.tools.errors import ToolError
+from codeloop.tools.files import number_lines
+from codeloop.tools.patch_apply import PUNCTUATION_TO_ASCII
+from codeloop.tools.registry import RegisteredTool, ToolContext, ToolDefinition, object_schema
+
+WINDOW_CONTEXT = 3
+"""Lines shown above and below the closest match in a not-found error."""
+
+
+async def edit_file(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> str:
+    """Replace ``old_string`` with ``new_string`` in ``file_path`` (see module docstring)."""
+    path: str = args["file_path"]
+    old: str = args["old_string"]
+    new: str = args["new_string"]
+    replace_all: bool = bool(args.get("replace_all", False))
+    if old == new:
+        raise ToolError("old_string and new_string are identical; nothing to change.")
+    if old == "":
+        return await _create(env, path, new)
+    text = await _read_text(env, path)
+    count = text.count(old)
+    if count == 1 or (count > 1 and replace_all):
+        await env.write_file(path, text.replace(old, new))
+        return f"Edited {path}: {_replacements(count)}."
+    if count > 1:
+        raise ToolError(_not_unique(path, text, old, count))
+    return await _fuzzy(env, path, text, old, new, replace_all)
+
+
+async def _create(env: ExecutionEnvironment, path: str, new: str) -> str:
+    if await env.file_exists(path):
+        raise ToolError(
+            f"old_string is empty but {path} already exists. Give the exact text to replace, "
+            "or use write_file to replace the whole file."
+        )
+    written = await env.write_file(path, new)
+    return f"Created {path} ({written} bytes)."
+
+
+async def _read_text(env: ExecutionEnvironment, path: str) -> str:
+    try:
+        data = await env.read_bytes(path)
+    except FileNotFoundInWorkspaceError as exc:
+        raise ToolError(f"{exc} To create a new file, call edit_file with an empty old_string or use write_file.") from None
+    if b"\0" in data:
+        raise ToolError(f"Cannot edit {path}: it is a binary file.")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ToolError(f"Cannot edit {path}: it is not valid UTF-8 text (invalid byte at offset {exc.start}).") from None
+
+
+def _replacements(count: int) -> str:
+    return "1 replacement" if count == 1 else f"{count} replacements"
+
+
+def _line_of(text: str, index: int) -> int:
+    return text.count("\n", 0, index) + 1
+
+
+def _not_unique(path: str, text: str, old: str, count: int) -> str:
+    lines: list[int] = []
+    start = text.find(old)
+    while start >= 0 and len(lines) < 10:
+        lines.append(_line_of(text, start))
+        start = text.find(old, start + 1)
+    where = ", ".join(str(n) for n in lines)
+    return (
+        f"old_string is not unique in {path}: it occurs {count} times (starting at lines {where}). "
+        "Add surrounding lines to old_string so it matches exactly one place, or set replace_all "
+        "to true to replace every occurrence."
+    )
+
+
+async def _fuzzy(
+    env: ExecutionEnvironment, path: str, text: str, old: str, new: str, replace_all: bool
+) -> str:
+    # Every mapped character is one code point to one, so positions carry over unchanged.
+    normalized = text.translate(PUNCTUATION_TO_ASCII)
+    wanted = old.translate(PUNCTUATION_TO_ASCII)
+    count = normalized.count(wanted)
+    if count == 1 or (count > 1 and replace_all):
+        pieces: list[str] = []
+        position = 0
+        start = normalized.find(wanted)
+        while start >= 0:
+            pieces += [text[position:start], new]
+            position = start + len(wanted)
+            start = normalized.find(wanted, position)
+        await env.write_file(path, "".join(pieces) + text[position:])
+        return (
+            f"Edited {path}: {_replacements(count)} (fuzzy match: old_string matched after reading "
+            "curly quotes, dashes and non-breaking spaces as their ASCII forms)."
+        )
+    if count > 1:
+        raise ToolError(_not_unique(path, normalized, wanted, count))
+    return await _fuzzy_lines(env, path, text, old, new, replace_all)
+
+
+def _key(line: str) -> str:
+    return " ".join(line.translate(PUNCTUATION_TO_ASCII).split())
+
+
+def _trim_blank(lines: list[str]) -> list[str]:
+    start, end = 0, len(lines)
+    while start < end and not lines[start].strip():
+        start += 1
+    while end > start and not lines[end - 1].strip():
+        end -= 1
+    return lines[start:end]
+
+
+def _indent(line: str) -> str:
+    return line[: len(line) - len(line.lstrip())]
+
+
+async def _fuzzy_lines(
+    env: ExecutionEnvironment, path: str, text: str, old: str, new: str, replace_all: bool
+) -> str:
+    file_lines = text.split("\n")
+    old_lines = _trim_blank(old.split("\n"))
+    keys = [_key(line) for line in file_lines]
+    wanted = [_key(line) for line in old_lines]
+    size = len(wanted)
+    matches: list[int] = []
+    i = 0
+    while size and i + size <= len(keys):
+        if keys[i : i + size] == wanted:
+            matches.append(i)
+            i += size
+        else:
+            i += 1
+    if not matches:
+        raise ToolError(_not_found(path, file_lines, old_lines))
+    if len(matches) > 1 and not replace_all:
+        where = ", ".join(str(m + 1) for m in matches[:10])
+        raise ToolError(
+            f"old_string was not found exactly in {path}, and ignoring whitespace it matches "
+            f"{len(matches)} places (lines {where}). Add surrounding lines so it matches one place, "
+            "or set replace_all to true."
+        )
+    new_lines = _trim_blank(new.split("\n")) if new.strip() else []
+    out: list[str] = []
+    position = 0
+    for start in matches:
+        out += file_lines[position:start]
+        out += _reindent(new_lines, _indent(old_lines[0]), _indent(file_lines[start]))
+        position = start + size
+    out += file_lines[position:]
+    await env.write_file(path, "\n".join(out))
+    spans = ", ".join(f"{m + 1}-{m + size}" for m in matches[:10])
+    return (
+        f"Edited {path}: {_replacements(len(matches))} (fuzzy match: old_string matched lines "
+        f"{spans} when whitespace and indentation are ignored; new_string was re-indented to match)."
+    )
+
+
+def _reindent(lines: list[str], old_indent: str, file_indent: str) -> list[str]:
+    if old_indent == file_indent:
+        return lines
+    return [file_indent + line[len(old_indent) :] if line.startswith(old_indent) and line.strip() else line for line in lines]
+
+
+def _not_found(path: str, file_lines: list[str], old_lines: list[str]) -> str:
+    message = f"old_string was not found in {path} (not even ignoring whitespace and Unicode punctuation)."
+    probe = next((_key(line) for line in old_lines if line.strip()), "")
+    keys = [_key(line) for line in file_lines]
+    best = difflib.get_close_matches(probe, keys, n=1, cutoff=0.5) if probe else []
+    if not best:
+        return message + " Read the file again and copy the exact text you want to replace."
+    center = keys.index(best[0])
+    first = max(0, center - WINDOW_CONTEXT)
+    last = min(len(file_lines), center + max(len(old_lines), 1) + WINDOW_CONTEXT)
+    shown = number_lines(file_lines[first:last], first + 1)
+    return (
+        f"{message} The closest text is the current text around line {center + 1}:\n{shown}\n"
+        "Copy the exact lines you want to change into old_string (without the line-number prefix)."
+    )
+
+
+def edit_file_tool(description: str | None = None) -> RegisteredTool:
+    """``edit_file(file_path, old_string, new_string, replace_all?)``."""
+    return RegisteredTool(
+        ToolDefinition(
+            "edit_file",
+            description
+            or (
+                "Replace an exact string occurrence in a file. old_string must match the file exactly "
+                "(including indentation) and be unique unless replace_all is true; include enough "
+                "surrounding lines to make it unique. An empty old_string creates a new file."
+            ),
+            object_schema(
+                {
+                    "file_path": {"type": "string", "description": "Path of the file to edit."},
+                    "old_string": {"type": "string", "description": "The exact text to replace."},
+                    "new_string": {"type": "string", "description": "The replacement text."},
+                    "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)."},
+                },
+                ["file_path", "old_string", "new_string"],
+            ),
+        ),
+        edit_file,
+    )

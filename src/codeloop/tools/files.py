@@ -1,0 +1,201 @@
+"""File tools: read_file, read_many_files, write_file, list_dir (loop spec §3.3, §3.6).
+
+All file access goes through the ``ExecutionEnvironment`` (never ``open()``), so the
+tools work the same in local, sandboxed and SSH workspaces, and every path is judged
+by the environment's resolver.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from codeloop.environments.base import ExecutionEnvironment
+from codeloop.environments.errors import BinaryFileError, WorkspaceError
+from codeloop.tools.errors import ToolError
+from codeloop.tools.registry import (
+    ImageData,
+    RegisteredTool,
+    ToolContext,
+    ToolDefinition,
+    ToolOutput,
+    object_schema,
+)
+
+DEFAULT_READ_LIMIT = 2000
+"""Lines read_file returns when no ``limit`` is given (spec §3.3)."""
+MAX_MANY_FILES = 100
+"""Files read_many_files reads at most in one call."""
+
+IMAGE_TYPES = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+}
+_GLOB_CHARS = set("*?[")
+
+
+def number_lines(lines: list[str], first: int) -> str:
+    """``NNN | content`` lines, numbers right-aligned to the widest shown (at least 3)."""
+    width = max(3, len(str(first + len(lines) - 1)))
+    return "\n".join(f"{n:>{width}} | {line}" for n, line in enumerate(lines, start=first))
+
+
+def _split(text: str) -> list[str]:
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def _image_type(path: str) -> str | None:
+    dot = path.rfind(".")
+    return IMAGE_TYPES.get(path[dot:].lower()) if dot >= 0 else None
+
+
+async def read_file(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:
+    """Line-numbered text; images as image data; binary files refused (spec §3.3)."""
+    path: str = args["file_path"]
+    offset: int = args.get("offset") or 1
+    limit: int = args.get("limit") or DEFAULT_READ_LIMIT
+    media_type = _image_type(path)
+    if media_type is not None:
+        data = await env.read_bytes(path)
+        return ToolOutput(
+            f"Image file {path} ({media_type}, {len(data)} bytes) is attached.",
+            images=(ImageData(media_type, data),),
+        )
+    try:
+        text = await env.read_file(path, offset=offset, limit=limit + 1)
+    except BinaryFileError as exc:
+        raise ToolError(
+            f"Cannot read {path}: it is a binary file (or not valid UTF-8 text), so it has no lines "
+            f"to show. ({exc}) Use shell tools such as `file` or `xxd | head` to inspect it."
+        ) from None
+    lines = _split(text)
+    if not lines:
+        if offset > 1:
+            return ToolOutput(f"{path} has fewer than {offset} lines; nothing to show at offset {offset}.")
+        return ToolOutput(f"{path} is empty.")
+    more = len(lines) > limit
+    body = number_lines(lines[:limit], offset)
+    if more:
+        body += (
+            f"\n[... more lines follow; call read_file with offset={offset + limit} to continue ...]"
+        )
+    return ToolOutput(body)
+
+
+async def read_many_files(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:
+    """Several files (paths or glob patterns) in one result, each under a ``--- path ---`` header."""
+    paths: list[str] = []
+    for item in args["paths"]:
+        expanded = await env.glob(item) if _GLOB_CHARS & set(item) else [item]
+        paths.extend(p for p in expanded if p not in paths)
+    if not paths:
+        raise ToolError("read_many_files: no files matched " + ", ".join(args["paths"]))
+    sections: list[str] = []
+    skipped = paths[MAX_MANY_FILES:]
+    for path in paths[:MAX_MANY_FILES]:
+        try:
+            sections.append(f"--- {path} ---\n{await env.read_file(path)}")
+        except WorkspaceError as exc:
+            sections.append(f"--- {path} ---\n[skipped: {exc}]")
+    if skipped:
+        sections.append(f"[{len(skipped)} more files not read; ask for at most {MAX_MANY_FILES} at once]")
+    return ToolOutput("\n\n".join(sections))
+
+
+async def write_file(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> str:
+    """Atomically create or replace a file, parents included; report bytes written."""
+    written = await env.write_file(args["file_path"], args["content"])
+    return f"Wrote {written} bytes to {args['file_path']}"
+
+
+async def list_dir(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> str:
+    """Entries down to ``depth`` levels: directories end with ``/``, files show their size."""
+    path: str = args.get("path") or "."
+    entries = await env.list_directory(path, depth=args.get("depth") or 1)
+    if not entries:
+        return f"{path} is empty."
+    return "\n".join(f"{e.name}/" if e.is_dir else f"{e.name} ({e.size} bytes)" for e in entries)
+
+
+def read_file_tool(description: str | None = None) -> RegisteredTool:
+    """``read_file(file_path, offset?, limit?)``."""
+    return RegisteredTool(
+        ToolDefinition(
+            "read_file",
+            description
+            or (
+                "Read a file from the filesystem. Returns line-numbered content (`NNN | line`). "
+                f"Reads up to {DEFAULT_READ_LIMIT} lines by default; use offset and limit for long "
+                "files. Images (png, jpg, gif, webp) are returned as images."
+            ),
+            object_schema(
+                {
+                    "file_path": {"type": "string", "description": "Path of the file (relative to the workspace root, or absolute inside it)."},
+                    "offset": {"type": "integer", "minimum": 1, "description": "1-based line number to start reading from."},
+                    "limit": {"type": "integer", "minimum": 1, "description": f"Maximum number of lines to read (default {DEFAULT_READ_LIMIT})."},
+                },
+                ["file_path"],
+            ),
+        ),
+        read_file,
+    )
+
+
+def read_many_files_tool(description: str | None = None) -> RegisteredTool:
+    """``read_many_files(paths)``: files or glob patterns."""
+    return RegisteredTool(
+        ToolDefinition(
+            "read_many_files",
+            description
+            or "Read several files at once. `paths` holds file paths or glob patterns (`src/**/*.py`); "
+            "each file's content follows a `--- path ---` header.",
+            object_schema(
+                {"paths": {"type": "array", "items": {"type": "string"}, "minItems": 1, "description": "File paths or glob patterns."}},
+                ["paths"],
+            ),
+        ),
+        read_many_files,
+    )
+
+
+def write_file_tool(description: str | None = None) -> RegisteredTool:
+    """``write_file(file_path, content)``."""
+    return RegisteredTool(
+        ToolDefinition(
+            "write_file",
+            description or "Write content to a file. Creates the file and parent directories if needed; "
+            "replaces an existing file completely.",
+            object_schema(
+                {
+                    "file_path": {"type": "string", "description": "Path of the file to write."},
+                    "content": {"type": "string", "description": "The full file content."},
+                },
+                ["file_path", "content"],
+            ),
+        ),
+        write_file,
+    )
+
+
+def list_dir_tool(description: str | None = None) -> RegisteredTool:
+    """``list_dir(path?, depth?)``."""
+    return RegisteredTool(
+        ToolDefinition(
+            "list_dir",
+            description or "List a directory's entries. Directories end with `/`; `depth` > 1 also lists "
+            "their contents.",
+            object_schema(
+                {
+                    "path": {"type": "string", "description": "Directory to list (default: the workspace root)."},
+                    "depth": {"type": "integer", "minimum": 1, "maximum": 10, "description": "Levels to descend (default 1)."},
+                },
+                [],
+            ),
+        ),
+        list_dir,
+    )

@@ -1,0 +1,71 @@
+"""The ``shell`` tool (loop spec §3.3, §5.4).
+
+Runs through ``env.exec_command`` (new process group, timeout with SIGTERM → 2 s →
+SIGKILL, environment filtering, bounded output): the tool only formats the outcome.
+The result is an error when the command timed out, could not start, or exited non-zero
+(Appendix B ``ShellExitError``/``ShellTimeout``), so the model sees the failure.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from codeloop.environments.base import ExecResult, ExecutionEnvironment
+from codeloop.tools.registry import RegisteredTool, ToolContext, ToolDefinition, ToolOutput, object_schema
+
+OPENAI_SHELL_TIMEOUT_MS = 10_000
+"""codex and gemini-cli default (spec §3.4, §3.6)."""
+ANTHROPIC_SHELL_TIMEOUT_MS = 120_000
+"""Claude Code default (spec §3.5)."""
+MAX_SHELL_TIMEOUT_MS = 600_000
+"""Upper bound of ``timeout_ms`` (spec §5.4)."""
+
+
+def timeout_message(timeout_ms: int) -> str:
+    """The §5.4 text, verbatim."""
+    return (
+        f"[ERROR: Command timed out after {timeout_ms}ms. Partial output is shown above.\n"
+        "You can retry with a longer timeout by setting the timeout_ms parameter.]"
+    )
+
+
+def format_exec_result(result: ExecResult, timeout_ms: int) -> ToolOutput:
+    """Output, then the timeout message if any, then exit code and duration."""
+    parts = [result.output.rstrip("\n")] if result.output else []
+    if result.truncated:
+        total = result.stdout_bytes + result.stderr_bytes
+        parts.append(f"[output was {total} bytes; only its head and tail were kept]")
+    if result.timed_out:
+        parts.append(timeout_message(timeout_ms))
+    parts.append(f"[exit code: {result.exit_code}, duration: {result.duration_ms} ms]")
+    return ToolOutput("\n".join(parts), is_error=result.timed_out or result.exit_code != 0)
+
+
+def shell_tool(default_timeout_ms: int = OPENAI_SHELL_TIMEOUT_MS, description: str | None = None) -> RegisteredTool:
+    """``shell(command, timeout_ms?, description?)`` with a profile's default timeout."""
+
+    async def shell(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:
+        timeout_ms = min(args.get("timeout_ms") or default_timeout_ms, MAX_SHELL_TIMEOUT_MS)
+        result = await env.exec_command(args["command"], timeout_ms=timeout_ms, on_output=ctx.on_output)
+        return format_exec_result(result, timeout_ms)
+
+    return RegisteredTool(
+        ToolDefinition(
+            "shell",
+            description
+            or (
+                "Execute a shell command (bash) in the workspace. Returns stdout, stderr, the exit code "
+                f"and the duration. Commands time out after {default_timeout_ms} ms unless timeout_ms "
+                f"is given (at most {MAX_SHELL_TIMEOUT_MS} ms)."
+            ),
+            object_schema(
+                {
+                    "command": {"type": "string", "description": "The command to run."},
+                    "timeout_ms": {"type": "integer", "minimum": 1, "description": "Timeout in milliseconds."},
+                    "description": {"type": "string", "description": "A short description of what the command does."},
+                },
+                ["command"],
+            ),
+        ),
+        shell,
+    )
