@@ -1,0 +1,285 @@
+"""Running one relay command on a workspace (relay spec "Command Syntax Reference",
+"Security Model", "Error Handling / Execution Errors").
+
+Every file operation and command goes through an :class:`ExecutionEnvironment`, so paths
+are judged by the one resolver and processes are started and killed by the one runner.
+Nothing here raises for anything the model wrote: failures are ``CommandResult`` values.
+
+Crash safety: right before a command changes the workspace, :func:`execute_command`
+calls ``before_effect`` with an :class:`Effect` describing the change (for a write, the
+SHA-256 of the bytes about to be written). The step journals it, so after a crash
+:func:`recover_effect` can tell whether the change happened, and it is never done twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from codeloop.environments.base import ExecutionEnvironment
+from codeloop.environments.errors import (
+    BinaryFileError,
+    FileNotFoundInWorkspaceError,
+    NotAFileError,
+    PathOutsideWorkspaceError,
+    WorkspaceError,
+)
+from codeloop.relay.commands import (
+    CreateFile,
+    DeleteFile,
+    Done,
+    EditFile,
+    Message,
+    ParseError,
+    ReadFile,
+    RelayCommand,
+    RunCommand,
+)
+from codeloop.relay.line_edit import LineRangeError, replace_lines, split_lines
+from codeloop.relay.results import CommandResult, truncate_output
+
+
+@dataclass(frozen=True)
+class ExecutionLimits:
+    """Limits of RUN_COMMAND (spec: 30 s, 4000 characters; both configurable)."""
+
+    timeout_ms: int = 30_000
+    """Wall-clock limit; then the command's whole process group is killed."""
+    output_limit_chars: int = 4000
+    """Characters of output kept (head and tail)."""
+
+
+@dataclass(frozen=True)
+class Effect:
+    """A change about to be made to the workspace, journaled before it happens."""
+
+    kind: Literal["write", "delete", "process"]
+    """What kind of change."""
+    path: str | None = None
+    """The path as the model wrote it (write, delete)."""
+    sha256: str | None = None
+    """Hex digest of the bytes about to be written (write)."""
+    result: CommandResult | None = None
+    """The result to report once the change is known to have happened (write, delete)."""
+    command: str | None = None
+    """The shell command (process)."""
+
+    def to_json(self) -> dict[str, Any]:
+        """Journal form."""
+        data: dict[str, Any] = {"kind": self.kind}
+        for key in ("path", "sha256", "command"):
+            if getattr(self, key) is not None:
+                data[key] = getattr(self, key)
+        if self.result is not None:
+            data["result"] = self.result.to_json()
+        return data
+
+    @classmethod
+    def from_json(cls, data: object) -> Effect:
+        """Read the journal form; raise ``ValueError`` when damaged."""
+        if not isinstance(data, dict) or data.get("kind") not in ("write", "delete", "process"):
+            raise ValueError("an effect needs a kind of write, delete or process")
+        result = CommandResult.from_json(data["result"]) if "result" in data else None
+        return cls(data["kind"], data.get("path"), data.get("sha256"), result, data.get("command"))
+
+
+BeforeEffect = Callable[[Effect], None]
+"""Called right before a change; must persist the effect before returning."""
+
+
+def _shown(text: str, limit: int = 80) -> str:
+    first = text.strip().split("\n", 1)[0]
+    more = "\n" in text.strip() or len(first) > limit
+    return repr(first[:limit] + (" ..." if more else ""))
+
+
+def _failure(cmd: RelayCommand, summary: str) -> CommandResult:
+    return CommandResult(cmd.name, False, summary)
+
+
+def _workspace_failure(cmd: RelayCommand, path: str, exc: Exception) -> CommandResult:
+    """Map environment errors to the spec's result lines (without host paths)."""
+    quoted = repr(path)
+    if isinstance(exc, PathOutsideWorkspaceError):
+        return _failure(cmd, f"REJECTED: Path is outside workspace: {quoted}")
+    if isinstance(exc, FileNotFoundInWorkspaceError):
+        return _failure(cmd, f"File {quoted} not found")
+    if isinstance(exc, NotAFileError):
+        return _failure(cmd, f"{quoted} is a directory, not a file")
+    if isinstance(exc, BinaryFileError):
+        return _failure(cmd, f"{quoted} is not a UTF-8 text file")
+    if isinstance(exc, WorkspaceError):
+        return _failure(cmd, f"{quoted}: {exc}")
+    return _failure(cmd, f"I/O error on {quoted}: {exc}")
+
+
+def sha256_hex(data: bytes) -> str:
+    """Hex SHA-256, the fingerprint journaled for writes."""
+    return hashlib.sha256(data).hexdigest()
+
+
+async def _write(
+    env: ExecutionEnvironment,
+    cmd: RelayCommand,
+    path: str,
+    data: bytes,
+    ok: CommandResult,
+    before: BeforeEffect,
+) -> CommandResult:
+    before(Effect("write", path=path, sha256=sha256_hex(data), result=ok))
+    try:
+        await env.write_file(path, data)
+    except (WorkspaceError, OSError) as exc:
+        return _workspace_failure(cmd, path, exc)
+    return ok
+
+
+async def _read_existing(env: ExecutionEnvironment, path: str) -> bytes:
+    """The bytes of an existing regular file; raises WorkspaceError/OSError otherwise."""
+    info = await env.stat(path)
+    if info.is_dir:
+        raise NotAFileError(f"{path} is a directory", path=path)
+    return await env.read_bytes(path)
+
+
+async def _create(env: ExecutionEnvironment, cmd: CreateFile, before: BeforeEffect) -> CommandResult:
+    try:
+        existed = await env.file_exists(cmd.path)
+        if existed and (await env.stat(cmd.path)).is_dir:
+            raise NotAFileError(f"{cmd.path} is a directory", path=cmd.path)
+    except (WorkspaceError, OSError) as exc:
+        return _workspace_failure(cmd, cmd.path, exc)
+    verb = "Replaced" if existed else "Created"
+    ok = CommandResult(cmd.name, True, f"{verb} {cmd.path!r}")
+    return await _write(env, cmd, cmd.path, cmd.content.encode("utf-8"), ok, before)
+
+
+async def _edit(env: ExecutionEnvironment, cmd: EditFile, before: BeforeEffect) -> CommandResult:
+    try:
+        raw = await _read_existing(env, cmd.path)
+    except (WorkspaceError, OSError) as exc:
+        return _workspace_failure(cmd, cmd.path, exc)
+    try:
+        original = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return _failure(cmd, f"{cmd.path!r} is not a UTF-8 text file; EDIT_FILE only changes text files")
+    try:
+        updated = replace_lines(original, cmd.start_line, cmd.end_line, cmd.content)
+    except LineRangeError as exc:
+        return _failure(cmd, f"Invalid line range {cmd.start_line}-{cmd.end_line} for {cmd.path!r}: {exc}")
+    added = len(split_lines(cmd.content))
+    removed = cmd.end_line - cmd.start_line + 1
+    ok = CommandResult(
+        cmd.name,
+        True,
+        f"Edited {cmd.path!r}: replaced lines {cmd.start_line}-{cmd.end_line} ({removed}) with {added} line"
+        f"{'s' if added != 1 else ''}",
+    )
+    return await _write(env, cmd, cmd.path, updated.encode("utf-8"), ok, before)
+
+
+async def _delete(env: ExecutionEnvironment, cmd: DeleteFile, before: BeforeEffect) -> CommandResult:
+    try:
+        info = await env.stat(cmd.path)
+        if info.is_dir:
+            return _failure(
+                cmd,
+                f"{cmd.path!r} is a directory; DELETE_FILE removes files (use RUN_COMMAND rm -r for directories)",
+            )
+    except (WorkspaceError, OSError) as exc:
+        return _workspace_failure(cmd, cmd.path, exc)
+    ok = CommandResult(cmd.name, True, f"Deleted {cmd.path!r}")
+    before(Effect("delete", path=cmd.path, result=ok))
+    try:
+        await env.delete_file(cmd.path)
+    except (WorkspaceError, OSError) as exc:
+        return _workspace_failure(cmd, cmd.path, exc)
+    return ok
+
+
+async def _read(env: ExecutionEnvironment, cmd: ReadFile) -> CommandResult:
+    try:
+        info = await env.stat(cmd.path)
+    except (WorkspaceError, OSError) as exc:
+        return _workspace_failure(cmd, cmd.path, exc)
+    if info.is_dir:
+        return _failure(cmd, f"{cmd.path!r} is a directory; the workspace listing shows its files")
+    return CommandResult(cmd.name, True, f"Contents of {cmd.path!r} are under Requested File Contents")
+
+
+async def _run(
+    env: ExecutionEnvironment, cmd: RunCommand, limits: ExecutionLimits, before: BeforeEffect
+) -> CommandResult:
+    before(Effect("process", command=cmd.command))
+    result = await env.exec_command(cmd.command, timeout_ms=limits.timeout_ms)
+    output = truncate_output(result.output, limits.output_limit_chars)
+    shown = _shown(cmd.command)
+    if result.timed_out:
+        seconds = limits.timeout_ms / 1000
+        return CommandResult(
+            cmd.name,
+            False,
+            f"Ran {shown}: timed out after {seconds:g} s; it was stopped with all its child processes",
+            output,
+        )
+    if result.exit_code == -1 and not result.stdout:
+        return CommandResult(cmd.name, False, f"Could not run {shown}", output)
+    if result.exit_code < 0:
+        return CommandResult(cmd.name, False, f"Ran {shown}: killed by signal {-result.exit_code}", output)
+    return CommandResult(
+        cmd.name, result.exit_code == 0, f"Ran {shown} (exit code {result.exit_code})", output
+    )
+
+
+async def execute_command(
+    cmd: RelayCommand, env: ExecutionEnvironment, limits: ExecutionLimits, before_effect: BeforeEffect
+) -> CommandResult:
+    """Run one command and describe its outcome; never raises for model mistakes.
+
+    READ_FILE only checks the file here; its contents are read when the next outbox is
+    written, so they reflect the later commands of the same reply too.
+    """
+    match cmd:
+        case ParseError():
+            return _failure(cmd, f"Parse error at line {cmd.line}: {cmd.message}")
+        case CreateFile():
+            return await _create(env, cmd, before_effect)
+        case EditFile():
+            return await _edit(env, cmd, before_effect)
+        case DeleteFile():
+            return await _delete(env, cmd, before_effect)
+        case ReadFile():
+            return await _read(env, cmd)
+        case RunCommand():
+            return await _run(env, cmd, limits, before_effect)
+        case Message():
+            return CommandResult(cmd.name, True, "Shown to the user")
+        case Done():
+            return CommandResult(cmd.name, True, "Task marked complete; the session has ended")
+
+
+async def recover_effect(effect: Effect, env: ExecutionEnvironment) -> CommandResult | None:
+    """After a crash: the result of an effect that happened, or None if it did not.
+
+    A write happened when the file now holds exactly the journaled bytes; a delete when
+    the file is gone. A command that was started may have done anything, so it is not run
+    again: its result says so and asks the model to check.
+    """
+    if effect.kind == "process":
+        return CommandResult(
+            "RUN_COMMAND",
+            False,
+            f"Ran {_shown(effect.command or '')}: interrupted because the relay stopped while it ran; "
+            "it was not run again, so check what it did before repeating it",
+        )
+    path = effect.path or ""
+    try:
+        if effect.kind == "delete":
+            applied = not await env.file_exists(path)
+        else:
+            applied = sha256_hex(await env.read_bytes(path)) == effect.sha256
+    except (WorkspaceError, OSError):
+        applied = False
+    return effect.result if applied else None
