@@ -1,0 +1,118 @@
+"""Request-side helpers the native adapters share (unified-llm spec §3.5, §3.6, §7.2).
+
+- media: inline bytes or a local file path → (media type, base64); a remote URL stays a URL;
+- tool arguments: the dict-or-raw-string of :class:`ToolCallData` → JSON text or object, and
+  a provider's argument string → a dict when it is a JSON object, else the string unchanged
+  (the model is untrusted: bad JSON is surfaced, never raised here);
+- tool results: structured content → text for wires that only take text;
+- ``provider_options``: merged into the native body, one level deep for dict values.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import mimetypes
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from codeloop.llm.errors import ConfigurationError
+from codeloop.llm.types import AudioData, DocumentData, ImageData
+
+Media = ImageData | AudioData | DocumentData
+
+
+def is_local_path(url: str) -> bool:
+    """Whether ``url`` names a local file (§3.5: starts with ``/``, ``./`` or ``~``)."""
+    return url.startswith(("/", "./", "~"))
+
+
+def inline_media(media: Media, default_type: str) -> tuple[str, str] | None:
+    """``(media_type, base64)`` for bytes or a local file; None for a remote URL.
+
+    Raises ConfigurationError naming the path when a local file cannot be read.
+    """
+    data = media.data
+    media_type = media.media_type
+    if data is None:
+        url = media.url or ""
+        if not is_local_path(url):
+            return None
+        path = os.path.expanduser(url)
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read()
+        except OSError as exc:
+            raise ConfigurationError(
+                f"cannot read the local file {url!r} given as media input: {exc.strerror or exc}", cause=exc
+            ) from exc
+        media_type = media_type or mimetypes.guess_type(path)[0]
+    return media_type or default_type, base64.b64encode(data).decode("ascii")
+
+
+def arguments_text(arguments: dict[str, Any] | str) -> str:
+    """Tool call arguments as the JSON text a wire carries (raw strings pass unchanged)."""
+    return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+
+
+def arguments_object(arguments: dict[str, Any] | str) -> dict[str, Any]:
+    """Tool call arguments as a JSON object, for wires that only accept objects.
+
+    A raw string that is not a JSON object is kept under ``_raw_arguments`` so the model
+    still sees what it sent; the tool result of that call reports the error.
+    """
+    if isinstance(arguments, dict):
+        return arguments
+    parsed = parse_arguments(arguments)
+    return parsed if isinstance(parsed, dict) else {"_raw_arguments": arguments}
+
+
+def parse_arguments(raw: str) -> dict[str, Any] | str:
+    """A provider's argument string as a dict when it is a JSON object; else ``raw`` itself."""
+    if raw.strip() == "":
+        return {}
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        return raw
+    return value if isinstance(value, dict) else raw
+
+
+def result_text(content: str | dict[str, Any] | list[Any]) -> str:
+    """Tool result content as text: strings unchanged, structures as JSON."""
+    return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
+
+
+def merge_options(body: dict[str, Any], options: dict[str, Any] | None, skip: Iterable[str] = ()) -> None:
+    """Merge ``options`` into ``body`` in place (§3.6 escape hatch).
+
+    Keys in ``skip`` are adapter settings, not body fields. A dict value merges into an
+    existing dict field (so ``generationConfig`` or ``reasoning`` extend what the adapter
+    built); anything else replaces the field.
+    """
+    if not options:
+        return
+    skipped = set(skip)
+    for key, value in options.items():
+        if key in skipped:
+            continue
+        current = body.get(key)
+        if isinstance(value, dict) and isinstance(current, dict):
+            body[key] = {**current, **value}
+        else:
+            body[key] = value
+
+
+def options_for(provider_options: dict[str, Any] | None, provider: str) -> dict[str, Any]:
+    """The ``provider_options`` entry of ``provider`` (empty when absent or not a dict)."""
+    if not provider_options:
+        return {}
+    value = provider_options.get(provider)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigurationError(
+            f"provider_options[{provider!r}] must be a dict of {provider} options, got {type(value).__name__}"
+        )
+    return value
