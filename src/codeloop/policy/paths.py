@@ -1,0 +1,90 @@
+"""Decisions on workspace paths (filesystem policy).
+
+Paths here are the *requested* relative paths; whether they stay inside the workspace is
+decided by the one resolver (``codeloop.environments.resolver``) when the operation runs.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Literal
+
+from codeloop.policy.model import Decision, FilesystemPolicy
+
+FileAccess = Literal["read", "write", "delete"]
+
+
+@lru_cache(maxsize=512)
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """Compile a path glob: ``**`` any depth, ``*``/``?`` within one segment; a glob without
+    ``/`` matches at any depth; a trailing ``/**`` also matches the directory itself."""
+    pat = pattern.strip()
+    if pat.startswith("./"):
+        pat = pat[2:]
+    if "/" not in pat.rstrip("/"):
+        pat = "**/" + pat
+    out = []
+    i = 0
+    while i < len(pat):
+        if pat.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pat.startswith("/**", i) and i + 3 == len(pat):
+            out.append("(?:/.*)?")
+            i += 3
+        elif pat.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pat[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pat[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pat[i]))
+            i += 1
+    return re.compile("".join(out) + r"/?\Z", re.DOTALL)
+
+
+def normalize(path: str) -> str:
+    """``./a//b/`` -> ``a/b``: the form globs are matched against."""
+    parts = [p for p in path.split("/") if p not in ("", ".")]
+    return "/".join(parts)
+
+
+def matches(path: str, globs: tuple[str, ...]) -> str | None:
+    """The first glob matching ``path``, or ``None``."""
+    norm = normalize(path)
+    for g in globs:
+        if glob_regex(g).match(norm):
+            return g
+    return None
+
+
+def evaluate_path(path: str, access: FileAccess, policy: FilesystemPolicy, size: int | None = None) -> Decision:
+    """Decide one file operation on ``path`` under ``policy``."""
+    if not policy.enabled:
+        return Decision("deny", f"file operations are disabled by policy ({access} {path})",
+                        "filesystem.enabled", "enable the filesystem in the space policy")
+    if access != "read" and policy.read_only:
+        return Decision("deny", f"the workspace is read-only ({access} {path})",
+                        "filesystem.readOnly", "use a policy with readOnly false")
+    if size is not None and size > policy.max_file_size:
+        return Decision("deny", f"{path}: {size} bytes exceeds the {policy.max_file_size}-byte limit",
+                        "filesystem.maxFileSize", "write a smaller file or raise maxFileSize")
+    hit = matches(path, policy.blocked_paths)
+    if hit:
+        return Decision("deny", f"path {path!r} is blocked by policy (matches {hit!r})",
+                        "filesystem.blockedPaths", "use another path")
+    if policy.allowed_paths and not matches(path, policy.allowed_paths):
+        return Decision("deny", f"path {path!r} is outside the allowed paths "
+                        f"({', '.join(policy.allowed_paths)})", "filesystem.allowedPaths",
+                        "use a path under the allowed paths")
+    if access != "read":
+        hit = matches(path, policy.approval_paths)
+        if hit:
+            return Decision("ask", f"{access} of {path!r} requires approval (matches {hit!r})",
+                            "filesystem.approvalRequired")
+    return Decision.allow()

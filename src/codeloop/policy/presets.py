@@ -1,0 +1,95 @@
+"""The named policies ``restrictive``, ``standard`` and ``permissive``.
+
+- ``restrictive``: read-mostly. Only inspection commands run; every file write or delete
+  needs approval; no network.
+- ``standard`` (the default): any command except privilege, system and disk tools; destructive
+  or history-rewriting commands, commands computed at run time, unparseable lines, shells fed
+  from pipes and writes outside the workspace need approval; secrets and ``.git`` internals
+  cannot be touched; no network.
+- ``permissive``: everything except privilege escalation and wiping the disk; network on.
+"""
+
+from __future__ import annotations
+
+from codeloop.policy.model import FilesystemPolicy, NetworkPolicy, Policy, ShellPolicy
+
+PRESET_NAMES = ("restrictive", "standard", "permissive")
+
+_PRIVILEGED = ("sudo", "su", "doas", "pkexec", "runuser", "chroot", "nsenter", "unshare", "setcap", "capsh")
+_SYSTEM = ("mkfs", "fdisk", "sfdisk", "parted", "wipefs", "shutdown", "reboot", "halt", "poweroff", "init",
+           "telinit", "systemctl", "service", "mount", "umount", "swapon", "swapoff", "insmod", "rmmod",
+           "modprobe", "iptables", "ip6tables", "nft", "useradd", "userdel", "usermod", "groupadd",
+           "passwd", "chpasswd", "visudo", "crontab", "at")
+
+_SECRETS = (".env", ".env.*", "*.pem", "*.key", "id_rsa*", "id_ed25519*", ".ssh/**", ".aws/**",
+            ".netrc", ".git/hooks/**", ".git/config")
+
+_DESTRUCTIVE_PATTERNS = (
+    r"^rm\s+(.*\s)?(-[a-zA-Z]*[rRf][a-zA-Z]*|--recursive|--force)(\s|$)",
+    r"^git\s+(.*\s)?(push|reset\s+--hard|clean|filter-branch|reflog\s+expire|gc\s+--prune)",
+    r"^(chmod|chown|chgrp)\s+(.*\s)?(-R|--recursive)(\s|$)",
+    r"^find\s.*\s-delete(\s|$)",
+    r"^(docker|podman|kubectl|terraform)\s",
+    r"^(npm|yarn|pnpm|cargo|twine|gem)\s+(publish|yank|unpublish)",
+)
+
+_CATASTROPHIC = (
+    r"^rm\s+(.*\s)?-[a-zA-Z]*[rR][a-zA-Z]*\s+(.*\s)?(/|/\*|~|~/|\$HOME)(\s|$)",
+    r":\(\)\s*\{.*:\s*\|\s*:.*\}",
+    r"^dd\s+.*of=/dev/(sd|nvme|hd|vd|xvd|mmcblk)",
+    r">\s*/dev/(sd|nvme|hd|vd|xvd|mmcblk)",
+)
+
+_INSPECTION = ("ls", "cat", "head", "tail", "wc", "echo", "printf", "pwd", "grep", "egrep", "fgrep", "rg",
+               "find", "sort", "uniq", "diff", "cmp", "true", "false", "test", "[", "stat", "file", "tree",
+               "basename", "dirname", "date", "which", "cut", "tr", "nl", "od", "xxd", "sha256sum",
+               "md5sum", "du", "df", "env", "printenv", "whoami", "id", "uname")
+
+
+def preset(name: str) -> Policy:
+    """The policy called ``name``; raise ``ValueError`` naming the presets for another name."""
+    if name == "standard":
+        return Policy(
+            name="standard",
+            filesystem=FilesystemPolicy(blocked_paths=_SECRETS),
+            shell=ShellPolicy(
+                blocked_commands=_PRIVILEGED + _SYSTEM,
+                blocked_patterns=_CATASTROPHIC,
+                approval_commands=("dd", "kill", "pkill", "killall", "shred", "mkswap"),
+                approval_patterns=_DESTRUCTIVE_PATTERNS,
+                default_timeout_ms=30_000,
+                max_timeout_ms=600_000,
+            ),
+            network=NetworkPolicy(enabled=False),
+        )
+    if name == "restrictive":
+        return Policy(
+            name="restrictive",
+            filesystem=FilesystemPolicy(blocked_paths=_SECRETS, approval_paths=("**",),
+                                        max_file_size=1024 * 1024),
+            shell=ShellPolicy(
+                allowed_commands=_INSPECTION,
+                blocked_commands=_PRIVILEGED + _SYSTEM,
+                blocked_patterns=_CATASTROPHIC,
+                approval_patterns=(r"^find\s.*\s-(delete|exec|execdir|ok)(\s|$)",),
+                ask_on_dynamic=False,
+                default_timeout_ms=30_000,
+                max_timeout_ms=120_000,
+            ),
+            network=NetworkPolicy(enabled=False),
+        )
+    if name == "permissive":
+        return Policy(
+            name="permissive",
+            filesystem=FilesystemPolicy(blocked_paths=(".git/hooks/**",)),
+            shell=ShellPolicy(
+                blocked_commands=_PRIVILEGED,
+                blocked_patterns=_CATASTROPHIC,
+                ask_on_dynamic=False,
+                ask_on_outside_writes=False,
+                default_timeout_ms=30_000,
+                max_timeout_ms=3_600_000,
+            ),
+            network=NetworkPolicy(enabled=True),
+        )
+    raise ValueError(f"unknown policy preset {name!r}; use one of: {', '.join(PRESET_NAMES)}")

@@ -1,0 +1,80 @@
+"""split_commands finds every simple command of a shell line (bashlex)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from codeloop.policy import ShellParseError, split_commands
+
+
+def _names(line: str) -> list[str]:
+    return [c.name for c in split_commands(line)]
+
+
+@pytest.mark.parametrize(
+    ("line", "names"),
+    [
+        ("a | b && c; (d) || e", ["a", "b", "c", "d", "e"]),
+        ("echo $(whoami) `id`", ["echo", "whoami", "id"]),
+        ("cat <(ls)", ["cat", "ls"]),
+        ("env X=1 Y=2 rm f", ["env", "rm"]),
+        ("bash -c 'ls && rm x'", ["bash", "ls", "rm"]),
+        ("sh -ec \"sh -c 'id'\"", ["sh", "sh", "id"]),
+        ("eval 'a; b'", ["eval", "a", "b"]),
+        ("timeout -s KILL 5 make test", ["timeout", "make"]),
+        ("sudo -u root nice -n 5 id", ["sudo", "nice", "id"]),
+        ("find . -name '*.tmp' -exec rm {} \\;", ["find", "rm"]),
+        ("if a; then b; else c; fi", ["a", "b", "c"]),
+        ("for i in 1; do x $i; done", ["x"]),
+        ("f() { g; }", ["g"]),
+        ("X=$(y) z", ["z", "y"]),
+        ("/usr/bin/rm -f a", ["rm"]),
+        ("", []),
+    ],
+)
+def test_every_command_is_found(line: str, names: list[str]) -> None:
+    assert _names(line) == names
+
+
+def test_wrapped_command_records_wrappers_and_assignments() -> None:
+    cmds = split_commands("env X=1 nohup rm -f a")
+    rm = cmds[-1]
+    assert rm.argv == ("rm", "-f", "a")
+    assert rm.via == ("env", "nohup")
+    assert split_commands("env X=1 nohup rm -f a")[1].assignments == ("X=1",)
+
+
+def test_pipeline_stage_knows_stdin_is_piped() -> None:
+    first, second = split_commands("cat x | sh")
+    assert (first.stdin_piped, second.stdin_piped) == (False, True)
+
+
+def test_dynamic_command_name_is_flagged() -> None:
+    assert split_commands("$CMD arg")[0].dynamic
+    assert not split_commands("ls $DIR")[0].dynamic
+
+
+def test_redirects_are_recorded() -> None:
+    cmd = split_commands("echo hi >> /tmp/log 2>/dev/null")[0]
+    assert [(r.op, r.target, r.writes) for r in cmd.redirects] == [(">>", "/tmp/log", True), (">", "/dev/null", True)]
+
+
+def test_quotes_are_removed_from_words() -> None:
+    assert split_commands("r''m -rf 'a b'")[0].argv == ("rm", "-rf", "a b")
+
+
+@pytest.mark.parametrize("line", ['echo "open', "a && ", "(ls", "eval " * 10 + "id"])
+def test_unparseable_lines_raise_parse_error(line: str) -> None:
+    with pytest.raises(ShellParseError):
+        split_commands(line)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=40))
+def test_split_never_raises_anything_but_parse_error(line: str) -> None:
+    try:
+        split_commands(line)
+    except ShellParseError:
+        pass
