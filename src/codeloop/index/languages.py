@@ -1,0 +1,85 @@
+"""Which language a file is in, and its tree-sitter parser (grammar wheels, no downloads).
+
+Grammars come from the ``tree_sitter_<lang>`` wheels installed with ``codeloop[index]``;
+a missing wheel makes that language plain text (searchable, no symbols), never an error.
+"""
+
+from __future__ import annotations
+
+import importlib
+from functools import cache
+from typing import Any
+
+from tree_sitter import Language, Parser
+
+EXTENSIONS: dict[str, str] = {
+    ".py": "python", ".pyi": "python",
+    ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "javascript",
+    ".ts": "typescript", ".mts": "typescript", ".cts": "typescript",
+    ".tsx": "tsx",
+    ".go": "go",
+    ".rs": "rust",
+    ".java": "java",
+    ".c": "c", ".h": "c",
+    ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp", ".hxx": "cpp",
+    ".sh": "bash", ".bash": "bash",
+}
+"""File extension → language name."""
+
+DOC_EXTENSIONS = frozenset({".md", ".markdown", ".mdx", ".rst", ".txt", ".adoc"})
+"""Documents: split into sections at headings, which become the snippets' anchors."""
+
+_GRAMMARS: dict[str, tuple[str, str]] = {
+    "python": ("tree_sitter_python", "language"),
+    "javascript": ("tree_sitter_javascript", "language"),
+    "typescript": ("tree_sitter_typescript", "language_typescript"),
+    "tsx": ("tree_sitter_typescript", "language_tsx"),
+    "go": ("tree_sitter_go", "language"),
+    "rust": ("tree_sitter_rust", "language"),
+    "java": ("tree_sitter_java", "language"),
+    "c": ("tree_sitter_c", "language"),
+    "cpp": ("tree_sitter_cpp", "language"),
+    "bash": ("tree_sitter_bash", "language"),
+}
+
+
+def language_for(path: str) -> str | None:
+    """The language of ``path`` by extension (``None`` for documents and unknown files)."""
+    dot = path.rfind(".")
+    if dot == -1 or "/" in path[dot:]:
+        return None
+    return EXTENSIONS.get(path[dot:].lower())
+
+
+def is_document(path: str) -> bool:
+    """True for Markdown/text documents (``README`` without extension included)."""
+    dot = path.rfind(".")
+    name = path.rsplit("/", 1)[-1]
+    if dot == -1 or "/" in path[dot:]:
+        return name.upper() in {"README", "LICENSE", "CHANGELOG", "NOTICE", "AUTHORS", "CONTRIBUTING"}
+    return path[dot:].lower() in DOC_EXTENSIONS
+
+
+@cache
+def grammar(language: str) -> Language | None:
+    """The tree-sitter ``Language`` of ``language``, or ``None`` when its wheel is absent."""
+    spec = _GRAMMARS.get(language)
+    if spec is None:
+        return None
+    try:
+        module: Any = importlib.import_module(spec[0])
+    except ImportError:
+        return None
+    return Language(getattr(module, spec[1])())
+
+
+@cache
+def parser(language: str) -> Parser | None:
+    """A reusable parser for ``language`` (parsers are not thread-safe: one thread per index)."""
+    lang = grammar(language)
+    return Parser(lang) if lang is not None else None
+
+
+def supported_languages() -> list[str]:
+    """Languages whose grammar wheel is installed."""
+    return [name for name in _GRAMMARS if grammar(name) is not None]
