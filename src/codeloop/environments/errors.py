@@ -8,6 +8,7 @@
     ├── NotAFileError              a directory where a file is expected
     ├── IsAFileError               a file where a directory is expected
     ├── BinaryFileError            a text operation on a binary file
+    │   └── DecodeError            a text file that is not valid UTF-8
     ├── WriteDeniedError           the environment's mode forbids writing (read-only, sandbox)
     ├── PermissionDeniedError      the operating system refused access
     ├── InvalidPatternError        a regex or glob that does not compile
@@ -46,6 +47,10 @@ class IsAFileError(WorkspaceError):
 
 class BinaryFileError(WorkspaceError):
     """Raised when a text operation meets a binary (or non-UTF-8) file."""
+
+
+class DecodeError(BinaryFileError):
+    """Raised when a file read as text is not valid UTF-8 (the message gives line and byte)."""
 
 
 class WriteDeniedError(WorkspaceError):

@@ -113,8 +113,9 @@ def _without_partial_start(data: bytes) -> bytes:
 class _Capture:
     """Collects both streams: whole in memory below the cap, else head/tail + spill file."""
 
-    def __init__(self, cap: int, on_output: OutputCallback | None) -> None:
+    def __init__(self, cap: int, on_output: OutputCallback | None, keep_full_output: bool = True) -> None:
         self.cap = max(cap, 2)
+        self.keep_full_output = keep_full_output
         self.sizes = [0, 0]
         self.chunks: list[tuple[int, bytes]] | None = []
         self.parts: list[_HeadTail] = []
@@ -130,8 +131,8 @@ class _Capture:
             if self.sizes[idx] > self.cap:
                 self._start_spill()
         else:
-            assert self.spill is not None
-            self.spill.write(data)
+            if self.spill is not None:
+                self.spill.write(data)
             self.parts[idx].feed(data)
         if self.on_output is not None:
             self._emit(idx, self.decoders[idx].decode(data))
@@ -145,12 +146,14 @@ class _Capture:
             _log.exception("on_output callback raised; output collection continues")
 
     def _start_spill(self) -> None:
-        fd, self.spill_path = tempfile.mkstemp(prefix="codeloop-output-", suffix=".log")
-        self.spill = os.fdopen(fd, "wb", buffering=_PIPE_SIZE)
+        if self.keep_full_output:
+            fd, self.spill_path = tempfile.mkstemp(prefix="codeloop-output-", suffix=".log")
+            self.spill = os.fdopen(fd, "wb", buffering=_PIPE_SIZE)
         self.parts = [_HeadTail(self.cap), _HeadTail(self.cap)]
         assert self.chunks is not None
         for idx, data in self.chunks:
-            self.spill.write(data)
+            if self.spill is not None:
+                self.spill.write(data)
             self.parts[idx].feed(data)
         self.chunks = None
 
@@ -164,8 +167,8 @@ class _Capture:
                 for idx in range(len(_STREAMS))
             ]
             return texts[0], texts[1], None
-        assert self.spill is not None
-        self.spill.close()
+        if self.spill is not None:
+            self.spill.close()
         return self.parts[0].render(), self.parts[1].render(), self.spill_path
 
     def discard(self) -> None:
@@ -212,6 +215,7 @@ async def run_process(
     limits: ExecLimits,
     on_output: OutputCallback | None = None,
     running: set[int] | None = None,
+    keep_full_output: bool = True,
 ) -> ExecResult:
     """Run ``argv`` to completion or timeout and return what it printed (loop spec §4.2, §5.4).
 
@@ -219,6 +223,7 @@ async def run_process(
     ``on_output`` receives decoded chunks as they arrive. ``running``, when given, holds the
     process-group id while the command runs, so an owner can kill it from elsewhere
     (``signal_process_group``); the command then ends with ``exit_code == -9``.
+    ``keep_full_output=False`` skips the spill file (for callers that consume ``on_output``).
 
     Never raises for a failing or unstartable command (``exit_code == -1`` and the reason
     in ``stderr``); raises ``CancelledError`` after killing the group when cancelled.
@@ -257,7 +262,7 @@ async def run_process(
     pgid = proc.pid
     if running is not None:
         running.add(pgid)
-    capture = _Capture(limits.memory_cap_bytes, on_output)
+    capture = _Capture(limits.memory_cap_bytes, on_output, keep_full_output)
     open_fds: dict[int, asyncio.Future[None]] = {}
 
     def close_reader(fd: int) -> None:

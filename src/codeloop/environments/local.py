@@ -1,0 +1,336 @@
+"""``LocalExecutionEnvironment``: tools run on this machine (loop spec §4.2).
+
+Every path goes through :func:`~codeloop.environments.resolver.resolve_workspace_path`,
+every write through :func:`~codeloop.environments.atomic.atomic_write`, every command
+through :func:`~codeloop.environments.runner.run_process`. Two hooks let a subclass
+(``SandboxedExecutionEnvironment``) change behaviour without copying it:
+``build_argv`` (how a command line becomes a process) and ``check_write`` (called before
+every write or delete, may raise ``WriteDeniedError``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import os
+import platform as _platform
+import signal
+import stat as _stat
+from collections.abc import Iterator
+from pathlib import Path
+
+from codeloop.environments import search
+from codeloop.environments.atomic import atomic_write
+from codeloop.environments.base import (
+    DirEntry,
+    EnvPolicy,
+    ExecLimits,
+    ExecResult,
+    FileStat,
+    GrepOptions,
+    OutputCallback,
+)
+from codeloop.environments.envfilter import filter_environment
+from codeloop.environments.errors import (
+    BinaryFileError,
+    DecodeError,
+    FileNotFoundInWorkspaceError,
+    IsAFileError,
+    NotAFileError,
+    PathOutsideWorkspaceError,
+    PermissionDeniedError,
+    WorkspaceError,
+)
+from codeloop.environments.resolver import relative_to_root, resolve_workspace_path
+from codeloop.environments.runner import run_process, signal_process_group
+
+BINARY_SNIFF_BYTES = 8192
+"""A NUL byte within this many leading bytes makes a file binary."""
+
+
+def _os_error(exc: OSError, path: str, action: str) -> WorkspaceError:
+    """Translate an ``OSError`` into the ``WorkspaceError`` tree with a message naming ``path``."""
+    if isinstance(exc, PermissionError):
+        return PermissionDeniedError(
+            f"Permission denied: cannot {action} {path!r}; check the file's permissions", path=path
+        )
+    if isinstance(exc, FileNotFoundError):
+        return FileNotFoundInWorkspaceError(f"No such file or directory: {path!r}", path=path)
+    if isinstance(exc, IsADirectoryError):
+        return NotAFileError(f"{path!r} is a directory, not a file; list it with list_directory", path=path)
+    if isinstance(exc, NotADirectoryError | FileExistsError):
+        return IsAFileError(f"Cannot {action} {path!r}: a parent of it is a file, not a directory", path=path)
+    if exc.errno == errno.ENOSPC:
+        return WorkspaceError(f"Cannot {action} {path!r}: no space left on device", path=path)
+    return WorkspaceError(f"Cannot {action} {path!r}: {exc.strerror or exc}", path=path)
+
+
+def _decode(data: bytes, path: str) -> str:
+    if b"\x00" in data[:BINARY_SNIFF_BYTES]:
+        raise BinaryFileError(
+            f"{path!r} is a binary file (it contains NUL bytes); it cannot be read as text", path=path
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise DecodeError(
+            f"{path!r} is not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}, line {line}); "
+            "it may be binary or use another encoding",
+            path=path,
+        ) from None
+
+
+class LocalExecutionEnvironment:
+    """Runs tools on the local machine inside the workspace ``root`` (loop spec §4.2).
+
+    Example::
+
+        env = LocalExecutionEnvironment("/work/repo")
+        await env.initialize()
+        result = await env.exec_command("pytest -q", timeout_ms=60_000)
+        print(result.exit_code, result.output)
+
+    ``limits`` sets timeouts and output caps (§5.4); ``env_policy`` which host variables a
+    command sees (§4.2); ``shell`` the program given ``-c COMMAND``.
+    """
+
+    def __init__(
+        self,
+        root: str | Path,
+        *,
+        limits: ExecLimits | None = None,
+        env_policy: EnvPolicy = "inherit-all",
+        shell: str = "/bin/bash",
+    ) -> None:
+        self.root = Path(os.path.abspath(root))
+        self.limits = limits if limits is not None else ExecLimits()
+        self.env_policy: EnvPolicy = env_policy
+        self.shell = shell
+        self.ripgrep: str | None = search.find_rg()
+        """The ``rg`` used by grep and glob; set to ``None`` to use the pure-Python fallback."""
+        self._running: set[int] = set()
+
+    # Hooks for subclasses -----------------------------------------------------------
+
+    def build_argv(self, command: str) -> list[str]:
+        """The process to start for ``command``: ``[shell, "-c", command]``."""
+        return [self.shell, "-c", command]
+
+    def check_write(self, path: str) -> None:
+        """Called with the workspace path before every write or delete; raise
+        ``WriteDeniedError`` to refuse. The default allows everything."""
+
+    def command_environment(self, env_vars: dict[str, str] | None) -> dict[str, str]:
+        """The environment of a command: the host's, filtered by ``env_policy``, plus ``env_vars``."""
+        env = filter_environment(os.environ, self.env_policy)
+        if env_vars:
+            env.update(env_vars)
+        return env
+
+    # Paths -----------------------------------------------------------------------------
+
+    def resolve(self, path: str, *, must_exist: bool = False) -> Path:
+        """The canonical absolute path of a workspace path (see ``resolve_workspace_path``)."""
+        return resolve_workspace_path(self.root, path, must_exist=must_exist)
+
+    def _file(self, path: str) -> Path:
+        resolved = self.resolve(path, must_exist=True)
+        if resolved.is_dir():
+            raise NotAFileError(f"{path!r} is a directory, not a file; list it with list_directory", path=path)
+        return resolved
+
+    # File operations ---------------------------------------------------------------------
+
+    async def read_bytes(self, path: str) -> bytes:
+        target = self._file(path)
+        try:
+            return target.read_bytes()
+        except OSError as exc:
+            raise _os_error(exc, path, "read") from None
+
+    async def read_file(self, path: str, offset: int | None = None, limit: int | None = None) -> str:
+        text = _decode(await self.read_bytes(path), path)
+        if offset is None and limit is None:
+            return text
+        # Lines end at "\n" only (not at the other separators str.splitlines knows), so line
+        # numbers agree with editors, grep and the read_file tool's "NNN | content".
+        lines = text.split("\n")
+        if text.endswith("\n"):
+            lines.pop()
+        first = max(offset or 1, 1) - 1
+        last = len(lines) if limit is None else min(len(lines), first + max(limit, 0))
+        if first >= last:
+            return ""
+        chunk = "\n".join(lines[first:last])
+        return chunk + "\n" if last < len(lines) or text.endswith("\n") else chunk
+
+    async def write_file(self, path: str, content: str | bytes) -> int:
+        target = self.resolve(path)
+        self.check_write(path)
+        if isinstance(content, str):
+            try:
+                data = content.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise WorkspaceError(
+                    f"Cannot write {path!r}: the content has characters that are not valid UTF-8 ({exc.reason})",
+                    path=path,
+                ) from None
+        else:
+            data = content
+        if target.is_dir():
+            raise NotAFileError(f"Cannot write {path!r}: it is a directory", path=path)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write(target, data)
+        except OSError as exc:
+            raise _os_error(exc, path, "write") from None
+        return len(data)
+
+    async def delete_file(self, path: str) -> None:
+        target = self._entry(path)
+        self.check_write(path)
+        if target.is_dir() and not target.is_symlink():
+            raise NotAFileError(f"Cannot delete {path!r}: it is a directory", path=path)
+        try:
+            target.unlink()
+        except OSError as exc:
+            raise _os_error(exc, path, "delete") from None
+
+    def _entry(self, path: str) -> Path:
+        """The path itself, not the target of a symlink at it (deleting a link removes the link)."""
+        parent, _, name = path.rstrip("/").rpartition("/")
+        if name in ("", ".", ".."):
+            return self.resolve(path, must_exist=True)
+        target = self.resolve(parent or ".") / name
+        if not os.path.lexists(target):
+            raise FileNotFoundInWorkspaceError(f"No such file or directory: {path!r}", path=path)
+        return target
+
+    async def file_exists(self, path: str) -> bool:
+        try:
+            return self.resolve(path).exists()
+        except PathOutsideWorkspaceError:
+            return False
+
+    async def stat(self, path: str) -> FileStat:
+        target = self.resolve(path, must_exist=True)
+        try:
+            info = target.stat()
+        except OSError as exc:
+            raise _os_error(exc, path, "stat") from None
+        return FileStat(
+            path=relative_to_root(self.root, target),
+            is_dir=_stat.S_ISDIR(info.st_mode),
+            size=info.st_size,
+            mtime=info.st_mtime,
+        )
+
+    async def list_directory(self, path: str = ".", depth: int = 1) -> list[DirEntry]:
+        target = self.resolve(path, must_exist=True)
+        if not target.is_dir():
+            raise IsAFileError(f"{path!r} is a file, not a directory; read it with read_file", path=path)
+        entries = await asyncio.to_thread(lambda: list(_scan(str(target), "", max(depth, 1))))
+        return sorted(entries, key=lambda e: e.name.split("/"))
+
+    # Commands ----------------------------------------------------------------------------
+
+    async def exec_command(
+        self,
+        command: str,
+        timeout_ms: int | None = None,
+        working_dir: str | None = None,
+        env_vars: dict[str, str] | None = None,
+        on_output: OutputCallback | None = None,
+    ) -> ExecResult:
+        timeout = self.limits.default_timeout_ms if timeout_ms is None or timeout_ms <= 0 else timeout_ms
+        timeout = min(timeout, self.limits.max_timeout_ms)
+        cwd = self.resolve(working_dir or ".", must_exist=True)
+        if not cwd.is_dir():
+            raise IsAFileError(f"Working directory {working_dir!r} is a file, not a directory", path=working_dir)
+        return await run_process(
+            self.build_argv(command),
+            cwd=cwd,
+            env=self.command_environment(env_vars),
+            timeout_ms=timeout,
+            limits=self.limits,
+            on_output=on_output,
+            running=self._running,
+        )
+
+    # Search ------------------------------------------------------------------------------
+
+    def _search_start(self, path: str) -> str:
+        return relative_to_root(self.root, self.resolve(path, must_exist=True))
+
+    async def grep(self, pattern: str, path: str = ".", options: GrepOptions | None = None) -> str:
+        start = self._search_start(path)
+        return await search.grep(str(self._real_root()), start, pattern, options or GrepOptions(), self.ripgrep)
+
+    async def glob(self, pattern: str, path: str = ".") -> list[str]:
+        start = self._search_start(path)
+        pattern = self._relative_pattern(pattern)
+        return await search.glob(str(self._real_root()), start, pattern, self.ripgrep)
+
+    def _relative_pattern(self, pattern: str) -> str:
+        """Glob patterns are relative; an absolute one must lie inside the workspace."""
+        if pattern.startswith("/"):
+            root = str(self._real_root())
+            for base in (root, str(self.root)):
+                if pattern == base or pattern.startswith(base.rstrip("/") + "/"):
+                    return pattern[len(base) :].lstrip("/") or "**"
+            raise PathOutsideWorkspaceError(
+                f"Glob pattern {pattern!r} is outside the workspace {root}; use a relative pattern like '**/*.py'",
+                path=pattern,
+            )
+        parts = pattern.split("/")
+        if ".." in parts:
+            raise PathOutsideWorkspaceError(
+                f"Glob pattern {pattern!r} contains '..'; patterns cannot leave the search directory",
+                path=pattern,
+            )
+        while pattern.startswith("./"):
+            pattern = pattern[2:]
+        return pattern
+
+    def _real_root(self) -> Path:
+        return self.resolve(".")
+
+    # Lifecycle and metadata ----------------------------------------------------------------
+
+    async def initialize(self) -> None:
+        """Create the workspace directory if it does not exist."""
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    async def cleanup(self) -> None:
+        """Kill the process group of every command still running (each returns ``exit_code -9``)."""
+        for pgid in list(self._running):
+            signal_process_group(pgid, signal.SIGKILL)
+
+    def working_directory(self) -> str:
+        return os.path.realpath(self.root)
+
+    def platform(self) -> str:
+        return {"Linux": "linux", "Darwin": "darwin", "Windows": "windows"}.get(_platform.system(), "linux")
+
+    def os_version(self) -> str:
+        return f"{_platform.system()} {_platform.release()}"
+
+
+def _scan(abs_dir: str, prefix: str, depth: int) -> Iterator[DirEntry]:
+    """Entries below ``abs_dir`` down to ``depth`` levels; symlinked directories are listed
+    but not entered, so a listing never leaves the workspace."""
+    try:
+        entries = list(os.scandir(abs_dir))
+    except OSError:
+        return
+    for entry in entries:
+        name = prefix + entry.name
+        try:
+            is_dir = entry.is_dir(follow_symlinks=False)
+            size = None if is_dir else entry.stat(follow_symlinks=False).st_size
+        except OSError:
+            continue
+        yield DirEntry(name=name, is_dir=is_dir, size=size)
+        if is_dir and depth > 1:
+            yield from _scan(entry.path, name + "/", depth - 1)

