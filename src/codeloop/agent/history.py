@@ -159,20 +159,20 @@ class History:
         self._convert = convert
         self.total_chars = 0
         """Characters of all turns, for the §5.5 estimate (1 token ≈ 4 characters)."""
+        self.turn_count = 0
+        """User and assistant turns, as counted against ``max_turns``."""
 
     def append(self, turn: Turn) -> None:
         """Add a turn and convert it."""
         self.turns.append(turn)
         self._messages.extend(self._convert(turn))
         self.total_chars += _turn_chars(turn)
+        if isinstance(turn, UserTurn | AssistantTurn):
+            self.turn_count += 1
 
     def messages(self) -> list[Message]:
         """The conversation as LLM messages (a fresh list; messages are shared)."""
         return list(self._messages)
-
-    def count_turns(self) -> int:
-        """User and assistant turns, as counted against ``max_turns``."""
-        return sum(1 for t in self.turns if isinstance(t, UserTurn | AssistantTurn))
 
     def recent_call_signatures(self, last: int) -> list[str]:
         """Signatures (name + canonical arguments) of the last ``last`` tool calls, oldest first."""

@@ -1,12 +1,6 @@
-"""Layered system prompt (loop spec §6.1) with the environment (§6.3) and git (§6.4) blocks.
-
-Layers, in order (later = higher precedence):
-
-1. provider base instructions (the profile's own prompt, §6.2);
-2. ``<environment>`` block and git snapshot, gathered once at session start;
-3. tool descriptions of the active profile;
-4. project instructions (§6.5, :mod:`codeloop.agent.project_docs`);
-5. user instructions override, appended last.
+"""Layer 2 of the system prompt (loop spec §6.1): the ``<environment>`` block (§6.3) and
+the git snapshot (§6.4), gathered once at session start. The layers are joined by
+:meth:`codeloop.profiles.base.ProviderProfile.build_system_prompt`.
 """
 
 from __future__ import annotations
@@ -117,14 +111,4 @@ def render_environment(ctx: EnvironmentContext) -> str:
             "</git_status>",
         ]
     return "\n".join(lines)
-
-
-def assemble_system_prompt(
-    base: str, environment: str, tools: str, project_docs: str, user_instructions: str
-) -> str:
-    """Join the five layers of §6.1 in order, skipping empty ones."""
-    layers = [base.strip(), environment.strip(), tools.strip(), project_docs.strip()]
-    if user_instructions.strip():
-        layers.append("# User instructions (highest priority)\n" + user_instructions.strip())
-    return "\n\n".join(layer for layer in layers if layer)
 

@@ -100,12 +100,18 @@ def _coerce(value: str, spec: Mapping[str, Any]) -> Any:
     return json.loads(text)
 
 
-def _strip_one_newline(value: str) -> str:
+VERBATIM_PARAMS = frozenset({"content", "old_string", "new_string", "patch", "text", "message", "task"})
+"""Parameters whose text is kept byte for byte (apart from the newline after the opening tag)."""
+
+
+def _param_text(param: str, value: str) -> str:
+    """A block value (``<content>\n...``) loses the newline after its opening tag; other
+    single-line values (paths, commands, patterns) lose surrounding whitespace."""
     if value.startswith("\n"):
         value = value[1:]
-    if value.endswith("\n"):
-        value = value[:-1]
-    return value
+    if param in VERBATIM_PARAMS:
+        return value
+    return value.strip() if "\n" not in value.strip() else value
 
 
 def _tagged_call(name: str, body: str, schemas: Schemas) -> ToolCall:
@@ -115,7 +121,8 @@ def _tagged_call(name: str, body: str, schemas: Schemas) -> ToolCall:
     props: Mapping[str, Any] = schemas[name].get("properties", {}) or {}
     args: dict[str, Any] = {}
     for match in _PARAM.finditer(body):
-        param, value = match.group(1), _strip_one_newline(match.group(2))
+        param = match.group(1)
+        value = _param_text(param, match.group(2))
         spec = props.get(param, {"type": "string"})
         try:
             args[param] = _coerce(value, spec)

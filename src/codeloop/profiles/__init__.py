@@ -1,0 +1,43 @@
+"""Provider profiles (loop spec §3): tools and system prompts per model family."""
+
+from __future__ import annotations
+
+from codeloop.profiles.anthropic import create_anthropic_profile
+from codeloop.profiles.base import ProviderProfile
+from codeloop.profiles.gemini import create_gemini_profile
+from codeloop.profiles.openai import create_openai_profile
+from codeloop.profiles.text import TextProfile, create_text_profile
+
+PROFILE_IDS = ("openai", "anthropic", "gemini", "text")
+"""Profiles ``create_profile`` knows."""
+
+
+def create_profile(profile_id: str, model: str | None = None, **options: object) -> ProviderProfile:
+    """The profile ``profile_id`` for ``model`` (its default model when None).
+
+    Raises ValueError naming the known profiles for an unknown id."""
+    factories = {
+        "openai": create_openai_profile,
+        "anthropic": create_anthropic_profile,
+        "gemini": create_gemini_profile,
+        "text": create_text_profile,
+    }
+    factory = factories.get(profile_id)
+    if factory is None:
+        raise ValueError(f"unknown profile {profile_id!r}: use one of {', '.join(PROFILE_IDS)}")
+    kwargs: dict[str, object] = dict(options)
+    if model:
+        kwargs["model"] = model
+    return factory(**kwargs)  # type: ignore[operator]
+
+
+__all__ = [
+    "PROFILE_IDS",
+    "ProviderProfile",
+    "TextProfile",
+    "create_anthropic_profile",
+    "create_gemini_profile",
+    "create_openai_profile",
+    "create_profile",
+    "create_text_profile",
+]

@@ -1,0 +1,433 @@
+"""The Session: the agentic loop of loop spec §2 (state machine §2.3, loop §2.5).
+
+``await session.submit(text)`` appends the input, then alternates model call → tool round
+until the model answers with text only, a limit hits, the session is aborted, or an
+unrecoverable error closes it. Events (§2.9) go to subscribers as they happen; see
+:meth:`Session.events` (async iterator) and :meth:`Session.run_sync` (synchronous).
+
+Invariants:
+- Every tool call gets exactly one result, in call order, even when calls run in
+  parallel; the model gets the truncated output, ``TOOL_CALL_END`` the full one.
+- Nothing the model sends raises: bad calls become error results (Appendix B).
+- Abort and fatal errors follow Appendix B's shutdown: cancel the model call, stop
+  running commands (cancellation + ``environment.cleanup()``), close subagents, emit
+  ``SESSION_END`` with state ``closed``; the session is then CLOSED for good.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+import uuid
+from collections import deque
+from collections.abc import AsyncIterator, Callable
+from enum import StrEnum
+from typing import Any, Protocol
+
+from codeloop.agent import events as ev
+from codeloop.agent.config import SessionConfig
+from codeloop.agent.history import (
+    AssistantTurn,
+    CallResult,
+    History,
+    SteeringTurn,
+    ToolResultsTurn,
+    UserTurn,
+    native_messages,
+    text_messages,
+)
+from codeloop.agent.loop_detection import detect_loop, loop_warning
+from codeloop.agent.project_docs import discover_project_docs, render_project_docs
+from codeloop.agent.prompts import gather_environment_context, render_environment
+from codeloop.agent.subagents import SubagentManager, subagent_tools
+from codeloop.agent.text_tool_calls import parse_text_tool_calls
+from codeloop.environments.base import ExecutionEnvironment
+from codeloop.llm.errors import AuthenticationError, ContextLengthError, SDKError, StreamError
+from codeloop.llm.types import Message, Request, Response, StreamEvent, StreamEventType, ToolCall
+from codeloop.llm.types import ToolDefinition as LLMToolDefinition
+from codeloop.profiles.base import ProviderProfile, to_llm_tool
+from codeloop.tools import ToolContext, ToolPolicy, ToolRegistry, TruncationConfig, execute_tool_call
+from codeloop.tools.policy_hook import Approver
+
+
+class SessionState(StrEnum):
+    """Lifecycle states (§2.3)."""
+
+    IDLE = "idle"
+    PROCESSING = "processing"
+    AWAITING_INPUT = "awaiting_input"
+    CLOSED = "closed"
+
+
+class LLMClient(Protocol):
+    """What the session needs of :class:`codeloop.llm.client.Client` (single-shot calls)."""
+
+    async def complete(self, request: Request) -> Response: ...
+
+    def stream(self, request: Request) -> AsyncIterator[StreamEvent]: ...
+
+
+class SessionClosedError(RuntimeError):
+    """Raised by ``submit`` on a CLOSED session (a developer error, not a model error)."""
+
+
+Listener = Callable[[ev.SessionEvent], None]
+"""Receives every event synchronously, in order; must not raise."""
+
+
+class Session:
+    """One conversation of a model with a workspace (§2.1)."""
+
+    def __init__(
+        self,
+        profile: ProviderProfile,
+        environment: ExecutionEnvironment,
+        config: SessionConfig | None = None,
+        client: LLMClient | None = None,
+        *,
+        policy: ToolPolicy | None = None,
+        approver: Approver | None = None,
+        depth: int = 0,
+        working_subdir: str = "",
+    ) -> None:
+        if client is None:
+            raise ValueError("Session needs an LLM client: Session(profile, env, config, client)")
+        self.id = str(uuid.uuid4())
+        self.profile = profile
+        self.environment = environment
+        self.config = config or SessionConfig()
+        self.client = client
+        self.policy = policy
+        self.approver = approver
+        self.depth = depth
+        self.working_subdir = working_subdir
+        self.state = SessionState.IDLE
+        self.history = History(native_messages if profile.native_tool_calls else text_messages)
+        self.end_reason = ""
+        """Why the last input ended: ``completed``, ``round_limit``, ``turn_limit``, ``aborted``, ``error``."""
+        self.last_text = ""
+        """The last assistant text (the answer of the last input)."""
+        self.subagents = SubagentManager(self)
+        self._steering: deque[str] = deque()
+        self._followups: deque[str] = deque()
+        self._listeners: list[Listener] = []
+        self._started = False
+        self._environment_block = ""
+        self._project_docs = ""
+        self._registry_key: tuple[Any, ...] = ()
+        self._registry = ToolRegistry()
+        self._llm_tool_defs: list[LLMToolDefinition] = []
+        self._system_prompt: tuple[Any, str] = (None, "")
+        self._task: asyncio.Task[None] | None = None
+        self._aborted = False
+        self._truncation = TruncationConfig(self.config.tool_output_limits, self.config.tool_line_limits)
+
+    # -- public API ---------------------------------------------------------------------
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener`` with every future event; returns a function that unsubscribes."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    async def events(self) -> AsyncIterator[ev.SessionEvent]:
+        """Every event from now on, until (and including) the ``SESSION_END`` that closes the session."""
+        queue: asyncio.Queue[ev.SessionEvent] = asyncio.Queue()
+        unsubscribe = self.subscribe(queue.put_nowait)
+        try:
+            while True:
+                event = await queue.get()
+                yield event
+                if isinstance(event, ev.SessionEnd) and event.state == SessionState.CLOSED:
+                    return
+        finally:
+            unsubscribe()
+
+    async def submit(self, user_input: str) -> str:
+        """Process one input through the loop (§2.5) and its queued follow-ups; return the
+        last assistant text. Raises :class:`SessionClosedError` when the session is closed."""
+        if self.state == SessionState.CLOSED:
+            raise SessionClosedError(f"session {self.id} is closed; create a new Session")
+        if self.state == SessionState.PROCESSING:
+            raise RuntimeError("submit() while processing: use steer() or follow_up()")
+        await self._start()
+        self._task = asyncio.create_task(self._process_inputs(user_input))
+        try:
+            await asyncio.shield(self._task)
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if self._aborted and not (current and current.cancelling()):
+                return self.last_text  # abort() from elsewhere: submit simply ends
+            # The caller itself was cancelled (Ctrl-C): that aborts the session.
+            await self.abort()
+            raise
+        finally:
+            self._task = None
+        return self.last_text
+
+    process_input = submit
+
+    def steer(self, message: str) -> None:
+        """Inject ``message`` after the current tool round (or before the next call) (§2.6)."""
+        self._steering.append(message)
+
+    def follow_up(self, message: str) -> None:
+        """Process ``message`` as a new input once the current one completes (§2.6)."""
+        self._followups.append(message)
+
+    def set_reasoning_effort(self, effort: str | None) -> None:
+        """Change ``reasoning_effort``; takes effect on the next model call (§2.7)."""
+        self.config = dataclasses.replace(self.config, reasoning_effort=effort)
+
+    async def abort(self) -> None:
+        """Stop now (§2.8 abort): cancel the model call and tools, kill commands, CLOSED."""
+        if self.state == SessionState.CLOSED:
+            return
+        self._aborted = True
+        task = self._task
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        await self._shutdown("aborted", kill_processes=True)
+
+    async def close(self) -> None:
+        """Close an idle session (IDLE → CLOSED); aborts one that is processing."""
+        if self._task is not None and not self._task.done():
+            await self.abort()
+            return
+        if self.state != SessionState.CLOSED:
+            await self._shutdown("closed", kill_processes=False)
+
+    def run_sync(self, user_input: str, *, close: bool = True) -> list[ev.SessionEvent]:
+        """Synchronous convenience: submit, (optionally) close, return all events emitted."""
+        collected: list[ev.SessionEvent] = []
+        unsubscribe = self.subscribe(collected.append)
+
+        async def run() -> None:
+            await self.submit(user_input)
+            if close:
+                await self.close()
+
+        try:
+            asyncio.run(run())
+        finally:
+            unsubscribe()
+        return collected
+
+    # -- the loop (§2.5) ------------------------------------------------------------------
+
+    async def _process_inputs(self, user_input: str) -> None:
+        try:
+            next_input: str | None = user_input
+            while next_input is not None:
+                reason = await self._process_one(next_input)
+                next_input = self._followups.popleft() if self._followups else None
+            self.end_reason = reason
+            awaiting = reason == "completed" and self.last_text.rstrip().endswith("?")
+            self.state = SessionState.AWAITING_INPUT if awaiting else SessionState.IDLE
+            self._emit(ev.SessionEnd, state=self.state.value, reason=reason, final_text=self.last_text)
+        except ContextLengthError as exc:
+            self._emit(ev.WarningEvent, message=f"Context window exceeded: {exc}", code="context_length")
+            await self._fail(exc)
+        except Exception as exc:  # an adapter bug must close the session, not leak a traceback
+            await self._fail(exc)
+
+    async def _process_one(self, user_input: str) -> str:
+        self.state = SessionState.PROCESSING
+        self.history.append(UserTurn(user_input))
+        self._emit(ev.UserInput, content=user_input)
+        self._drain_steering()
+        rounds = 0
+        warned_context = False
+        while True:
+            if rounds >= self.config.max_tool_rounds_per_input:
+                self._emit(ev.TurnLimit, round=rounds)
+                return "round_limit"
+            if self.config.max_turns > 0 and self.history.turn_count >= self.config.max_turns:
+                self._emit(ev.TurnLimit, total_turns=self.history.turn_count)
+                return "turn_limit"
+
+            response = await self._call_model()
+            calls = self._tool_calls_of(response)
+            self.last_text = response.text
+            recovered = bool(calls) and not response.tool_calls
+            self.history.append(AssistantTurn(
+                content=response.text, tool_calls=tuple(calls), reasoning=response.reasoning,
+                usage=response.usage, response_id=response.id,
+                message=None if recovered or not self.profile.native_tool_calls else response.message,
+            ))
+            usage = response.usage
+            self._emit(ev.AssistantTextEnd, text=response.text, reasoning=response.reasoning,
+                       tool_call_count=len(calls), input_tokens=usage.input_tokens,
+                       output_tokens=usage.output_tokens, cache_read_tokens=usage.cache_read_tokens or 0)
+            warned_context = warned_context or self._check_context()
+            if not calls:
+                return "completed"
+
+            rounds += 1
+            results = await self._execute_tool_calls(calls)
+            self.history.append(ToolResultsTurn(tuple(results)))
+            self._drain_steering()
+            self._check_loop()
+
+    def _request(self) -> Request:
+        registry = self._tools()
+        key = (self._registry_key, self.config.user_instructions)
+        if self._system_prompt[0] != key:
+            self._system_prompt = (key, self.profile.build_system_prompt(
+                self._environment_block, self._project_docs, self.config.user_instructions,
+                registry.definitions()))
+        system = self._system_prompt[1]
+        native = self.profile.native_tool_calls
+        return Request(
+            model=self.profile.model,
+            messages=[Message.system(system), *self.history.messages()],
+            provider=self.profile.provider,
+            tools=self._llm_tools() if native else None,
+            reasoning_effort=self.config.reasoning_effort if self.profile.supports_reasoning else None,
+            provider_options=self.profile.provider_options(),
+        )
+
+    async def _call_model(self) -> Response:
+        request = self._request()
+        self._emit(ev.AssistantTextStart)
+        if not (self.config.stream and self.profile.supports_streaming):
+            return await self.client.complete(request)
+        response: Response | None = None
+        async for event in self.client.stream(request):
+            if event.type == StreamEventType.TEXT_DELTA and event.delta:
+                self._emit(ev.AssistantTextDelta, delta=event.delta)
+            elif event.type == StreamEventType.FINISH:
+                response = event.response
+            elif event.type == StreamEventType.ERROR and event.error is not None:
+                raise event.error
+        if response is None:
+            raise StreamError("the model's stream ended without a final response")
+        return response
+
+    def _tool_calls_of(self, response: Response) -> list[ToolCall]:
+        calls = response.tool_calls
+        if calls or not response.text:
+            return calls
+        recover = self.config.tool_call_recovery
+        if recover is None:
+            recover = self.profile.tool_call_recovery or not self.profile.native_tool_calls
+        if not recover:
+            return []
+        schemas = {d.name: d.parameters for d in self._tools().definitions()}
+        return list(parse_text_tool_calls(response.text, schemas).calls)
+
+    # -- tools ------------------------------------------------------------------------------
+
+    def _tools(self) -> ToolRegistry:
+        """The profile's registry plus this session's subagent tools (rebuilt when it changes)."""
+        defs = tuple(self.profile.tool_registry.definitions())
+        if defs != self._registry_key:
+            tools = [t for n in self.profile.tool_registry.names() if (t := self.profile.tool_registry.get(n))]
+            if self.depth < self.config.max_subagent_depth:
+                tools += subagent_tools(self.subagents)
+            self._registry = ToolRegistry.of(tools)
+            self._registry_key = defs
+            self._llm_tool_defs = [to_llm_tool(d) for d in self._registry.definitions()]
+        return self._registry
+
+    def _llm_tools(self) -> list[LLMToolDefinition]:
+        self._tools()
+        return self._llm_tool_defs
+
+    async def _execute_tool_calls(self, calls: list[ToolCall]) -> list[CallResult]:
+        if self.profile.supports_parallel_tool_calls and len(calls) > 1:
+            return list(await asyncio.gather(*(self._execute_one(c) for c in calls)))
+        return [await self._execute_one(c) for c in calls]
+
+    async def _execute_one(self, call: ToolCall) -> CallResult:
+        self._emit(ev.ToolCallStart, tool_name=call.name, call_id=call.id, arguments=call.arguments)
+        if call.parse_error is not None:
+            self._emit(ev.ToolCallEnd, call_id=call.id, tool_name=call.name, error=call.parse_error)
+            return CallResult(call.id, call.name, call.parse_error, is_error=True)
+
+        def on_output(_stream: str, chunk: str) -> None:
+            self._emit(ev.ToolCallOutputDelta, call_id=call.id, delta=chunk)
+
+        result = await execute_tool_call(
+            self._tools(), call.name, call.arguments, self.environment,
+            policy=self.policy, approver=self.approver, config=self._truncation,
+            ctx=ToolContext(call_id=call.id, session_id=self.id, on_output=on_output),
+        )
+        if result.is_error:
+            self._emit(ev.ToolCallEnd, call_id=call.id, tool_name=call.name, error=result.full_output,
+                       duration_ms=result.duration_ms)
+        else:
+            self._emit(ev.ToolCallEnd, call_id=call.id, tool_name=call.name, output=result.full_output,
+                       duration_ms=result.duration_ms)
+        return CallResult(call.id, call.name, result.output, result.is_error)
+
+    # -- steering, loops, context (§2.6, §2.10, §5.5) --------------------------------------
+
+    def _drain_steering(self) -> None:
+        while self._steering:
+            message = self._steering.popleft()
+            self.history.append(SteeringTurn(message))
+            self._emit(ev.SteeringInjected, content=message)
+
+    def _check_loop(self) -> None:
+        window = self.config.loop_detection_window
+        if self.config.enable_loop_detection and detect_loop(self.history.recent_call_signatures(window), window):
+            warning = loop_warning(window)
+            self.history.append(SteeringTurn(warning))
+            self._emit(ev.LoopDetection, message=warning)
+
+    def _check_context(self) -> bool:
+        """Emit the §5.5 warning once per input when the estimate passes the threshold."""
+        window = self.profile.context_window_size
+        approx_tokens = (self.history.total_chars + len(self._environment_block) + len(self._project_docs)) / 4
+        if window <= 0 or approx_tokens <= window * self.config.context_warning_ratio:
+            return False
+        percent = round(approx_tokens / window * 100)
+        self._emit(ev.WarningEvent, message=f"Context usage at ~{percent}% of context window",
+                   code="context_usage")
+        return True
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    async def _start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        ctx = await gather_environment_context(self.environment, self.profile.model, self.profile.knowledge_cutoff)
+        self._environment_block = render_environment(ctx)
+        if self.working_subdir:
+            self._environment_block += (
+                f"\nYou are scoped to the subdirectory {self.working_subdir!r}: work only inside it.")
+        docs = await discover_project_docs(self.environment, self.profile.id, self.working_subdir)
+        self._project_docs = render_project_docs(docs)
+        self._emit(ev.SessionStart, profile=self.profile.id, model=self.profile.model,
+                   working_directory=self.environment.working_directory())
+
+    async def _fail(self, exc: Exception) -> None:
+        if isinstance(exc, AuthenticationError):
+            what = "authentication failed (check the API key)"
+        elif isinstance(exc, SDKError):
+            what = "the model provider failed"
+        else:
+            what = "internal error"
+        self._emit(ev.ErrorEvent, message=f"{what}, closing the session: {exc}",
+                   error_type=type(exc).__name__, fatal=True)
+        self.end_reason = "error"
+        await self._shutdown("error", kill_processes=True)
+
+    async def _shutdown(self, reason: str, *, kill_processes: bool) -> None:
+        """Appendix B: processes, subagents, SESSION_END, CLOSED."""
+        if self.state == SessionState.CLOSED:
+            return
+        if kill_processes and self.depth == 0:
+            await self.environment.cleanup()
+        await self.subagents.close_all()
+        self.end_reason = reason
+        self.state = SessionState.CLOSED
+        self._emit(ev.SessionEnd, state=self.state.value, reason=reason, final_text=self.last_text)
+
+    def _emit(self, kind: type[Any], **data: Any) -> None:
+        event = kind(session_id=self.id, timestamp=time.time(), **data)
+        for listener in tuple(self._listeners):
+            listener(event)

@@ -1,0 +1,157 @@
+"""Subagents (loop spec §7): child sessions driven through four tools.
+
+A child shares the parent's environment and profile, has its own history and turn limit
+(default 50), and runs as an asyncio task, so several children work at the same time.
+The session only offers these tools while ``depth < max_subagent_depth`` (default 1:
+children cannot spawn). Results reach the parent as tool results.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from codeloop.environments.base import ExecutionEnvironment
+from codeloop.tools.errors import ToolError
+from codeloop.tools.registry import RegisteredTool, ToolContext, ToolDefinition, ToolOutput
+
+if TYPE_CHECKING:
+    from codeloop.agent.session import Session
+
+
+@dataclass(frozen=True)
+class SubAgentResult:
+    """What ``wait`` returns (§7.3)."""
+
+    output: str
+    """Final text of the child."""
+    success: bool
+    """True when the child finished its input normally."""
+    turns_used: int
+    """User and assistant turns in the child's history."""
+
+
+@dataclass
+class SubAgentHandle:
+    """A running or finished child (§7.3)."""
+
+    id: str
+    """Agent id given to the model."""
+    session: Session
+    """The child session (own history)."""
+    task: asyncio.Task[str] | None = None
+    """The current ``submit`` of the child."""
+
+    @property
+    def status(self) -> str:
+        """``running``, ``completed`` or ``failed``."""
+        if self.task is not None and not self.task.done():
+            return "running"
+        return "completed" if self.session.end_reason in ("completed", "") else "failed"
+
+
+class SubagentManager:
+    """The children of one session."""
+
+    def __init__(self, parent: Session) -> None:
+        self.parent = parent
+        self.agents: dict[str, SubAgentHandle] = {}
+
+    def spawn(self, task: str, working_dir: str | None, model: str | None, max_turns: int | None) -> SubAgentHandle:
+        """Start a child on ``task``; it runs concurrently with the parent."""
+        from codeloop.agent.session import Session
+
+        parent = self.parent
+        profile = parent.profile if not model else dataclasses.replace(parent.profile, model=model)
+        config = dataclasses.replace(
+            parent.config, max_turns=max_turns or parent.config.subagent_max_turns)
+        child = Session(profile, parent.environment, config, parent.client, policy=parent.policy,
+                        approver=parent.approver, depth=parent.depth + 1,
+                        working_subdir=working_dir or parent.working_subdir)
+        handle = SubAgentHandle("agent_" + uuid.uuid4().hex[:8], child)
+        handle.task = asyncio.create_task(child.submit(task))
+        self.agents[handle.id] = handle
+        return handle
+
+    def get(self, agent_id: str) -> SubAgentHandle:
+        """The child ``agent_id``; raises ToolError naming the known ids."""
+        handle = self.agents.get(agent_id)
+        if handle is None:
+            known = ", ".join(self.agents) or "none"
+            raise ToolError(f"No subagent with id {agent_id!r}. Known subagents: {known}.")
+        return handle
+
+    async def wait(self, agent_id: str) -> SubAgentResult:
+        """Wait for the child's current input to finish."""
+        handle = self.get(agent_id)
+        if handle.task is not None:
+            await asyncio.gather(handle.task, return_exceptions=True)
+        session = handle.session
+        return SubAgentResult(session.last_text, handle.status == "completed", session.history.turn_count)
+
+    async def close_all(self) -> None:
+        """Abort every child (Appendix B step 7)."""
+        for handle in list(self.agents.values()):
+            await handle.session.abort()
+
+
+def _result_text(agent_id: str, result: SubAgentResult) -> str:
+    return (f"Subagent {agent_id} {'completed' if result.success else 'failed'} "
+            f"(turns used: {result.turns_used}).\nOutput:\n{result.output}")
+
+
+def subagent_tools(manager: SubagentManager) -> list[RegisteredTool]:
+    """``spawn_agent``, ``send_input``, ``wait``, ``close_agent`` bound to ``manager`` (§7.2)."""
+
+    async def spawn_agent(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> str:
+        handle = manager.spawn(args["task"], args.get("working_dir"), args.get("model"), args.get("max_turns"))
+        return f"Spawned subagent {handle.id} (status: running). Call wait with agent_id={handle.id!r} for its result."
+
+    async def send_input(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> str:
+        handle = manager.get(args["agent_id"])
+        if handle.status == "running":
+            handle.session.steer(args["message"])
+            return f"Message delivered to subagent {handle.id} (it sees it after its current step)."
+        if handle.session.state == "closed":
+            raise ToolError(f"Subagent {handle.id} is closed; spawn a new one.")
+        handle.task = asyncio.create_task(handle.session.submit(args["message"]))
+        return f"Subagent {handle.id} resumed with the new message (status: running)."
+
+    async def wait(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:
+        result = await manager.wait(args["agent_id"])
+        return ToolOutput(_result_text(args["agent_id"], result), is_error=not result.success)
+
+    async def close_agent(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> str:
+        handle = manager.get(args["agent_id"])
+        was = handle.status
+        await handle.session.abort()
+        return f"Subagent {handle.id} closed (status before closing: {was})."
+
+    agent_id = {"agent_id": {"type": "string", "description": "Id returned by spawn_agent."}}
+    return [
+        RegisteredTool(ToolDefinition("spawn_agent", "Spawn a subagent to handle a scoped task autonomously. "
+                                      "It shares the workspace and runs while you continue; get its result with wait.", {
+            "type": "object",
+            "properties": {
+                "task": {"type": "string", "description": "What the subagent must do, self-contained."},
+                "working_dir": {"type": "string", "description": "Subdirectory to scope the agent to."},
+                "model": {"type": "string", "description": "Model override (default: yours)."},
+                "max_turns": {"type": "integer", "minimum": 1, "description": "Turn limit (default 50)."},
+            },
+            "required": ["task"],
+        }), spawn_agent),
+        RegisteredTool(ToolDefinition("send_input", "Send a message to a subagent.", {
+            "type": "object",
+            "properties": {**agent_id, "message": {"type": "string"}},
+            "required": ["agent_id", "message"],
+        }), send_input),
+        RegisteredTool(ToolDefinition("wait", "Wait for a subagent to complete and return its output.", {
+            "type": "object", "properties": agent_id, "required": ["agent_id"],
+        }), wait),
+        RegisteredTool(ToolDefinition("close_agent", "Terminate a subagent.", {
+            "type": "object", "properties": agent_id, "required": ["agent_id"],
+        }), close_agent),
+    ]

@@ -1,0 +1,92 @@
+"""The provider profile (loop spec §3.2): a model, its tools, its system prompt.
+
+A profile is plain data plus a registry. Custom tools are registered on
+``profile.tool_registry`` (latest wins, §3.7); sessions read the registry at every round,
+so a tool registered after the session started is offered from the next model call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from codeloop.llm.types import ToolDefinition as LLMToolDefinition
+from codeloop.tools.registry import ToolDefinition, ToolRegistry
+
+
+def to_llm_tool(definition: ToolDefinition) -> LLMToolDefinition:
+    """A registry definition as the LLM request carries it."""
+    return LLMToolDefinition(definition.name, definition.description, dict(definition.parameters))
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else ""
+
+
+@dataclass
+class ProviderProfile:
+    """Tools + prompts for one model family (§3.2). Mutable only through ``tool_registry``."""
+
+    id: str
+    """``openai``, ``anthropic``, ``gemini`` or ``text``."""
+    model: str
+    """Model identifier sent in requests."""
+    tool_registry: ToolRegistry
+    """All tools of the profile; register custom tools here (latest wins)."""
+    base_instructions: str
+    """Layer 1 of the system prompt (§6.2), written for this family."""
+    provider: str | None = None
+    """Adapter to route requests to (``openai``, ``anthropic``, ``gemini``,
+    ``openai_compatible``); None = the client's default."""
+    compact_instructions: str = ""
+    """Shorter layer 1 for small context windows (issue 10); empty = use ``base_instructions``."""
+    supports_reasoning: bool = True
+    """The model accepts ``reasoning_effort``."""
+    supports_streaming: bool = True
+    """Replies can be streamed (ASSISTANT_TEXT_DELTA)."""
+    supports_parallel_tool_calls: bool = False
+    """Several calls of one reply run concurrently (results still in call order)."""
+    context_window_size: int = 128_000
+    """Tokens the model accepts, for the §5.5 warning."""
+    native_tool_calls: bool = True
+    """False for the ``text`` profile: tools are taught in the prompt and parsed from text."""
+    tool_call_recovery: bool = False
+    """Run calls written as text when a reply has no structured call (issue 10)."""
+    default_command_timeout_ms: int = 10_000
+    """Shell timeout when a call gives none (§5.4: 10 s codex/gemini, 120 s Claude Code)."""
+    knowledge_cutoff: str = "unknown"
+    """For the ``<environment>`` block."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """``provider_options`` sent with every request (beta headers, safety settings...)."""
+    @property
+    def compact(self) -> bool:
+        """True when the context window is small enough to prefer the compact prompt."""
+        return self.context_window_size <= 16_384 and bool(self.compact_instructions)
+
+    def tools(self) -> list[LLMToolDefinition]:
+        """Tool definitions of the registry in the LLM layer's type."""
+        return [to_llm_tool(d) for d in self.tool_registry.definitions()]
+
+    def provider_options(self) -> dict[str, Any] | None:
+        """Options for the request's ``provider_options``, None when there are none."""
+        return self.options or None
+
+    def describe_tools(self, definitions: list[ToolDefinition]) -> str:
+        """Layer 3 of the system prompt: one line per tool (schemas travel in the request)."""
+        if not definitions:
+            return ""
+        lines = [f"- {d.name}: {_first_line(d.description)}" for d in definitions]
+        return "# Tools\n" + "\n".join(lines)
+
+    def build_system_prompt(
+        self, environment: str, project_docs: str, user_instructions: str = "",
+        tools: list[ToolDefinition] | None = None,
+    ) -> str:
+        """The five layers of §6.1 in order, skipping empty ones; ``tools`` defaults to the
+        registry's (a session passes its own, which adds the subagent tools)."""
+        base = self.compact_instructions if self.compact else self.base_instructions
+        defs = self.tool_registry.definitions() if tools is None else tools
+        layers = [base, environment, self.describe_tools(defs), project_docs]
+        if user_instructions.strip():
+            layers.append("# User instructions (highest priority)\n" + user_instructions.strip())
+        return "\n\n".join(layer.strip() for layer in layers if layer.strip())

@@ -1,0 +1,65 @@
+"""The ``text`` profile: tools taught in the prompt, calls parsed from the reply's text.
+
+For models without native tool calling, or that write calls as text (small local models
+served by llama.cpp, web chats). The tool descriptions layer lists every tool with its
+parameters in the tagged syntax of :mod:`codeloop.agent.text_tool_calls`; requests carry
+no ``tools``. Tools are the Claude Code-aligned core set (edit_file with
+old_string/new_string is the easiest edit format for a small model) with a 10 s shell.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from codeloop.profiles import prompts
+from codeloop.profiles.base import ProviderProfile
+from codeloop.tools.registry import ToolDefinition, ToolRegistry
+from codeloop.tools.sets import core_tools
+from codeloop.tools.shell import OPENAI_SHELL_TIMEOUT_MS
+
+
+def _params(definition: ToolDefinition, compact: bool) -> list[str]:
+    props = definition.parameters.get("properties", {}) or {}
+    required = set(definition.parameters.get("required", []) or [])
+    lines = []
+    for name, spec in props.items():
+        kind = spec.get("type", "string")
+        need = "required" if name in required else "optional"
+        desc = "" if compact else f": {(spec.get('description') or '').strip()}"
+        lines.append(f"  <{name}> {kind}, {need}{desc}".rstrip(": "))
+    return lines
+
+
+@dataclass
+class TextProfile(ProviderProfile):
+    """A profile whose tool calls travel as text (``native_tool_calls`` is False)."""
+
+    def describe_tools(self, definitions: list[ToolDefinition]) -> str:
+        """Every tool with its parameters, as the tagged syntax expects them."""
+        blocks = []
+        for d in definitions:
+            first = d.description.strip().splitlines()[0] if d.description.strip() else ""
+            if len(first) > 120 and ". " in first:
+                first = first.split(". ")[0] + "."
+            blocks.append("\n".join([f"## {d.name}: {first}", *_params(d, self.compact)]))
+        return "# Available tools\n" + "\n".join(blocks)
+
+
+def create_text_profile(
+    model: str = "qwen2.5-coder-1.5b-instruct", *, context_window_size: int = 8_192, provider: str | None = None,
+) -> TextProfile:
+    """Text-syntax tools for small or tool-less models; compact prompt below 16 k tokens."""
+    return TextProfile(
+        id="text",
+        model=model,
+        tool_registry=ToolRegistry.of(core_tools(OPENAI_SHELL_TIMEOUT_MS)),
+        base_instructions=prompts.TEXT,
+        compact_instructions=prompts.TEXT_COMPACT,
+        provider=provider,
+        supports_reasoning=False,
+        supports_parallel_tool_calls=False,
+        context_window_size=context_window_size,
+        native_tool_calls=False,
+        tool_call_recovery=True,
+        default_command_timeout_ms=OPENAI_SHELL_TIMEOUT_MS,
+    )
