@@ -1,9 +1,501 @@
-"""CLI commands of this face (placeholder until the face lands)."""
+"""``codeloop relay``: drive a workspace from any web chat by copy and paste.
+
+Commands: ``new``, ``step``, ``watch``, ``resume``, ``status`` (DESIGN.md "Contracts").
+Every command prints what to paste where; ``--json`` prints one JSON document instead
+(``watch --json``: one JSON event per line). Errors are one line on stderr, exit 1.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
 import typer
+
+from codeloop.relay.clipboard import copy_file_to_clipboard
+from codeloop.relay.config import RelayConfig, RelayConfigError, load_config
+from codeloop.relay.engine import (
+    RelayError,
+    StepReport,
+    find_session,
+    outbox_path,
+    pending_replies,
+    resume,
+    start_session,
+    step,
+)
+from codeloop.relay.events import (
+    CommandFinished,
+    ModelMessage,
+    OutboxWritten,
+    RelayEvent,
+    ReplySkipped,
+    ReplyStarted,
+    SessionCompleted,
+    event_to_json,
+)
+from codeloop.relay.results import format_result
+from codeloop.relay.session import SessionFileError, SessionState, list_sessions
+from codeloop.relay.watch import watch
+
+relay_app = typer.Typer(
+    name="relay",
+    help=(
+        "Drive a workspace from any chat model by copy and paste: codeloop writes an outbox file, you "
+        "paste it into the chat, save the reply in the inbox, and codeloop applies it.\n\n"
+        'Example: codeloop relay new "add a README" --root ~/relay'
+    ),
+    no_args_is_help=True,
+)
+
+RootOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--root", help="Relay root holding inbox/, outbox/, sessions/ (env CODELOOP_RELAY_ROOT; default: .)"
+    ),
+]
+InboxOpt = Annotated[str | None, typer.Option("--inbox", help="Inbox directory (default ROOT/inbox).")]
+OutboxOpt = Annotated[str | None, typer.Option("--outbox", help="Outbox directory (default ROOT/outbox).")]
+SessionsOpt = Annotated[
+    str | None, typer.Option("--sessions", help="Sessions directory (default ROOT/sessions).")
+]
+TimeoutOpt = Annotated[
+    float | None, typer.Option("--timeout", help="Seconds a RUN_COMMAND may run (default 30).")
+]
+OutputOpt = Annotated[
+    int | None, typer.Option("--output-limit", help="Characters of command output kept (default 4000).")
+]
+ListOpt = Annotated[
+    int | None,
+    typer.Option("--max-listed-files", help="Files listed in an outbox, 0 for all (default 2000)."),
+]
+ReadOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-read-chars", help="Characters of a requested file shown, 0 for all (default 100000)."
+    ),
+]
+ConfigOpt = Annotated[
+    str | None, typer.Option("--config", help="TOML config file (default ROOT/relay.toml when it exists).")
+]
+ClipOpt = Annotated[
+    bool | None,
+    typer.Option("--clipboard/--no-clipboard", help="Copy each new outbox to the clipboard if possible."),
+]
+SessionOpt = Annotated[
+    str | None, typer.Option("--session", help="Session id (default: the active session).")
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for machines instead of text.")]
+
+
+def _fail(message: str) -> NoReturn:
+    typer.echo(f"codeloop relay: {message}", err=True)
+    raise typer.Exit(1)
+
+
+def _config(
+    root: str | None,
+    *,
+    inbox: str | None = None,
+    outbox: str | None = None,
+    sessions: str | None = None,
+    workspace: str | None = None,
+    timeout: float | None = None,
+    output_limit: int | None = None,
+    max_listed_files: int | None = None,
+    max_read_chars: int | None = None,
+    clipboard: bool | None = None,
+    config: str | None = None,
+) -> RelayConfig:
+    flags = {
+        "inbox": inbox,
+        "outbox": outbox,
+        "sessions": sessions,
+        "workspace": workspace,
+        "timeout": timeout,
+        "output_limit": output_limit,
+        "max_listed_files": max_listed_files,
+        "max_read_chars": max_read_chars,
+        "clipboard": clipboard,
+    }
+    try:
+        return load_config(root, flags, config)
+    except RelayConfigError as exc:
+        _fail(str(exc))
+
+
+def _json(data: Any) -> None:
+    typer.echo(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+def _root_flag(config: RelayConfig) -> str:
+    return f" --root {config.root}"
+
+
+def _indent(text: str, prefix: str = "    ") -> str:
+    return "\n".join(prefix + line for line in text.split("\n"))
+
+
+def _print_event(event: RelayEvent) -> None:
+    """Human form of one event, printed as it happens."""
+    match event:
+        case ReplyStarted():
+            resumed = (
+                f" (continuing an interrupted step: {event.already_applied} command(s) were already applied)"
+                if event.already_applied
+                else ""
+            )
+            typer.secho(
+                f"Applying {event.source} as the reply to outbox #{event.sequence}{resumed}", bold=True
+            )
+        case CommandFinished():
+            color = typer.colors.GREEN if event.result.success else typer.colors.RED
+            typer.secho(_indent(format_result(event.result), "  "), fg=color)
+        case ModelMessage():
+            typer.secho("  Message from the model:", fg=typer.colors.CYAN, bold=True)
+            typer.echo(_indent(event.text or "(empty)"))
+        case ReplySkipped():
+            typer.secho(f"  Skipped {event.path}: {event.reason}", fg=typer.colors.YELLOW, err=True)
+        case OutboxWritten() | SessionCompleted():
+            pass
+
+
+def _next_steps(
+    config: RelayConfig, state: SessionState, path: Path, copied: str | None, watching: bool
+) -> None:
+    clip = f" (already copied to the clipboard with {copied})" if copied else ""
+    typer.secho(f"\nNext outbox: {path}", bold=True)
+    typer.echo(f"  1. Paste the whole file into your chat model{clip}.")
+    typer.echo(
+        f"  2. Save the model's whole reply as a .txt file in {config.inbox_dir}/ (any name, e.g. reply.txt)."
+    )
+    if watching:
+        typer.echo("  3. This command picks it up by itself; stop with Ctrl-C.")
+    else:
+        typer.echo(
+            f"  3. Run: codeloop relay step{_root_flag(config)}   (or keep 'codeloop relay watch' running)"
+        )
+
+
+def _print_done(config: RelayConfig, state: SessionState, skipped: int) -> None:
+    typer.secho(f"\nSession {state.session_id} is complete.", fg=typer.colors.GREEN, bold=True)
+    if state.summary:
+        typer.echo("Summary from the model:\n" + _indent(state.summary))
+    failed = [r for r in state.last_results if not r.success]
+    if failed:
+        typer.secho(
+            f"Note: {len(failed)} command(s) of the last reply failed (see above).", fg=typer.colors.YELLOW
+        )
+    if skipped:
+        typer.secho(f"Note: {skipped} command(s) after [DONE] were not run.", fg=typer.colors.YELLOW)
+    typer.echo(f"Workspace: {state.workspace}")
+    left = pending_replies(config)
+    if left:
+        typer.secho(
+            f"{len(left)} file(s) remain in {config.inbox_dir} and were not applied.", fg=typer.colors.YELLOW
+        )
+
+
+async def _copy(config: RelayConfig, path: Path) -> str | None:
+    return await copy_file_to_clipboard(path) if config.clipboard else None
+
+
+def _report_json(config: RelayConfig, report: StepReport, copied: str | None) -> dict[str, Any]:
+    state = report.session
+    return {
+        "sessionId": state.session_id,
+        "sequence": state.sequence_number,
+        "complete": state.is_complete,
+        "summary": state.summary,
+        "replies": report.replies,
+        "blocked": report.blocked,
+        "outbox": None if state.is_complete else str(outbox_path(config, state)),
+        "copiedWith": copied,
+        "workspace": state.workspace,
+        "events": [event_to_json(e) for e in report.events],
+    }
+
+
+@relay_app.command("new")
+def new_command(
+    task: Annotated[str, typer.Argument(help="What the model should do, in plain words.")],
+    root: RootOpt = None,
+    workspace: Annotated[
+        str | None, typer.Option("--workspace", help="Directory the model works on (default ROOT/workspace).")
+    ] = None,
+    inbox: InboxOpt = None,
+    outbox: OutboxOpt = None,
+    sessions: SessionsOpt = None,
+    timeout: TimeoutOpt = None,
+    output_limit: OutputOpt = None,
+    max_listed_files: ListOpt = None,
+    max_read_chars: ReadOpt = None,
+    config_file: ConfigOpt = None,
+    clipboard: ClipOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Start a session and write its first outbox.
+
+    Example: codeloop relay new "write a fizzbuzz.py with tests" --root ~/relay --workspace ~/code/fizz
+    """
+    config = _config(
+        root, inbox=inbox, outbox=outbox, sessions=sessions, workspace=workspace, timeout=timeout,
+        output_limit=output_limit, max_listed_files=max_listed_files, max_read_chars=max_read_chars,
+        clipboard=clipboard, config=config_file,
+    )  # fmt: skip
+    try:
+        state, path = asyncio.run(start_session(config, task))
+    except RelayError as exc:
+        _fail(str(exc))
+    copied = asyncio.run(_copy(config, path))
+    if as_json:
+        _json(
+            {
+                "sessionId": state.session_id,
+                "sequence": state.sequence_number,
+                "outbox": str(path),
+                "inbox": str(config.inbox_dir),
+                "workspace": state.workspace,
+                "copiedWith": copied,
+            }
+        )
+        return
+    typer.secho(f"Started relay session {state.session_id}", bold=True)
+    typer.echo(f"  Workspace: {state.workspace}")
+    _next_steps(config, state, path, copied, watching=False)
+
+
+@relay_app.command("step")
+def step_command(
+    root: RootOpt = None,
+    session: SessionOpt = None,
+    inbox: InboxOpt = None,
+    outbox: OutboxOpt = None,
+    sessions: SessionsOpt = None,
+    timeout: TimeoutOpt = None,
+    output_limit: OutputOpt = None,
+    max_listed_files: ListOpt = None,
+    max_read_chars: ReadOpt = None,
+    config_file: ConfigOpt = None,
+    clipboard: ClipOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Apply the replies waiting in the inbox, write the next outbox, and exit.
+
+    Exit status 1 when a reply could not be read (it stays in the inbox) or on errors.
+    Example: codeloop relay step --root ~/relay
+    """
+    config = _config(
+        root, inbox=inbox, outbox=outbox, sessions=sessions, timeout=timeout, output_limit=output_limit,
+        max_listed_files=max_listed_files, max_read_chars=max_read_chars, clipboard=clipboard, config=config_file,
+    )  # fmt: skip
+    try:
+        report = asyncio.run(step(config, session, None if as_json else _print_event))
+    except RelayError as exc:
+        _fail(str(exc))
+    state = report.session
+    copied = None
+    if report.replies and not state.is_complete:
+        copied = asyncio.run(_copy(config, outbox_path(config, state)))
+    if as_json:
+        _json(_report_json(config, report, copied))
+    elif state.is_complete:
+        skipped = next((e.skipped_after_done for e in report.events if isinstance(e, SessionCompleted)), 0)
+        _print_done(config, state, skipped)
+    elif report.replies:
+        _next_steps(config, state, outbox_path(config, state), copied, watching=False)
+    elif not report.blocked:
+        typer.echo(f"No reply waiting in {config.inbox_dir}/.")
+        _next_steps(config, state, outbox_path(config, state), None, watching=False)
+    if report.blocked:
+        raise typer.Exit(1)
+
+
+@relay_app.command("watch")
+def watch_command(
+    root: RootOpt = None,
+    session: SessionOpt = None,
+    inbox: InboxOpt = None,
+    outbox: OutboxOpt = None,
+    sessions: SessionsOpt = None,
+    timeout: TimeoutOpt = None,
+    output_limit: OutputOpt = None,
+    max_listed_files: ListOpt = None,
+    max_read_chars: ReadOpt = None,
+    config_file: ConfigOpt = None,
+    clipboard: ClipOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Wait for replies in the inbox and apply each one as soon as it is saved, until the
+    session is done (Ctrl-C stops). --json prints one JSON event per line.
+
+    Example: codeloop relay watch --root ~/relay
+    """
+    config = _config(
+        root, inbox=inbox, outbox=outbox, sessions=sessions, timeout=timeout, output_limit=output_limit,
+        max_listed_files=max_listed_files, max_read_chars=max_read_chars, clipboard=clipboard, config=config_file,
+    )  # fmt: skip
+
+    def on_event(event: RelayEvent) -> None:
+        if as_json:
+            typer.echo(json.dumps(event_to_json(event), ensure_ascii=False))
+            sys.stdout.flush()
+        else:
+            _print_event(event)
+
+    async def main() -> StepReport | None:
+        state = find_session(config, session)
+        if state.is_complete:
+            raise RelayError(
+                f"session {state.session_id} is complete; start a new one with codeloop relay new"
+            )
+        path = outbox_path(config, state)
+        copied = await _copy(config, path) if path.is_file() else None
+        if not as_json:
+            typer.secho(f"Watching {config.inbox_dir}/ for session {state.session_id}.", bold=True)
+            _next_steps(config, state, path, copied, watching=True)
+
+        async def on_step(report: StepReport) -> None:
+            done = report.session
+            if not report.replies or done.is_complete:
+                return
+            nxt = outbox_path(config, done)
+            copied_now = await _copy(config, nxt)
+            if not as_json:
+                _next_steps(config, done, nxt, copied_now, watching=True)
+
+        return await watch(config, state.session_id, on_event, on_step)
+
+    try:
+        report = asyncio.run(main())
+    except RelayError as exc:
+        _fail(str(exc))
+    except KeyboardInterrupt:
+        typer.echo(
+            "\nStopped watching. Resume later with: codeloop relay watch" + _root_flag(config), err=True
+        )
+        raise typer.Exit(130) from None
+    if report is not None and report.session.is_complete and not as_json:
+        skipped = next((e.skipped_after_done for e in report.events if isinstance(e, SessionCompleted)), 0)
+        _print_done(config, report.session, skipped)
+
+
+@relay_app.command("resume")
+def resume_command(
+    session_id: Annotated[
+        str | None, typer.Argument(help="Session id (default: the active session).")
+    ] = None,
+    root: RootOpt = None,
+    inbox: InboxOpt = None,
+    outbox: OutboxOpt = None,
+    sessions: SessionsOpt = None,
+    max_listed_files: ListOpt = None,
+    max_read_chars: ReadOpt = None,
+    config_file: ConfigOpt = None,
+    clipboard: ClipOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Make a session the active one and offer its current outbox again (same sequence,
+    same results and requested files); finishes a step that was interrupted.
+
+    Example: codeloop relay resume a1b2c3d4 --root ~/relay
+    """
+    config = _config(
+        root, inbox=inbox, outbox=outbox, sessions=sessions, max_listed_files=max_listed_files,
+        max_read_chars=max_read_chars, clipboard=clipboard, config=config_file,
+    )  # fmt: skip
+    try:
+        state, path = asyncio.run(resume(config, session_id, None if as_json else _print_event))
+    except RelayError as exc:
+        _fail(str(exc))
+    if state.is_complete:
+        if as_json:
+            _json({"sessionId": state.session_id, "complete": True, "summary": state.summary, "outbox": None})
+        else:
+            _print_done(config, state, 0)
+        return
+    copied = asyncio.run(_copy(config, path))
+    if as_json:
+        _json(
+            {
+                "sessionId": state.session_id,
+                "sequence": state.sequence_number,
+                "complete": False,
+                "outbox": str(path),
+                "pendingReadFiles": list(state.read_file_requests),
+                "copiedWith": copied,
+            }
+        )
+        return
+    typer.secho(f"Resumed session {state.session_id} at outbox #{state.sequence_number}", bold=True)
+    typer.echo(f"  Task: {state.task.splitlines()[0] if state.task else ''}")
+    _next_steps(config, state, path, copied, watching=False)
+
+
+@relay_app.command("status")
+def status_command(
+    root: RootOpt = None,
+    inbox: InboxOpt = None,
+    outbox: OutboxOpt = None,
+    sessions: SessionsOpt = None,
+    config_file: ConfigOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List the sessions of a relay root, newest first, and the replies waiting.
+
+    Example: codeloop relay status --root ~/relay --json
+    """
+    config = _config(root, inbox=inbox, outbox=outbox, sessions=sessions, config=config_file)
+    found = list_sessions(config.sessions_dir)
+    pending = [str(p) for p in pending_replies(config)]
+    states = [s for s in found if isinstance(s, SessionState)]
+    errors = [str(e) for e in found if isinstance(e, SessionFileError)]
+    active = next((s.session_id for s in states if not s.is_complete), None)
+    if as_json:
+        _json(
+            {
+                "root": str(config.root),
+                "active": active,
+                "pendingReplies": pending,
+                "sessions": [
+                    {
+                        "sessionId": s.session_id,
+                        "task": s.task,
+                        "sequence": s.sequence_number,
+                        "complete": s.is_complete,
+                        "updatedAt": s.updated_at,
+                        "workspace": s.workspace,
+                        "outbox": None if s.is_complete else str(outbox_path(config, s)),
+                    }
+                    for s in states
+                ],
+                "errors": errors,
+            }
+        )
+        return
+    if not states and not errors:
+        typer.echo(
+            f'No relay sessions in {config.root}. Start one with: codeloop relay new "TASK"{_root_flag(config)}'
+        )
+        return
+    for s in states:
+        mark = "*" if s.session_id == active else " "
+        where = "complete" if s.is_complete else f"waiting for the reply to {outbox_path(config, s).name}"
+        task = s.task.splitlines()[0] if s.task else ""
+        typer.echo(f"{mark} {s.session_id}  #{s.sequence_number:<4} {where}  {task[:60]}")
+    for err in errors:
+        typer.secho(f"! {err}", fg=typer.colors.RED)
+    if pending:
+        typer.echo(
+            f"{len(pending)} reply file(s) waiting in {config.inbox_dir}/: run codeloop relay step{_root_flag(config)}"
+        )
+    if active:
+        typer.echo("(* = active session, the one 'step' and 'watch' use)")
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the main app."""
+    """Add ``codeloop relay ...`` to the main app."""
+    app.add_typer(relay_app, name="relay")

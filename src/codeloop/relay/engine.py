@@ -1,0 +1,408 @@
+"""The relay loop: start a session, apply replies, re-offer outboxes (relay spec
+"Session Management"), idempotent under crashes.
+
+A step applies each pending inbox file, oldest first, as the answer to the session's
+newest outbox, and writes the next outbox. Order of a step, and why a crash (kill -9) at
+any instant loses nothing and applies nothing twice:
+
+1. **Claim**: rename ``inbox/NAME.txt`` to ``inbox/processing/{id}_seq{NNNN}__NAME.txt``.
+   The rename is atomic and binds the reply to outbox NNNN; a later step finds it there.
+2. **Apply**: run the commands in order, journaling each effect before it happens and
+   each result after (:mod:`codeloop.relay.journal`). A rerun replays done results,
+   checks half-done effects, and runs the rest.
+3. **Write** the next outbox (atomically; rewriting it gives the same file).
+4. **Commit**: replace the session file (atomically) with the next sequence number.
+5. **Archive**: move the claimed file to ``inbox/processed/``. A claim left behind for
+   an older sequence only needs this move.
+
+The same text saved later as the answer to a newer outbox is a new reply: claims and
+journals are keyed by sequence number, never by content.
+
+Steps on one root are serialised with an advisory lock on ``sessions/.lock`` (released by
+the kernel if the process dies).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from codeloop.environments.atomic import atomic_write
+from codeloop.environments.base import ExecutionEnvironment
+from codeloop.environments.errors import WorkspaceError
+from codeloop.relay.commands import Done, Message, ReadFile
+from codeloop.relay.config import RelayConfig
+from codeloop.relay.events import (
+    CommandFinished,
+    EventSink,
+    ModelMessage,
+    OutboxWritten,
+    RelayEvent,
+    ReplySkipped,
+    ReplyStarted,
+    SessionCompleted,
+)
+from codeloop.relay.executor import ExecutionLimits, execute_command, recover_effect
+from codeloop.relay.journal import JournalError, StepJournal
+from codeloop.relay.outbox import RequestedFile, render_outbox
+from codeloop.relay.parser import parse_inbox
+from codeloop.relay.results import CommandResult
+from codeloop.relay.session import (
+    SessionFileError,
+    SessionState,
+    list_sessions,
+    load_session,
+    new_session_id,
+    save_session,
+    utc_now,
+)
+from codeloop.relay.workspace import list_workspace, open_workspace, read_requested
+
+LOCK_WAIT_S = 60.0
+"""How long a step waits for another step on the same root to finish."""
+
+NO_COMMANDS = CommandResult(
+    "REPLY",
+    False,
+    "No command blocks were found in your reply. Answer with the blocks described under "
+    'PROTOCOL, for example [READ_FILE path="README.md"], or [DONE] summary [/DONE] when finished.',
+)
+
+
+class RelayError(Exception):
+    """A user-facing failure of a relay command: the message says what to do."""
+
+
+@dataclass
+class StepReport:
+    """What one ``relay step`` did."""
+
+    session: SessionState
+    """The session state after the step."""
+    replies: int = 0
+    """Replies applied."""
+    events: list[RelayEvent] = field(default_factory=list)
+    """Everything emitted, in order."""
+    blocked: bool = False
+    """True when an inbox file could not be read and must be fixed first."""
+
+
+# --- files of the root ----------------------------------------------------------------
+
+
+def outbox_path(config: RelayConfig, state: SessionState) -> Path:
+    """The newest outbox of a session."""
+    return config.outbox_dir / state.outbox_name()
+
+
+def pending_replies(config: RelayConfig) -> list[Path]:
+    """``.txt`` files directly in the inbox, oldest last write first (spec "Inbox File
+    Naming"); hidden files (editor temporaries) are skipped."""
+    found: list[tuple[int, str, Path]] = []
+    try:
+        entries = list(os.scandir(config.inbox_dir))
+    except FileNotFoundError:
+        return []
+    for entry in entries:
+        if entry.name.startswith(".") or not entry.name.lower().endswith(".txt"):
+            continue
+        try:
+            if entry.is_file(follow_symlinks=False):
+                found.append((entry.stat(follow_symlinks=False).st_mtime_ns, entry.name, Path(entry.path)))
+        except OSError:
+            continue
+    return [path for _, _, path in sorted(found)]
+
+
+def decode_reply(data: bytes) -> str:
+    """Reply text: UTF-8 (BOM allowed) or UTF-16 with a BOM (Windows Notepad).
+    Raises ``UnicodeDecodeError`` for anything else."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return data.decode("utf-16")
+    return data.decode("utf-8-sig")
+
+
+def _claim_prefix(state: SessionState, sequence: int | None = None) -> str:
+    return f"{state.session_id}_seq{state.sequence_number if sequence is None else sequence:04d}__"
+
+
+def _claims(config: RelayConfig, state: SessionState) -> list[Path]:
+    prefix = f"{state.session_id}_seq"
+    try:
+        return sorted(p for p in config.processing_dir.iterdir() if p.name.startswith(prefix))
+    except FileNotFoundError:
+        return []
+
+
+def _archive(config: RelayConfig, claim: Path) -> None:
+    target = config.processed_dir / claim.name
+    if target.exists():
+        target = config.processed_dir / f"{claim.stem}.{time.time_ns()}{claim.suffix}"
+    os.replace(claim, target)
+
+
+@contextlib.contextmanager
+def _root_lock(config: RelayConfig) -> Iterator[None]:
+    config.sessions_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(config.sessions_dir / ".lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise RelayError(
+                        f"another relay step on {config.root} has been running for over {LOCK_WAIT_S:g} s; "
+                        "wait for it or stop it, then try again"
+                    ) from None
+                time.sleep(0.1)
+        yield
+    finally:
+        os.close(fd)
+
+
+# --- sessions -------------------------------------------------------------------------
+
+
+def find_session(config: RelayConfig, session_id: str | None = None) -> SessionState:
+    """The named session, or the most recently updated session that is not complete."""
+    if session_id:
+        try:
+            return load_session(config.sessions_dir, session_id)
+        except SessionFileError as exc:
+            raise RelayError(str(exc)) from None
+    sessions = [s for s in list_sessions(config.sessions_dir) if isinstance(s, SessionState)]
+    open_sessions = [s for s in sessions if not s.is_complete]
+    if open_sessions:
+        return open_sessions[0]
+    if sessions:
+        raise RelayError(
+            f"every session in {config.sessions_dir} is complete; start a new one with "
+            f'codeloop relay new "TASK" --root {config.root}'
+        )
+    raise RelayError(
+        f'no relay session in {config.root}; start one with codeloop relay new "TASK" --root {config.root}'
+    )
+
+
+def _check_layout(config: RelayConfig, workspace: Path) -> None:
+    """The model must not reach the relay's own files (it could write its own replies)."""
+    for name, directory in (
+        ("inbox", config.inbox_dir),
+        ("outbox", config.outbox_dir),
+        ("sessions", config.sessions_dir),
+    ):
+        if directory == workspace or workspace in directory.parents:
+            raise RelayError(
+                f"the workspace {workspace} contains the relay's {name} directory {directory}; "
+                "choose a workspace outside them (the default is ROOT/workspace)"
+            )
+
+
+async def write_outbox(config: RelayConfig, state: SessionState, env: ExecutionEnvironment) -> Path:
+    """Write the session's newest outbox atomically and return its path."""
+    listing = await list_workspace(env, config.max_listed_files)
+    requested: list[RequestedFile] = await read_requested(
+        env, state.read_file_requests, config.max_read_chars
+    )
+    path = outbox_path(config, state)
+    config.outbox_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, render_outbox(state, listing, requested).encode("utf-8"))
+    return path
+
+
+async def start_session(
+    config: RelayConfig, task: str, workspace: Path | None = None
+) -> tuple[SessionState, Path]:
+    """Create a session and its first outbox; return both."""
+    if not task.strip():
+        raise RelayError('the task is empty; describe what to do, e.g. codeloop relay new "add a README"')
+    ws = (workspace or config.workspace).expanduser().resolve()
+    if ws.exists() and not ws.is_dir():
+        raise RelayError(f"the workspace {ws} is a file; give a directory with --workspace")
+    _check_layout(config, ws)
+    ws.mkdir(parents=True, exist_ok=True)
+    config.ensure_dirs()
+    with _root_lock(config):
+        state = SessionState(session_id=new_session_id(config.sessions_dir), task=task, workspace=str(ws))
+        env = open_workspace(ws, config)
+        path = await write_outbox(config, state, env)
+        save_session(config.sessions_dir, state)
+    return state, path
+
+
+# --- steps ----------------------------------------------------------------------------
+
+
+def _claim_next(config: RelayConfig, state: SessionState, emit: EventSink) -> Path | bool | None:
+    """Claim the oldest readable reply; None when there is none, False when blocked."""
+    for path in pending_replies(config):
+        try:
+            text = decode_reply(path.read_bytes())
+        except FileNotFoundError:
+            continue
+        except UnicodeDecodeError:
+            emit(
+                ReplySkipped(
+                    path,
+                    f"{path.name} is not UTF-8 text; save the reply as UTF-8 (plain text) and run the step again",
+                    blocking=True,
+                )
+            )
+            return False
+        except OSError as exc:
+            emit(ReplySkipped(path, f"cannot read {path.name}: {exc}", blocking=True))
+            return False
+        if not text.strip():
+            emit(
+                ReplySkipped(
+                    path, f"{path.name} is empty; paste the model's reply into it and save", blocking=False
+                )
+            )
+            continue
+        claim = config.processing_dir / (_claim_prefix(state) + path.name)
+        config.processing_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            os.replace(path, claim)
+        except FileNotFoundError:
+            continue
+        return claim
+    return None
+
+
+async def _apply_reply(
+    config: RelayConfig, state: SessionState, env: ExecutionEnvironment, claim: Path, emit: EventSink
+) -> SessionState:
+    source = claim.name[len(_claim_prefix(state)) :]
+    commands = parse_inbox(decode_reply(await asyncio.to_thread(claim.read_bytes)))
+    try:
+        journal = StepJournal.open(config.journal_dir, state.session_id, state.sequence_number, source)
+    except JournalError as exc:
+        raise RelayError(str(exc)) from None
+    emit(ReplyStarted(state.session_id, state.sequence_number, source, journal.applied))
+    limits = ExecutionLimits(config.timeout_ms, config.output_limit_chars)
+    results: list[CommandResult] = []
+    reads: list[str] = []
+    summary: str | None = None
+    skipped = 0
+    for index, cmd in enumerate(commands):
+        entry = journal.entries.get(index)
+        replayed = entry is not None and entry.result is not None
+        if entry is not None and entry.result is not None:
+            result = entry.result
+        else:
+            recovered = await recover_effect(entry.effect, env) if entry and entry.effect else None
+            if recovered is None:
+                recovered = await execute_command(
+                    cmd,
+                    env,
+                    limits,
+                    lambda effect, i=index: journal.begin(i, effect),  # type: ignore[misc]
+                )
+            result = recovered
+            journal.done(index, result)
+        results.append(result)
+        emit(CommandFinished(index, result, replayed))
+        if isinstance(cmd, Message) and not replayed:
+            emit(ModelMessage(cmd.text))
+        if isinstance(cmd, ReadFile) and result.success and cmd.path not in reads:
+            reads.append(cmd.path)
+        if isinstance(cmd, Done):
+            summary = cmd.summary
+            skipped = len(commands) - index - 1
+            break
+    new_state = state.advanced(tuple(results) if commands else (NO_COMMANDS,), tuple(reads), summary)
+    path = None if new_state.is_complete else await write_outbox(config, new_state, env)
+    save_session(config.sessions_dir, new_state)
+    _archive(config, claim)
+    if path is not None:
+        emit(OutboxWritten(new_state.session_id, new_state.sequence_number, path))
+    else:
+        emit(SessionCompleted(new_state.session_id, summary or "", skipped))
+    return new_state
+
+
+async def _step_locked(
+    config: RelayConfig, state: SessionState, emit: EventSink, *, take_new: bool
+) -> tuple[SessionState, int, bool]:
+    env = open_workspace(Path(state.workspace), config)
+    applied = 0
+    for stale in _claims(config, state):
+        if not stale.name.startswith(_claim_prefix(state)):
+            _archive(config, stale)  # committed before the crash; only the move was missing
+    while not state.is_complete:
+        current = [c for c in _claims(config, state) if c.name.startswith(_claim_prefix(state))]
+        claim: Path | bool | None = current[0] if current else None
+        if claim is None and take_new:
+            claim = _claim_next(config, state, emit)
+        if claim is False:
+            return state, applied, True
+        if not isinstance(claim, Path):
+            break
+        state = await _apply_reply(config, state, env, claim, emit)
+        applied += 1
+    return state, applied, False
+
+
+async def step(
+    config: RelayConfig, session_id: str | None = None, on_event: EventSink | None = None
+) -> StepReport:
+    """Apply every pending reply to the session (default: the active one) and write the
+    next outbox after each; return what happened. Raises :class:`RelayError` only for
+    problems of the root itself (no session, damaged session file, lock held)."""
+    config.ensure_dirs()
+    events: list[RelayEvent] = []
+
+    def emit(event: RelayEvent) -> None:
+        events.append(event)
+        if on_event is not None:
+            on_event(event)
+
+    with _root_lock(config):
+        state = find_session(config, session_id)
+        if state.is_complete:
+            raise RelayError(
+                f"session {state.session_id} is complete ({state.summary or 'no summary'}); "
+                f'start a new one with codeloop relay new "TASK" --root {config.root}'
+            )
+        try:
+            state, applied, blocked = await _step_locked(config, state, emit, take_new=True)
+        except (WorkspaceError, OSError) as exc:
+            raise RelayError(
+                f"the step stopped: {exc}; fix the cause and run it again (nothing is lost)"
+            ) from None
+    return StepReport(state, applied, events, blocked)
+
+
+async def resume(
+    config: RelayConfig, session_id: str | None = None, on_event: EventSink | None = None
+) -> tuple[SessionState, Path]:
+    """Make a session the active one and re-offer its newest outbox.
+
+    Finishes a step that was interrupted (its reply is in ``inbox/processing``) without
+    taking new inbox files; rewrites the outbox from the session file (keeping its
+    results and READ_FILE requests) only when it is missing. Never changes the sequence.
+    """
+    config.ensure_dirs()
+    with _root_lock(config):
+        state = find_session(config, session_id)
+        if state.is_complete:
+            raise RelayError(
+                f"session {state.session_id} is complete ({state.summary or 'no summary'}); nothing to resume"
+            )
+        state, _, _ = await _step_locked(config, state, on_event or (lambda _e: None), take_new=False)
+        path = outbox_path(config, state)
+        if not path.is_file():
+            path = await write_outbox(config, state, open_workspace(Path(state.workspace), config))
+        if not state.is_complete:
+            state = replace(state, updated_at=utc_now())
+            save_session(config.sessions_dir, state)
+    return state, path

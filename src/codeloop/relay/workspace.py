@@ -1,0 +1,81 @@
+"""The relay's view of a workspace: one ExecutionEnvironment, the listing and the
+requested file contents of an outbox.
+
+Every workspace access goes through :func:`open_workspace`'s environment, so paths are
+judged by the one resolver and RUN_COMMAND runs through the one process runner with
+``/bin/sh -c`` (spec "RUN_COMMAND").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from codeloop.environments.base import ExecLimits, ExecutionEnvironment
+from codeloop.environments.errors import FileNotFoundInWorkspaceError, WorkspaceError
+from codeloop.relay.config import RelayConfig
+from codeloop.relay.outbox import RequestedFile, WorkspaceListing
+
+HIDDEN_DIRS = frozenset({".git", ".hg", ".svn"})
+"""Version-control internals: never listed (thousands of files nobody edits by hand)."""
+LISTING_DEPTH = 64
+"""Directory levels walked for the listing."""
+
+
+def open_workspace(workspace: Path, config: RelayConfig) -> ExecutionEnvironment:
+    """A local environment on ``workspace`` whose commands use ``/bin/sh`` and may run for
+    ``config.timeout_ms`` (the environment's maximum is raised to allow it)."""
+    from codeloop.environments.local import LocalExecutionEnvironment
+
+    limits = ExecLimits(default_timeout_ms=config.timeout_ms, max_timeout_ms=max(config.timeout_ms, 600_000))
+    return LocalExecutionEnvironment(str(workspace), shell="/bin/sh", limits=limits)
+
+
+async def list_workspace(env: ExecutionEnvironment, max_files: int) -> WorkspaceListing:
+    """Files of the workspace, sorted by path, with sizes; VCS internals are skipped and
+    at most ``max_files`` are listed (0: all)."""
+    entries = await env.list_directory(".", depth=LISTING_DEPTH)
+    files: list[tuple[str, int]] = []
+    hidden: set[str] = set()
+    for entry in entries:
+        top = entry.name.split("/", 1)[0]
+        if any(part in HIDDEN_DIRS for part in entry.name.split("/")):
+            if top in HIDDEN_DIRS:
+                hidden.add(top)
+            continue
+        if not entry.is_dir:
+            files.append((entry.name, entry.size or 0))
+    files.sort()
+    shown = files if max_files <= 0 else files[:max_files]
+    return WorkspaceListing(shown, len(files) - len(shown), sorted(hidden))
+
+
+async def read_requested(
+    env: ExecutionEnvironment, paths: Sequence[str], max_chars: int
+) -> list[RequestedFile]:
+    """Contents of the READ_FILE paths, as they are now; a file that vanished, became
+    binary or is too long gets a note instead of (or after) its text."""
+    found: list[RequestedFile] = []
+    for path in paths:
+        try:
+            data = await env.read_bytes(path)
+        except FileNotFoundInWorkspaceError:
+            found.append(RequestedFile(path, None, "(this file no longer exists)"))
+            continue
+        except (WorkspaceError, OSError) as exc:
+            found.append(RequestedFile(path, None, f"(cannot be read: {exc})"))
+            continue
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            found.append(RequestedFile(path, None, f"(binary file, {len(data)} bytes; not shown)"))
+            continue
+        if 0 < max_chars < len(text):
+            note = (
+                f"[... file truncated: showing {max_chars} of {len(text)} characters; "
+                "view other parts with RUN_COMMAND, e.g. sed -n '200,300p' FILE ...]"
+            )
+            found.append(RequestedFile(path, text[:max_chars].rsplit("\n", 1)[0] + "\n", note))
+            continue
+        found.append(RequestedFile(path, text))
+    return found
