@@ -1,9 +1,152 @@
-"""CLI commands of this face (placeholder until the face lands)."""
+"""``codeloop spaces``: run operations messages locally, serve the HTTP API, manage API keys."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
 import typer
+
+spaces_app = typer.Typer(
+    name="spaces",
+    help="JSON operations/events runtime. Example: codeloop spaces exec --workspace ./ws ops.json",
+    no_args_is_help=True,
+)
+keys_app = typer.Typer(
+    name="keys",
+    help="API keys of the spaces server. Example: codeloop spaces keys create --name ci",
+    no_args_is_help=True,
+)
+spaces_app.add_typer(keys_app)
+
+
+def _fail(message: str, code: int = 2) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def _load_json(source: str, what: str) -> Any:
+    try:
+        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    except OSError as exc:
+        _fail(f"cannot read {what} {source!r}: {exc.strerror or exc}; pass an existing file or - for stdin")
+    except UnicodeDecodeError:
+        _fail(f"{what} {source!r} is not UTF-8 text")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        _fail(f"{what} {source!r} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")
+    return None
+
+
+@spaces_app.command("exec")
+def exec_command(
+    source: str = typer.Argument("-", help="Operations message file, or - for stdin."),
+    workspace: Path = typer.Option(..., "--workspace", "-w", help="Workspace directory (created if missing)."),
+    policy: str = typer.Option("standard", "--policy", help="Preset: restrictive, standard or permissive."),
+    policy_file: Path | None = typer.Option(None, "--policy-file", help="JSON policy: preset plus overrides."),
+    approve: list[str] = typer.Option([], "--approve", help="Operation id to approve when it asks (repeatable)."),
+    no_sandbox: bool = typer.Option(False, "--no-sandbox", help="Do not use bubblewrap even when available."),
+) -> None:
+    """Execute one operations message in WORKSPACE and print the events message (JSON).
+
+    Example: echo '{"protocolVersion":"1.0","operations":[{"type":"shell","command":"ls"}]}' | codeloop spaces exec -w ./ws -
+    """
+    from codeloop.spaces.policy_config import PolicyConfigError, build_policy
+    from codeloop.spaces.runs import MessageRejectedError, parse_message
+
+    config: Any = {"preset": policy}
+    if policy_file is not None:
+        config = _load_json(str(policy_file), "policy file")
+    try:
+        built = build_policy(config)
+    except PolicyConfigError as exc:
+        _fail(f"invalid policy: {exc}")
+    raw = _load_json(source, "operations message")
+    try:
+        parse_message(raw)
+    except MessageRejectedError as exc:
+        _fail(f"invalid operations message: {exc}")
+    if workspace.exists() and not workspace.is_dir():
+        _fail(f"--workspace {str(workspace)!r} is not a directory")
+    output = asyncio.run(_exec(raw, workspace, built, set(approve), not no_sandbox))
+    typer.echo(json.dumps(output, indent=2, ensure_ascii=False))
+
+
+async def _exec(raw: Any, workspace: Path, policy: Any, approve: set[str], sandbox: bool) -> dict[str, Any]:
+    from codeloop.spaces.protocol import Approval, events_message_to_json
+    from codeloop.spaces.runs import new_run_id, run_message
+    from codeloop.spaces.workspace import open_environment
+
+    space = await open_environment(workspace, policy, sandbox=sandbox)
+    run_id = new_run_id()
+    events: list[Any] = []
+    try:
+        message, outcome = await run_message(raw, space.env, policy, run_id=run_id)
+        events += message.events
+        while outcome.state == "awaiting_approval" and outcome.pending_operation_id in approve:
+            approval = Approval(operationId=outcome.pending_operation_id or "", decision="approved")
+            message, outcome = await run_message(raw, space.env, policy, run_id=run_id, start=outcome.cursor,
+                                                 approval=approval)
+            events += message.events
+    finally:
+        await space.env.cleanup()
+    message = message.model_copy(update={"events": events})
+    return events_message_to_json(message)
+
+
+@spaces_app.command("serve")
+def serve_command(
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
+    port: int = typer.Option(8787, "--port", help="TCP port."),
+    data_dir: Path | None = typer.Option(None, "--data-dir", help="Where workspaces and the SQLite store live."),
+    database: str | None = typer.Option(None, "--database", help="postgresql://... to share a store between servers."),
+    no_auth: bool = typer.Option(False, "--no-auth", help="Accept requests without an API key (loopback only)."),
+    no_sandbox: bool = typer.Option(False, "--no-sandbox", help="Do not use bubblewrap even when available."),
+) -> None:
+    """Serve the spaces HTTP API.
+
+    Example: codeloop spaces serve --port 8787 --data-dir ./spaces-data
+    """
+    from codeloop.spaces.server import serve
+
+    try:
+        serve(host=host, port=port, data_dir=data_dir, database=database, no_auth=no_auth, sandbox=not no_sandbox)
+    except ValueError as exc:
+        _fail(str(exc))
+
+
+@keys_app.command("create")
+def keys_create(
+    name: str = typer.Option("default", "--name", help="A label for the key."),
+    data_dir: Path | None = typer.Option(None, "--data-dir", help="Data directory of the server."),
+    database: str | None = typer.Option(None, "--database", help="postgresql://... store of the server."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Create an API key; it is printed once and stored only as a hash.
+
+    Example: codeloop spaces keys create --name ci --data-dir ./spaces-data
+    """
+    from codeloop.spaces.store import open_store
+
+    try:
+        store = open_store(database, data_dir)
+    except ValueError as exc:
+        _fail(str(exc))
+    try:
+        key_id, secret = store.create_key(name)
+    finally:
+        store.close()
+    if as_json:
+        typer.echo(json.dumps({"id": key_id, "name": name, "key": secret}))
+    else:
+        typer.echo(secret)
+        typer.echo(f"key {key_id} ({name}) created; keep it secret, it is not shown again.", err=True)
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the main app."""
+    """Add ``codeloop spaces ...`` to the main app."""
+    app.add_typer(spaces_app)

@@ -64,7 +64,8 @@ def _line_patterns(line: str, policy: ShellPolicy) -> Decision:
             return Decision("deny", f"command line matches blocked pattern {pat!r}", "shell.blockedPatterns")
     for pat in policy.approval_patterns:
         if _rx(pat).search(line):
-            return Decision("ask", f"command line matches approval pattern {pat!r}", "shell.approvalRequired")
+            return Decision("ask", f"Destructive command requires approval (the line matches {pat!r})",
+                            "shell.approvalRequired")
     return Decision.allow()
 
 
@@ -91,10 +92,10 @@ def _judge(cmd: ParsedCommand, policy: ShellPolicy, net: NetworkPolicy) -> Decis
     if network.action != "allow":
         return network
     if name in policy.approval_commands:
-        return Decision("ask", f"command {name!r} requires approval", "shell.approvalRequired")
+        return Decision("ask", f"Destructive command requires approval ({name!r} is listed)", "shell.approvalRequired")
     for pat in policy.approval_patterns:
         if _rx(pat).search(shown):
-            return Decision("ask", f"command {shown[:120]!r} requires approval (matches {pat!r})",
+            return Decision("ask", f"Destructive command requires approval ({shown[:120]!r} matches {pat!r})",
                             "shell.approvalRequired")
     if cmd.stdin_piped and name in INTERPRETERS and not _has_script(cmd):
         return Decision("ask", f"piping into {name!r} runs code that cannot be checked",

@@ -1,0 +1,363 @@
+"""Durable state of the spaces service: API keys, spaces, runs and their events.
+
+Two back ends share one schema and one set of statements: SQLite (stdlib, WAL journal) by
+default, PostgreSQL (psycopg 3) when several server processes must share a store. The store
+is synchronous; the server calls it from worker threads. A run's operations, cursor, state
+and every emitted event are written as they happen, so a run paused for approval survives
+a restart of the server (and a second server can resume it).
+
+API keys are random 256-bit secrets; only their SHA-256 is stored (a fast hash is enough for
+secrets with that much entropy, there is nothing to brute-force).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import queue
+import secrets
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import platformdirs
+
+SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS api_keys (
+        id TEXT PRIMARY KEY, name TEXT NOT NULL, key_hash TEXT NOT NULL UNIQUE, created_at DOUBLE PRECISION NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS spaces (
+        id TEXT PRIMARY KEY, owner TEXT NOT NULL, name TEXT NOT NULL, policy TEXT NOT NULL,
+        workspace TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL, expires_at DOUBLE PRECISION NOT NULL)""",
+    "CREATE INDEX IF NOT EXISTS spaces_owner ON spaces (owner)",
+    """CREATE TABLE IF NOT EXISTS runs (
+        id TEXT PRIMARY KEY, space_id TEXT NOT NULL, owner TEXT NOT NULL, message TEXT NOT NULL,
+        cursor INTEGER NOT NULL, state TEXT NOT NULL, pending_operation TEXT,
+        cancel_requested INTEGER NOT NULL DEFAULT 0,
+        created_at DOUBLE PRECISION NOT NULL, updated_at DOUBLE PRECISION NOT NULL)""",
+    "CREATE INDEX IF NOT EXISTS runs_space ON runs (space_id)",
+    """CREATE TABLE IF NOT EXISTS run_events (
+        run_id TEXT NOT NULL, seq INTEGER NOT NULL, event TEXT NOT NULL, PRIMARY KEY (run_id, seq))""",
+)
+
+
+@dataclass(frozen=True)
+class SpaceRecord:
+    """One space as stored."""
+
+    id: str
+    """``sp_`` + hex."""
+    owner: str
+    """Id of the API key that created it (``local`` without auth)."""
+    name: str
+    """A label chosen by the client."""
+    policy: dict[str, Any]
+    """The policy configuration (preset plus overrides) as given."""
+    workspace: str
+    """Absolute path of the space's workspace directory."""
+    created_at: float
+    """Seconds since the epoch."""
+    expires_at: float
+    """When the space and its workspace are deleted (seconds since the epoch)."""
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One run as stored."""
+
+    id: str
+    """``run_`` + hex."""
+    space_id: str
+    """The space it runs in."""
+    owner: str
+    """Owner of the space."""
+    message: dict[str, Any]
+    """The operations message as received."""
+    cursor: int
+    """Index of the next operation to run."""
+    state: str
+    """``running``, ``completed``, ``awaiting_approval``, ``error`` or ``cancelled``."""
+    pending_operation: str | None
+    """The operation id awaiting approval."""
+    cancel_requested: bool
+    """True once a cancel was asked for."""
+    created_at: float
+    """Seconds since the epoch."""
+    updated_at: float
+    """Seconds since the epoch."""
+
+
+class _Backend(Protocol):
+    placeholder: str
+    kind: str
+
+    @contextmanager
+    def cursor(self) -> Iterator[Any]: ...
+
+    def close(self) -> None: ...
+
+
+class _SQLite:
+    placeholder = "?"
+    kind = "sqlite"
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=30)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def cursor(self) -> Iterator[Any]:
+        with self._lock:
+            cur = self._conn.cursor()
+            cur.execute("BEGIN IMMEDIATE")
+            try:
+                yield cur
+                cur.execute("COMMIT")
+            except BaseException:
+                cur.execute("ROLLBACK")
+                raise
+            finally:
+                cur.close()
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+class _Postgres:
+    placeholder = "%s"
+    kind = "postgresql"
+
+    def __init__(self, dsn: str, size: int = 8) -> None:
+        import psycopg
+
+        self._connect = lambda: psycopg.connect(dsn, autocommit=False)
+        self._pool: queue.LifoQueue[Any] = queue.LifoQueue()
+        self._pool.put(self._connect())  # fail now, with the driver's message, if the DSN is wrong
+        self._size = size
+        self._made = 1
+        self._lock = threading.Lock()
+
+    def _take(self) -> Any:
+        try:
+            return self._pool.get_nowait()
+        except queue.Empty:
+            with self._lock:
+                if self._made < self._size:
+                    self._made += 1
+                    return self._connect()
+            return self._pool.get()
+
+    @contextmanager
+    def cursor(self) -> Iterator[Any]:
+        conn = self._take()
+        try:
+            with conn.cursor() as cur:
+                yield cur
+            conn.commit()
+        except BaseException:
+            conn.rollback()
+            raise
+        finally:
+            self._pool.put(conn)
+
+    def close(self) -> None:
+        while True:
+            try:
+                self._pool.get_nowait().close()
+            except queue.Empty:
+                return
+
+
+def hash_key(secret: str) -> str:
+    """The stored form of an API key."""
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+class SpacesStore:
+    """Keys, spaces, runs and events over one back end; all methods are thread-safe."""
+
+    def __init__(self, backend: _Backend, data_dir: Path) -> None:
+        self._db = backend
+        self.data_dir = data_dir
+        """Where workspaces are created (``data_dir/workspaces/<space id>``)."""
+        with self._db.cursor() as cur:
+            for statement in SCHEMA:
+                cur.execute(statement)
+
+    @property
+    def kind(self) -> str:
+        """``sqlite`` or ``postgresql``."""
+        return self._db.kind
+
+    def _sql(self, statement: str) -> str:
+        return statement.replace("?", self._db.placeholder)
+
+    def _exec(self, statement: str, *params: Any) -> list[tuple[Any, ...]]:
+        with self._db.cursor() as cur:
+            cur.execute(self._sql(statement), params)
+            return list(cur.fetchall()) if cur.description else []
+
+    def close(self) -> None:
+        """Close connections."""
+        self._db.close()
+
+    # --- keys
+    def create_key(self, name: str) -> tuple[str, str]:
+        """Create an API key; return ``(key id, secret)``. Only the hash is stored."""
+        key_id = "key_" + secrets.token_hex(6)
+        secret = "cls_" + secrets.token_urlsafe(32)
+        self._exec("INSERT INTO api_keys (id, name, key_hash, created_at) VALUES (?, ?, ?, ?)",
+                   key_id, name, hash_key(secret), time.time())
+        return key_id, secret
+
+    def key_owner(self, secret: str) -> str | None:
+        """The key id of ``secret``, or ``None`` when it is not a known key."""
+        rows = self._exec("SELECT id FROM api_keys WHERE key_hash = ?", hash_key(secret))
+        return str(rows[0][0]) if rows else None
+
+    # --- spaces
+    def create_space(self, owner: str, name: str, policy: dict[str, Any], ttl_s: float) -> SpaceRecord:
+        """Create a space with its workspace directory."""
+        space_id = "sp_" + secrets.token_hex(8)
+        workspace = self.data_dir / "workspaces" / space_id
+        workspace.mkdir(parents=True, exist_ok=True)
+        now = time.time()
+        record = SpaceRecord(space_id, owner, name, policy, str(workspace), now, now + ttl_s)
+        self._exec("INSERT INTO spaces (id, owner, name, policy, workspace, created_at, expires_at) "
+                   "VALUES (?, ?, ?, ?, ?, ?, ?)", record.id, owner, name, json.dumps(policy), record.workspace,
+                   now, record.expires_at)
+        return record
+
+    @staticmethod
+    def _space(row: tuple[Any, ...]) -> SpaceRecord:
+        return SpaceRecord(row[0], row[1], row[2], json.loads(row[3]), row[4], float(row[5]), float(row[6]))
+
+    _SPACE_COLS = "id, owner, name, policy, workspace, created_at, expires_at"
+
+    def get_space(self, space_id: str) -> SpaceRecord | None:
+        """The space, or ``None`` (also when it has expired)."""
+        rows = self._exec(f"SELECT {self._SPACE_COLS} FROM spaces WHERE id = ? AND expires_at > ?",
+                          space_id, time.time())
+        return self._space(rows[0]) if rows else None
+
+    def list_spaces(self, owner: str) -> list[SpaceRecord]:
+        """The owner's live spaces, oldest first."""
+        rows = self._exec(f"SELECT {self._SPACE_COLS} FROM spaces WHERE owner = ? AND expires_at > ? "
+                          "ORDER BY created_at", owner, time.time())
+        return [self._space(r) for r in rows]
+
+    def update_space(self, space_id: str, *, name: str | None = None, policy: dict[str, Any] | None = None,
+                     expires_at: float | None = None) -> None:
+        """Change a space's name, policy or expiry."""
+        if name is not None:
+            self._exec("UPDATE spaces SET name = ? WHERE id = ?", name, space_id)
+        if policy is not None:
+            self._exec("UPDATE spaces SET policy = ? WHERE id = ?", json.dumps(policy), space_id)
+        if expires_at is not None:
+            self._exec("UPDATE spaces SET expires_at = ? WHERE id = ?", expires_at, space_id)
+
+    def delete_space(self, space_id: str) -> None:
+        """Delete a space's rows (runs and events too); the caller removes the workspace."""
+        with self._db.cursor() as cur:
+            cur.execute(self._sql("DELETE FROM run_events WHERE run_id IN (SELECT id FROM runs WHERE space_id = ?)"),
+                        (space_id,))
+            cur.execute(self._sql("DELETE FROM runs WHERE space_id = ?"), (space_id,))
+            cur.execute(self._sql("DELETE FROM spaces WHERE id = ?"), (space_id,))
+
+    def expired_spaces(self) -> list[SpaceRecord]:
+        """Spaces whose time is up."""
+        rows = self._exec(f"SELECT {self._SPACE_COLS} FROM spaces WHERE expires_at <= ?", time.time())
+        return [self._space(r) for r in rows]
+
+    # --- runs
+    _RUN_COLS = ("id, space_id, owner, message, cursor, state, pending_operation, cancel_requested, "
+                 "created_at, updated_at")
+
+    @staticmethod
+    def _run(row: tuple[Any, ...]) -> RunRecord:
+        return RunRecord(row[0], row[1], row[2], json.loads(row[3]), int(row[4]), row[5], row[6], bool(row[7]),
+                         float(row[8]), float(row[9]))
+
+    def create_run(self, run_id: str, space: SpaceRecord, message: dict[str, Any]) -> None:
+        """Record a new run in state ``running``."""
+        now = time.time()
+        self._exec("INSERT INTO runs (id, space_id, owner, message, cursor, state, pending_operation, "
+                   "cancel_requested, created_at, updated_at) VALUES (?, ?, ?, ?, 0, 'running', NULL, 0, ?, ?)",
+                   run_id, space.id, space.owner, json.dumps(message), now, now)
+
+    def get_run(self, run_id: str) -> RunRecord | None:
+        """The run, or ``None``."""
+        rows = self._exec(f"SELECT {self._RUN_COLS} FROM runs WHERE id = ?", run_id)
+        return self._run(rows[0]) if rows else None
+
+    def list_runs(self, space_id: str) -> list[RunRecord]:
+        """The space's runs, oldest first."""
+        rows = self._exec(f"SELECT {self._RUN_COLS} FROM runs WHERE space_id = ? ORDER BY created_at", space_id)
+        return [self._run(r) for r in rows]
+
+    def claim_run(self, run_id: str, from_state: str) -> bool:
+        """Atomically move a run from ``from_state`` to ``running``; False if it was not in it.
+
+        This is what makes a resume execute the approved operation exactly once, even when
+        two requests (or two servers) race."""
+        with self._db.cursor() as cur:
+            cur.execute(self._sql("UPDATE runs SET state = 'running', updated_at = ? WHERE id = ? AND state = ?"),
+                        (time.time(), run_id, from_state))
+            return bool(cur.rowcount == 1)
+
+    def finish_step(self, run_id: str, state: str, cursor: int, pending: str | None) -> None:
+        """Record where a run stopped."""
+        self._exec("UPDATE runs SET state = ?, cursor = ?, pending_operation = ?, updated_at = ? WHERE id = ?",
+                   state, cursor, pending, time.time(), run_id)
+
+    def request_cancel(self, run_id: str) -> None:
+        """Ask a running run to stop before its next operation."""
+        self._exec("UPDATE runs SET cancel_requested = 1 WHERE id = ?", run_id)
+
+    def append_event(self, run_id: str, event: dict[str, Any], cursor: int) -> int:
+        """Store the next event of a run and the run's cursor; return its sequence number (1-based)."""
+        with self._db.cursor() as cur:
+            cur.execute(self._sql("SELECT COALESCE(MAX(seq), 0) FROM run_events WHERE run_id = ?"), (run_id,))
+            seq = int(cur.fetchone()[0]) + 1
+            cur.execute(self._sql("INSERT INTO run_events (run_id, seq, event) VALUES (?, ?, ?)"),
+                        (run_id, seq, json.dumps(event)))
+            cur.execute(self._sql("UPDATE runs SET cursor = ?, updated_at = ? WHERE id = ?"),
+                        (cursor, time.time(), run_id))
+            return seq
+
+    def events(self, run_id: str, after: int = 0) -> list[tuple[int, dict[str, Any]]]:
+        """``(seq, event)`` pairs of a run after sequence number ``after``."""
+        rows = self._exec("SELECT seq, event FROM run_events WHERE run_id = ? AND seq > ? ORDER BY seq", run_id, after)
+        return [(int(r[0]), json.loads(r[1])) for r in rows]
+
+
+def default_data_dir() -> Path:
+    """Where ``codeloop spaces serve`` keeps its data when ``--data-dir`` is not given."""
+    return Path(platformdirs.user_data_dir("codeloop")) / "spaces"
+
+
+def open_store(database: str | None, data_dir: Path | None) -> SpacesStore:
+    """Open the store: PostgreSQL for a ``postgresql://`` URL, else SQLite in ``data_dir``.
+
+    Raise ``ValueError`` with a one-line reason when the database cannot be opened."""
+    root = (data_dir or default_data_dir()).resolve()
+    if database and database.startswith(("postgresql://", "postgres://")):
+        try:
+            return SpacesStore(_Postgres(database), root)
+        except Exception as exc:
+            raise ValueError(f"cannot open PostgreSQL store {database.split('@')[-1]!r}: "
+                             f"{str(exc).strip().splitlines()[0]}") from None
+    if database and not database.startswith("sqlite:"):
+        raise ValueError(f"--database {database!r} is not supported; use postgresql://... or omit it for SQLite")
+    path = Path(database.removeprefix("sqlite://").removeprefix("sqlite:")) if database else root / "spaces.db"
+    try:
+        return SpacesStore(_SQLite(path), root)
+    except (sqlite3.Error, OSError) as exc:
+        raise ValueError(f"cannot open SQLite store {str(path)!r}: {exc}") from None

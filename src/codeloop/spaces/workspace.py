@@ -1,0 +1,62 @@
+"""Choose the execution environment of a space and say how its network policy is enforced.
+
+When the policy turns the network off and the bubblewrap sandbox works here, commands run
+inside ``SandboxedExecutionEnvironment(root, network=False)``: no network namespace access at
+all. Otherwise commands run in ``LocalExecutionEnvironment`` and network-off is enforced only
+by the command policy (network tools such as ``curl``/``wget``/``ssh`` are refused), which a
+program that opens sockets itself can get around. :func:`open_environment` reports which one
+applies so the API and the docs can say it.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from codeloop.environments.base import ExecLimits, ExecutionEnvironment
+from codeloop.policy import Policy
+
+log = logging.getLogger(__name__)
+
+NetworkEnforcement = Literal["sandbox", "policy-only", "allowed"]
+
+
+@dataclass(frozen=True)
+class SpaceEnvironment:
+    """An environment ready for a space's operations."""
+
+    env: ExecutionEnvironment
+    """Where files are read and commands run."""
+    network_enforcement: NetworkEnforcement
+    """``sandbox``: commands have no network; ``policy-only``: network tools are refused by
+    the command policy but the process could still open sockets; ``allowed``: network on."""
+
+
+def _limits(policy: Policy) -> ExecLimits:
+    return ExecLimits(default_timeout_ms=policy.shell.default_timeout_ms, max_timeout_ms=policy.shell.max_timeout_ms)
+
+
+async def open_environment(root: Path | str, policy: Policy, *, sandbox: bool = True) -> SpaceEnvironment:
+    """An initialized environment for ``root`` under ``policy`` (sandboxed when possible)."""
+    from codeloop.environments.local import LocalExecutionEnvironment
+
+    Path(root).mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - one cheap mkdir before any I/O
+    if policy.network.enabled:
+        env: ExecutionEnvironment = LocalExecutionEnvironment(root, limits=_limits(policy), env_policy="core-only")
+        await env.initialize()
+        return SpaceEnvironment(env, "allowed")
+    if sandbox:
+        try:
+            from codeloop.environments.sandbox import SandboxedExecutionEnvironment
+
+            sandboxed: ExecutionEnvironment = SandboxedExecutionEnvironment(
+                root, mode="workspace-write", network=False, limits=_limits(policy), env_policy="core-only")
+            await sandboxed.initialize()
+            return SpaceEnvironment(sandboxed, "sandbox")
+        except Exception as exc:  # ImportError, SandboxUnavailableError, bad signature...
+            log.warning("bubblewrap sandbox unavailable (%s); network-off is enforced by command policy only", exc)
+    env = LocalExecutionEnvironment(root, limits=_limits(policy), env_policy="core-only")
+    await env.initialize()
+    return SpaceEnvironment(env, "policy-only")
