@@ -108,3 +108,9 @@ def test_tagged_round_trip_keeps_content_verbatim(path: str, content: str) -> No
     calls = parse_text_tool_calls(text, SCHEMAS).calls
     assert calls[0].arguments == {"path": path, "content": content}
     json.dumps(calls[0].arguments)
+
+
+def test_missing_required_parameter_names_it_and_shows_form() -> None:
+    (call,) = parse_text_tool_calls('<tool name="write_file"><path>a.py</path></tool>', SCHEMAS).calls
+    assert call.parse_error is not None and "missing required parameter <content>" in call.parse_error
+    assert '<content>string (required)</content>' in call.parse_error

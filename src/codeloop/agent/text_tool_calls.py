@@ -114,6 +114,14 @@ def _param_text(param: str, value: str) -> str:
     return value.strip() if "\n" not in value.strip() else value
 
 
+def _checked(name: str, args: dict[str, Any], schemas: Schemas, raw: str) -> ToolCall:
+    """A call, or an error with the valid form when a required parameter is missing."""
+    missing = [p for p in schemas[name].get("required", []) or [] if p not in args]
+    if missing:
+        return _invalid(name, schemas, raw, "missing required parameter " + ", ".join(f"<{m}>" for m in missing))
+    return ToolCall(new_call_id(), name, args, json.dumps(args))
+
+
 def _tagged_call(name: str, body: str, schemas: Schemas) -> ToolCall:
     raw = body
     if name not in schemas:
@@ -128,7 +136,7 @@ def _tagged_call(name: str, body: str, schemas: Schemas) -> ToolCall:
             args[param] = _coerce(value, spec)
         except (ValueError, json.JSONDecodeError) as exc:
             return _invalid(name, schemas, raw, f"parameter <{param}> is not a valid {spec.get('type')} ({exc})")
-    return ToolCall(new_call_id(), name, args, json.dumps(args))
+    return _checked(name, args, schemas, raw)
 
 
 def _json_call(obj: Any, schemas: Schemas, raw: str) -> ToolCall | None:
@@ -148,7 +156,7 @@ def _json_call(obj: Any, schemas: Schemas, raw: str) -> ToolCall | None:
             return _invalid(name, schemas, raw, f"arguments are not valid JSON ({exc.msg})")
     if not isinstance(args, dict):
         return _invalid(name, schemas, raw, "arguments must be a JSON object")
-    return ToolCall(new_call_id(), name, args, json.dumps(args))
+    return _checked(name, args, schemas, raw)
 
 
 def _json_objects(text: str) -> list[tuple[int, int, Any]]:

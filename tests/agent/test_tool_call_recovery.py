@@ -1,0 +1,58 @@
+"""Tool-call recovery (issue 10): calls written as text run as calls, bad ones teach the form."""
+
+from __future__ import annotations
+
+from codeloop.agent import events as ev
+from codeloop.agent.config import SessionConfig
+from codeloop.llm.adapters.scripted import text_response
+from codeloop.llm.types import Role
+
+FENCED = 'I will run it.\n```json\n{"name": "shell", "arguments": {"command": "echo recovered"}}\n```'
+
+
+async def test_recovery_runs_fenced_json_call_and_sends_structured_history(harness) -> None:
+    h = harness("openai", [text_response(FENCED), text_response("done")], SessionConfig(tool_call_recovery=True))
+    await h.session.submit("run it")
+    assert "recovered" in (h.of(ev.ToolCallEnd)[0].output or "")
+    second = h.adapter.requests[1].messages
+    assistant = second[-2]
+    assert assistant.role is Role.ASSISTANT
+    assert [p.tool_call.name for p in assistant.content if p.tool_call] == ["shell"]
+    assert second[-1].role is Role.TOOL and second[-1].tool_call_id == assistant.content[-1].tool_call.id
+
+
+async def test_recovery_off_by_default_for_native_profiles(harness) -> None:
+    h = harness("anthropic", [text_response(FENCED)])
+    await h.session.submit("run it")
+    assert h.of(ev.ToolCallStart) == [] and h.session.end_reason == "completed"
+
+
+async def test_recovery_can_be_switched_off_for_text_profile(harness) -> None:
+    h = harness("text", [text_response(FENCED)], SessionConfig(tool_call_recovery=False))
+    await h.session.submit("run it")
+    assert h.of(ev.ToolCallStart) == []
+
+
+async def test_text_profile_malformed_call_gets_exact_valid_form_then_model_corrects(harness) -> None:
+    bad = '<tool name="shell"><command>sleep 1</command><timeout_ms>soon</timeout_ms></tool>'
+    good = '<tool name="shell"><command>echo fixed</command></tool>'
+    h = harness("text", [text_response(bad), text_response(good), text_response("ok")])
+    await h.session.submit("go")
+    first, second = h.of(ev.ToolCallEnd)
+    assert first.is_error and '<tool name="shell">\n<command>string (required)</command>' in (first.error or "")
+    assert "fixed" in (second.output or "")
+    sent = h.adapter.requests[1].messages[-1]
+    assert sent.role is Role.USER and sent.text.startswith('<tool_result name="shell" status="error">')
+
+
+async def test_text_profile_unknown_tool_lists_available_tools(harness) -> None:
+    h = harness("text", [text_response('{"name": "run_command", "arguments": {"cmd": "ls"}}'), text_response("ok")])
+    await h.session.submit("go")
+    err = h.of(ev.ToolCallEnd)[0].error or ""
+    assert err.startswith("Unknown tool: run_command. Available tools:") and "shell" in err
+
+
+async def test_text_profile_requests_carry_no_native_tools(harness) -> None:
+    h = harness("text", [text_response("hi")])
+    await h.session.submit("x")
+    assert h.adapter.requests[0].tools is None
