@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import itertools
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -30,7 +30,7 @@ from codeloop.llm.types import (
 )
 
 from . import wire_anthropic as W
-from .wire_loopback import LoopbackServer, raw_reply, sse_frame, sse_reply
+from .wire_loopback import LoopbackServer, raw_reply, sse_frame, sse_reply, status_cases
 
 WEATHER = ToolDefinition(
     name="get_weather",
@@ -38,19 +38,6 @@ WEATHER = ToolDefinition(
     parameters={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
 )
 CLOCK = ToolDefinition(name="get_time", description="Current time", parameters={"type": "object", "properties": {}})
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[LoopbackServer]:
-    s = LoopbackServer().start()
-    yield s
-    s.stop()
-
-
-@pytest.fixture
-def wire(server: LoopbackServer) -> LoopbackServer:
-    server.reset()
-    return server
 
 
 @pytest.fixture
@@ -425,22 +412,7 @@ async def test_7_5_unknown_content_block_is_warned_not_fatal(adapter: AnthropicA
 # ---------------------------------------------------------------- errors
 
 
-@pytest.mark.parametrize(
-    ("status", "cls", "retryable"),
-    [
-        (400, E.InvalidRequestError, False),
-        (401, E.AuthenticationError, False),
-        (403, E.AccessDeniedError, False),
-        (404, E.NotFoundError, False),
-        (408, E.RequestTimeoutError, False),
-        (413, E.ContextLengthError, False),
-        (422, E.InvalidRequestError, False),
-        (429, E.RateLimitError, True),
-        (500, E.ServerError, True),
-        (503, E.ServerError, True),
-        (529, E.ServerError, True),
-    ],
-)
+@pytest.mark.parametrize(("status", "cls", "retryable"), status_cases(529))
 @pytest.mark.parametrize("streaming", [False, True])
 async def test_6_4_http_status_maps_to_error_class(
     adapter: AnthropicAdapter, wire: LoopbackServer, status: int, cls: type[E.SDKError], retryable: bool, streaming: bool

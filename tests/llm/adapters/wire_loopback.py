@@ -192,3 +192,24 @@ async def _stream(chunks: tuple[bytes, ...], cut_after: int | None) -> AsyncIter
         yield chunk
     if cut_after is not None:
         raise _ConnectionDropped("scripted connection drop")
+
+
+def status_cases(*extra: int) -> list[tuple[int, type[Exception], bool]]:
+    """(HTTP status, expected §6.4 error class, retryable) for every status the brief names."""
+    from codeloop.llm import errors as E
+
+    table: dict[int, tuple[type[Exception], bool]] = {
+        400: (E.InvalidRequestError, False),
+        401: (E.AuthenticationError, False),
+        403: (E.AccessDeniedError, False),
+        404: (E.NotFoundError, False),
+        408: (E.RequestTimeoutError, False),
+        413: (E.ContextLengthError, False),
+        422: (E.InvalidRequestError, False),
+        429: (E.RateLimitError, True),
+        500: (E.ServerError, True),
+        503: (E.ServerError, True),
+    }
+    for status in extra:
+        table[status] = (E.ServerError, True)
+    return [(status, cls, retryable) for status, (cls, retryable) in table.items()]
