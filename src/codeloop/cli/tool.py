@@ -1,9 +1,144 @@
-"""CLI commands of this face (placeholder until the face lands)."""
+"""``codeloop apply-patch`` and ``codeloop tool``: one patch, or one tool call, from a shell.
+
+Imports happen inside the commands so other ``codeloop`` commands start fast. Both run
+through the same code a model's call uses (``apply_patch_text`` and the
+registry pipeline), in a workspace given by ``--cwd``. Errors are one clear line on
+stderr and exit status 1, never a traceback.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import sys
+from collections.abc import Awaitable
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
 import typer
+
+if TYPE_CHECKING:
+    from codeloop.environments.base import ExecutionEnvironment
+
+SANDBOX_CHOICES = ("read-only", "workspace-write", "full")
+T = TypeVar("T")
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(1)
+
+
+def _workspace(cwd: Path) -> Path:
+    root = cwd.expanduser()
+    if not root.is_dir():
+        raise _fail(f"--cwd {cwd}: not a directory. Pass an existing workspace directory.")
+    return root.resolve()
+
+
+def make_environment(root: Path, sandbox: str, network: str) -> ExecutionEnvironment:
+    """The environment for ``--sandbox``/``--network``: local for ``full``, bubblewrap otherwise."""
+    if sandbox not in SANDBOX_CHOICES:
+        raise _fail(f"--sandbox {sandbox}: unknown mode. Use one of: {', '.join(SANDBOX_CHOICES)}.")
+    if network not in ("on", "off"):
+        raise _fail(f"--network {network}: use 'on' or 'off'.")
+    if sandbox == "full" and network == "on":
+        from codeloop.environments.local import LocalExecutionEnvironment
+
+        return LocalExecutionEnvironment(root)
+    try:
+        from codeloop.environments.sandbox import SandboxedExecutionEnvironment
+    except ImportError:
+        raise _fail(
+            f"--sandbox {sandbox} --network {network} needs the bubblewrap sandbox, which is not "
+            "available in this installation. Use --sandbox full --network on."
+        ) from None
+    return SandboxedExecutionEnvironment(root, mode=sandbox, network=network == "on")  # type: ignore[arg-type]
+
+
+def _read_patch(source: str) -> str:
+    if source == "-":
+        return sys.stdin.read()
+    try:
+        return Path(source).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise _fail(f"patch file {source}: not found. Pass a patch file path, or - to read stdin.") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _fail(f"patch file {source}: cannot read it ({exc}).") from None
+
+
+async def _with_env(env: ExecutionEnvironment, work: Awaitable[T]) -> T:
+    await env.initialize()
+    try:
+        return await work
+    finally:
+        await env.cleanup()
+
+
+def apply_patch_command(
+    patch_file: str = typer.Argument("-", metavar="[FILE|-]", help="Patch file, or - for stdin."),
+    cwd: Path = typer.Option(Path("."), "--cwd", help="Workspace root the patch paths are relative to."),
+) -> None:
+    """Apply a v4a patch exactly as codex does. Example: codeloop apply-patch --cwd repo fix.patch"""
+    from codeloop.environments.errors import WorkspaceError
+    from codeloop.environments.local import LocalExecutionEnvironment
+    from codeloop.tools.apply_patch import apply_patch_text
+    from codeloop.tools.errors import PatchError
+
+    root = _workspace(cwd)
+    text = _read_patch(patch_file)
+
+    env = LocalExecutionEnvironment(root)
+    try:
+        outcome = asyncio.run(_with_env(env, apply_patch_text(env, text)))
+    except (PatchError, WorkspaceError) as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(1) from None
+    typer.echo(outcome.summary(), nl=False)
+
+
+def tool_command(
+    name: str = typer.Argument(..., help="Tool name (read_file, write_file, edit_file, apply_patch, shell, grep, glob, read_many_files, list_dir)."),
+    args: str = typer.Option("{}", "--args", help="Arguments as a JSON object."),
+    cwd: Path = typer.Option(Path("."), "--cwd", help="Workspace root."),
+    as_json: bool = typer.Option(False, "--json", help="Print {\"output\", \"full_output_chars\", \"is_error\"}."),
+    sandbox: str = typer.Option("full", "--sandbox", help="read-only | workspace-write | full."),
+    network: str = typer.Option("on", "--network", help="on | off (off needs the sandbox)."),
+) -> None:
+    """Run one tool through the full pipeline, as a model's call would.
+
+    Example: codeloop tool read_file --args '{"file_path": "README.md"}' --cwd repo
+    """
+    from codeloop.environments.errors import WorkspaceError
+    from codeloop.tools.pipeline import execute_tool_call
+    from codeloop.tools.sets import all_tools_registry
+
+    root = _workspace(cwd)
+    env = make_environment(root, sandbox, network)
+    registry = all_tools_registry()
+    try:
+        result = asyncio.run(_with_env(env, execute_tool_call(registry, name, args, env)))
+    except WorkspaceError as exc:
+        raise _fail(str(exc)) from None
+    if as_json:
+        typer.echo(
+            json.dumps(
+                {
+                    "output": result.output,
+                    "full_output_chars": result.full_output_chars,
+                    "is_error": result.is_error,
+                },
+                ensure_ascii=False,
+            )
+        )
+    else:
+        output = result.output
+        typer.echo(output, err=result.is_error, nl=not output.endswith("\n"))
+    if result.is_error:
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the main app."""
+    """Add ``apply-patch`` and ``tool`` to the main app."""
+    app.command("apply-patch")(apply_patch_command)
+    app.command("tool")(tool_command)

@@ -69,10 +69,7 @@ async def read_file(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolCo
     try:
         text = await env.read_file(path, offset=offset, limit=limit + 1)
     except BinaryFileError as exc:
-        raise ToolError(
-            f"Cannot read {path}: it is a binary file (or not valid UTF-8 text), so it has no lines "
-            f"to show. ({exc}) Use shell tools such as `file` or `xxd | head` to inspect it."
-        ) from None
+        raise ToolError(f"{exc}. read_file shows text only; inspect it with shell (`file`, `xxd | head`).") from None
     lines = _split(text)
     if not lines:
         if offset > 1:

@@ -1,0 +1,73 @@
+"""read_file, read_many_files, write_file, list_dir (loop spec §3.3, §3.6)."""
+
+from __future__ import annotations
+
+from .workspace_fixture import Workspace
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
+
+
+async def test_3_3_read_file_numbers_lines(ws: Workspace) -> None:
+    ws.write("a.py", "import os\nprint(1)\n")
+    result = await ws.call("read_file", {"file_path": "a.py"})
+    assert result.output == "  1 | import os\n  2 | print(1)"
+
+
+async def test_3_3_read_file_offset_and_limit(ws: Workspace) -> None:
+    ws.write("n.txt", "".join(f"l{i}\n" for i in range(1, 11)))
+    result = await ws.call("read_file", {"file_path": "n.txt", "offset": 4, "limit": 2})
+    assert result.output.startswith("  4 | l4\n  5 | l5\n")
+    assert "offset=6" in result.output
+
+
+async def test_3_3_read_file_defaults_to_2000_lines(ws: Workspace) -> None:
+    ws.write("big.txt", "".join(f"{i}\n" for i in range(1, 2501)))
+    result = await ws.call("read_file", {"file_path": "big.txt"})
+    assert "2000 | 2000" in result.full_output
+    assert "2001 | 2001" not in result.full_output
+    assert "offset=2001" in result.full_output
+
+
+async def test_3_3_read_file_returns_images_as_image_data(ws: Workspace) -> None:
+    ws.write("pic.png", PNG)
+    result = await ws.call("read_file", {"file_path": "pic.png"})
+    assert not result.is_error
+    assert result.images[0].media_type == "image/png" and result.images[0].data == PNG
+
+
+async def test_3_3_read_file_empty_file(ws: Workspace) -> None:
+    ws.write("e.txt", "")
+    result = await ws.call("read_file", {"file_path": "e.txt"})
+    assert result.output == "e.txt is empty."
+
+
+async def test_3_3_write_file_creates_parents_and_reports_bytes(ws: Workspace) -> None:
+    result = await ws.call("write_file", {"file_path": "deep/er/f.txt", "content": "héllo"})
+    assert result.output == "Wrote 6 bytes to deep/er/f.txt"
+    assert ws.read("deep/er/f.txt") == "héllo".encode()
+
+
+async def test_3_6_read_many_files_reads_paths_and_globs(ws: Workspace) -> None:
+    ws.write("src/a.py", "A\n")
+    ws.write("src/b.py", "B\n")
+    ws.write("c.txt", "C\n")
+    result = await ws.call("read_many_files", {"paths": ["src/*.py", "c.txt"]})
+    assert not result.is_error
+    for header, body in (("src/a.py", "A"), ("src/b.py", "B"), ("c.txt", "C")):
+        assert f"--- {header} ---\n{body}" in result.output
+
+
+async def test_3_6_read_many_files_notes_unreadable_files(ws: Workspace) -> None:
+    ws.write("ok.txt", "fine\n")
+    result = await ws.call("read_many_files", {"paths": ["ok.txt", "missing.txt"]})
+    assert "--- ok.txt ---\nfine" in result.output
+    assert "--- missing.txt ---\n[skipped:" in result.output
+
+
+async def test_3_6_list_dir_with_depth(ws: Workspace) -> None:
+    ws.write("src/pkg/m.py", "x")
+    ws.write("README", "hello")
+    one = await ws.call("list_dir", {})
+    assert one.output.splitlines() == ["README (5 bytes)", "src/"]
+    two = await ws.call("list_dir", {"path": ".", "depth": 3})
+    assert "src/pkg/m.py (1 bytes)" in two.output.splitlines()
