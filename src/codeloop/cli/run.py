@@ -272,7 +272,7 @@ def register(app: typer.Typer) -> None:
 
         Example: codeloop run "add a --verbose flag to cli.py" --cwd ~/src/app
         """
-        err = Console(stderr=True)
+        err = Console(stderr=True, soft_wrap=True)
         try:
             if sandbox not in SANDBOX_MODES:
                 raise UsageError(f"unknown --sandbox {sandbox!r}: use one of {', '.join(SANDBOX_MODES)}")
@@ -286,7 +286,7 @@ def register(app: typer.Typer) -> None:
             err.print(f"[red]error:[/] {escape(str(exc))}")
             raise typer.Exit(2) from None
         mode = "json" if json_out else "quiet" if quiet else "rich"
-        renderer = Renderer(mode, Console(highlight=False), err)
+        renderer = Renderer(mode, Console(highlight=False, soft_wrap=True), err)
         try:
             reason = asyncio.run(run_task(task, choice, root, sandbox=sandbox, approval=approval,
                                           max_turns=max_turns, renderer=renderer, err=err))
