@@ -1,0 +1,396 @@
+"""The spaces HTTP API (Starlette + uvicorn): routing, auth and JSON errors over :mod:`service`.
+
+Endpoints (all JSON unless noted; errors are ``{"error": {"code", "message"}}``)::
+
+    GET    /health                          liveness and store kind (no auth)
+    GET    /openapi.json                    this API (no auth)
+    POST   /v1/spaces                       {name?, policy?, ttlSeconds?} -> space (201)
+    GET    /v1/spaces                       the key's spaces
+    GET    /v1/spaces/{id}                  one space
+    PATCH  /v1/spaces/{id}                  {name?, policy?} -> space
+    DELETE /v1/spaces/{id}                  204; workspace removed
+    POST   /v1/spaces/{id}/extend           {ttlSeconds} -> space
+    POST   /v1/spaces/{id}/runs             operations message -> events message
+    GET    /v1/spaces/{id}/runs             run summaries
+    GET    /v1/runs/{id}                    events message + state
+    POST   /v1/runs/{id}/resume             {"approval": {operationId, decision, reason?}} -> events message
+    POST   /v1/runs/{id}/cancel             run view
+    GET    /v1/runs/{id}/events             SSE: ``id: seq``, ``event: <type>``, ``data: <event>``; ends
+                                            with ``event: end`` when the run is not running
+    GET|PUT|DELETE /v1/spaces/{id}/files/{path}   raw bytes (GET of a directory lists it)
+
+Auth: ``Authorization: Bearer <key>``; a key sees only the spaces it created (others' are
+404). ``--no-auth`` serves everything as owner ``local`` and is refused on a non-loopback host.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import json
+import logging
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from codeloop.environments.errors import FileNotFoundInWorkspaceError, NotAFileError, WorkspaceError
+from codeloop.policy import evaluate_path
+from codeloop.spaces.policy_config import PolicyConfigError, build_policy
+from codeloop.spaces.protocol import Approval, EventsMessage, OperationsMessage, path_problem
+from codeloop.spaces.runs import MessageRejectedError
+from codeloop.spaces.service import DEFAULT_TTL_S, MAX_TTL_S, ServiceError, SpacesService
+from codeloop.spaces.store import RunRecord, SpaceRecord, SpacesStore, open_store
+
+log = logging.getLogger(__name__)
+MAX_BODY_BYTES = 16 * 1024 * 1024
+"""Largest request body: a 10 MB file as base64 plus the message around it."""
+CLEANUP_INTERVAL_S = 60.0
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CreateSpace(_Body):
+    name: str = Field(default="space", max_length=200)
+    policy: dict[str, Any] = Field(default_factory=dict)
+    ttlSeconds: int = Field(default=DEFAULT_TTL_S, ge=60, le=MAX_TTL_S)
+
+
+class PatchSpace(_Body):
+    name: str | None = Field(default=None, max_length=200)
+    policy: dict[str, Any] | None = None
+
+
+class ExtendSpace(_Body):
+    ttlSeconds: int = Field(ge=60, le=MAX_TTL_S)
+
+
+class ResumeBody(_Body):
+    approval: Approval
+
+
+def _error(status: int, code: str, message: str) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+
+
+def space_json(space: SpaceRecord, enforcement: str | None = None) -> dict[str, Any]:
+    """The wire form of a space."""
+    out: dict[str, Any] = {"id": space.id, "name": space.name, "policy": space.policy,
+                           "createdAt": space.created_at, "expiresAt": space.expires_at}
+    if enforcement:
+        out["networkEnforcement"] = enforcement
+    return out
+
+
+def run_summary(run: RunRecord) -> dict[str, Any]:
+    """The wire form of a run in a listing."""
+    return {"runId": run.id, "spaceId": run.space_id, "state": run.state, "cursor": run.cursor,
+            "pendingOperationId": run.pending_operation, "createdAt": run.created_at, "updatedAt": run.updated_at}
+
+
+class SpacesAPI:
+    """Request handlers bound to one service."""
+
+    def __init__(self, service: SpacesService, *, auth: bool) -> None:
+        self.service = service
+        self.auth = auth
+
+    async def owner(self, request: Request) -> str:
+        if not self.auth:
+            return "local"
+        header = request.headers.get("authorization", "")
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise ServiceError(401, "unauthorized", "missing API key: send 'Authorization: Bearer <key>' "
+                               "(create one with: codeloop spaces keys create)")
+        owner = await asyncio.to_thread(self.service.store.key_owner, token.strip())
+        if owner is None:
+            raise ServiceError(401, "unauthorized", "unknown API key")
+        return owner
+
+    @staticmethod
+    async def json_body(request: Request) -> Any:
+        body = await request.body()
+        if len(body) > MAX_BODY_BYTES:
+            raise ServiceError(413, "body_too_large", f"request body over {MAX_BODY_BYTES} bytes")
+        if not body:
+            return {}
+        try:
+            return json.loads(body)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ServiceError(400, "invalid_json", f"request body is not valid JSON: {exc}") from None
+
+    @staticmethod
+    def model(cls: type[BaseModel], raw: Any) -> Any:
+        try:
+            return cls.model_validate(raw)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in exc.errors())
+            raise ServiceError(400, "invalid_request", problems) from None
+
+    # --- handlers
+    async def health(self, request: Request) -> Response:
+        return JSONResponse({"status": "ok", "store": self.service.store.kind, "auth": self.auth})
+
+    async def openapi(self, request: Request) -> Response:
+        return JSONResponse(openapi_document())
+
+    async def create_space(self, request: Request) -> Response:
+        owner = await self.owner(request)
+        body = self.model(CreateSpace, await self.json_body(request))
+        space = await self.service.create_space(owner, body.name, body.policy, body.ttlSeconds)
+        _, env = await self.service.environment(space)
+        return JSONResponse(space_json(space, env.network_enforcement), status_code=201)
+
+    async def list_spaces(self, request: Request) -> Response:
+        owner = await self.owner(request)
+        spaces = await asyncio.to_thread(self.service.store.list_spaces, owner)
+        return JSONResponse({"spaces": [space_json(s) for s in spaces]})
+
+    async def get_space(self, request: Request) -> Response:
+        space = await self.service.space_for(await self.owner(request), request.path_params["space_id"])
+        _, env = await self.service.environment(space)
+        return JSONResponse(space_json(space, env.network_enforcement))
+
+    async def patch_space(self, request: Request) -> Response:
+        space = await self.service.space_for(await self.owner(request), request.path_params["space_id"])
+        body = self.model(PatchSpace, await self.json_body(request))
+        return JSONResponse(space_json(await self.service.update_space(space, body.name, body.policy)))
+
+    async def delete_space(self, request: Request) -> Response:
+        space = await self.service.space_for(await self.owner(request), request.path_params["space_id"])
+        await self.service.delete_space(space)
+        return Response(status_code=204)
+
+    async def extend_space(self, request: Request) -> Response:
+        space = await self.service.space_for(await self.owner(request), request.path_params["space_id"])
+        body = self.model(ExtendSpace, await self.json_body(request))
+        return JSONResponse(space_json(await self.service.extend_space(space, body.ttlSeconds)))
+
+    async def create_run(self, request: Request) -> Response:
+        space = await self.service.space_for(await self.owner(request), request.path_params["space_id"])
+        raw = await self.json_body(request)
+        return JSONResponse(await self.service.start_run(space, raw))
+
+    async def list_runs(self, request: Request) -> Response:
+        space = await self.service.space_for(await self.owner(request), request.path_params["space_id"])
+        runs = await asyncio.to_thread(self.service.store.list_runs, space.id)
+        return JSONResponse({"runs": [run_summary(r) for r in runs]})
+
+    async def get_run(self, request: Request) -> Response:
+        return JSONResponse(await self.service.run_view(await self.owner(request), request.path_params["run_id"]))
+
+    async def resume_run(self, request: Request) -> Response:
+        owner = await self.owner(request)
+        body = self.model(ResumeBody, await self.json_body(request))
+        return JSONResponse(await self.service.resume(owner, request.path_params["run_id"], body.approval))
+
+    async def cancel_run(self, request: Request) -> Response:
+        return JSONResponse(await self.service.cancel(await self.owner(request), request.path_params["run_id"]))
+
+    async def run_events(self, request: Request) -> Response:
+        owner = await self.owner(request)
+        run_id = request.path_params["run_id"]
+        await self.service.run_for(owner, run_id)
+        try:
+            after = int(request.headers.get("last-event-id") or request.query_params.get("after") or 0)
+        except ValueError:
+            raise ServiceError(400, "invalid_request", "Last-Event-ID / after must be an integer") from None
+        return StreamingResponse(self._sse(run_id, after), media_type="text/event-stream",
+                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+    async def _sse(self, run_id: str, after: int) -> AsyncIterator[bytes]:
+        store = self.service.store
+        while True:
+            wake = self.service.wakeup(run_id)
+            run = await asyncio.to_thread(store.get_run, run_id)
+            for seq, event in await asyncio.to_thread(store.events, run_id, after):
+                after = seq
+                yield f"id: {seq}\nevent: {event.get('type', 'event')}\ndata: {json.dumps(event)}\n\n".encode()
+            if run is None or run.state != "running":
+                state = run.state if run else "deleted"
+                yield f"event: end\ndata: {json.dumps({'runId': run_id, 'state': state})}\n\n".encode()
+                return
+            with contextlib.suppress(TimeoutError):
+                # Woken by this process's runs; the timeout covers runs executed by another server.
+                await asyncio.wait_for(wake.wait(), timeout=0.5)
+
+    async def _space_path(self, request: Request, access: Literal["read", "write", "delete"]) -> tuple[Any, str]:
+        space = await self.service.space_for(await self.owner(request), request.path_params["space_id"])
+        path = request.path_params["path"]
+        why = path_problem(path)
+        if why:
+            raise ServiceError(400, "invalid_path", f"path {path[:80]!r} {why}")
+        policy = build_policy(space.policy)
+        verdict = evaluate_path(path, access, policy.filesystem)
+        if verdict.action != "allow":
+            extra = "; send it as an operation in a run to ask for approval" if verdict.action == "ask" else ""
+            raise ServiceError(403, "policy_denied", verdict.reason + extra)
+        _, env = await self.service.environment(space)
+        return env.env, path
+
+    async def get_file(self, request: Request) -> Response:
+        env, path = await self._space_path(request, "read")
+        try:
+            info = await env.stat(path)
+            if info.is_dir:
+                entries = await env.list_directory(path)
+                return JSONResponse({"path": path, "entries": [
+                    {"name": e.name, "isDir": e.is_dir, "size": e.size} for e in entries]})
+            return Response(await env.read_bytes(path), media_type="application/octet-stream")
+        except FileNotFoundInWorkspaceError:
+            raise ServiceError(404, "file_not_found", f"no file {path!r} in the space") from None
+        except WorkspaceError as exc:
+            raise ServiceError(400, "invalid_path", str(exc)) from None
+
+    async def put_file(self, request: Request) -> Response:
+        env, path = await self._space_path(request, "write")
+        data = await request.body()
+        if len(data) > MAX_BODY_BYTES:
+            raise ServiceError(413, "body_too_large", f"file over {MAX_BODY_BYTES} bytes")
+        try:
+            written = await env.write_file(path, data)
+        except WorkspaceError as exc:
+            raise ServiceError(400, "invalid_path", str(exc)) from None
+        return JSONResponse({"path": path, "bytesWritten": written})
+
+    async def delete_file(self, request: Request) -> Response:
+        env, path = await self._space_path(request, "delete")
+        try:
+            await env.delete_file(path)
+        except FileNotFoundInWorkspaceError:
+            raise ServiceError(404, "file_not_found", f"no file {path!r} in the space") from None
+        except NotAFileError:
+            raise ServiceError(400, "not_a_file", f"{path!r} is a directory; only files can be deleted") from None
+        except WorkspaceError as exc:
+            raise ServiceError(400, "invalid_path", str(exc)) from None
+        return Response(status_code=204)
+
+
+ROUTES = [
+    ("/health", "GET", "health", "Liveness and store kind"),
+    ("/openapi.json", "GET", "openapi", "This document"),
+    ("/v1/spaces", "POST", "create_space", "Create a space (policy preset + overrides, TTL)"),
+    ("/v1/spaces", "GET", "list_spaces", "List the key's spaces"),
+    ("/v1/spaces/{space_id}", "GET", "get_space", "Get a space"),
+    ("/v1/spaces/{space_id}", "PATCH", "patch_space", "Rename a space or replace its policy"),
+    ("/v1/spaces/{space_id}", "DELETE", "delete_space", "Delete a space and its workspace"),
+    ("/v1/spaces/{space_id}/extend", "POST", "extend_space", "Extend a space's TTL"),
+    ("/v1/spaces/{space_id}/runs", "POST", "create_run", "Execute an operations message"),
+    ("/v1/spaces/{space_id}/runs", "GET", "list_runs", "List a space's runs"),
+    ("/v1/runs/{run_id}", "GET", "get_run", "A run with all its events"),
+    ("/v1/runs/{run_id}/resume", "POST", "resume_run", "Approve or deny the paused operation"),
+    ("/v1/runs/{run_id}/cancel", "POST", "cancel_run", "Cancel a run"),
+    ("/v1/runs/{run_id}/events", "GET", "run_events", "Server-sent events of a run"),
+    ("/v1/spaces/{space_id}/files/{path:path}", "GET", "get_file", "Read a file (or list a directory)"),
+    ("/v1/spaces/{space_id}/files/{path:path}", "PUT", "put_file", "Write a file"),
+    ("/v1/spaces/{space_id}/files/{path:path}", "DELETE", "delete_file", "Delete a file"),
+]
+
+
+def openapi_document() -> dict[str, Any]:
+    """The OpenAPI 3.1 description of the API."""
+    paths: dict[str, Any] = {}
+    for path, method, name, summary in ROUTES:
+        op: dict[str, Any] = {"operationId": name, "summary": summary, "responses": {"200": {"description": "OK"}}}
+        if name == "create_run":
+            op["requestBody"] = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/OperationsMessage"}}}}
+            op["responses"]["200"]["content"] = {"application/json": {"schema": {"$ref": "#/components/schemas/EventsMessage"}}}
+        if name == "resume_run":
+            op["requestBody"] = {"content": {"application/json": {"schema": ResumeBody.model_json_schema()}}}
+        if name == "create_space":
+            op["requestBody"] = {"content": {"application/json": {"schema": CreateSpace.model_json_schema()}}}
+        paths.setdefault(path.replace("{path:path}", "{path}"), {})[method.lower()] = op
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "codeloop spaces", "version": "1.0"},
+        "paths": paths,
+        "components": {
+            "schemas": {"OperationsMessage": OperationsMessage.model_json_schema(),
+                        "EventsMessage": EventsMessage.model_json_schema()},
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+        "security": [{"bearer": []}],
+    }
+
+
+def create_app(store: SpacesStore, *, auth: bool = True, sandbox: bool = True,
+               cleanup_interval_s: float = CLEANUP_INTERVAL_S) -> Starlette:
+    """The ASGI app over ``store``. The store is closed when the app shuts down."""
+    service = SpacesService(store, sandbox=sandbox)
+    api = SpacesAPI(service, auth=auth)
+
+    def wrap(handler: Any) -> Any:
+        async def endpoint(request: Request) -> Response:
+            try:
+                return await handler(request)  # type: ignore[no-any-return]
+            except ServiceError as exc:
+                return _error(exc.status, exc.code, exc.message)
+            except MessageRejectedError as exc:
+                return _error(400, "invalid_message", str(exc))
+            except PolicyConfigError as exc:
+                return _error(400, "invalid_policy", str(exc))
+        return endpoint
+
+    routes = [Route(path, wrap(getattr(api, name)), methods=[method]) for path, method, name, _ in ROUTES]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async def cleaner() -> None:
+            while True:
+                try:
+                    removed = await service.cleanup_expired()
+                    if removed:
+                        log.info("removed %d expired spaces", removed)
+                except Exception:
+                    log.exception("cleanup of expired spaces failed")
+                await asyncio.sleep(cleanup_interval_s)
+
+        task = asyncio.create_task(cleaner())
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            await service.close()
+            store.close()
+
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.service = service
+    return app
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and loopback addresses."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def serve(*, host: str, port: int, data_dir: Path | None, database: str | None, no_auth: bool,
+          sandbox: bool = True) -> None:
+    """Run the API with uvicorn until interrupted; raise ``ValueError`` for a bad configuration."""
+    import uvicorn
+
+    if no_auth and not is_loopback(host):
+        raise ValueError(f"--no-auth is only allowed on a loopback host, not {host!r}; "
+                         "create a key with: codeloop spaces keys create")
+    store = open_store(database, data_dir)
+    if no_auth:
+        print("WARNING: --no-auth: anyone who can reach this port can run commands in these workspaces. "
+              "Use only on a single-user machine.", file=sys.stderr)
+    app = create_app(store, auth=not no_auth, sandbox=sandbox)
+    uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -1,0 +1,216 @@
+"""What the spaces HTTP API does, without HTTP: spaces, runs, approvals, cancellation.
+
+Every state change is written to the :class:`~codeloop.spaces.store.SpacesStore` as it
+happens (each event, then where the run stopped), so a run paused for approval can be
+resumed after a restart, or by another server sharing a PostgreSQL store. A resume first
+moves the run atomically from ``awaiting_approval`` to ``running`` in the store, so an
+approved operation runs exactly once even when two resumes race.
+
+Runs of one space execute one at a time (operations share one workspace). Cancellation of
+a running run takes effect before its next operation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from codeloop.policy import Policy
+from codeloop.spaces.engine import execute_run, now_iso
+from codeloop.spaces.policy_config import build_policy
+from codeloop.spaces.protocol import Approval, ErrorEvent, event_to_json
+from codeloop.spaces.runs import new_run_id, parse_message, wire_status
+from codeloop.spaces.store import RunRecord, SpaceRecord, SpacesStore
+from codeloop.spaces.workspace import SpaceEnvironment, open_environment
+
+T = TypeVar("T")
+DEFAULT_TTL_S = 24 * 3600
+MAX_TTL_S = 30 * 24 * 3600
+
+
+class ServiceError(Exception):
+    """A request the service refuses; carries the HTTP status and a stable code."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+
+
+@dataclass
+class _CachedEnv:
+    policy_key: str
+    space_env: SpaceEnvironment
+
+
+class SpacesService:
+    """Spaces and runs for authenticated owners (see the module docstring)."""
+
+    def __init__(self, store: SpacesStore, *, sandbox: bool = True) -> None:
+        self.store = store
+        self.sandbox = sandbox
+        self._envs: dict[str, _CachedEnv] = {}
+        self._space_locks: dict[str, asyncio.Lock] = {}
+        self._cancelled: set[str] = set()
+        self._wakeups: dict[str, asyncio.Event] = {}
+
+    async def _db(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        return await asyncio.to_thread(fn, *args, **kwargs)
+
+    # --- spaces
+    async def space_for(self, owner: str, space_id: str) -> SpaceRecord:
+        """The owner's space; another owner's space is reported as missing."""
+        space = await self._db(self.store.get_space, space_id)
+        if space is None or space.owner != owner:
+            raise ServiceError(404, "space_not_found", f"no space {space_id!r} for this API key")
+        return space
+
+    async def create_space(self, owner: str, name: str, policy: dict[str, Any], ttl_s: int) -> SpaceRecord:
+        """Create a space after checking its policy builds."""
+        build_policy(policy)
+        return await self._db(self.store.create_space, owner, name, policy, float(ttl_s))
+
+    async def update_space(self, space: SpaceRecord, name: str | None, policy: dict[str, Any] | None) -> SpaceRecord:
+        """Rename a space or replace its policy (takes effect for the next operation run)."""
+        if policy is not None:
+            build_policy(policy)
+        await self._db(self.store.update_space, space.id, name=name, policy=policy)
+        return await self.space_for(space.owner, space.id)
+
+    async def extend_space(self, space: SpaceRecord, ttl_s: int) -> SpaceRecord:
+        """Push the expiry ``ttl_s`` seconds further (from now if it is already near)."""
+        expires = min(max(space.expires_at, time.time()) + ttl_s, time.time() + MAX_TTL_S)
+        await self._db(self.store.update_space, space.id, expires_at=expires)
+        return await self.space_for(space.owner, space.id)
+
+    async def delete_space(self, space: SpaceRecord) -> None:
+        """Delete a space, its runs and its workspace."""
+        cached = self._envs.pop(space.id, None)
+        if cached:
+            await cached.space_env.env.cleanup()
+        await self._db(self.store.delete_space, space.id)
+        await asyncio.to_thread(shutil.rmtree, space.workspace, True)
+
+    async def cleanup_expired(self) -> int:
+        """Delete expired spaces; return how many."""
+        expired = await self._db(self.store.expired_spaces)
+        for space in expired:
+            await self.delete_space(space)
+        return len(expired)
+
+    async def environment(self, space: SpaceRecord) -> tuple[Policy, SpaceEnvironment]:
+        """The space's policy and (cached) environment."""
+        policy = build_policy(space.policy)
+        key = repr(policy)
+        cached = self._envs.get(space.id)
+        if cached is None or cached.policy_key != key:
+            if cached:
+                await cached.space_env.env.cleanup()
+            cached = _CachedEnv(key, await open_environment(space.workspace, policy, sandbox=self.sandbox))
+            self._envs[space.id] = cached
+        return policy, cached.space_env
+
+    async def close(self) -> None:
+        """Release environments."""
+        for cached in self._envs.values():
+            await cached.space_env.env.cleanup()
+        self._envs.clear()
+
+    # --- runs
+    async def run_for(self, owner: str, run_id: str) -> RunRecord:
+        """The owner's run; another owner's run is reported as missing."""
+        run = await self._db(self.store.get_run, run_id)
+        if run is None or run.owner != owner:
+            raise ServiceError(404, "run_not_found", f"no run {run_id!r} for this API key")
+        return run
+
+    def wakeup(self, run_id: str) -> asyncio.Event:
+        """An event set whenever the run emits (for SSE streams in this process)."""
+        return self._wakeups.setdefault(run_id, asyncio.Event())
+
+    def _notify(self, run_id: str) -> None:
+        ev = self._wakeups.get(run_id)
+        if ev is not None:
+            ev.set()
+            self._wakeups[run_id] = asyncio.Event()
+
+    async def start_run(self, space: SpaceRecord, raw: Any) -> dict[str, Any]:
+        """Validate and execute an operations message; return its events message."""
+        parse_message(raw)  # raises MessageRejectedError before anything is stored
+        run_id = new_run_id()
+        await self._db(self.store.create_run, run_id, space, raw)
+        return await self._execute(run_id, space, raw, 0, None)
+
+    async def resume(self, owner: str, run_id: str, approval: Approval) -> dict[str, Any]:
+        """Apply an approval decision to a paused run and continue it."""
+        run = await self.run_for(owner, run_id)
+        if run.state != "awaiting_approval":
+            raise ServiceError(409, "not_awaiting_approval", f"run {run_id} is {run.state}, not awaiting approval")
+        if run.pending_operation != approval.operationId:
+            raise ServiceError(409, "wrong_operation",
+                               f"run {run_id} awaits approval of {run.pending_operation!r}, "
+                               f"not {approval.operationId!r}")
+        if not await self._db(self.store.claim_run, run_id, "awaiting_approval"):
+            raise ServiceError(409, "not_awaiting_approval", f"run {run_id} was resumed by another request")
+        space = await self.space_for(owner, run.space_id)
+        return await self._execute(run_id, space, run.message, run.cursor, approval)
+
+    async def cancel(self, owner: str, run_id: str) -> dict[str, Any]:
+        """Cancel a paused run now, or a running one before its next operation."""
+        run = await self.run_for(owner, run_id)
+        if run.state == "awaiting_approval" and await self._db(self.store.claim_run, run_id, "awaiting_approval"):
+            event = event_to_json(ErrorEvent(timestamp=now_iso(), category="execution", message="run cancelled"))
+            await self._db(self.store.append_event, run_id, event, run.cursor)
+            await self._db(self.store.finish_step, run_id, "cancelled", run.cursor, None)
+            self._notify(run_id)
+        elif run.state == "running":
+            self._cancelled.add(run_id)
+            await self._db(self.store.request_cancel, run_id)
+        return await self.run_view(owner, run_id)
+
+    async def _execute(self, run_id: str, space: SpaceRecord, raw: Any, start: int,
+                       approval: Approval | None) -> dict[str, Any]:
+        emitted: list[dict[str, Any]] = []
+
+        async def emit(event: BaseModel, cursor: int) -> None:
+            data = event_to_json(event)
+            await self._db(self.store.append_event, run_id, data, cursor)
+            emitted.append(data)
+            self._notify(run_id)
+
+        lock = self._space_locks.setdefault(space.id, asyncio.Lock())
+        async with lock:
+            try:
+                policy, space_env = await self.environment(space)
+                outcome = await execute_run(parse_message(raw), space_env.env, policy, emit, start=start,
+                                            approval=approval, should_stop=lambda: run_id in self._cancelled)
+            except Exception as exc:  # system failure: recorded on the run, never a 500 with a lost state
+                await emit(ErrorEvent(timestamp=now_iso(), category="system", message=f"run failed: {exc}"), start)
+                await self._db(self.store.finish_step, run_id, "error", start, None)
+                self._notify(run_id)
+                return {"protocolVersion": "1.0", "runId": run_id, "status": "error", "events": emitted}
+        self._cancelled.discard(run_id)
+        await self._db(self.store.finish_step, run_id, outcome.state, outcome.cursor, outcome.pending_operation_id)
+        self._notify(run_id)
+        return {"protocolVersion": "1.0", "runId": run_id, "status": wire_status(outcome), "events": emitted}
+
+    async def run_view(self, owner: str, run_id: str) -> dict[str, Any]:
+        """A run with all its events: the events message plus ``state``, ``spaceId`` and
+        ``pendingOperationId``. ``status`` is ``running`` while it runs."""
+        run = await self.run_for(owner, run_id)
+        events = [e for _, e in await self._db(self.store.events, run_id)]
+        return {"protocolVersion": "1.0", "runId": run.id, "spaceId": run.space_id, "status": _status(run.state),
+                "state": run.state, "pendingOperationId": run.pending_operation, "events": events}
+
+
+def _status(state: str) -> str:
+    if state in ("completed", "awaiting_approval", "running"):
+        return state
+    return "error"
