@@ -225,3 +225,25 @@ def test_paused_run_survives_server_restart(tmp_path: Path) -> None:
             assert len(c.get(f"/v1/runs/{paused['runId']}").json()["events"]) == 4
     finally:
         srv.stop()
+
+
+def test_two_servers_share_a_postgresql_store(tmp_path: Path, fresh_postgres: str) -> None:
+    """A run paused on one server is resumed on another (replicas over one PostgreSQL store)."""
+    a = ServerProcess(tmp_path, "--no-sandbox", "--database", fresh_postgres).start()
+    b = ServerProcess(tmp_path, "--no-sandbox", "--database", fresh_postgres).start()
+    try:
+        k = a.create_key()
+        with _client(a, k) as ca, _client(b, k) as cb:
+            assert ca.get("/health").json()["store"] == "postgresql"
+            sid = _space(ca)["id"]
+            paused = ca.post(f"/v1/spaces/{sid}/runs", json=_ops(
+                {"type": "shell", "id": "x", "command": "rm -rf t && echo ok"})).json()
+            assert paused["status"] == "awaiting_approval"
+            done = cb.post(f"/v1/runs/{paused['runId']}/resume",
+                           json={"approval": {"operationId": "x", "decision": "approved"}}).json()
+            assert done["events"][0]["stdout"] == "ok\n"
+            assert ca.post(f"/v1/runs/{paused['runId']}/resume",
+                           json={"approval": {"operationId": "x", "decision": "approved"}}).status_code == 409
+    finally:
+        a.stop()
+        b.stop()
