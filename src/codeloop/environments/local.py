@@ -41,7 +41,7 @@ from codeloop.environments.errors import (
     PermissionDeniedError,
     WorkspaceError,
 )
-from codeloop.environments.resolver import relative_to_root, resolve_workspace_path
+from codeloop.environments.resolver import check_path_syntax, relative_to_root, resolve_workspace_path
 from codeloop.environments.runner import run_process, signal_process_group
 
 BINARY_SNIFF_BYTES = 8192
@@ -199,6 +199,7 @@ class LocalExecutionEnvironment:
 
     def _entry(self, path: str) -> Path:
         """The path itself, not the target of a symlink at it (deleting a link removes the link)."""
+        check_path_syntax(path)
         parent, _, name = path.rstrip("/").rpartition("/")
         if name in ("", ".", ".."):
             return self.resolve(path, must_exist=True)

@@ -43,8 +43,9 @@ def _reject(path: str, why: str) -> PathOutsideWorkspaceError:
     return PathOutsideWorkspaceError(f"Path {_shown(path)} {why}", path=path)
 
 
-def _check_syntax(path: str) -> None:
-    """Reject strings that can never name a file: NUL, unencodable, too long."""
+def check_path_syntax(path: str) -> None:
+    """Reject strings that can never name a file (NUL, unencodable, too long) with
+    ``PathOutsideWorkspaceError``; does not look at the file system."""
     if "\x00" in path:
         raise _reject(path, "contains a NUL byte; file names cannot contain NUL")
     try:
@@ -127,7 +128,7 @@ def resolve_workspace_path(root: Path | str, path: str, *, must_exist: bool = Fa
     """
     if not isinstance(path, str):
         raise PathOutsideWorkspaceError(f"Path {path!r} is not a string", path=str(path))
-    _check_syntax(path)
+    check_path_syntax(path)
     real_root = _canonical_root(root)
     resolved = _walk(real_root, path, path)
     if len(os.fsencode(resolved)) > MAX_PATH_BYTES:
