@@ -91,8 +91,7 @@ class Client:
                 api_key=env["OPENAI_API_KEY"],
                 base_url=env.get("OPENAI_BASE_URL") or None,
                 organization=env.get("OPENAI_ORG_ID") or None,
-                project=env.get("OPENAI_PROJECT_ID") or None,
-                **adapter_options,
+                **_with_project_header(adapter_options, env.get("OPENAI_PROJECT_ID")),
             )
         if env.get("ANTHROPIC_API_KEY"):
             from codeloop.llm.adapters.anthropic import AnthropicAdapter
@@ -176,6 +175,14 @@ class Client:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+def _with_project_header(options: dict[str, Any], project: str | None) -> dict[str, Any]:
+    """OpenAI takes the project id as the ``OpenAI-Project`` header."""
+    if not project:
+        return options
+    headers = {**dict(options.get("default_headers") or {}), "OpenAI-Project": project}
+    return {**options, "default_headers": headers}
 
 
 def _bind(method: Callable[[Request, CompleteNext], Awaitable[Response]], inner: CompleteNext) -> CompleteNext:

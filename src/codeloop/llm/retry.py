@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -98,7 +98,7 @@ async def retry_stream(
     policy: RetryPolicy | None = None,
     *,
     sleep: Sleep = asyncio.sleep,
-) -> AsyncIterator[T]:
+) -> AsyncGenerator[T, None]:
     """Yield from ``open_stream()``, reopening it on a retryable failure before the first item.
 
     Once an item has been yielded, errors propagate: partial data is never replayed (§6.6).
