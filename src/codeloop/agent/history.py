@@ -14,10 +14,14 @@ from __future__ import annotations
 
 import json
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from codeloop.llm.types import ContentKind, ContentPart, Message, Role, ToolCall, ToolCallData, Usage
+
+SIGNATURES_KEPT = 1024
+"""Recent tool-call signatures kept for loop detection (windows larger than this see fewer)."""
 
 
 @dataclass(frozen=True)
@@ -161,6 +165,7 @@ class History:
         """Characters of all turns, for the §5.5 estimate (1 token ≈ 4 characters)."""
         self.turn_count = 0
         """User and assistant turns, as counted against ``max_turns``."""
+        self._signatures: deque[str] = deque(maxlen=SIGNATURES_KEPT)
 
     def append(self, turn: Turn) -> None:
         """Add a turn and convert it."""
@@ -169,18 +174,17 @@ class History:
         self.total_chars += _turn_chars(turn)
         if isinstance(turn, UserTurn | AssistantTurn):
             self.turn_count += 1
+        if isinstance(turn, AssistantTurn):
+            self._signatures.extend(
+                c.name + "\x00" + json.dumps(c.arguments, sort_keys=True, default=str) for c in turn.tool_calls)
 
     def messages(self) -> list[Message]:
         """The conversation as LLM messages (a fresh list; messages are shared)."""
         return list(self._messages)
 
     def recent_call_signatures(self, last: int) -> list[str]:
-        """Signatures (name + canonical arguments) of the last ``last`` tool calls, oldest first."""
-        sigs: list[str] = []
-        for turn in reversed(self.turns):
-            if isinstance(turn, AssistantTurn):
-                for call in reversed(turn.tool_calls):
-                    sigs.append(call.name + "\x00" + json.dumps(call.arguments, sort_keys=True, default=str))
-                    if len(sigs) >= last:
-                        return sigs[::-1]
-        return sigs[::-1]
+        """Signatures (name + canonical arguments) of the last ``last`` tool calls, oldest first
+        (computed once per call on append; at most ``SIGNATURES_KEPT`` are kept)."""
+        if last <= 0:
+            return []
+        return list(self._signatures)[-last:]
