@@ -39,6 +39,8 @@ PROVIDER_PROFILE = {"openai": "openai", "anthropic": "anthropic", "gemini": "gem
 """Default profile for each provider."""
 SANDBOX_MODES = ("read-only", "workspace-write", "full")
 APPROVAL_MODES = ("never-ask", "on-risk", "always-ask")
+LOCAL_MODEL = "1.5b"
+"""Local model used without an API key (``0.5b`` is faster but rarely finishes a task)."""
 READ_ONLY_TOOLS = frozenset({"read_file", "read_many_files", "grep", "glob", "list_dir", "wait"})
 
 
@@ -229,8 +231,9 @@ async def run_task(task: str, choice: ModelChoice, cwd: Path, *, sandbox: str, a
         from codeloop.llm.local import ensure_local_server
 
         err.print("No API key set: using the local llama.cpp model (first use installs it; this can take a while).")
-        base_url = await asyncio.to_thread(ensure_local_server, **({"model": choice.model} if choice.model else {}))
-        choice = ModelChoice(choice.provider, choice.profile, choice.model, base_url, None, True)
+        local_model = choice.model or LOCAL_MODEL
+        base_url = await asyncio.to_thread(ensure_local_server, local_model)
+        choice = ModelChoice(choice.provider, choice.profile, local_model, base_url, None, True)
     profile = create_profile(choice.profile, choice.model)
     client = build_client(choice)
     environment = build_environment(cwd, sandbox)
