@@ -44,7 +44,13 @@ from codeloop.llm.adapters.content_encoding import (
     parse_arguments,
     result_text,
 )
-from codeloop.llm.adapters.exchange import open_event_stream, post_json, timeout_of, unexpected_shape
+from codeloop.llm.adapters.exchange import (
+    open_event_stream,
+    post_json,
+    require_api_key,
+    timeout_of,
+    unexpected_shape,
+)
 from codeloop.llm.errors import (
     ConfigurationError,
     InvalidRequestError,
@@ -70,7 +76,12 @@ from codeloop.llm.types import (
     Warning,
     tool_call_from_data,
 )
-from codeloop.llm.wire import decode_json_event, error_from_response, rate_limit_from_headers
+from codeloop.llm.wire import (
+    decode_json_event,
+    error_from_response,
+    make_http_client,
+    rate_limit_from_headers,
+)
 
 PROVIDER = "anthropic"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -175,7 +186,8 @@ def _block(part: ContentPart) -> dict[str, Any] | None:
             return None
         return {"type": "thinking", "thinking": part.thinking.text, "signature": part.thinking.signature}
     if kind == ContentKind.REDACTED_THINKING and part.thinking is not None:
-        return {"type": "redacted_thinking", "data": part.thinking.text}
+        # An empty payload is another provider's signature carrier (Gemini): not ours to send.
+        return {"type": "redacted_thinking", "data": part.thinking.text} if part.thinking.text else None
     return None  # unknown kinds are provider extensions of other adapters
 
 
@@ -463,21 +475,12 @@ class AnthropicAdapter:
         api_version: str = API_VERSION,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY")
-        if not key:
-            raise ConfigurationError(
-                "anthropic: no API key; pass api_key=... or set ANTHROPIC_API_KEY "
-                "(any non-empty value works for a local server that ignores it)"
-            )
+        key = require_api_key(PROVIDER, api_key, "ANTHROPIC_API_KEY")
         base = (base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
         self._url = base + ("/messages" if base.endswith("/v1") else "/v1/messages")
         self._timeout = timeout_of(timeout)
         headers = {"x-api-key": key, "anthropic-version": api_version, **dict(default_headers or {})}
-        self._client = httpx.AsyncClient(
-            headers=headers,
-            timeout=httpx.Timeout(self._timeout.request, connect=self._timeout.connect),
-            transport=transport,
-        )
+        self._client = make_http_client("", headers, self._timeout, transport)
 
     @property
     def name(self) -> str:

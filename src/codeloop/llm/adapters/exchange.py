@@ -188,3 +188,22 @@ def unexpected_shape(provider: str, what: str, exc: Exception, raw: Any) -> SDKE
         f"{provider} returned {what} in an unexpected shape ({type(exc).__name__}: {exc}): {snippet}",
         provider=provider, retryable=True, raw=raw if isinstance(raw, dict) else None, cause=exc,
     )
+
+
+def require_api_key(provider: str, explicit: str | None, *env_names: str) -> str:
+    """``explicit``, else the first non-empty variable of ``env_names``; ConfigurationError if none.
+
+    Raised at construction, so a missing key is reported before any request is built.
+    """
+    import os
+
+    from codeloop.llm.errors import ConfigurationError
+
+    key = explicit if explicit is not None else next((os.environ[n] for n in env_names if os.environ.get(n)), None)
+    if not key:
+        names = " or ".join(env_names)
+        raise ConfigurationError(
+            f"{provider}: no API key; pass api_key=... or set {names} "
+            "(any non-empty value works for a local server that ignores it)"
+        )
+    return key

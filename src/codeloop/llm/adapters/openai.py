@@ -40,9 +40,14 @@ from codeloop.llm.adapters.content_encoding import (
     parse_arguments,
     result_text,
 )
-from codeloop.llm.adapters.exchange import open_event_stream, post_json, timeout_of, unexpected_shape
+from codeloop.llm.adapters.exchange import (
+    open_event_stream,
+    post_json,
+    require_api_key,
+    timeout_of,
+    unexpected_shape,
+)
 from codeloop.llm.errors import (
-    ConfigurationError,
     InvalidRequestError,
     SDKError,
     StreamError,
@@ -67,7 +72,12 @@ from codeloop.llm.types import (
     Warning,
     tool_call_from_data,
 )
-from codeloop.llm.wire import decode_json_event, error_from_response, rate_limit_from_headers
+from codeloop.llm.wire import (
+    decode_json_event,
+    error_from_response,
+    make_http_client,
+    rate_limit_from_headers,
+)
 
 PROVIDER = "openai"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -501,23 +511,14 @@ class OpenAIAdapter:
         organization: str | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
-        if not key:
-            raise ConfigurationError(
-                "openai: no API key; pass api_key=... or set OPENAI_API_KEY "
-                "(any non-empty value works for a local server that ignores it)"
-            )
+        key = require_api_key(PROVIDER, api_key, "OPENAI_API_KEY")
         self._url = _responses_url(base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL)
         self._timeout = timeout_of(timeout)
         headers = {"authorization": f"Bearer {key}"}
         if organization:
             headers["openai-organization"] = organization
         headers.update(default_headers or {})
-        self._client = httpx.AsyncClient(
-            headers=headers,
-            timeout=httpx.Timeout(self._timeout.request, connect=self._timeout.connect),
-            transport=transport,
-        )
+        self._client = make_http_client("", headers, self._timeout, transport)
 
     @property
     def name(self) -> str:

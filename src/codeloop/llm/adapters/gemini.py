@@ -1,0 +1,644 @@
+"""Gemini API adapter: generateContent and streamGenerateContent (unified-llm spec §7.3, §7.7).
+
+Native ``POST {base_url}/models/{model}:generateContent`` (and
+``:streamGenerateContent?alt=sse``) over httpx; ``base_url`` defaults to
+``https://generativelanguage.googleapis.com/v1beta``. Translation rules:
+
+- SYSTEM and DEVELOPER messages become ``systemInstruction``; ASSISTANT is role ``model``;
+  TOOL results are ``functionResponse`` parts in a user turn; consecutive same-role turns
+  are merged (parallel calls must be answered in one turn).
+- Gemini assigns no call ids: each ``functionCall`` gets a synthetic ``call_<hex>`` id
+  (a provider-sent ``functionCall.id`` is kept). A tool result finds its function name
+  by that id in the conversation's assistant turns, then ``Message.name``, then the ids
+  this adapter issued; an unknown id is an InvalidRequestError naming it.
+- ``functionResponse.response`` is the result dict, or ``{"result": ...}`` for text and
+  lists, or ``{"error": ...}`` when ``is_error``.
+- Thought signatures round-trip: on a ``functionCall`` part in
+  ``ToolCallData.signature``; on a ``thought`` part in the THINKING part; on a plain text
+  (or empty) part as a REDACTED_THINKING part with empty text placed just before that
+  text, merged back into the following text part when sent.
+- ``reasoning_effort`` → ``thinkingConfig`` (``thinkingBudget`` 1024/8192/24576 for
+  ``gemini-2*`` models, ``thinkingLevel`` otherwise); ``response_format`` →
+  ``responseMimeType`` (+ ``responseSchema``); ``provider_options["gemini"]`` merges into
+  the body (``safetySettings``, ``cachedContent``, ``generationConfig`` keys ...).
+- The key goes in the ``x-goog-api-key`` header, or the ``key`` query parameter with
+  ``key_in_query=True``.
+
+Usage: ``output_tokens`` = ``candidatesTokenCount`` + ``thoughtsTokenCount`` (thoughts are
+billed as output, as in the other adapters), ``reasoning_tokens`` = ``thoughtsTokenCount``,
+``cache_read_tokens`` = ``cachedContentTokenCount``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import re
+import uuid
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import httpx
+
+from codeloop.llm.adapters.base import AdapterTimeout
+from codeloop.llm.adapters.content_encoding import (
+    arguments_object,
+    inline_media,
+    merge_options,
+    options_for,
+)
+from codeloop.llm.adapters.exchange import (
+    open_event_stream,
+    post_json,
+    require_api_key,
+    timeout_of,
+    unexpected_shape,
+)
+from codeloop.llm.errors import (
+    ConfigurationError,
+    InvalidRequestError,
+    ProviderError,
+    QuotaExceededError,
+    RateLimitError,
+    SDKError,
+    StreamError,
+    error_from_status_code,
+)
+from codeloop.llm.types import (
+    ContentKind,
+    ContentPart,
+    FinishReason,
+    ImageData,
+    Message,
+    Request,
+    Response,
+    Role,
+    StreamEvent,
+    StreamEventType,
+    ThinkingData,
+    ToolCall,
+    ToolCallData,
+    Usage,
+    Warning,
+    tool_call_from_data,
+)
+from codeloop.llm.wire import decode_json_event, error_from_response, make_http_client
+
+PROVIDER = "gemini"
+DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
+THINKING_BUDGETS = {"low": 1024, "medium": 8192, "high": 24576}
+_VERSIONED = re.compile(r"/v\d+(?:alpha|beta)?\d*$")
+_MAX_REMEMBERED_IDS = 4096
+
+_FINISH = {
+    "STOP": FinishReason.STOP,
+    "MAX_TOKENS": FinishReason.LENGTH,
+    "SAFETY": FinishReason.CONTENT_FILTER,
+    "RECITATION": FinishReason.CONTENT_FILTER,
+    "BLOCKLIST": FinishReason.CONTENT_FILTER,
+    "PROHIBITED_CONTENT": FinishReason.CONTENT_FILTER,
+    "SPII": FinishReason.CONTENT_FILTER,
+    "IMAGE_SAFETY": FinishReason.CONTENT_FILTER,
+    "MALFORMED_FUNCTION_CALL": FinishReason.ERROR,
+}
+
+
+def _retry_delay(raw: Any) -> float | None:
+    """Seconds from a ``google.rpc.RetryInfo`` detail (``"retryDelay": "37s"``), if any."""
+    error = raw.get("error") if isinstance(raw, dict) else None
+    details = error.get("details") if isinstance(error, dict) else None
+    for detail in details if isinstance(details, list) else []:
+        delay = detail.get("retryDelay") if isinstance(detail, dict) else None
+        if isinstance(delay, str) and delay.endswith("s"):
+            try:
+                return float(delay[:-1])
+            except ValueError:
+                return None
+    return None
+
+
+def map_gemini_error(response: httpx.Response, body: bytes) -> SDKError:
+    """HTTP error → §6 error: status table, gRPC ``error.status`` when the status is not in
+    it, message signals; a ``RetryInfo.retryDelay`` stands in for a missing ``Retry-After``
+    header and keeps a 429 worded "check quota" a (retryable) RateLimitError.
+    """
+    error = error_from_response(PROVIDER, response, body)
+    if not isinstance(error, ProviderError):
+        return error
+    found = error.raw.get("error") if isinstance(error.raw, dict) else None
+    if error.error_code is None and isinstance(found, dict) and isinstance(found.get("status"), str):
+        error.error_code = found["status"]  # e.g. RESOURCE_EXHAUSTED; ``code`` is only the HTTP number
+    delay = _retry_delay(error.raw)
+    if isinstance(error, QuotaExceededError) and delay is not None:
+        # Google words per-minute limits "check quota" too; a RetryInfo says waiting helps.
+        return RateLimitError(
+            error.message, provider=PROVIDER, status_code=error.status_code, error_code=error.error_code,
+            retry_after=error.retry_after if error.retry_after is not None else delay, raw=error.raw,
+        )
+    if error.retry_after is None:
+        error.retry_after = delay
+    return error
+
+
+def map_gemini_stream_error(data: dict[str, Any]) -> SDKError:
+    """An ``{"error": {...}}`` chunk inside a 200 stream → §6 error."""
+    found = data.get("error")
+    error: dict[str, Any] = found if isinstance(found, dict) else {}
+    code = error.get("code")
+    return error_from_status_code(
+        code if isinstance(code, int) else None,
+        str(error.get("message") or "error chunk without a message"),
+        provider=PROVIDER,
+        error_code=str(error.get("status")) if error.get("status") else None,
+        raw=data,
+        grpc_status=str(error.get("status")) if error.get("status") else None,
+    )
+
+
+# ---------------------------------------------------------------- request
+
+
+def _media_part(media: Any, default_type: str) -> dict[str, Any]:
+    inline = inline_media(media, default_type)
+    if inline is None:
+        return {"fileData": {"mimeType": media.media_type or default_type, "fileUri": media.url}}
+    return {"inlineData": {"mimeType": inline[0], "data": inline[1]}}
+
+
+def _function_response(part: ContentPart, names: Mapping[str, str], fallback: str | None) -> list[dict[str, Any]]:
+    result = part.tool_result
+    assert result is not None
+    name = names.get(result.tool_call_id) or fallback
+    if not name:
+        raise InvalidRequestError(
+            f"gemini: the tool result for call {result.tool_call_id!r} matches no tool call in the conversation; "
+            "Gemini needs the function name (set Message.name or keep the assistant turn with the call)",
+            provider=PROVIDER,
+        )
+    if result.is_error:
+        response: dict[str, Any] = {"error": result.content}
+    elif isinstance(result.content, dict):
+        response = result.content
+    else:
+        response = {"result": result.content}
+    parts: list[dict[str, Any]] = [{"functionResponse": {"name": name, "response": response}}]
+    if result.image_data is not None:
+        data = base64.b64encode(result.image_data).decode("ascii")
+        parts.append({"inlineData": {"mimeType": result.image_media_type or "image/png", "data": data}})
+    return parts
+
+
+def _parts(message: Message, names: Mapping[str, str], fallback_name: str | None) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    carried: str | None = None  # signature of a plain text part, waiting for that part
+    for part in message.content:
+        kind = part.kind
+        native: dict[str, Any] | None = None
+        if kind == ContentKind.TEXT and part.text:
+            native = {"text": part.text}
+        elif kind == ContentKind.IMAGE and part.image is not None:
+            native = _media_part(part.image, "image/png")
+        elif kind == ContentKind.AUDIO and part.audio is not None:
+            native = _media_part(part.audio, "audio/wav")
+        elif kind == ContentKind.DOCUMENT and part.document is not None:
+            native = _media_part(part.document, "application/pdf")
+        elif kind == ContentKind.TOOL_CALL and part.tool_call is not None:
+            call = part.tool_call
+            native = {"functionCall": {"name": call.name, "args": arguments_object(call.arguments)}}
+            if call.signature:
+                native["thoughtSignature"] = call.signature
+        elif kind == ContentKind.TOOL_RESULT and part.tool_result is not None:
+            out.extend(_function_response(part, names, fallback_name))
+        elif kind == ContentKind.THINKING and part.thinking is not None and part.thinking.signature:
+            native = {"text": part.thinking.text, "thought": True, "thoughtSignature": part.thinking.signature}
+        elif kind == ContentKind.REDACTED_THINKING and part.thinking is not None and part.thinking.signature:
+            if carried is not None:
+                out.append({"text": "", "thoughtSignature": carried})
+            carried = part.thinking.signature
+            continue
+        if native is None:
+            continue
+        if carried is not None:
+            if "text" in native and "thought" not in native:
+                native["thoughtSignature"] = carried
+            else:
+                out.append({"text": "", "thoughtSignature": carried})
+            carried = None
+        out.append(native)
+    if carried is not None:
+        out.append({"text": "", "thoughtSignature": carried})
+    return out
+
+
+def translate_contents(
+    messages: list[Message], remembered: Mapping[str, str] | None = None
+) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """(systemInstruction, contents) for ``messages`` (§7.3)."""
+    names = dict(remembered or {})
+    for message in messages:
+        for part in message.content:
+            if part.kind == ContentKind.TOOL_CALL and part.tool_call is not None:
+                names[part.tool_call.id] = part.tool_call.name
+    system: list[dict[str, Any]] = []
+    contents: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role in (Role.SYSTEM, Role.DEVELOPER):
+            system.extend({"text": p.text} for p in message.content if p.kind == ContentKind.TEXT and p.text)
+            continue
+        role = "model" if message.role == Role.ASSISTANT else "user"
+        parts = _parts(message, names, message.name)
+        if not parts:
+            continue
+        if contents and contents[-1]["role"] == role:
+            contents[-1]["parts"].extend(parts)
+        else:
+            contents.append({"role": role, "parts": parts})
+    return ({"parts": system} if system else None), contents
+
+
+def _tool_config(request: Request) -> dict[str, Any]:
+    if not request.tools:
+        return {}
+    body: dict[str, Any] = {
+        "tools": [
+            {
+                "functionDeclarations": [
+                    {"name": t.name, "description": t.description, "parameters": t.parameters} for t in request.tools
+                ]
+            }
+        ]
+    }
+    choice = request.tool_choice
+    if choice is not None:
+        mode = {"auto": "AUTO", "none": "NONE", "required": "ANY", "named": "ANY"}[choice.mode]
+        config: dict[str, Any] = {"mode": mode}
+        if choice.mode == "named":
+            config["allowedFunctionNames"] = [choice.tool_name]
+        body["toolConfig"] = {"functionCallingConfig": config}
+    return body
+
+
+def _generation_config(request: Request) -> dict[str, Any]:
+    config: dict[str, Any] = {}
+    if request.temperature is not None:
+        config["temperature"] = request.temperature
+    if request.top_p is not None:
+        config["topP"] = request.top_p
+    if request.max_tokens is not None:
+        config["maxOutputTokens"] = request.max_tokens
+    if request.stop_sequences:
+        config["stopSequences"] = list(request.stop_sequences)
+    fmt = request.response_format
+    if fmt is not None and fmt.type in ("json", "json_schema"):
+        config["responseMimeType"] = "application/json"
+        if fmt.json_schema is not None:
+            config["responseSchema"] = fmt.json_schema
+    effort = request.reasoning_effort
+    if effort:
+        if "gemini-2" in request.model:
+            if effort not in THINKING_BUDGETS:
+                raise ConfigurationError(f"gemini: reasoning_effort {effort!r} is unknown; use low, medium or high")
+            config["thinkingConfig"] = {"thinkingBudget": THINKING_BUDGETS[effort]}
+        else:
+            config["thinkingConfig"] = {"thinkingLevel": effort}
+    return config
+
+
+def translate_request(request: Request, remembered: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The generateContent body for ``request``."""
+    system, contents = translate_contents(request.messages, remembered)
+    body: dict[str, Any] = {"contents": contents}
+    if system:
+        body["systemInstruction"] = system
+    body.update(_tool_config(request))
+    config = _generation_config(request)
+    if config:
+        body["generationConfig"] = config
+    merge_options(body, options_for(request.provider_options, PROVIDER))
+    return body
+
+
+# ---------------------------------------------------------------- response
+
+
+def synthetic_call_id() -> str:
+    """A unique id for a call Gemini sent without one (§7.3)."""
+    return "call_" + uuid.uuid4().hex
+
+
+def _usage(raw: Any) -> Usage:
+    meta: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    prompt = int(meta.get("promptTokenCount") or 0)
+    candidates = int(meta.get("candidatesTokenCount") or 0)
+    thoughts = meta.get("thoughtsTokenCount")
+    cached = meta.get("cachedContentTokenCount")
+    output = candidates + int(thoughts or 0)
+    return Usage(
+        input_tokens=prompt,
+        output_tokens=output,
+        total_tokens=int(meta.get("totalTokenCount") or prompt + output),
+        reasoning_tokens=int(thoughts) if thoughts is not None else None,
+        cache_read_tokens=int(cached) if cached is not None else None,
+        raw=meta or None,
+    )
+
+
+def _signature_carrier(signature: str) -> ContentPart:
+    return ContentPart(
+        kind=ContentKind.REDACTED_THINKING, thinking=ThinkingData(text="", signature=signature, redacted=True)
+    )
+
+
+def _unified_parts(part: dict[str, Any], warnings: list[Warning]) -> list[ContentPart]:
+    signature = part.get("thoughtSignature")
+    signature = str(signature) if signature else None
+    if "functionCall" in part:
+        call = part["functionCall"] if isinstance(part["functionCall"], dict) else {}
+        args = call.get("args")
+        data = ToolCallData(
+            id=str(call.get("id") or synthetic_call_id()),
+            name=str(call.get("name") or ""),
+            arguments=args if isinstance(args, dict) else {},
+            signature=signature,
+        )
+        return [ContentPart.of_tool_call(data)]
+    if "text" in part:
+        text = str(part.get("text") or "")
+        if part.get("thought"):
+            return [ContentPart.of_thinking(text, signature)]
+        carrier = [_signature_carrier(signature)] if signature else []
+        return carrier + ([ContentPart.of_text(text)] if text else [])
+    if "inlineData" in part and isinstance(part["inlineData"], dict):
+        inline = part["inlineData"]
+        mime = str(inline.get("mimeType") or "")
+        try:
+            data_bytes = base64.b64decode(str(inline.get("data") or ""), validate=True)
+        except (binascii.Error, ValueError):
+            data_bytes = None
+        if mime.startswith("image/") and data_bytes is not None:
+            return [ContentPart.of_image(ImageData(data=data_bytes, media_type=mime))]
+    if signature:
+        return [_signature_carrier(signature)]
+    kinds = ", ".join(sorted(k for k in part if k != "thoughtSignature")) or "empty"
+    warnings.append(Warning(f"gemini: ignored a response part of kind {kinds}", code="unknown_content"))
+    return []
+
+
+def parse_response(
+    body: dict[str, Any], *, model: str, warnings: list[Warning] | None = None
+) -> Response:
+    """A GenerateContentResponse → :class:`Response` (§7.5); first candidate only."""
+    warnings = list(warnings or [])
+    try:
+        candidates = body.get("candidates")
+        candidate = candidates[0] if isinstance(candidates, list) and candidates else None
+        if candidate is None:
+            feedback = body.get("promptFeedback") or {}
+            block = str(feedback.get("blockReason") or "NO_CANDIDATES")
+            warnings.append(Warning(f"gemini: no candidate returned (promptFeedback.blockReason={block})",
+                                    code="blocked"))
+            parts: list[ContentPart] = []
+            finish = FinishReason(FinishReason.CONTENT_FILTER if block != "NO_CANDIDATES" else FinishReason.OTHER, block)
+        else:
+            content = candidate.get("content") or {}
+            native = content.get("parts") or []
+            if not isinstance(native, list):
+                raise TypeError("'parts' is not a list")
+            parts = [p for n in native if isinstance(n, dict) for p in _unified_parts(n, warnings)]
+            raw_finish = candidate.get("finishReason")
+            if any(p.kind == ContentKind.TOOL_CALL for p in parts):
+                finish = FinishReason(FinishReason.TOOL_CALLS, raw_finish)
+            elif raw_finish is None:
+                finish = FinishReason(FinishReason.OTHER, None)
+            else:
+                finish = FinishReason(_FINISH.get(str(raw_finish), FinishReason.OTHER), str(raw_finish))
+        return Response(
+            id=str(body.get("responseId") or ""),
+            model=str(body.get("modelVersion") or model),
+            provider=PROVIDER,
+            message=Message(role=Role.ASSISTANT, content=parts),
+            finish_reason=finish,
+            usage=_usage(body.get("usageMetadata")),
+            raw=body,
+            warnings=warnings,
+        )
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise unexpected_shape(PROVIDER, "a response", exc, body) from exc
+
+
+# ---------------------------------------------------------------- stream
+
+
+class _StreamState:
+    """Turns streamed GenerateContentResponse chunks into events and the final response.
+
+    Gemini has no terminal event: a stream is complete when a chunk carried a
+    ``finishReason`` (or the prompt was blocked); otherwise its end is a StreamError.
+    """
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.parts: list[dict[str, Any]] = []
+        self.last: dict[str, Any] = {}
+        self.usage: Any = None
+        self.finish: str | None = None
+        self.blocked = False
+        self.open: str | None = None  # "text" or "reasoning" segment in progress
+        self.segment = 0
+        self.started = False
+
+    def _close(self) -> list[StreamEvent]:
+        if self.open == "text":
+            event = StreamEvent(StreamEventType.TEXT_END, text_id=str(self.segment))
+        elif self.open == "reasoning":
+            event = StreamEvent(StreamEventType.REASONING_END)
+        else:
+            return []
+        self.open = None
+        return [event]
+
+    def _open(self, kind: str) -> list[StreamEvent]:
+        if self.open == kind:
+            return []
+        events = self._close()
+        self.open = kind
+        if kind == "text":
+            self.segment += 1
+            events.append(StreamEvent(StreamEventType.TEXT_START, text_id=str(self.segment)))
+        else:
+            events.append(StreamEvent(StreamEventType.REASONING_START))
+        return events
+
+    def _append_text(self, part: dict[str, Any]) -> None:
+        previous = self.parts[-1] if self.parts else None
+        same = (
+            previous is not None
+            and "text" in previous
+            and bool(previous.get("thought")) == bool(part.get("thought"))
+            and not previous.get("thoughtSignature")
+            and bool(part.get("text"))
+        )
+        if same and previous is not None:
+            previous["text"] = str(previous.get("text") or "") + str(part.get("text") or "")
+            if part.get("thoughtSignature"):
+                previous["thoughtSignature"] = part["thoughtSignature"]
+        else:
+            self.parts.append(dict(part))
+
+    def on_chunk(self, chunk: dict[str, Any]) -> list[StreamEvent]:
+        if "error" in chunk:
+            raise map_gemini_stream_error(chunk)
+        events: list[StreamEvent] = []
+        if not self.started:
+            self.started = True
+            events.append(StreamEvent(StreamEventType.STREAM_START, raw=chunk))
+        self.last = chunk
+        if chunk.get("usageMetadata") is not None:
+            self.usage = chunk["usageMetadata"]
+        candidates = chunk.get("candidates")
+        if not candidates:
+            if (chunk.get("promptFeedback") or {}).get("blockReason"):
+                self.blocked = True
+            return events
+        candidate = candidates[0]
+        for part in (candidate.get("content") or {}).get("parts") or []:
+            if not isinstance(part, dict):
+                continue
+            if "functionCall" in part:
+                events.extend(self._close())
+                call = dict(part["functionCall"] or {})
+                call.setdefault("id", synthetic_call_id())
+                native = {**part, "functionCall": call}
+                self.parts.append(native)
+                [unified] = _unified_parts(native, [])
+                assert unified.tool_call is not None
+                complete = tool_call_from_data(unified.tool_call)
+                start = ToolCall(complete.id, complete.name, {}, "", signature=complete.signature)
+                events.append(StreamEvent(StreamEventType.TOOL_CALL_START, tool_call=start))
+                events.append(StreamEvent(StreamEventType.TOOL_CALL_END, tool_call=complete))
+            elif "text" in part:
+                text = str(part.get("text") or "")
+                self._append_text(part)
+                if part.get("thought"):
+                    events.extend(self._open("reasoning"))
+                    events.append(StreamEvent(StreamEventType.REASONING_DELTA, reasoning_delta=text))
+                elif text:
+                    events.extend(self._open("text"))
+                    events.append(StreamEvent(StreamEventType.TEXT_DELTA, delta=text, text_id=str(self.segment)))
+            else:
+                self.parts.append(dict(part))
+                events.append(StreamEvent(StreamEventType.PROVIDER_EVENT, raw=part))
+        if candidate.get("finishReason"):
+            self.finish = str(candidate["finishReason"])
+            events.extend(self._close())
+        return events
+
+    @property
+    def complete(self) -> bool:
+        return self.finish is not None or self.blocked
+
+    def finish_event(self, warnings: list[Warning]) -> StreamEvent:
+        candidate: dict[str, Any] = {"content": {"role": "model", "parts": self.parts}, "index": 0}
+        if self.finish is not None:
+            candidate["finishReason"] = self.finish
+        body = {**self.last, "candidates": [] if self.blocked and not self.parts else [candidate]}
+        if self.usage is not None:
+            body["usageMetadata"] = self.usage
+        response = parse_response(body, model=self.model, warnings=warnings)
+        return StreamEvent(
+            StreamEventType.FINISH, finish_reason=response.finish_reason, usage=response.usage, response=response
+        )
+
+
+# ---------------------------------------------------------------- adapter
+
+
+def _api_base(base_url: str) -> str:
+    base = base_url.rstrip("/")
+    return base if _VERSIONED.search(base) else base + "/v1beta"
+
+
+class GeminiAdapter:
+    """The Gemini API (§7.3). Safe for concurrent use; ``close()`` when done.
+
+    ``api_key`` falls back to ``GEMINI_API_KEY`` then ``GOOGLE_API_KEY``; ``base_url`` to
+    ``GEMINI_BASE_URL``, then the public endpoint (``/v1beta`` is appended to a base URL
+    without a version segment). A missing key raises ConfigurationError here.
+    """
+
+    def __init__(
+        self,
+        api_key: str | None = None,
+        *,
+        base_url: str | None = None,
+        timeout: float | AdapterTimeout | None = None,
+        default_headers: Mapping[str, str] | None = None,
+        key_in_query: bool = False,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        key = require_api_key(PROVIDER, api_key, "GEMINI_API_KEY", "GOOGLE_API_KEY")
+        self._base = _api_base(base_url or os.environ.get("GEMINI_BASE_URL") or DEFAULT_BASE_URL)
+        self._timeout = timeout_of(timeout)
+        self._params = {"key": key} if key_in_query else {}
+        headers = {} if key_in_query else {"x-goog-api-key": key}
+        headers.update(default_headers or {})
+        self._client = make_http_client("", headers, self._timeout, transport)
+        self._issued: OrderedDict[str, str] = OrderedDict()
+
+    @property
+    def name(self) -> str:
+        return PROVIDER
+
+    def supports_tool_choice(self, mode: str) -> bool:
+        return mode in ("auto", "none", "required", "named")
+
+    async def close(self) -> None:
+        await self._client.aclose()
+
+    def _url(self, model: str, method: str) -> str:
+        path = model if "/" in model else f"models/{model}"
+        return f"{self._base}/{path}:{method}"
+
+    def _remember(self, response: Response) -> None:
+        for call in response.tool_calls:
+            self._issued[call.id] = call.name
+            self._issued.move_to_end(call.id)
+        while len(self._issued) > _MAX_REMEMBERED_IDS:
+            self._issued.popitem(last=False)
+
+    async def complete(self, request: Request) -> Response:
+        body = translate_request(request, self._issued)
+        answer = await post_json(
+            self._client, PROVIDER, self._url(request.model, "generateContent"), body,
+            limits=self._timeout, map_error=map_gemini_error, params=self._params,
+        )
+        response = parse_response(answer.body, model=request.model)
+        self._remember(response)
+        return response
+
+    async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
+        body = translate_request(request, self._issued)
+        async with open_event_stream(
+            self._client, PROVIDER, self._url(request.model, "streamGenerateContent"), body,
+            limits=self._timeout, map_error=map_gemini_error, params={**self._params, "alt": "sse"},
+        ) as answer:
+            state = _StreamState(request.model)
+            async for event in answer.events:
+                chunk = decode_json_event(PROVIDER, event.data)
+                try:
+                    produced = state.on_chunk(chunk)
+                except (TypeError, ValueError, AttributeError) as exc:
+                    raise StreamError(f"gemini sent a malformed chunk: {event.data[:200]!r}") from exc
+                for out in produced:
+                    yield out
+            if not state.complete:
+                raise StreamError(
+                    "gemini stream ended before a chunk with finishReason; "
+                    "the connection was cut or the server stopped mid-response"
+                )
+            finish = state.finish_event([])
+            assert finish.response is not None
+            self._remember(finish.response)
+            yield finish
