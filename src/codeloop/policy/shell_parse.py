@@ -19,7 +19,7 @@ import posixpath
 from dataclasses import dataclass
 from typing import Any
 
-import bashlex  # type: ignore[import-untyped]
+import bashlex
 
 MAX_NESTING = 6
 """Deepest ``bash -c`` / ``eval`` nesting followed before the line counts as unparseable."""

@@ -209,9 +209,10 @@ async def _file_op(op: Any, env: ExecutionEnvironment, policy: Policy) -> BaseMo
         error = str(exc)
     except _OpFailed as exc:
         error = str(exc)
-    event_type = {CreateFileOperation: CreateFileEvent, ReadFileOperation: ReadFileEvent,
-                  EditFileOperation: EditFileEvent, DeleteFileOperation: DeleteFileEvent}[type(op)]
-    return event_type(timestamp=ts, operationId=op.id, path=op.path, success=False, error=error)
+    event_types: dict[type, type[BaseModel]] = {
+        CreateFileOperation: CreateFileEvent, ReadFileOperation: ReadFileEvent,
+        EditFileOperation: EditFileEvent, DeleteFileOperation: DeleteFileEvent}
+    return event_types[type(op)](timestamp=ts, operationId=op.id, path=op.path, success=False, error=error)
 
 
 class _OpFailed(Exception):

@@ -137,7 +137,10 @@ class _Postgres:
     def __init__(self, dsn: str, size: int = 8) -> None:
         import psycopg
 
-        self._connect = lambda: psycopg.connect(dsn, autocommit=False)
+        def connect() -> Any:
+            return psycopg.connect(dsn, autocommit=False)
+
+        self._connect = connect
         self._pool: queue.LifoQueue[Any] = queue.LifoQueue()
         self._pool.put(self._connect())  # fail now, with the driver's message, if the DSN is wrong
         self._size = size
