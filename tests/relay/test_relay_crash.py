@@ -1,0 +1,179 @@
+"""Crash idempotence of ``relay step``: kill -9 at random instants, then step again.
+
+Nothing is lost (every command of the reply ends up with a result, the reply is archived,
+the next outbox exists) and nothing is applied twice (a non-idempotent EDIT_FILE chain
+comes out exact; a RUN_COMMAND that appends to a log appears at most once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from relay_helpers import CODELOOP, clean_env
+
+from codeloop.relay.config import RelayConfig, load_config
+from codeloop.relay.engine import start_session, step
+from codeloop.relay.executor import Effect, sha256_hex
+from codeloop.relay.journal import StepJournal
+from codeloop.relay.results import CommandResult
+
+N = 8
+
+
+def _reply() -> str:
+    parts = []
+    for i in range(N):
+        parts.append(f'[CREATE_FILE path="files/f{i}.txt"]\n{i}\n[/CREATE_FILE]\n')
+        parts.append(
+            f'[EDIT_FILE path="counter.txt" start_line="{i + 1}" end_line="{i + 1}"]\nx{i}\nend\n[/EDIT_FILE]\n'
+        )
+        parts.append(f"[RUN_COMMAND]\necho {i} >> runlog.txt\n[/RUN_COMMAND]\n")
+    return "".join(parts)
+
+
+def _setup(root: Path) -> tuple[RelayConfig, str]:
+    (root / "workspace").mkdir(parents=True)
+    (root / "workspace" / "counter.txt").write_text("end\n")
+    config = load_config(str(root), environ={})
+    state, _ = asyncio.run(start_session(config, "crash test"))
+    (root / "inbox" / "reply.txt").write_text(_reply())
+    return config, state.session_id
+
+
+def _step_cmd(root: Path) -> list[str]:
+    return [*CODELOOP, "relay", "step", "--root", str(root), "--no-clipboard"]
+
+
+def _check(root: Path, sid: str) -> None:
+    ws = root / "workspace"
+    expected = "".join(f"x{i}\n" for i in range(N)) + "end\n"
+    assert (ws / "counter.txt").read_text() == expected, "an EDIT_FILE was lost or applied twice"
+    for i in range(N):
+        assert (ws / f"files/f{i}.txt").read_text() == f"{i}\n"
+    outbox = (root / "outbox" / f"{sid}_seq0002.txt").read_text()
+    results = re.findall(r"^\[(OK|FAILED)\] (\w+): (.*)$", outbox, re.M)
+    assert len(results) == 3 * N, "a command has no result"
+    ran = (
+        [line for line in (ws / "runlog.txt").read_text().split("\n") if line]
+        if (ws / "runlog.txt").exists()
+        else []
+    )
+    assert len(ran) == len(set(ran)), f"a RUN_COMMAND ran twice: {ran}"
+    runs = [r for r in results if r[1] == "RUN_COMMAND"]
+    for i, (status, _, summary) in enumerate(runs):
+        if status == "OK":
+            assert str(i) in ran
+        else:
+            assert "interrupted because the relay stopped" in summary
+    assert not (root / "inbox" / "reply.txt").exists()
+    assert list((root / "inbox" / "processing").iterdir()) == []
+    assert [p.name for p in (root / "inbox" / "processed").iterdir()] == [f"{sid}_seq0001__reply.txt"]
+    assert '"sequenceNumber": 2' in (root / "sessions" / f"{sid}.json").read_text()
+
+
+def test_kill_9_at_random_points_then_step_again_loses_nothing_and_applies_nothing_twice(
+    tmp_path: Path,
+) -> None:
+    seed = random.randrange(1 << 30)
+    rng = random.Random(seed)
+    interrupted = 0
+    for k in range(6):
+        root = tmp_path / f"root{k}"
+        config, sid = _setup(root)
+        proc = subprocess.Popen(
+            _step_cmd(root), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=clean_env()
+        )
+        journal = config.journal_dir / f"{sid}_seq0001.json"
+        if k % 3 == 0:  # anywhere: start-up, claim, apply, outbox, commit, archive
+            time.sleep(rng.uniform(0.0, 3.0))
+        else:  # while commands are being applied
+            deadline = time.monotonic() + 30
+            while not journal.exists() and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.002)
+            time.sleep(rng.uniform(0.0, 0.4))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        if journal.exists() and not (root / "outbox" / f"{sid}_seq0002.txt").exists():
+            interrupted += 1
+        subprocess.run(_step_cmd(root), check=True, capture_output=True, env=clean_env(), timeout=120)
+        try:
+            _check(root, sid)
+        except AssertionError as exc:
+            raise AssertionError(f"seed {seed}, iteration {k}: {exc}") from None
+    print(f"seed {seed}: {interrupted}/6 kills landed in the middle of applying the reply")
+
+
+# --- deterministic crash states -------------------------------------------------------
+
+
+def _claim(config: RelayConfig, sid: str) -> Path:
+    claim = config.processing_dir / f"{sid}_seq0001__reply.txt"
+    (config.inbox_dir / "reply.txt").rename(claim)
+    return claim
+
+
+def test_write_done_before_crash_but_not_journaled_is_not_applied_again(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    config, sid = _setup(root)
+    _claim(config, sid)
+    ws = root / "workspace"
+    journal = StepJournal.open(config.journal_dir, sid, 1, "reply.txt")
+    journal.done(0, CommandResult("CREATE_FILE", True, "Created 'files/f0.txt'"))
+    (ws / "files").mkdir()
+    (ws / "files/f0.txt").write_text("0\n")
+    edited = "x0\nend\n"
+    ok = CommandResult("EDIT_FILE", True, "Edited 'counter.txt'")
+    journal.begin(1, Effect("write", path="counter.txt", sha256=sha256_hex(edited.encode()), result=ok))
+    (ws / "counter.txt").write_text(edited)  # the write happened; the crash came before "done"
+    journal.begin(2, Effect("process", command="echo 0 >> runlog.txt"))  # started, never finished
+
+    report = asyncio.run(step(config))
+    assert report.replies == 1 and report.session.sequence_number == 2
+    assert (ws / "counter.txt").read_text() == "".join(f"x{i}\n" for i in range(N)) + "end\n"
+    ran = (ws / "runlog.txt").read_text().split()
+    assert ran == [str(i) for i in range(1, N)]
+    assert report.session.last_results[1] == ok
+    assert (
+        "interrupted" in report.session.last_results[2].summary and not report.session.last_results[2].success
+    )
+
+
+def test_write_begun_but_not_done_is_applied_once(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    config, sid = _setup(root)
+    _claim(config, sid)
+    journal = StepJournal.open(config.journal_dir, sid, 1, "reply.txt")
+    edited = "x0\nend\n"
+    journal.done(0, CommandResult("CREATE_FILE", True, "Created 'files/f0.txt'"))
+    (root / "workspace" / "files").mkdir()
+    (root / "workspace" / "files/f0.txt").write_text("0\n")
+    journal.begin(1, Effect("write", path="counter.txt", sha256=sha256_hex(edited.encode())))
+    asyncio.run(step(config))
+    assert (root / "workspace" / "counter.txt").read_text() == "".join(f"x{i}\n" for i in range(N)) + "end\n"
+
+
+def test_claimed_reply_is_finished_by_the_next_step_even_with_an_empty_inbox(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    config, sid = _setup(root)
+    _claim(config, sid)
+    report = asyncio.run(step(config))
+    assert report.replies == 1
+    _check(root, sid)
+
+
+def test_committed_step_whose_archive_move_was_lost_is_archived(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    config, sid = _setup(root)
+    asyncio.run(step(config))
+    processed = config.processed_dir / f"{sid}_seq0001__reply.txt"
+    processed.rename(config.processing_dir / processed.name)  # as if killed before the move
+    report = asyncio.run(step(config))
+    assert report.replies == 0 and report.session.sequence_number == 2
+    assert processed.exists() and list(config.processing_dir.iterdir()) == []
+    _check(root, sid)
