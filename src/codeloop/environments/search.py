@@ -286,7 +286,7 @@ def _add_content(results: _Results, rel: str, lines: list[str], hits: Iterable[i
         wanted[i] = True
     previous = None
     for j in sorted(wanted):
-        if previous is not None and j != previous + 1:
+        if context > 0 and previous is not None and j != previous + 1:
             results.add(rel, "--", False)
         kind = ":" if wanted[j] else "-"
         marker = "\x01" if wanted[j] else "\x02"
