@@ -118,3 +118,12 @@ def test_symlink_out_of_the_repository_is_not_followed(sample_repo: Path, tmp_pa
     index = CodeIndex(sample_repo)
     index.build()
     assert index.symbols(name="leaked") == []
+
+
+def test_edited_imports_rewrite_only_that_files_edges(built: CodeIndex, sample_repo: Path) -> None:
+    (sample_repo / "app.py").write_text("from pkg.models import User\n")
+    report = built.build()
+    assert (report.added, report.updated) == (0, 1)
+    assert "app.py" in built.impact("pkg/models.py").inbound
+    assert built.impact("pkg/core.py").inbound == ()
+    assert built.impact("pkg/helpers.py").inbound == ("pkg/core.py",)

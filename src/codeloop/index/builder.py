@@ -27,6 +27,8 @@ from codeloop.index.models import BuildReport
 from codeloop.index.schema import connect, ensure_schema
 from codeloop.index.symbols import RawSymbol, extract_symbols
 
+_MANIFESTS = ("go.mod", "Cargo.toml")
+
 MAX_FILE_BYTES = 2_000_000
 """Larger files (generated code, data dumps) are not indexed."""
 
@@ -110,7 +112,8 @@ def _insert_file(conn: sqlite3.Connection, path: str, st: os.stat_result, digest
                           for i in parsed.imports])
 
 
-def _resolve_imports(conn: sqlite3.Connection, root: Path) -> None:
+def _resolve_imports(conn: sqlite3.Connection, root: Path, sources: list[str] | None = None) -> None:
+    """Resolve the imports of ``sources`` (all files when ``None``) and rewrite their edges."""
     files = {row[0] for row in conn.execute("SELECT path FROM files WHERE kind != 'binary'")}
     go_mods: dict[str, str] = {}
     for path in files:
@@ -120,8 +123,17 @@ def _resolve_imports(conn: sqlite3.Connection, root: Path) -> None:
             except OSError:
                 continue
     resolver = ImportResolver(files, go_mods)
-    rows = conn.execute("SELECT imports.id, files.path, files.language, imports.line, imports.specifier, "
-                        "imports.dynamic, imports.names FROM imports JOIN files ON files.id = imports.file_id")
+    query = ("SELECT imports.id, files.path, files.language, imports.line, imports.specifier, "
+             "imports.dynamic, imports.names FROM imports JOIN files ON files.id = imports.file_id")
+    if sources is None:
+        conn.execute("DELETE FROM import_targets")
+        rows = conn.execute(query)
+    else:
+        conn.execute("CREATE TEMP TABLE IF NOT EXISTS resolve_sources(path TEXT PRIMARY KEY)")
+        conn.execute("DELETE FROM resolve_sources")
+        conn.executemany("INSERT OR IGNORE INTO resolve_sources VALUES (?)", [(p,) for p in sources])
+        conn.execute("DELETE FROM import_targets WHERE source IN (SELECT path FROM resolve_sources)")
+        rows = conn.execute(query + " WHERE files.path IN (SELECT path FROM resolve_sources)")
     statuses: list[tuple[str, int]] = []
     targets: list[tuple[int, str, str]] = []
     for import_id, source, language, line, spec, dynamic, names in rows.fetchall():
@@ -130,7 +142,6 @@ def _resolve_imports(conn: sqlite3.Connection, root: Path) -> None:
         statuses.append((status, import_id))
         targets.extend((import_id, source, t) for t in found if t != source)
     conn.executemany("UPDATE imports SET status = ? WHERE id = ?", statuses)
-    conn.execute("DELETE FROM import_targets")
     conn.executemany("INSERT INTO import_targets(import_id, source, target) VALUES (?,?,?)", targets)
 
 
@@ -186,8 +197,12 @@ def build_index(repo_root: str | Path, db_path: Path) -> BuildReport:
         conn.execute("INSERT INTO chunks_fts(rowid, path, heading, body) "
                      "SELECT id, path, heading, body FROM chunks WHERE id > ?", (max_chunk,))
         conn.execute("INSERT INTO chunks_tri(rowid, body) SELECT id, body FROM chunks WHERE id > ?", (max_chunk,))
-        if full or pending or removed_ids:
+        # A new or removed file (or a changed go.mod/Cargo.toml) can change how anyone's
+        # imports resolve; a changed file alone only changes its own imports.
+        if full or added or removed_ids or any(p[0].endswith(_MANIFESTS) for p in pending):
             _resolve_imports(conn, root)
+        elif pending:
+            _resolve_imports(conn, root, [p[0] for p in pending])
         conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('built_at', ?)", (str(time.time()),))
         total = conn.execute("SELECT count(*) FROM files").fetchone()[0]
         conn.execute("COMMIT")

@@ -34,7 +34,7 @@ class RawImport:
 _JS = """
 (import_statement source: (string) @static)
 (export_statement source: (string) @static)
-(call_expression function: (identifier) @fn arguments: (arguments . (_) @arg))
+(call_expression function: (identifier) @fn arguments: (arguments . (_) @arg) (#eq? @fn "require"))
 (call_expression function: (import) arguments: (arguments . (_) @dyn))
 """
 
@@ -42,8 +42,9 @@ _QUERIES = {
     "python": """
 (import_statement) @import
 (import_from_statement) @from
-(call function: (identifier) @fn arguments: (argument_list . (_) @arg))
-(call function: (attribute attribute: (identifier) @fn) arguments: (argument_list . (_) @arg))
+(call function: (identifier) @fn arguments: (argument_list . (_) @arg) (#eq? @fn "__import__"))
+(call function: (attribute attribute: (identifier) @fn) arguments: (argument_list . (_) @arg)
+  (#eq? @fn "import_module"))
 """,
     "javascript": _JS,
     "typescript": _JS,

@@ -23,7 +23,7 @@ from pathlib import Path
 import platformdirs
 
 SCHEMA_VERSION = "3"
-EXTRACTION_VERSION = "3"
+EXTRACTION_VERSION = "4"
 """Bump when symbol/import/chunk extraction changes so existing indexes are rebuilt."""
 
 _DDL = """
