@@ -505,3 +505,26 @@ async def test_assistant_history_tool_call_with_string_arguments_is_sent_verbati
     call = ToolCallData(id="call_s", name="get_weather", arguments='{"city":"Lima"}')
     await adapter.complete(req(Message.user("q"), Message(Role.ASSISTANT, [ContentPart.of_tool_call(call)])))
     assert wire.last.json()["input"][1]["arguments"] == '{"city":"Lima"}'
+
+
+async def test_7_7_stream_without_output_index_keys_items_by_id(adapter: OpenAIAdapter, wire: LoopbackServer) -> None:
+    """llama.cpp's /v1/responses stream names items only by ``item_id`` (no ``output_index``)."""
+    body = W.response([
+        W.output_message("Two calls."),
+        W.function_call("call_1", "get_weather", '{"city": "Oslo"}'),
+        W.function_call("call_2", "get_weather", '{"city": "Bergen"}'),
+    ])
+    frames = []
+    for frame in W.stream_frames(body):
+        event_line, data_line = frame.decode().strip().split("\n")
+        data = json.loads(data_line.removeprefix("data: "))
+        data.pop("output_index", None)
+        frames.append(sse_frame(data, event_line.removeprefix("event: ")))
+    wire.push(sse_reply(frames))
+    events = await collect(adapter, req(Message.user("q"), tools=[WEATHER]))
+    ends = [e.tool_call for e in events if e.type == StreamEventType.TOOL_CALL_END]
+    assert [(c.id, c.arguments) for c in ends if c] == [("call_1", {"city": "Oslo"}), ("call_2", {"city": "Bergen"})]
+    deltas = [(e.tool_call.id, e.delta) for e in events if e.type == StreamEventType.TOOL_CALL_DELTA and e.tool_call]
+    assert "".join(d for i, d in deltas if i == "call_2") == '{"city": "Bergen"}'
+    final = events[-1].response
+    assert final is not None and final.text == "Two calls." and len(final.tool_calls) == 2

@@ -408,6 +408,7 @@ class _StreamState:
         self.warnings = warnings
         self.items: dict[int, dict[str, Any]] = {}
         self.arguments: dict[int, list[str]] = {}
+        self.index_of: dict[str, int] = {}
         self.text_started: set[str] = set()
         self.finished = False
 
@@ -416,7 +417,8 @@ class _StreamState:
         if kind == "response.created":
             return [StreamEvent(StreamEventType.STREAM_START, raw=data)]
         if kind == "response.output_item.added":
-            return self._item_added(int(data.get("output_index", len(self.items))), dict(data.get("item") or {}))
+            item = dict(data.get("item") or {})
+            return self._item_added(self._index(data, item, new=True), item)
         if kind in ("response.output_text.delta", "response.refusal.delta"):
             text_id = str(data.get("item_id") or data.get("output_index"))
             events = [] if text_id in self.text_started else [StreamEvent(StreamEventType.TEXT_START, text_id=text_id)]
@@ -424,11 +426,12 @@ class _StreamState:
             events.append(StreamEvent(StreamEventType.TEXT_DELTA, delta=str(data.get("delta") or ""), text_id=text_id))
             return events
         if kind == "response.function_call_arguments.delta":
-            return self._arguments_delta(int(data.get("output_index", 0)), str(data.get("delta") or ""))
+            return self._arguments_delta(self._index(data), str(data.get("delta") or ""))
         if kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
             return [StreamEvent(StreamEventType.REASONING_DELTA, reasoning_delta=str(data.get("delta") or ""))]
         if kind == "response.output_item.done":
-            return self._item_done(int(data.get("output_index", 0)), dict(data.get("item") or {}))
+            item = dict(data.get("item") or {})
+            return self._item_done(self._index(data, item), item)
         if kind in ("response.completed", "response.incomplete"):
             return [self._finish(dict(data.get("response") or {}))]
         if kind == "response.failed":
@@ -440,8 +443,23 @@ class _StreamState:
             return []
         return [StreamEvent(StreamEventType.PROVIDER_EVENT, raw=data)]
 
+    def _index(self, data: dict[str, Any], item: dict[str, Any] | None = None, new: bool = False) -> int:
+        """The output position an event refers to.
+
+        OpenAI sends ``output_index``; llama.cpp's ``/v1/responses`` only ``item_id`` (or
+        the item itself), so positions are also tracked by item id.
+        """
+        if data.get("output_index") is not None:
+            return int(data["output_index"])
+        item_id = data.get("item_id") or (item or {}).get("id")
+        if item_id is not None and str(item_id) in self.index_of:
+            return self.index_of[str(item_id)]
+        return len(self.items) if new or not self.items else max(self.items)
+
     def _item_added(self, index: int, item: dict[str, Any]) -> list[StreamEvent]:
         self.items[index] = item
+        if item.get("id") is not None:
+            self.index_of[str(item["id"])] = index
         if item.get("type") == "function_call":
             self.arguments[index] = []
             call = ToolCall(str(item.get("call_id") or item.get("id") or ""), str(item.get("name") or ""), {}, "")
