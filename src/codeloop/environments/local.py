@@ -81,6 +81,28 @@ def _decode(data: bytes, path: str) -> str:
         ) from None
 
 
+def slice_lines(text: str, offset: int | None, limit: int | None) -> str:
+    """Lines ``offset`` (1-based) to ``offset + limit - 1`` of ``text``, endings kept."""
+    if offset is None and limit is None:
+        return text
+    # Lines end at "\n" only (not at the other separators str.splitlines knows), so line
+    # numbers agree with editors, grep and the read_file tool's "NNN | content".
+    lines = text.split("\n")
+    if text.endswith("\n"):
+        lines.pop()
+    first = max(offset or 1, 1) - 1
+    last = len(lines) if limit is None else min(len(lines), first + max(limit, 0))
+    if first >= last:
+        return ""
+    chunk = "\n".join(lines[first:last])
+    return chunk + "\n" if last < len(lines) or text.endswith("\n") else chunk
+
+
+def decode_text(data: bytes, path: str) -> str:
+    """Decode a file's bytes as UTF-8 text, or raise BinaryFileError / DecodeError naming ``path``."""
+    return _decode(data, path)
+
+
 class LocalExecutionEnvironment:
     """Runs tools on the local machine inside the workspace ``root`` (loop spec §4.2).
 
@@ -150,20 +172,7 @@ class LocalExecutionEnvironment:
             raise _os_error(exc, path, "read") from None
 
     async def read_file(self, path: str, offset: int | None = None, limit: int | None = None) -> str:
-        text = _decode(await self.read_bytes(path), path)
-        if offset is None and limit is None:
-            return text
-        # Lines end at "\n" only (not at the other separators str.splitlines knows), so line
-        # numbers agree with editors, grep and the read_file tool's "NNN | content".
-        lines = text.split("\n")
-        if text.endswith("\n"):
-            lines.pop()
-        first = max(offset or 1, 1) - 1
-        last = len(lines) if limit is None else min(len(lines), first + max(limit, 0))
-        if first >= last:
-            return ""
-        chunk = "\n".join(lines[first:last])
-        return chunk + "\n" if last < len(lines) or text.endswith("\n") else chunk
+        return slice_lines(_decode(await self.read_bytes(path), path), offset, limit)
 
     async def write_file(self, path: str, content: str | bytes) -> int:
         target = self.resolve(path)

@@ -48,7 +48,6 @@ from codeloop.environments.base import (
 )
 from codeloop.environments.envfilter import is_secret_name
 from codeloop.environments.errors import (
-    BinaryFileError,
     FileNotFoundInWorkspaceError,
     InvalidPatternError,
     IsAFileError,
@@ -57,7 +56,8 @@ from codeloop.environments.errors import (
     PermissionDeniedError,
     WorkspaceError,
 )
-from codeloop.environments.resolver import _check_syntax
+from codeloop.environments.local import decode_text, slice_lines
+from codeloop.environments.resolver import check_path_syntax
 from codeloop.environments.runner import DRAIN_TIMEOUT_S, _Capture
 
 try:  # asyncssh is the [ssh] extra.
@@ -66,6 +66,7 @@ except ImportError:  # pragma: no cover - exercised only without the extra
     asyncssh = None
 
 _READ_SIZE = 1 << 16
+_START_LINE = "codeloop-remote-command-started"
 _BUNDLED = ("base", "errors", "patterns", "walk", "runner", "search", "remote_search")
 
 
@@ -187,7 +188,7 @@ class SSHExecutionEnvironment:
     async def _resolve(self, path: str, *, must_exist: bool = False) -> str:
         if not isinstance(path, str):
             raise PathOutsideWorkspaceError(f"Path {path!r} is not a string", path=str(path))
-        _check_syntax(path)
+        check_path_syntax(path)
         self._require()
         joined = path if path.startswith("/") else posixpath.join(self._root, path or ".")
         res = await self._conn.run(f"realpath -m -- {_q(joined)}")
@@ -230,21 +231,7 @@ class SSHExecutionEnvironment:
         return data
 
     async def read_file(self, path: str, offset: int | None = None, limit: int | None = None) -> str:
-        data = await self.read_bytes(path)
-        if b"\x00" in data[:8192]:
-            raise BinaryFileError(f"{path!r} is a binary file; it cannot be read as text", path=path)
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise BinaryFileError(
-                f"{path!r} is not valid UTF-8 (byte {exc.start}); it cannot be read as text", path=path
-            ) from None
-        if offset is None and limit is None:
-            return text
-        lines = text.splitlines(keepends=True)
-        start = max((offset or 1) - 1, 0)
-        end = len(lines) if limit is None else start + max(limit, 0)
-        return "".join(lines[start:end])
+        return slice_lines(decode_text(await self.read_bytes(path), path), offset, limit)
 
     async def write_file(self, path: str, content: str | bytes) -> int:
         sftp = self._require()
@@ -267,9 +254,19 @@ class SSHExecutionEnvironment:
 
     async def delete_file(self, path: str) -> None:
         sftp = self._require()
-        target = await self._resolve(path, must_exist=True)
-        if await sftp.isdir(target):
-            raise NotAFileError(f"{path!r} is a directory; only files can be deleted", path=path)
+        check_path_syntax(path)
+        parent, _, name = path.rstrip("/").rpartition("/")
+        if name in ("", ".", ".."):
+            target = await self._resolve(path, must_exist=True)
+        else:
+            # The entry itself, not what a symlink at it points to: deleting a link removes the link.
+            target = posixpath.join(await self._resolve(parent or "."), name)
+        try:
+            attrs = await sftp.lstat(target)
+        except asyncssh.SFTPError as exc:
+            raise self._map_sftp_error(exc, path) from None
+        if (attrs.permissions or 0) & 0o170000 == 0o040000:
+            raise NotAFileError(f"Cannot delete {path!r}: it is a directory", path=path)
         try:
             await sftp.remove(target)
         except asyncssh.SFTPError as exc:
@@ -329,7 +326,7 @@ class SSHExecutionEnvironment:
         self._require()
         start = time.monotonic()
         timeout = min(timeout_ms or self.limits.default_timeout_ms, self.limits.max_timeout_ms)
-        cwd = await self._resolve(working_dir or ".", must_exist=True)
+        cwd = self._root if working_dir in (None, "", ".") else await self._resolve(working_dir, must_exist=True)
         exports = "".join(
             f"export {k}={_q(v)}; "
             for k, v in (env_vars or {}).items()
@@ -340,27 +337,49 @@ class SSHExecutionEnvironment:
         # remote tree can be signalled with kill -- -PGID from a second channel.
         wrapper = (
             f"set -m; cd {_q(cwd)} || exit 126; {exports}"
-            # fd 3 is the real stderr; the wrapper's own job notices go to /dev/null.
-            f"exec 3>&2 2>/dev/null; "
-            f"/bin/bash -c {_q(command)} </dev/null 2>&3 3>&- & echo $! > {_q(pidfile)}; "
+            # fd 3 is the real stderr; the wrapper's own job notices go to /dev/null. The
+            # start line tells the client that the remote shell is up: the timeout counts
+            # from there, not from the SSH round trip or the login shell's rc files.
+            f"exec 3>&2 2>/dev/null; echo {_START_LINE} >&3; "
+            f"/bin/bash --norc --noprofile -c {_q(command)} </dev/null 2>&3 3>&- & echo $! > {_q(pidfile)}; "
             f"wait $!; rc=$?; rm -f {_q(pidfile)}; exit $rc"
         )
         capture = _Capture(self.limits.memory_cap_bytes, on_output)
         process = await self._conn.create_process(f"/bin/bash -c {_q(wrapper)}", encoding=None)
         self._running.add(pidfile)
 
+        started = asyncio.Event()
+
         async def pump(stream: Any, idx: int) -> None:
+            pending = b"" if idx == 1 else None
             while True:
                 data = await stream.read(_READ_SIZE)
                 if not data:
+                    started.set()
+                    if pending:
+                        capture.feed(idx, pending)
                     return
+                if pending is not None:
+                    pending += data
+                    if b"\n" not in pending:
+                        continue
+                    first, _, data = pending.partition(b"\n")
+                    if first != _START_LINE.encode():
+                        data = pending
+                    pending = None
+                    started.set()
+                    if not data:
+                        continue
                 capture.feed(idx, data)
 
         readers = [asyncio.ensure_future(pump(process.stdout, 0)), asyncio.ensure_future(pump(process.stderr, 1))]
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(started.wait(), self.connect_timeout_s)
+        launched = time.monotonic()
         timed_out = False
         try:
             try:
-                await asyncio.wait_for(process.wait_closed(), timeout / 1000)
+                await asyncio.wait_for(process.wait_closed(), timeout / 1000 - (time.monotonic() - launched))
             except TimeoutError:
                 timed_out = True
                 await self._signal_group(pidfile, signal.SIGTERM)
@@ -465,6 +484,19 @@ class SSHExecutionEnvironment:
         return result
 
     async def glob(self, pattern: str, path: str = ".") -> list[str]:
+        if pattern.startswith("/"):
+            if not pattern.startswith(self._root.rstrip("/") + "/"):
+                raise PathOutsideWorkspaceError(
+                    f"Glob pattern {pattern!r} is outside the workspace {self._root}; use a relative pattern like '**/*.py'",
+                    path=pattern,
+                )
+            pattern = pattern[len(self._root) :].lstrip("/") or "**"
+        if ".." in pattern.split("/"):
+            raise PathOutsideWorkspaceError(
+                f"Glob pattern {pattern!r} contains '..'; patterns cannot leave the search directory", path=pattern
+            )
+        while pattern.startswith("./"):
+            pattern = pattern[2:]
         base = await self._resolve(path, must_exist=True)
         result: list[str] = await self._remote_search(
             {"op": "glob", "root": self._root, "start_rel": self._start_rel(base), "pattern": pattern}
