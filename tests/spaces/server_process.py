@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import subprocess
@@ -11,6 +10,8 @@ import time
 from pathlib import Path
 
 import httpx
+
+from codeloop.spaces.store import open_store
 
 
 def free_port() -> int:
@@ -66,8 +67,10 @@ class ServerProcess:
         self.start()
 
     def create_key(self, name: str = "test") -> str:
-        extra = [a for a in self.extra if a.startswith("--database")]
-        db = list(self.extra[self.extra.index("--database"):self.extra.index("--database") + 2]) if extra else []
-        out = subprocess.run(self._cli("keys", "create", "--name", name, "--data-dir", str(self.data_dir), *db,
-                                       "--json"), capture_output=True, text=True, check=True, timeout=60)
-        return str(json.loads(out.stdout)["key"])
+        """A new API key in the server's store (written directly; the CLI path has its own test)."""
+        db = self.extra[self.extra.index("--database") + 1] if "--database" in self.extra else None
+        store = open_store(db, self.data_dir)
+        try:
+            return store.create_key(name)[1]
+        finally:
+            store.close()

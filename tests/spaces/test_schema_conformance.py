@@ -80,7 +80,7 @@ def _uses_rule_path(op: Any) -> bool:
     return field is not None and isinstance(op.get(field), str) and op[field] in RULE_BREAKING_PATHS
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(operations())
 def test_single_operation_agrees_with_schema(op: Any) -> None:
     schema_ok = OPERATION_VALIDATOR.is_valid(op)
@@ -90,7 +90,7 @@ def test_single_operation_agrees_with_schema(op: Any) -> None:
     assert validate_operation(op).success == expected, (op, validate_operation(op).error)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(st.lists(operations(), max_size=4),
        st.sampled_from(["1.0", "1.1", None]),
        st.booleans())

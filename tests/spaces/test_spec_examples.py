@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+import typer
+from click.testing import Result
+from typer.testing import CliRunner
 
+from codeloop.cli.spaces import register
 from codeloop.environments.local import LocalExecutionEnvironment
 from codeloop.policy import preset
 from codeloop.spaces.protocol import Approval, events_message_to_json
@@ -62,12 +64,15 @@ def _assert_matches(actual: dict[str, Any], expected: dict[str, Any], sent: dict
         assert set(got) - set(want) <= VOLATILE | {"operationId"}, got
 
 
-def _exec_cli(workspace: Path, source: Path, *extra: str, path_dir: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ)
-    if path_dir is not None:
-        env["PATH"] = f"{path_dir}{os.pathsep}{env['PATH']}"
-    return subprocess.run([sys.executable, "-m", "codeloop.cli.main", "spaces", "exec", "--workspace", str(workspace),
-                           *extra, str(source)], capture_output=True, text=True, env=env, timeout=60)
+def _cli(*args: str, stdin: str | None = None) -> Result:
+    """``codeloop spaces ...`` in-process (the console script runs this same Typer app)."""
+    app = typer.Typer()
+    register(app)
+    return CliRunner().invoke(app, ["spaces", *args], input=stdin)
+
+
+def _exec_cli(workspace: Path, source: Path, *extra: str) -> Result:
+    return _cli("exec", "--workspace", str(workspace), *extra, str(source))
 
 
 @pytest.fixture
@@ -80,16 +85,18 @@ def fake_bun(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("example", ["example1", "example2"])
-def test_spec_examples_1_and_2_through_cli(example: str, tmp_path: Path, fake_bun: Path) -> None:
+def test_spec_examples_1_and_2_through_cli(example: str, tmp_path: Path, fake_bun: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", f"{fake_bun}{os.pathsep}{os.environ['PATH']}")
     source = FIXTURES / f"{example}_operations.json"
-    proc = _exec_cli(tmp_path / "ws", source, "--no-sandbox", path_dir=fake_bun)
-    assert proc.returncode == 0, proc.stderr
+    proc = _exec_cli(tmp_path / "ws", source, "--no-sandbox")
+    assert proc.exit_code == 0, proc.stderr
     _assert_matches(json.loads(proc.stdout), _load(f"{example}_events"), _load(f"{example}_operations"))
 
 
 def test_spec_example_2_final_message(tmp_path: Path) -> None:
     proc = _exec_cli(tmp_path / "ws", FIXTURES / "example2_final_operations.json")
-    assert proc.returncode == 0, proc.stderr
+    assert proc.exit_code == 0, proc.stderr
     assert [e["type"] for e in json.loads(proc.stdout)["events"]] == ["message"]
 
 
@@ -114,12 +121,10 @@ async def test_spec_example_3_approval(tmp_path: Path) -> None:
 def test_cli_exec_reads_stdin_and_approves_by_id(tmp_path: Path) -> None:
     msg = {"protocolVersion": "1.0", "operations": [{"type": "shell", "id": "c", "command": "rm -rf gone"},
                                                     {"type": "shell", "command": "echo done"}]}
-    base = [sys.executable, "-m", "codeloop.cli.main", "spaces", "exec", "-w", str(tmp_path / "ws")]
-    paused = subprocess.run([*base, "-"], input=json.dumps(msg), capture_output=True, text=True, timeout=60)
+    base = ["exec", "-w", str(tmp_path / "ws")]
+    paused = _cli(*base, "-", stdin=json.dumps(msg))
     assert json.loads(paused.stdout)["status"] == "awaiting_approval"
-    approved = subprocess.run([*base, "--approve", "c", "-"], input=json.dumps(msg), capture_output=True, text=True,
-                              timeout=60)
-    out = json.loads(approved.stdout)
+    out = json.loads(_cli(*base, "--approve", "c", "-", stdin=json.dumps(msg)).stdout)
     assert out["status"] == "completed"
     assert [e["type"] for e in out["events"]] == ["approvalRequired", "shell", "shell"]
 
@@ -132,14 +137,30 @@ def test_cli_exec_reads_stdin_and_approves_by_id(tmp_path: Path) -> None:
     ],
 )
 def test_cli_exec_bad_input_is_one_line_error(tmp_path: Path, stdin: str, expected: str) -> None:
-    proc = subprocess.run([sys.executable, "-m", "codeloop.cli.main", "spaces", "exec", "-w", str(tmp_path), "-"],
-                          input=stdin, capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 2
+    proc = _cli("exec", "-w", str(tmp_path), "-", stdin=stdin)
+    assert proc.exit_code == 2
     assert expected in proc.stderr and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
 def test_cli_exec_bad_policy_preset(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "codeloop.cli.main", "spaces", "exec", "-w", str(tmp_path),
-                           "--policy", "lax", "-"], input="{}", capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 2 and "policy.preset" in proc.stderr
+    proc = _cli("exec", "-w", str(tmp_path), "--policy", "lax", "-", stdin="{}")
+    assert proc.exit_code == 2 and "policy.preset" in proc.stderr
+
+
+def test_cli_keys_create_prints_a_key_the_store_accepts(tmp_path: Path) -> None:
+    from codeloop.spaces.store import open_store
+
+    proc = _cli("keys", "create", "--name", "ci", "--data-dir", str(tmp_path), "--json")
+    assert proc.exit_code == 0, proc.stderr
+    created = json.loads(proc.stdout)
+    store = open_store(None, tmp_path)
+    try:
+        assert store.key_owner(created["key"]) == created["id"]
+    finally:
+        store.close()
+
+
+def test_spaces_commands_have_examples_in_help() -> None:
+    for args in (["exec", "--help"], ["serve", "--help"], ["keys", "create", "--help"]):
+        assert "Example:" in _cli(*args).stdout
