@@ -158,3 +158,15 @@ def test_errors_name_line_and_field(text: str, line: int, field: str | None, fra
 def test_no_request_at_all() -> None:
     with pytest.raises(AgentRequestError, match="no 'AGENT_REQUEST v1' found"):
         parse_agent_request("I think the answer is 42.")
+
+
+@pytest.mark.parametrize(("text", "field", "fragment"), [
+    ("AGENT_REQUEST v1\nrole: critic\nrequest_id: 1\nneeds: [file.read]\n", "needs[0]", "must be a mapping"),
+    ("AGENT_REQUEST v1\nrole: critic\nrequest_id: 1\nneeds:\n  - type: docdex.search\n    query: [a, b]\n",
+     "needs[0].query", "must be a string"),
+    ("AGENT_REQUEST v1\nrole: critic\nrequest_id: [1, 2]\nneeds: []\n", "request_id", "single value"),
+])
+def test_flow_lists_where_scalars_belong_are_errors(text: str, field: str, fragment: str) -> None:
+    with pytest.raises(AgentRequestError) as info:
+        parse_agent_request(text)
+    assert info.value.field == field and fragment in str(info.value)

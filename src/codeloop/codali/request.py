@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from codeloop.codali.needs import NEED_TYPES, ROLES, NeedSpecError, check_need
-from codeloop.codali.yamlish import Located, YamlishError, parse_block, plain
+from codeloop.codali.yamlish import Located, YamlishError, located, parse_block, plain
 
 _HEADER = re.compile(r"^[\s>#*_`]*AGENT_REQUEST\b[\s*_`]*(?:v(?:ersion)?\s*[:=]?\s*(\S+?))?[\s*_`:]*$", re.I)
 _FENCE = re.compile(r"^\s*(```|~~~)")
@@ -154,15 +154,6 @@ def _find_json(reply: str) -> tuple[Any, int] | None:
     return None
 
 
-def _locate(value: Any, line: int) -> Located:
-    """Wrap JSON data so it looks like parsed protocol text (every value on ``line``)."""
-    if isinstance(value, dict):
-        return Located({str(k): _locate(v, line) for k, v in value.items()}, line)
-    if isinstance(value, list):
-        return Located([_locate(v, line) for v in value], line)
-    return Located(value, line)
-
-
 def _from_json(value: Any, line: int) -> AgentRequest:
     if not isinstance(value, dict):
         raise AgentRequestError("the JSON request must be an object with role, request_id and needs", line)
@@ -172,9 +163,9 @@ def _from_json(value: Any, line: int) -> AgentRequest:
         version = str(value.pop("AGENT_REQUEST", value.pop("version", "v1"))).lower().lstrip("v")
         if version not in {"1", "1.0"}:
             raise AgentRequestError(f"unsupported version {version!r}; use v1", line, "version")
-    located = _locate(value, line)
-    assert isinstance(located.value, dict)
-    return _build(located.value, line)
+    wrapped = located(value, line)
+    assert isinstance(wrapped.value, dict)
+    return _build(wrapped.value, line)
 
 
 def _build(fields: dict[str, Located], header_line: int) -> AgentRequest:

@@ -197,7 +197,7 @@ class _Parser:
             if rest in _BLOCK_HEADERS:
                 result[key] = Located(self.block_scalar(rest, line, indent), line.number)
             elif rest:
-                result[key] = Located(parse_scalar(rest, line.number), line.number)
+                result[key] = located(parse_scalar(rest, line.number), line.number)
             elif self.i < len(self.lines) and self.lines[self.i].indent > indent:
                 result[key] = self.block(self.lines[self.i].indent)
             elif (self.i < len(self.lines) and self.lines[self.i].indent == indent
@@ -227,10 +227,19 @@ class _Parser:
                 column = indent + len(line.text) - len(rest)
                 items.append(self.mapping(column, _Line(column, rest, line.number)))
             else:
-                items.append(Located(parse_scalar(rest, line.number), line.number))
+                items.append(located(parse_scalar(rest, line.number), line.number))
         if self.i < len(self.lines) and self.lines[self.i].indent > indent:
             raise YamlishError("unexpected indentation", self.lines[self.i].number)
         return Located(items, start)
+
+
+def located(value: Any, line: int) -> Located:
+    """Wrap a scalar or flow list (whose items are plain values) so every level has a line."""
+    if isinstance(value, list):
+        return Located([located(v, line) for v in value], line)
+    if isinstance(value, dict):
+        return Located({str(k): located(v, line) for k, v in value.items()}, line)
+    return Located(value, line)
 
 
 def parse_block(text: str, first_line: int = 1) -> Located:

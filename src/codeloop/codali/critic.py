@@ -1,0 +1,98 @@
+"""The critic's quality gate (codali spec §3 "Critic Result").
+
+Deterministic checks run first and cannot be argued away by a model: files touched
+outside the architect's ``plan_targets``, and a check command (tests, linters) that
+fails. The critic model's own verdict is then combined with them: any failure → FAIL.
+The result travels back to the architect as a ``CODALI_RESPONSE v1`` with one
+``critic.result``.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+
+from codeloop.codali.response import CodaliResponse
+from codeloop.codali.yamlish import YamlishError, parse_block, plain
+from codeloop.index.store import normalize_path
+
+_STATUS = re.compile(r"^\W*status\W*:\W*(PASS|FAIL)\b", re.I | re.M)
+_BARE = re.compile(r"^\W*(PASS|FAIL)\b", re.M)
+
+
+@dataclass(frozen=True)
+class CriticResult:
+    """The gate's decision for one round."""
+
+    status: str
+    """``PASS`` or ``FAIL``."""
+    reasons: tuple[str, ...] = ()
+    """Why it failed (empty on PASS)."""
+    suggested_fixes: tuple[str, ...] = ()
+    """What the architect should change."""
+    touched_files: tuple[str, ...] = ()
+    """Files the builder created, changed or deleted."""
+    plan_targets: tuple[str, ...] = ()
+    """Files the plan allowed."""
+    warnings: tuple[str, ...] = field(default=())
+    """``critic_failed`` on FAIL, plus anything the checks could not do."""
+
+    def response(self, request_id: str | None = None) -> CodaliResponse:
+        """The spec's ``critic.result`` envelope."""
+        result = {"type": "critic.result", "status": self.status, "reasons": list(self.reasons),
+                  "suggested_fixes": list(self.suggested_fixes), "touched_files": list(self.touched_files),
+                  "plan_targets": list(self.plan_targets)}
+        return CodaliResponse(request_id or f"critic-{int(time.time())}", (result,), self.warnings)
+
+
+def outside_plan(touched: list[str], plan_targets: list[str]) -> list[str]:
+    """Touched files not covered by a plan target (a target ending in ``/`` covers a directory)."""
+    files = {normalize_path(t) for t in plan_targets if not t.endswith("/")}
+    dirs = [normalize_path(t) + "/" for t in plan_targets if t.endswith("/")]
+    return [p for p in touched if p not in files and not any(p.startswith(d) for d in dirs)]
+
+
+def parse_verdict(text: str) -> tuple[str | None, list[str], list[str]]:
+    """The critic model's ``status`` (``None`` if absent), reasons and suggested fixes."""
+    match = _STATUS.search(text) or _BARE.search(text)
+    status = match.group(1).upper() if match else None
+    reasons: list[str] = []
+    fixes: list[str] = []
+    start = text.find("reasons:")
+    if start != -1:
+        try:
+            data = plain(parse_block(text[start:].split("\n\n")[0]))
+        except YamlishError:
+            data = {}
+        if isinstance(data, dict):
+            reasons = [str(r) for r in data.get("reasons") or [] if r]
+    start = text.find("suggested_fixes:")
+    if start != -1:
+        try:
+            data = plain(parse_block(text[start:].split("\n\n")[0]))
+        except YamlishError:
+            data = {}
+        if isinstance(data, dict):
+            fixes = [str(f) for f in data.get("suggested_fixes") or [] if f]
+    return status, reasons, fixes
+
+
+def judge(model_text: str, touched: list[str], plan_targets: list[str], check_failure: str | None) -> CriticResult:
+    """Combine the deterministic checks with the critic model's verdict."""
+    reasons: list[str] = []
+    fixes: list[str] = []
+    outside = outside_plan(touched, plan_targets)
+    if outside:
+        reasons.append(f"touched files outside allowed paths: {', '.join(outside)}")
+    if check_failure:
+        reasons.append(check_failure)
+    status, model_reasons, model_fixes = parse_verdict(model_text)
+    if status == "FAIL":
+        reasons += model_reasons or ["critic model returned FAIL without reasons"]
+    elif status is None:
+        reasons.append("critic model gave no 'status: PASS|FAIL' line")
+    fixes = [f"Address: {r}" for r in reasons if not r.startswith("critic model")] + model_fixes
+    verdict = "FAIL" if reasons else "PASS"
+    return CriticResult(verdict, tuple(reasons), tuple(fixes), tuple(touched), tuple(plan_targets),
+                        ("critic_failed",) if verdict == "FAIL" else ())

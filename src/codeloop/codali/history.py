@@ -1,0 +1,88 @@
+"""The shared conversation history of a codali run, compacted near the context window (spec §4).
+
+Every role call receives the whole history. When the estimated prompt reaches
+``threshold`` (90 %) of the model's context window, the older messages are replaced by a
+summary written by a cheaper summarizer model, and the most recent messages are kept
+verbatim (spec §4: "Replace history with the summary + most recent messages").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from codeloop.llm.types import ContentKind, Message, Role
+
+CHARS_PER_TOKEN = 4
+"""Estimate used for the 90 % check (no tokenizer for every provider; errs on the long side
+for code, which is denser than prose)."""
+
+Summarize = Callable[[str], Awaitable[str]]
+"""``async (transcript) -> summary``; the pipeline binds it to the summarizer model."""
+
+
+def message_chars(message: Message) -> int:
+    """Characters of a message as sent (text, tool arguments and tool results)."""
+    total = 0
+    for part in message.content:
+        if part.kind == ContentKind.TEXT:
+            total += len(part.text or "")
+        elif part.kind == ContentKind.TOOL_CALL and part.tool_call is not None:
+            total += len(str(part.tool_call.arguments)) + len(part.tool_call.name)
+        elif part.kind == ContentKind.TOOL_RESULT and part.tool_result is not None:
+            total += len(str(part.tool_result.content))
+    return total + 8
+
+
+def transcript(messages: list[Message]) -> str:
+    """A plain-text rendering of ``messages`` for the summarizer."""
+    lines = []
+    for message in messages:
+        body = message.text
+        if not body:
+            body = " ".join(
+                f"[tool call {p.tool_call.name} {p.tool_call.arguments}]" if p.tool_call is not None
+                else f"[tool result {str(p.tool_result.content)[:2000]}]" if p.tool_result is not None else ""
+                for p in message.content)
+        lines.append(f"{message.role.value if hasattr(message.role, 'value') else message.role}: {body}")
+    return "\n\n".join(lines)
+
+
+@dataclass
+class History:
+    """Messages shared by all roles, oldest first."""
+
+    context_window_tokens: int
+    """The smallest context window among the role models."""
+    keep_recent: int = 6
+    """Messages kept verbatim after a compaction."""
+    threshold: float = 0.9
+    """Fraction of the window that triggers a compaction (spec §4: 90 %)."""
+    messages: list[Message] = field(default_factory=list)
+    compactions: int = 0
+    """How many times the history was summarized."""
+
+    def add(self, message: Message) -> None:
+        self.messages.append(message)
+
+    def estimated_tokens(self, extra_chars: int = 0) -> int:
+        """Estimated prompt tokens of the history plus ``extra_chars`` (system prompt, instructions)."""
+        return (sum(message_chars(m) for m in self.messages) + extra_chars) // CHARS_PER_TOKEN
+
+    async def fit(self, summarize: Summarize, extra_chars: int = 0, window_tokens: int | None = None) -> bool:
+        """Compact when the prompt would reach the threshold of ``window_tokens`` (the called
+        model's window; ``context_window_tokens`` by default); True when it did."""
+        window = window_tokens or self.context_window_tokens
+        if self.estimated_tokens(extra_chars) < self.threshold * window:
+            return False
+        cut = max(0, len(self.messages) - self.keep_recent)
+        # Never split a tool call from its result: start the kept tail at a non-tool message.
+        while cut < len(self.messages) and self.messages[cut].role == Role.TOOL:
+            cut += 1
+        older, recent = self.messages[:cut], self.messages[cut:]
+        if not older:
+            return False
+        summary = await summarize(transcript(older))
+        self.messages = [Message.user(f"Summary of the conversation so far:\n{summary}"), *recent]
+        self.compactions += 1
+        return True

@@ -1,0 +1,148 @@
+"""The roles pipeline with a scripted model (codeloop.llm ScriptedAdapter, no network)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from codeloop.codali.critic import judge, outside_plan, parse_verdict
+from codeloop.codali.pipeline import ModelChoice, PipelineConfig, RolesPipeline, parse_plan_targets
+from codeloop.llm.adapters.scripted import ScriptedAdapter, text_response, tool_call_response
+from codeloop.llm.client import Client
+from codeloop.llm.types import Request
+
+LIBRARIAN_REQUEST = """I need the page first.
+
+AGENT_REQUEST v1
+role: librarian
+request_id: lib-1
+needs:
+  - type: file.read
+    path: src/public/index.html
+"""
+
+PLAN = """1. Change the heading text.
+
+plan_targets:
+  - "src/public/index.html"
+"""
+
+
+def config(**limits: object) -> PipelineConfig:
+    return PipelineConfig.single("scripted-main", summarizer="scripted-cheap", **limits)  # type: ignore[arg-type]
+
+
+def texts(request: Request) -> str:
+    return "\n".join(m.text for m in request.messages)
+
+
+async def test_pass_on_first_round(repo: Path) -> None:
+    new_html = (repo / "src/public/index.html").read_text().replace("Landing page", "Welcome")
+    adapter = ScriptedAdapter([
+        text_response(LIBRARIAN_REQUEST),
+        text_response("Brief: src/public/index.html holds the landing page heading."),
+        text_response(PLAN),
+        tool_call_response(("write_file", {"file_path": "src/public/index.html", "content": new_html})),
+        text_response("Changed the heading."),
+        text_response("status: PASS"),
+    ])
+    result = await RolesPipeline(Client({"scripted": adapter}), repo, config()).run("Rename the heading to Welcome")
+    assert result.status == "PASS" and result.rounds == 1
+    assert result.plan_targets == ("src/public/index.html",)
+    assert result.touched_files == ("src/public/index.html",)
+    assert "<h1>Welcome</h1>" in (repo / "src/public/index.html").read_text()
+    # The librarian's request was answered with the file content in the next call's history.
+    second = texts(adapter.requests[1])
+    assert "CODALI_RESPONSE v1" in second and "<h1>Landing page</h1>" in second
+    # Every call carries the full history: the critic saw the task and the plan.
+    assert "Task: Rename the heading to Welcome" in texts(adapter.requests[-1])
+    assert "plan_targets" in texts(adapter.requests[-1])
+    # The builder was offered the tools, including the index tools.
+    names = {t.name for t in adapter.requests[3].tools or []}
+    assert {"write_file", "read_file", "search_code", "find_symbol", "impact"} <= names
+
+
+async def test_critic_fails_touch_outside_plan_and_architect_revises(repo: Path) -> None:
+    adapter = ScriptedAdapter([
+        text_response("Brief: nothing to fetch."),
+        text_response(PLAN),
+        tool_call_response(("write_file", {"file_path": "src/other.html", "content": "<p>x</p>\n"})),
+        text_response("Done."),
+        text_response("status: PASS"),  # the model is lenient; the deterministic check is not
+        text_response("Revised: also allow the new file.\n\nplan_targets:\n  - src/public/index.html\n"
+                      "  - src/other.html\n"),
+        text_response("Nothing more to change."),
+        text_response("status: PASS"),
+    ])
+    result = await RolesPipeline(Client({"scripted": adapter}), repo, config()).run("Add a page")
+    assert result.status == "PASS" and result.rounds == 2
+    revise_request = texts(adapter.requests[5])
+    assert "critic.result" in revise_request and '"FAIL"' in revise_request
+    assert "touched files outside allowed paths: src/other.html" in revise_request
+
+
+async def test_check_command_failure_fails_until_max_rounds(repo: Path) -> None:
+    script = [text_response("Brief.")]
+    for _ in range(2):
+        script += [text_response(PLAN), text_response("No change needed."), text_response("status: PASS")]
+    adapter = ScriptedAdapter(script)
+    cfg = config(max_rounds=2, check_command="echo 'boom: 1 failed' && exit 3")
+    result = await RolesPipeline(Client({"scripted": adapter}), repo, cfg).run("Make tests pass")
+    assert result.status == "FAIL" and result.rounds == 2
+    assert result.critic is not None
+    assert result.critic.reasons[0].startswith("check command failed (exit 3)")
+    assert "boom: 1 failed" in result.critic.reasons[0]
+    assert adapter.script == []
+
+
+async def test_malformed_agent_request_is_returned_to_the_model(repo: Path) -> None:
+    adapter = ScriptedAdapter([
+        text_response("AGENT_REQUEST v1\nrole: wizard\nneeds: []\n"),
+        text_response("Brief without context."),
+        text_response(PLAN), text_response("Nothing to do."), text_response("status: PASS"),
+    ])
+    await RolesPipeline(Client({"scripted": adapter}), repo, config()).run("task")
+    assert "field role: 'wizard' is not one of" in texts(adapter.requests[1])
+
+
+async def test_history_is_summarized_by_the_cheaper_model_at_90_percent(repo: Path) -> None:
+    big = "x" * 3000
+    adapter = ScriptedAdapter([
+        text_response("Brief: " + big),
+        text_response("SUMMARY-OF-EARLIER-TURNS"),  # the summarizer's answer
+        text_response(PLAN), text_response("Nothing to do."), text_response("status: PASS"),
+    ])
+    cfg = PipelineConfig(*(ModelChoice("role-model", context_window=1000),) * 4,
+                         summarizer=ModelChoice("cheap-model"), keep_recent_messages=1)
+    result = await RolesPipeline(Client({"scripted": adapter}), repo, cfg).run("task")
+    assert result.compactions >= 1
+    summarizer_call = adapter.requests[1]
+    assert summarizer_call.model == "cheap-model" and "Brief: xxx" in texts(summarizer_call)
+    after = adapter.requests[2]
+    assert after.model == "role-model"
+    assert "Summary of the conversation so far:\nSUMMARY-OF-EARLIER-TURNS" in texts(after)
+    assert big not in texts(after)
+
+
+async def test_each_role_uses_its_own_model(repo: Path) -> None:
+    adapter = ScriptedAdapter([text_response("Brief."), text_response(PLAN), text_response("Nothing."),
+                               text_response("status: PASS")])
+    cfg = PipelineConfig(ModelChoice("lib"), ModelChoice("arch"), ModelChoice("build"), ModelChoice("crit"),
+                         ModelChoice("sum"))
+    await RolesPipeline(Client({"scripted": adapter}), repo, cfg).run("task")
+    assert [r.model for r in adapter.requests] == ["lib", "arch", "build", "crit"]
+
+
+def test_plan_targets_forms() -> None:
+    assert parse_plan_targets(PLAN) == ["src/public/index.html"]
+    assert parse_plan_targets('{"plan_targets": ["a.py", "./b/c.py"]}') == ["a.py", "b/c.py"]
+    assert parse_plan_targets("plan_targets: [a.py, docs/]") == ["a.py", "docs/"]
+    assert parse_plan_targets("no targets here") is None
+
+
+def test_critic_judgement() -> None:
+    assert outside_plan(["a.py", "docs/x.md", ".gitignore"], ["./a.py", "docs/"]) == [".gitignore"]
+    assert parse_verdict("status: FAIL\nreasons:\n  - \"bug in a.py\"\nsuggested_fixes:\n  - fix it\n") == (
+        "FAIL", ["bug in a.py"], ["fix it"])
+    assert judge("**PASS**", ["a.py"], ["a.py"], None).status == "PASS"
+    silent = judge("looks fine", ["a.py"], ["a.py"], None)
+    assert silent.status == "FAIL" and silent.reasons == ("critic model gave no 'status: PASS|FAIL' line",)
