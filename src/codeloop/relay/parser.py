@@ -40,9 +40,16 @@ from codeloop.relay.commands import (
     RunCommand,
 )
 
-_OPEN = re.compile(r"\[(" + "|".join(COMMAND_NAMES) + r")(?=[\s\]]|\Z)")
 _ATTR = re.compile(r"""([A-Za-z_][\w-]*)[^\S\n]*=[^\S\n]*(?:"([^"]*)"|'([^']*)'|([^\s\]"']+))""")
-_DIGITS = re.compile(r"[0-9]+")
+# An opening tag: group 1 the name; group 2 a well-formed attribute list when the tag is
+# closed by "]" on its line (possessive, so hostile lines cannot make it backtrack), else
+# None and _parse_attributes explains what is wrong; group 3 the rest of the line.
+_OPEN = re.compile(
+    r"\[(" + "|".join(COMMAND_NAMES) + r")(?=[\s\]]|\Z)"
+    r"""(?:((?:\s+[A-Za-z_][\w-]*+\s*=\s*(?:"[^"\n]*+"|'[^'\n]*+'|[^\s\]"']++))*+)\s*\])?"""
+    r"([^\n]*)"
+)
+_CLOSING = {name: f"[/{name}]" for name in COMMAND_NAMES}
 
 SYNTAX: dict[str, str] = {
     "CREATE_FILE": '[CREATE_FILE path="relative/path"] ... [/CREATE_FILE]',
@@ -54,22 +61,6 @@ SYNTAX: dict[str, str] = {
     "DONE": "[DONE] summary [/DONE]",
 }
 """One-line syntax reminder per command, quoted in parse error messages."""
-
-
-class _LineCounter:
-    """1-based line numbers for increasing offsets, in linear total time."""
-
-    def __init__(self, text: str) -> None:
-        self._text = text
-        self._pos = 0
-        self._line = 1
-
-    def line_of(self, offset: int) -> int:
-        if offset < self._pos:  # not expected; stay correct anyway
-            return self._text.count("\n", 0, offset) + 1
-        self._line += self._text.count("\n", self._pos, offset)
-        self._pos = offset
-        return self._line
 
 
 def _strip_terminator(body: str) -> str:
@@ -114,7 +105,7 @@ def _required(name: str, attrs: dict[str, str], key: str) -> str:
 
 def _line_number(name: str, attrs: dict[str, str], key: str) -> int:
     raw = _required(name, attrs, key).strip()
-    if _DIGITS.fullmatch(raw) is None:
+    if not (raw.isascii() and raw.isdigit()):
         raise _BlockError(f'{key} must be a whole line number like "12", got {raw!r}')
     return int(raw)
 
@@ -176,32 +167,34 @@ def parse_inbox(text: str) -> list[RelayCommand]:
     if text.startswith("\ufeff"):
         text = text[1:]
     commands: list[RelayCommand] = []
-    counter = _LineCounter(text)
     absent: set[str] = set()
     pos = 0
+    counted_to, line_at = 0, 1
     while (m := _OPEN.search(text, pos)) is not None:
         start = m.start()
         line_start = text.rfind("\n", 0, start) + 1
-        if text[line_start:start].strip():
+        if line_start != start and text[line_start:start].strip():
             pos = m.end()
             continue
-        name = m.group(1)
-        eol = text.find("\n", start)
-        if eol < 0:
-            eol = len(text)
-        next_line = eol + 1
-        line = counter.line_of(line_start)
+        name, attr_text, rest = m.groups()
+        next_line = m.end() + 1
+        line_at += text.count("\n", counted_to, line_start)
+        counted_to = line_start
+        line = line_at
         pos = next_line
-        parsed = _parse_attributes(name, text[m.end() : eol])
-        if isinstance(parsed, str):
-            commands.append(ParseError(name, parsed, line))
-            continue
-        attrs, rest = parsed
+        if attr_text is None:
+            parsed = _parse_attributes(name, rest)
+            if isinstance(parsed, str):
+                commands.append(ParseError(name, parsed, line))
+                continue
+            attrs, rest = parsed
+        else:
+            attrs = {k: dq or sq or bare for k, dq, sq, bare in _ATTR.findall(attr_text)} if attr_text else {}
         try:
             if name in SELF_CLOSING:
                 commands.append(_build_self_closing(name, attrs, line))
                 continue
-            closing = f"[/{name}]"
+            closing = _CLOSING[name]
             inline = rest.strip()
             if inline.endswith(closing):
                 body = inline[: -len(closing)].strip()
