@@ -53,6 +53,89 @@ def answer(
     typer.echo(dumps(response, json_out), nl=False)
 
 
+@codali_app.command("run")
+def run(
+    task: Annotated[str, typer.Option("--task", help="What the team should do.")],
+    repo: Annotated[Path, typer.Option("--repo", help="Repository root.")] = Path("."),
+    model: Annotated[str | None, typer.Option(help="Model of every role (unless set per role).")] = None,
+    provider: Annotated[str | None, typer.Option(help="openai, anthropic, gemini or openai_compatible.")] = None,
+    base_url: Annotated[str | None, typer.Option("--base-url", help="API root, e.g. http://127.0.0.1:8080/v1.")]
+    = None,
+    librarian_model: Annotated[str | None, typer.Option(help="Model of the librarian.")] = None,
+    architect_model: Annotated[str | None, typer.Option(help="Model of the architect.")] = None,
+    builder_model: Annotated[str | None, typer.Option(help="Model of the builder.")] = None,
+    critic_model: Annotated[str | None, typer.Option(help="Model of the critic.")] = None,
+    summarizer_model: Annotated[str | None, typer.Option(help="Cheaper model that summarizes history.")] = None,
+    context_window: Annotated[int, typer.Option(min=512, help="Tokens; history is summarized at 90%.")] = 32_768,
+    max_rounds: Annotated[int, typer.Option(min=1, max=20, help="Plan/build/critic loops before FAIL.")] = 3,
+    check: Annotated[str | None, typer.Option(help="Command the critic runs (e.g. 'pytest -q').")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="One JSON event per line, then the result.")] = False,
+) -> None:
+    """Run librarian → architect → builder → critic until the critic passes.
+    Example: codeloop codali run --task "add a --verbose flag" --model gpt-4.1 --check 'pytest -q'"""
+    import asyncio
+    import json
+    import os
+
+    from codeloop.cli.run import UsageError, build_client, choose_model
+    from codeloop.codali.pipeline import ModelChoice, PipelineConfig, RolesPipeline
+
+    if not task.strip():
+        raise _fail("--task is empty; say what the team should do")
+    if not repo.is_dir():
+        raise _fail(f"--repo {repo} is not a directory; pass the repository root")
+    try:
+        choice = choose_model(provider, None, model, base_url, dict(os.environ))
+    except UsageError as exc:
+        raise _fail(str(exc)) from None
+    if choice.local and not base_url:
+        raise _fail("no model provider configured: set OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY, "
+                    "or pass --base-url of an OpenAI-compatible server")
+    main_model = model or choice.model
+    roles = [librarian_model, architect_model, builder_model, critic_model]
+    if main_model is None and not all(roles):
+        raise _fail("no model given: pass --model (or a --<role>-model for every role)")
+
+    def pick(name: str | None) -> ModelChoice:
+        return ModelChoice(name or main_model or "", choice.provider, context_window)
+
+    config = PipelineConfig(pick(librarian_model), pick(architect_model), pick(builder_model), pick(critic_model),
+                            pick(summarizer_model), max_rounds=max_rounds, check_command=check)
+
+    def on_event(kind: str, data: dict[str, object]) -> None:
+        if json_out:
+            typer.echo(json.dumps({"kind": kind, "data": data}))
+        else:
+            typer.echo(f"[{kind}] " + ", ".join(f"{k}={v}" for k, v in data.items()), err=True)
+
+    async def go() -> object:
+        client = build_client(choice)
+        try:
+            return await RolesPipeline(client, repo, config, on_event=on_event).run(task)
+        finally:
+            await client.close()
+
+    try:
+        result = asyncio.run(go())
+    except Exception as exc:  # a provider outage ends the run with one line, not a traceback
+        raise _fail(f"the run stopped: {exc.__class__.__name__}: {exc}") from None
+    from codeloop.codali.pipeline import PipelineResult
+
+    assert isinstance(result, PipelineResult)
+    summary = {"status": result.status, "rounds": result.rounds, "plan_targets": list(result.plan_targets),
+               "touched_files": list(result.touched_files), "history_compactions": result.compactions,
+               "reasons": list(result.critic.reasons) if result.critic else []}
+    if json_out:
+        typer.echo(json.dumps({"kind": "result", "data": summary}))
+    else:
+        typer.echo(f"{result.status} after {result.rounds} round(s); touched: "
+                   f"{', '.join(result.touched_files) or 'nothing'}")
+        for reason in result.critic.reasons if result.critic else ():
+            typer.echo(f"  - {reason}")
+    if result.status != "PASS":
+        raise typer.Exit(1)
+
+
 def register(app: typer.Typer) -> None:
     """Add ``codeloop codali ...`` to the main app."""
     app.add_typer(codali_app, name="codali")
