@@ -7,6 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from codeloop.environments.sandbox import probe_bwrap
+
 CODELOOP = str(Path(sys.executable).with_name("codeloop"))
 
 
@@ -63,3 +67,13 @@ def test_tool_rejects_unknown_sandbox_mode(tmp_path: Path) -> None:
 def test_tool_help_has_an_example() -> None:
     result = _run("tool", "--help")
     assert result.returncode == 0 and "Example:" in result.stdout
+
+
+@pytest.mark.skipif(probe_bwrap() is not None, reason=f"bubblewrap cannot run here: {probe_bwrap()}")
+def test_tool_sandbox_read_only_refuses_writes(tmp_path: Path) -> None:
+    write = _run("tool", "write_file", "--args", '{"file_path": "x.txt", "content": "x"}',
+                 "--cwd", str(tmp_path), "--sandbox", "read-only")
+    shell = _run("tool", "shell", "--args", '{"command": "touch y.txt"}', "--cwd", str(tmp_path), "--sandbox", "read-only")
+    assert write.returncode == 1 and "read-only" in write.stderr
+    assert shell.returncode == 1
+    assert not (tmp_path / "x.txt").exists() and not (tmp_path / "y.txt").exists()

@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import time
 
+from codeloop.tools import ToolRegistry, execute_tool_call
 from codeloop.tools.sets import anthropic_tools, gemini_tools, openai_tools
-from codeloop.tools.shell import timeout_message
+from codeloop.tools.shell import shell_tool, timeout_message
 
 from .workspace_fixture import Workspace
 
@@ -70,3 +71,10 @@ def test_3_4_to_3_6_profile_tool_lists_and_shell_timeouts() -> None:
     shell_of = {t.name: t for t in anthropic_tools()}["shell"]
     assert "120000 ms" in shell_of.definition.description
     assert "10000 ms" in {t.name: t for t in openai_tools()}["shell"].definition.description
+
+
+async def test_5_4_profile_default_timeout_applies_when_timeout_ms_is_absent(ws: Workspace) -> None:
+    registry = ToolRegistry.of([shell_tool(default_timeout_ms=250)])
+    result = await execute_tool_call(registry, "shell", {"command": "sleep 5"}, ws.env)
+    assert result.is_error
+    assert "timed out after 250ms" in result.output

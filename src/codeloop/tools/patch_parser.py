@@ -220,34 +220,37 @@ def _parse_chunk(
         raise PatchParseError("Update hunk does not contain any lines", line_number + 1)
     old: list[str] = []
     new: list[str] = []
-    parsed = 0
     end_of_file = False
-    for index in range(start + skip, len(lines)):
+    index = start + skip
+    # The hot loop of big patches: one dispatch on the first character per line.
+    while index < len(lines):
         line = lines[index]
-        if line == END_OF_FILE:
-            if parsed == 0:
-                raise PatchParseError("Update hunk does not contain any lines", line_number + 1)
-            end_of_file = True
-            parsed += 1
-            break
-        marker = line[:1]
-        if marker == "":
-            old.append("")
-            new.append("")
-        elif marker == " ":
-            old.append(line[1:])
-            new.append(line[1:])
+        marker = line[0] if line else ""
+        if marker == " ":
+            text = line[1:]
+            old.append(text)
+            new.append(text)
         elif marker == "+":
             new.append(line[1:])
         elif marker == "-":
             old.append(line[1:])
-        else:
-            if parsed == 0:
-                raise PatchParseError(
-                    f"Unexpected line found in update hunk: '{line}'. Every line should start with "
-                    "' ' (context line), '+' (added line), or '-' (removed line)",
-                    line_number + 1,
-                )
+        elif marker == "":
+            old.append("")
+            new.append("")
+        elif line == END_OF_FILE:
+            if index == start + skip:
+                raise PatchParseError("Update hunk does not contain any lines", line_number + 1)
+            end_of_file = True
+            index += 1
             break
-        parsed += 1
+        elif index == start + skip:
+            raise PatchParseError(
+                f"Unexpected line found in update hunk: '{line}'. Every line should start with "
+                "' ' (context line), '+' (added line), or '-' (removed line)",
+                line_number + 1,
+            )
+        else:
+            break
+        index += 1
+    parsed = index - start - skip
     return UpdateChunk(context, tuple(old), tuple(new), end_of_file), parsed + skip
