@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -213,3 +214,29 @@ def test_permission_denied(tmp_path_factory: pytest.TempPathFactory, name: str, 
     assert "ermission denied" in result.stdout
     assert "Traceback" not in result.stderr
     assert not (root / "lockeddir" / "new.txt").exists()
+
+
+@pytest.mark.parametrize("how", ["write_file", "apply_patch", "edit_file"])
+def test_a_write_that_fails_midway_leaves_the_old_file_and_no_debris(tmp_path: Path, how: str) -> None:
+    # A real mid-write failure: the file-size limit (ulimit -f, 20 KiB) makes the write
+    # fail with EFBIG after part of the data went out; Python ignores SIGXFSZ.
+    (tmp_path / "keep.txt").write_text("original\n")
+    before = snapshot(tmp_path)
+    big = "y" * 40_000
+    if how == "write_file":
+        args = json.dumps({"file_path": "keep.txt", "content": big})
+        command = [CODELOOP, "tool", "write_file", "--args", args, "--cwd", str(tmp_path)]
+    elif how == "edit_file":
+        args = json.dumps({"file_path": "keep.txt", "old_string": "original", "new_string": big})
+        command = [CODELOOP, "tool", "edit_file", "--args", args, "--cwd", str(tmp_path)]
+    else:
+        patch = tmp_path.parent / f"{tmp_path.name}.patch"
+        patch.write_text(f"*** Begin Patch\n*** Update File: keep.txt\n@@\n-original\n+{big}\n*** End Patch\n")
+        command = [CODELOOP, "apply-patch", "--cwd", str(tmp_path), str(patch)]
+    done = subprocess.run(
+        ["bash", "-c", 'ulimit -f 20; exec "$@"', "bash", *command], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 1
+    assert "File too large" in done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    assert snapshot(tmp_path) == before
