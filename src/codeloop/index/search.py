@@ -79,7 +79,7 @@ def _substring(conn: sqlite3.Connection, text: str, limit: int, path_prefix: str
 def search_chunks(conn: sqlite3.Connection, query: str, limit: int = 10, mode: SearchMode = "auto",
                   path_prefix: str = "") -> list[SearchHit]:
     """Hits for ``query``, best first, at most ``limit``; ``path_prefix`` limits to a subtree."""
-    query = query.strip()
+    query = query.replace("\x00", "").strip()  # FTS5 ends a string at NUL ("unterminated string")
     if not query or limit <= 0:
         return []
     terms = _WORD.findall(query)
