@@ -93,6 +93,11 @@ class Tally:
         self.duplicated = 0
         self.reordered = 0
         self.store_mismatch = 0
+        self.error_kinds: dict[str, int] = {}
+
+    def error(self, kind: str) -> None:
+        self.other_errors += 1
+        self.error_kinds[kind] = self.error_kinds.get(kind, 0) + 1
 
     def check(self, sent: list[dict[str, Any]], events: list[dict[str, Any]]) -> None:
         got = [e.get("operationId") for e in events]
@@ -124,15 +129,15 @@ async def drive(base: str, key: str | None, clients: int, runs: int, shell: bool
                 t0 = time.perf_counter()
                 try:
                     r = await http.post(path, json={"protocolVersion": "1.0", "operations": sent})
-                except httpx.HTTPError:
-                    tally.other_errors += 1
+                except httpx.HTTPError as exc:
+                    tally.error(type(exc).__name__)
                     continue
                 tally.latencies.append(time.perf_counter() - t0)
                 if r.status_code >= 500:
                     tally.server_errors += 1
                     continue
                 if r.status_code != 200:
-                    tally.other_errors += 1
+                    tally.error(f"HTTP {r.status_code}: {r.text[:120]}")
                     continue
                 body = r.json()
                 tally.check(sent, body["events"])
@@ -155,6 +160,8 @@ def report(name: str, tally: Tally, elapsed: float) -> float:
     print(f"{name:<14} runs={n:<6} {rps:8.1f} runs/s   p50={p50:7.1f} ms   p99={p99:7.1f} ms   "
           f"5xx={tally.server_errors} other_errors={tally.other_errors} lost={tally.lost} "
           f"duplicated={tally.duplicated} reordered={tally.reordered} store_mismatch={tally.store_mismatch}")
+    if tally.error_kinds:
+        print(f"{'':<14} errors: {tally.error_kinds}")
     return rps
 
 

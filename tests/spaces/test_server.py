@@ -247,3 +247,57 @@ def test_two_servers_share_a_postgresql_store(tmp_path: Path, fresh_postgres: st
     finally:
         a.stop()
         b.stop()
+
+
+def _post_in_background(url: str, key: str, body: dict[str, Any]) -> tuple[Any, list[dict[str, Any]]]:
+    import threading
+
+    result: list[dict[str, Any]] = []
+
+    def go() -> None:
+        result.append(httpx.post(url, json=body, headers={"Authorization": f"Bearer {key}"}, timeout=60).json())
+
+    t = threading.Thread(target=go)
+    t.start()
+    return t, result
+
+
+def _wait_for_run(c: httpx.Client, sid: str) -> str:
+    import time
+
+    for _ in range(200):
+        runs = c.get(f"/v1/spaces/{sid}/runs").json()["runs"]
+        if runs:
+            return str(runs[0]["runId"])
+        time.sleep(0.05)
+    raise AssertionError("run did not start")
+
+
+def test_sse_delivers_events_while_the_run_is_running(server: ServerProcess, key: str) -> None:
+    with _client(server, key) as c:
+        sid = _space(c)["id"]
+        t, result = _post_in_background(f"{server.url}/v1/spaces/{sid}/runs", key, _ops(
+            {"type": "shell", "id": "s1", "command": "sleep 1; echo one"},
+            {"type": "shell", "id": "s2", "command": "echo two"}))
+        rid = _wait_for_run(c, sid)
+        with c.stream("GET", f"/v1/runs/{rid}/events") as stream:
+            text = "".join(stream.iter_text())
+        t.join()
+        assert '"operationId": "s1"' in text and '"operationId": "s2"' in text
+        assert text.rstrip().endswith('"state": "completed"}')
+        assert result[0]["status"] == "completed"
+
+
+def test_cancel_of_running_run_stops_before_next_operation(server: ServerProcess, key: str) -> None:
+    with _client(server, key) as c:
+        sid = _space(c)["id"]
+        t, result = _post_in_background(f"{server.url}/v1/spaces/{sid}/runs", key, _ops(
+            {"type": "shell", "command": "sleep 1"},
+            {"type": "createFile", "path": "never.txt", "content": "x"}))
+        rid = _wait_for_run(c, sid)
+        assert c.post(f"/v1/runs/{rid}/cancel").status_code == 200
+        t.join()
+        assert result[0]["status"] == "error"
+        assert [e["type"] for e in result[0]["events"]] == ["shell", "error"]
+        assert c.get(f"/v1/runs/{rid}").json()["state"] == "cancelled"
+        assert c.get(f"/v1/spaces/{sid}/files/never.txt").status_code == 404

@@ -43,7 +43,7 @@ from starlette.routing import Route
 
 from codeloop.environments.errors import FileNotFoundInWorkspaceError, NotAFileError, WorkspaceError
 from codeloop.policy import evaluate_path
-from codeloop.spaces.policy_config import PolicyConfigError, build_policy
+from codeloop.spaces.policy_config import PolicyConfigError
 from codeloop.spaces.protocol import Approval, EventsMessage, OperationsMessage, path_problem
 from codeloop.spaces.runs import MessageRejectedError
 from codeloop.spaces.service import DEFAULT_TTL_S, MAX_TTL_S, ServiceError, SpacesService
@@ -103,6 +103,7 @@ class SpacesAPI:
     def __init__(self, service: SpacesService, *, auth: bool) -> None:
         self.service = service
         self.auth = auth
+        self._known_keys: dict[str, str] = {}
 
     async def owner(self, request: Request) -> str:
         if not self.auth:
@@ -112,7 +113,11 @@ class SpacesAPI:
         if scheme.lower() != "bearer" or not token.strip():
             raise ServiceError(401, "unauthorized", "missing API key: send 'Authorization: Bearer <key>' "
                                "(create one with: codeloop spaces keys create)")
-        owner = await asyncio.to_thread(self.service.store.key_owner, token.strip())
+        owner = self._known_keys.get(token.strip())
+        if owner is None:
+            owner = await asyncio.to_thread(self.service.store.key_owner, token.strip())
+            if owner is not None and len(self._known_keys) < 10_000:
+                self._known_keys[token.strip()] = owner  # keys are never revoked, so a hit stays valid
         if owner is None:
             raise ServiceError(401, "unauthorized", "unknown API key")
         return owner
@@ -230,12 +235,11 @@ class SpacesAPI:
         why = path_problem(path)
         if why:
             raise ServiceError(400, "invalid_path", f"path {path[:80]!r} {why}")
-        policy = build_policy(space.policy)
+        policy, env = await self.service.environment(space)
         verdict = evaluate_path(path, access, policy.filesystem)
         if verdict.action != "allow":
             extra = "; send it as an operation in a run to ask for approval" if verdict.action == "ask" else ""
             raise ServiceError(403, "policy_denied", verdict.reason + extra)
-        _, env = await self.service.environment(space)
         return env.env, path
 
     async def get_file(self, request: Request) -> Response:

@@ -13,6 +13,7 @@ a running run takes effect before its next operation.
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 import time
 from collections.abc import Callable
@@ -47,6 +48,7 @@ class ServiceError(Exception):
 @dataclass
 class _CachedEnv:
     policy_key: str
+    policy: Policy
     space_env: SpaceEnvironment
 
 
@@ -107,14 +109,15 @@ class SpacesService:
 
     async def environment(self, space: SpaceRecord) -> tuple[Policy, SpaceEnvironment]:
         """The space's policy and (cached) environment."""
-        policy = build_policy(space.policy)
-        key = repr(policy)
+        key = json.dumps(space.policy, sort_keys=True)
         cached = self._envs.get(space.id)
-        if cached is None or cached.policy_key != key:
-            if cached:
-                await cached.space_env.env.cleanup()
-            cached = _CachedEnv(key, await open_environment(space.workspace, policy, sandbox=self.sandbox))
-            self._envs[space.id] = cached
+        if cached is not None and cached.policy_key == key:
+            return cached.policy, cached.space_env
+        policy = build_policy(space.policy)
+        if cached is not None:
+            await cached.space_env.env.cleanup()
+        cached = _CachedEnv(key, policy, await open_environment(space.workspace, policy, sandbox=self.sandbox))
+        self._envs[space.id] = cached
         return policy, cached.space_env
 
     async def close(self) -> None:
