@@ -1,0 +1,241 @@
+"""Run a real model on 127.0.0.1 with llama.cpp's ``llama-server`` (docs/local-models.md).
+
+:func:`ensure_local_server` is what ``codeloop run`` calls when no API key is set: it
+returns the base URL (``http://127.0.0.1:PORT/v1``) of a healthy server for the model,
+installing and starting one when needed (progress on stderr). ``scripts/local-llm`` is the
+command-line face (``python -m codeloop.llm.local install|serve|stop|status``).
+
+The server runs with ``--jinja -t 2 -c 8192 --seed 42 --no-cache-prompt`` on a free
+loopback port: with the prompt cache off and temperature 0 its outputs repeat run to run.
+It is started in its own session (process group) so ``stop`` ends it and its children;
+its pid, port and model sit in ``server-<model>.json`` under the models directory, and the
+pid is only signalled while ``/proc/<pid>/cmdline`` still names llama-server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import httpx
+
+from codeloop.llm.local_install import (
+    MODELS,
+    LocalModelError,
+    Progress,
+    install,
+    models_dir,
+    server_binary,
+    spec_for,
+    weights_path,
+)
+
+SERVER_FLAGS = ("--jinja", "-t", "2", "-c", "8192", "--seed", "42", "--no-cache-prompt")
+HEALTH_TIMEOUT = 180.0
+
+
+@dataclass(frozen=True, slots=True)
+class ServerState:
+    """What ``serve`` records so ``stop`` and ``status`` can find the server."""
+
+    model: str
+    """Model key (``0.5b``/``1.5b``)."""
+    model_id: str
+    """Model id clients send (informational; llama-server serves one model)."""
+    pid: int
+    """Process id (leader of its own process group)."""
+    port: int
+    """Loopback port."""
+    log: str
+    """Server log file."""
+
+    @property
+    def base_url(self) -> str:
+        """OpenAI-style base URL (``.../v1``)."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+
+def _stderr(message: str) -> None:
+    print(f"local-llm: {message}", file=sys.stderr, flush=True)
+
+
+def _state_file(model: str, base: Path) -> Path:
+    return base / f"server-{model}.json"
+
+
+def read_state(model: str, base: Path | None = None) -> ServerState | None:
+    """The recorded server for ``model``, or None (a corrupt record counts as none)."""
+    path = _state_file(model, base or models_dir())
+    try:
+        return ServerState(**json.loads(path.read_text("utf-8")))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def _alive(pid: int) -> bool:
+    """True while ``pid`` exists and is a llama-server (guards against pid reuse)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return b"llama-server" in cmdline
+
+
+def healthy(port: int, timeout: float = 2.0) -> bool:
+    """True when ``GET /health`` answers 200 (model loaded)."""
+    try:
+        return httpx.get(f"http://127.0.0.1:{port}/health", timeout=timeout).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start(model: str, port: int | None = None, progress: Progress = _stderr, base: Path | None = None) -> ServerState:
+    """Start llama-server for ``model`` (installed) and wait until it is healthy."""
+    base = base or models_dir()
+    spec = spec_for(model)
+    binary, weights = server_binary(base), weights_path(model, base)
+    if binary is None or weights is None:
+        raise LocalModelError(f"model {model} is not installed; run: scripts/local-llm install --model {model}")
+    port = port or _free_port()
+    log_path = base / f"server-{model}.log"
+    progress(f"starting llama-server for {spec.model_id} on 127.0.0.1:{port} (log: {log_path})")
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(
+            [str(binary), "-m", str(weights), "--host", "127.0.0.1", "--port", str(port),
+             "--alias", spec.model_id, *SERVER_FLAGS],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    state = ServerState(model, spec.model_id, proc.pid, port, str(log_path))
+    deadline = time.monotonic() + HEALTH_TIMEOUT
+    while not healthy(port):
+        if proc.poll() is not None:
+            tail = log_path.read_text("utf-8", "replace")[-800:]
+            raise LocalModelError(f"llama-server exited with {proc.returncode} while loading; log tail:\n{tail}")
+        if time.monotonic() > deadline:
+            _kill(proc.pid)
+            raise LocalModelError(f"llama-server not healthy after {HEALTH_TIMEOUT:.0f} s; see {log_path}")
+        time.sleep(0.25)
+    tmp = _state_file(model, base).with_suffix(".tmp")
+    tmp.write_text(json.dumps(asdict(state)), "utf-8")
+    os.replace(tmp, _state_file(model, base))
+    progress(f"ready: {state.base_url}")
+    return state
+
+
+def running(model: str, base: Path | None = None) -> ServerState | None:
+    """The recorded server for ``model`` when it is alive and healthy."""
+    state = read_state(model, base)
+    if state is not None and _alive(state.pid) and healthy(state.port):
+        return state
+    return None
+
+
+def _kill(pid: int, grace: float = 5.0) -> None:
+    """SIGTERM the process group, then SIGKILL after ``grace`` seconds."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while _alive(pid) and time.monotonic() < deadline:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+        time.sleep(0.1)
+    if _alive(pid):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def stop(model: str, base: Path | None = None) -> bool:
+    """Stop ``model``'s server if one is recorded; True when one was running."""
+    base = base or models_dir()
+    state = read_state(model, base)
+    was_running = state is not None and _alive(state.pid)
+    if state is not None and was_running:
+        _kill(state.pid)
+    _state_file(model, base).unlink(missing_ok=True)
+    return was_running
+
+
+def ensure_local_server(model: str = "0.5b", progress: Progress = _stderr) -> str:
+    """Base URL of a healthy local server for ``model``, installing/starting as needed."""
+    state = running(model)
+    if state is not None:
+        return state.base_url
+    install(model, progress)
+    stop(model)  # clear a stale record (dead or unhealthy server)
+    return start(model, progress=progress).base_url
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="local-llm",
+        description="Install and run a local Qwen2.5-Coder model behind llama.cpp's llama-server on 127.0.0.1.",
+        epilog="Example: scripts/local-llm serve --model 0.5b   (prints http://127.0.0.1:PORT/v1)",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, help_text in [
+        ("install", "build llama-server and download + verify the weights (idempotent)"),
+        ("serve", "start the server (installing first if needed) and print its base URL"),
+        ("stop", "stop the server(s) started by serve"),
+        ("status", "print the running server's base URL; exit 1 when none is running"),
+    ]:
+        cmd = sub.add_parser(name, help=help_text, description=help_text)
+        cmd.add_argument("--model", choices=sorted(MODELS), default=None if name in ("stop", "status") else "0.5b",
+                         help="model size (default 0.5b; stop/status: all)")
+        cmd.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+        if name == "serve":
+            cmd.add_argument("--port", type=int, default=None, help="port (default: a free one)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """CLI entry point; errors are one line on stderr and exit code 1."""
+    args = _parser().parse_args(argv)
+    models = [args.model] if args.model else sorted(MODELS)
+    try:
+        if args.command == "install":
+            binary, weights = install(args.model, _stderr)
+            _emit(args.json, {"binary": str(binary), "weights": str(weights)}, str(weights))
+        elif args.command == "serve":
+            state = running(args.model)
+            if state is None:
+                install(args.model, _stderr)
+                stop(args.model)
+                state = start(args.model, args.port)
+            _emit(args.json, {**asdict(state), "base_url": state.base_url}, state.base_url)
+        elif args.command == "stop":
+            stopped = [m for m in models if stop(m)]
+            _emit(args.json, {"stopped": stopped}, f"stopped: {', '.join(stopped) or 'nothing was running'}")
+        else:
+            states = [s for s in (running(m) for m in models) if s is not None]
+            _emit(args.json, {"running": [{**asdict(s), "base_url": s.base_url} for s in states]},
+                  "\n".join(s.base_url for s in states) or "not running")
+            return 0 if states else 1
+    except LocalModelError as exc:
+        print(f"local-llm: error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _emit(as_json: bool, data: dict[str, object], text: str) -> None:
+    print(json.dumps(data) if as_json else text)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

