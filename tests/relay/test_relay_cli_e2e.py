@@ -63,7 +63,7 @@ def test_full_session_new_step_through_done(relay: Run, tmp_path: Path) -> None:
     )
     out = relay("step")
     assert "[OK] CREATE_FILE: Created 'src/calc.py'" in out.stdout
-    assert f"{sid}_seq0002.txt" in out.stdout and "Paste" in out.stdout
+    assert f"{sid}_seq0002.txt" in out.stdout and "paste it into your chat model" in out.stdout
     workspace = _root(tmp_path) / "workspace"
     assert (workspace / "src/calc.py").read_text() == "def add(a, b):\n    return a + b\n"
     second = (_root(tmp_path) / "outbox" / f"{sid}_seq0002.txt").read_text()

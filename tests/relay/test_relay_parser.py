@@ -214,3 +214,24 @@ def test_round_trip_with_prose_between_blocks(commands: list[RelayCommand], pros
     blocks = [serialize_commands([c]) for c in commands]
     mixed = "".join((prose[i] + "\n" if i < len(prose) else "") + block for i, block in enumerate(blocks))
     assert parse_inbox(mixed) == commands
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=" \t=\"'abp_-]x1", max_size=40))
+def test_fast_tag_path_agrees_with_the_careful_attribute_reader(rest: str) -> None:
+    from codeloop.relay.parser import _BlockError, _build_self_closing, _parse_attributes
+
+    text = "[READ_FILE" + rest + "\n"
+    got = parse_inbox(text)
+    if rest and not rest[0].isspace() and rest[0] != "]":
+        assert got == []
+        return
+    careful = _parse_attributes("READ_FILE", rest)
+    if isinstance(careful, str):
+        expected: RelayCommand = ParseError("READ_FILE", careful)
+    else:
+        try:
+            expected = _build_self_closing("READ_FILE", careful[0], 1)
+        except _BlockError as exc:
+            expected = ParseError("READ_FILE", str(exc))
+    assert got == [expected]

@@ -166,9 +166,11 @@ def _print_event(event: RelayEvent) -> None:
 def _next_steps(
     config: RelayConfig, state: SessionState, path: Path, copied: str | None, watching: bool
 ) -> None:
-    clip = f" (already copied to the clipboard with {copied})" if copied else ""
     typer.secho(f"\nNext outbox: {path}", bold=True)
-    typer.echo(f"  1. Paste the whole file into your chat model{clip}.")
+    if copied:
+        typer.echo(f"  1. Paste it into your chat model: it is already on the clipboard ({copied}).")
+    else:
+        typer.echo("  1. Copy the whole file (open it, or: cat FILE) and paste it into your chat model.")
     typer.echo(
         f"  2. Save the model's whole reply as a .txt file in {config.inbox_dir}/ (any name, e.g. reply.txt)."
     )
