@@ -253,3 +253,27 @@ async def test_2_3_question_leaves_session_awaiting_input(harness) -> None:
     assert h.session.state is SessionState.AWAITING_INPUT
     await h.session.submit("main.py")
     assert h.session.state is SessionState.IDLE
+
+
+async def test_9_5_limits_overridable_via_session_config(harness) -> None:
+    h = harness("anthropic", [calls("anthropic", ("shell", {"command": "seq 1 50"})), text_response("ok")],
+                SessionConfig(tool_output_limits={"shell": 100_000}, tool_line_limits={"shell": 10}))
+    await h.session.submit("x")
+    sent = h.adapter.requests[1].messages[-1].content[0].tool_result.content
+    assert "lines omitted" in sent or "truncated" in sent
+    assert h.of(ev.ToolCallEnd)[0].output.count("\n") >= 50
+
+
+async def test_9_10_shell_output_streams_as_tool_call_output_delta(harness) -> None:
+    h = harness("anthropic", [calls("anthropic", ("shell", {"command": "echo streamed-line"})), text_response("ok")])
+    await h.session.submit("x")
+    deltas = h.of(ev.ToolCallOutputDelta)
+    assert deltas and "streamed-line" in "".join(d.delta for d in deltas)
+    assert deltas[0].call_id == h.of(ev.ToolCallStart)[0].call_id
+
+
+async def test_9_6_steering_turn_recorded_in_history(harness) -> None:
+    h = harness("anthropic", [text_response("ok")])
+    h.session.steer("note")
+    await h.session.submit("x")
+    assert any(isinstance(t, SteeringTurn) and t.content == "note" for t in h.session.history.turns)

@@ -110,9 +110,13 @@ def build_client(choice: ModelChoice) -> Any:
 
         adapter = GeminiAdapter(api_key=choice.api_key, base_url=choice.base_url)
     else:
+        from codeloop.llm.adapters.base import AdapterTimeout
         from codeloop.llm.adapters.openai_compatible import OpenAICompatibleAdapter
 
-        adapter = OpenAICompatibleAdapter(choice.base_url or "http://127.0.0.1:8080/v1", api_key=choice.api_key)
+        # Local models on a CPU can read a long prompt for minutes before the first token.
+        timeout = AdapterTimeout(connect=10.0, request=900.0, stream_read=600.0) if choice.local else None
+        adapter = OpenAICompatibleAdapter(choice.base_url or "http://127.0.0.1:8080/v1", api_key=choice.api_key,
+                                          timeout=timeout)
     return Client({choice.provider: adapter})
 
 
