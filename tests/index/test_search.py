@@ -67,3 +67,15 @@ def test_tree_lists_indexed_files_and_cuts_at_depth(built: CodeIndex) -> None:
     assert "pkg/" in tree and "  core.py" in tree
     assert "  src/ (2 files)" in tree
     assert all("build" not in line for line in tree)
+
+
+def test_definition_of_the_named_symbol_comes_first(built: CodeIndex, sample_repo: object) -> None:
+    hits = built.search("boot")
+    assert (hits[0].path, hits[0].line, hits[0].heading) == ("pkg/helpers.py", 5, "boot")
+    assert "pkg/core.py" in {h.path for h in hits[1:]}
+    assert built.search("add")[0].path == "c/util.c"
+
+
+def test_snippet_centres_on_the_line_matching_most_words(built: CodeIndex) -> None:
+    (hit,) = built.search("capacitor setup")
+    assert hit.line == 7

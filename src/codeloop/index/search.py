@@ -25,11 +25,15 @@ def _quote(term: str) -> str:
 
 
 def _match_line(body: str, needles: list[str]) -> int:
-    lowered = body.lower().split("\n")
-    for offset, line in enumerate(lowered):
-        if any(n in line for n in needles):
-            return offset
-    return 0
+    """Offset of the line matching the most distinct needles (the first such line)."""
+    best, best_count = 0, 0
+    for offset, line in enumerate(body.lower().split("\n")):
+        count = sum(1 for n in needles if n in line)
+        if count > best_count:
+            best, best_count = offset, count
+            if count == len(needles):
+                break
+    return best
 
 
 def _hit(row: tuple[object, ...], needles: list[str], score: float) -> SearchHit:
@@ -54,6 +58,26 @@ def _words(conn: sqlite3.Connection, terms: list[str], joiner: str, limit: int,
         (match, _like_prefix(path_prefix), limit)).fetchall()
     needles = [t.lower() for t in terms]
     return [_hit(r[:5], needles, -float(r[5])) for r in rows]
+
+
+def _definitions(conn: sqlite3.Connection, terms: list[str], limit: int, path_prefix: str) -> list[SearchHit]:
+    """Chunks defining a symbol named by the query's words joined (``resolve workspace path``
+    → ``resolve_workspace_path`` or ``ResolveWorkspacePath``): code search should find the
+    definition first."""
+    names = {"_".join(terms).lower(), "".join(terms).lower()}
+    rows = conn.execute(
+        "SELECT c.path, s.qualified_name, c.body, c.start_line, c.end_line, s.start_line FROM symbols s "
+        "JOIN chunks c ON c.path = s.path AND s.start_line BETWEEN c.start_line AND c.end_line "
+        f"WHERE lower(s.name) IN ({','.join('?' * len(names))}) AND s.path LIKE ? ESCAPE '\\' "
+        "ORDER BY s.path, s.start_line LIMIT ?", (*names, _like_prefix(path_prefix), limit)).fetchall()
+    hits = []
+    for path, heading, body, start, end, line in rows:
+        hit = _hit((path, heading, body, start, end), [], 0.0)
+        offset = line - start
+        lines = body.split("\n")
+        snippet = "\n".join(lines[max(0, offset - SNIPPET_CONTEXT):offset + SNIPPET_CONTEXT + 1])
+        hits.append(SearchHit(hit.path, f"{path}#L{line}", line, start, end, heading, snippet, 0.0))
+    return hits
 
 
 def _like_prefix(prefix: str) -> str:
@@ -91,6 +115,11 @@ def search_chunks(conn: sqlite3.Connection, query: str, limit: int = 10, mode: S
         hits = _substring(conn, query, limit, path_prefix)
     if not hits:
         hits = _words(conn, terms, "AND", limit, path_prefix)
+        if mode == "auto":
+            found = _definitions(conn, terms, limit, path_prefix)
+            if found:
+                spans = {(h.path, h.start_line) for h in found}
+                hits = (found + [h for h in hits if (h.path, h.start_line) not in spans])[:limit]
     if not hits and len(terms) > 1:
         hits = _words(conn, terms, "OR", limit, path_prefix)
     if not hits and mode == "auto" and not has_punctuation:
