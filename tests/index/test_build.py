@@ -127,3 +127,13 @@ def test_edited_imports_rewrite_only_that_files_edges(built: CodeIndex, sample_r
     assert "app.py" in built.impact("pkg/models.py").inbound
     assert built.impact("pkg/core.py").inbound == ()
     assert built.impact("pkg/helpers.py").inbound == ("pkg/core.py",)
+
+
+def test_corrupt_database_is_discarded_and_rebuilt(built: CodeIndex) -> None:
+    for suffix in ("-wal", "-shm"):
+        Path(f"{built.db_path}{suffix}").unlink(missing_ok=True)
+    built.db_path.write_bytes(b"this is not sqlite" * 100)
+    assert built.status().stale_reasons == ("not_built",)
+    report = built.build()
+    assert report.full_rebuild and report.added == report.files_total
+    assert built.search("booted")[0].path == "pkg/helpers.py"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -44,8 +45,11 @@ def _open(repo: Path, refresh: bool) -> CodeIndex:
 def _run(action: Callable[[], T]) -> T:
     try:
         return action()
-    except (CodeIndexError, WorkspaceError, ValueError, FileNotFoundError) as exc:
+    except (CodeIndexError, WorkspaceError, ValueError, OSError) as exc:
         raise _fail(str(exc)) from None
+    except sqlite3.Error as exc:
+        raise _fail(f"index database error: {exc}; retry, or delete the index file shown by "
+                    "'codeloop index status' and rebuild") from None
 
 
 def _emit(value: Any, as_json_flag: bool, text: Callable[[], str]) -> None:

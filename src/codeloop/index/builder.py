@@ -145,11 +145,27 @@ def _resolve_imports(conn: sqlite3.Connection, root: Path, sources: list[str] | 
     conn.executemany("INSERT INTO import_targets(import_id, source, target) VALUES (?,?,?)", targets)
 
 
+def _discard(db_path: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db_path}{suffix}").unlink(missing_ok=True)
+
+
 def build_index(repo_root: str | Path, db_path: Path) -> BuildReport:
     """Create or incrementally refresh the index of ``repo_root`` in ``db_path``.
 
-    Raises ``FileNotFoundError`` when ``repo_root`` is not a directory.
+    The database is a cache: one that SQLite cannot read (corrupt, not a database) is
+    deleted and rebuilt. Raises ``FileNotFoundError`` when ``repo_root`` is not a directory.
     """
+    try:
+        return _build(repo_root, db_path)
+    except sqlite3.DatabaseError as exc:
+        if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+            raise
+        _discard(db_path)
+        return _build(repo_root, db_path)
+
+
+def _build(repo_root: str | Path, db_path: Path) -> BuildReport:
     started = time.monotonic()
     root = Path(repo_root).resolve()
     if not root.is_dir():

@@ -62,8 +62,13 @@ class CodeIndex:
                 f"no index for {self.repo_root}; build it with: codeloop index build --repo {self.repo_root}")
         conn = sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True, timeout=30)
         try:
-            if not read_meta(conn):
-                raise IndexNotBuiltError(f"the index of {self.repo_root} is empty; run: codeloop index build")
+            try:
+                meta = read_meta(conn)
+            except sqlite3.DatabaseError:
+                meta = {}
+            if not meta:
+                raise IndexNotBuiltError(f"the index of {self.repo_root} is empty or unreadable; rebuild it with: "
+                                         f"codeloop index build --repo {self.repo_root}")
             yield conn
         finally:
             conn.close()
@@ -209,7 +214,10 @@ class CodeIndex:
             return IndexStatus(str(self.repo_root), str(self.db_path), False, True, ("not_built",), 0, 0, 0, None)
         conn = sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True, timeout=30)
         try:
-            meta = read_meta(conn)
+            try:
+                meta = read_meta(conn)
+            except sqlite3.DatabaseError:
+                meta = {}
             reasons = stale_versions(meta) if meta else ["not_built"]
             files = symbols = 0
             if meta and not reasons:
