@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -300,6 +301,27 @@ async def test_3_5_image_parts_become_data_urls(server: LoopbackServer, adapter:
         {"type": "text", "text": "what is this?"},
         {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw==", "detail": "low"}},
     ]
+
+
+async def test_8_3_image_from_local_file_path_and_url(
+    server: LoopbackServer, adapter: OpenAICompatibleAdapter, tmp_path: Path
+) -> None:
+    shot = tmp_path / "shot.jpg"
+    shot.write_bytes(b"\xff\xd8\xff")
+    server.push(json_reply(completion("ok")))
+    msg = Message(Role.USER, [ContentPart.of_image(ImageData(url=str(shot))),
+                              ContentPart.of_image(ImageData(url="https://example.com/a.png"))])
+    await adapter.complete(Request(model="m", messages=[msg]))
+    assert server.last.json()["messages"][0]["content"] == [
+        {"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,/9j/"}},
+        {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}},
+    ]
+
+
+async def test_unreadable_local_image_is_a_configuration_error(adapter: OpenAICompatibleAdapter, tmp_path: Path) -> None:
+    msg = Message(Role.USER, [ContentPart.of_image(ImageData(url=str(tmp_path / "missing.png")))])
+    with pytest.raises(E.ConfigurationError, match=r"missing\.png"):
+        await adapter.complete(Request(model="m", messages=[msg]))
 
 
 async def test_unsendable_content_kind_is_an_invalid_request_before_any_http(server: LoopbackServer, adapter: OpenAICompatibleAdapter) -> None:

@@ -21,7 +21,6 @@ Translation notes:
 
 from __future__ import annotations
 
-import base64
 import json
 import uuid
 from collections.abc import AsyncIterator, Mapping
@@ -31,6 +30,7 @@ import httpx
 
 from codeloop.llm.accumulator import StreamAccumulator
 from codeloop.llm.adapters.base import AdapterTimeout
+from codeloop.llm.adapters.content_encoding import inline_media
 from codeloop.llm.adapters.exchange import open_event_stream, post_json, timeout_of
 from codeloop.llm.errors import InvalidRequestError, ProviderError, SDKError, error_from_status_code
 from codeloop.llm.sse import require_final_event
@@ -111,10 +111,6 @@ def _opt_int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _data_url(data: bytes, media_type: str) -> str:
-    return f"data:{media_type};base64,{base64.b64encode(data).decode()}"
-
-
 class OpenAICompatibleAdapter:
     """Chat Completions over ``httpx`` for llama.cpp, vLLM, Ollama and similar servers."""
 
@@ -161,18 +157,16 @@ class OpenAICompatibleAdapter:
         if part.kind == ContentKind.TEXT:
             return {"type": "text", "text": part.text or ""}
         if part.kind == ContentKind.IMAGE and part.image is not None:
-            img = part.image
-            url = img.url if img.url is not None else _data_url(img.data or b"", img.media_type or "image/png")
+            inline = inline_media(part.image, "image/png")  # bytes or a local path → data URL
+            url = part.image.url if inline is None else f"data:{inline[0]};base64,{inline[1]}"
             image_url: dict[str, Any] = {"url": url}
-            if img.detail:
-                image_url["detail"] = img.detail
+            if part.image.detail:
+                image_url["detail"] = part.image.detail
             return {"type": "image_url", "image_url": image_url}
-        if part.kind == ContentKind.AUDIO and part.audio is not None and part.audio.data is not None:
-            fmt = (part.audio.media_type or "audio/wav").split("/")[-1]
-            return {
-                "type": "input_audio",
-                "input_audio": {"data": base64.b64encode(part.audio.data).decode(), "format": fmt},
-            }
+        if part.kind == ContentKind.AUDIO and part.audio is not None:
+            inline = inline_media(part.audio, "audio/wav")
+            if inline is not None:
+                return {"type": "input_audio", "input_audio": {"data": inline[1], "format": inline[0].split("/")[-1]}}
         raise self._unsupported(f"content kind {str(part.kind)!r} in a user message")
 
     def _message(self, msg: Message) -> list[dict[str, Any]]:
