@@ -128,3 +128,11 @@ async def test_request_parse_warnings_are_repeated(repo: Path) -> None:
 
 def test_index_lives_outside_the_repository(repo: Path, _index_dir: Path) -> None:
     assert not any(name.endswith(".sqlite") for _, _, files in os.walk(repo) for name in files)
+
+
+async def test_directory_and_binary_reads_are_warnings(repo: Path) -> None:
+    (repo / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR")
+    response = await answer(repo, request("  - type: file.read\n    path: src\n",
+                                          "  - type: file.read\n    path: logo.png\n"))
+    assert response.results == ()
+    assert response.warnings == ("not_a_file: src", "file_binary: logo.png")

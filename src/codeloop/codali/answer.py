@@ -242,6 +242,9 @@ async def answer_request(
             results.append(await answerer.run(need))
         except _Skip as skip:
             answerer.warnings.append(str(skip))
+        except (OSError, sqlite3.Error, CodeIndexError, WorkspaceError, ValueError) as exc:
+            # Anything else a need can hit is reported like a skip (spec §5), never raised.
+            answerer.warnings.append(f"{need.type.replace('.', '_')}_failed: {exc}")
     return CodaliResponse(request.request_id, tuple(results), tuple(answerer.warnings), str(root),
                           int((time.monotonic() - started) * 1000))
 
