@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from codeloop.spaces.client import AsyncSpacesClient, SpacesAPIError, SpacesClient
+from codeloop.spaces.client import AsyncSpacesClient, SpacesAPIError, SpacesClient, _SSEDecoder
 
 from .server_process import ServerProcess
 
@@ -49,3 +52,16 @@ async def test_async_client_round_trip_and_stream(server: ServerProcess) -> None
         items = [e async for e in client.stream_events(result.runId)]
         assert items[-1] == {"event": "end", "runId": result.runId, "state": "completed"}
         await client.delete_space(space.id)
+
+
+event_dicts = st.dictionaries(st.sampled_from(["type", "stdout", "operationId", "n"]),
+                              st.text(max_size=10) | st.integers(), max_size=4)
+
+
+@given(st.lists(event_dicts, max_size=5))
+def test_sse_decoder_returns_what_the_server_encodes(events: list[dict[str, object]]) -> None:
+    decoder = _SSEDecoder()
+    text = "".join(f"id: {i}\nevent: x\ndata: {json.dumps(e)}\n\n" for i, e in enumerate(events, 1))
+    text += 'event: end\ndata: {"state": "completed"}\n\n'
+    out = [item for line in text.split("\n") if (item := decoder.feed(line)) is not None]
+    assert out == [*events, {"event": "end", "state": "completed"}]

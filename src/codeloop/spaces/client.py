@@ -110,17 +110,28 @@ def _headers(api_key: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
 
-def _parse_sse(lines: list[str]) -> dict[str, Any] | None:
-    event, data = "", []
-    for line in lines:
-        if line.startswith("event:"):
-            event = line[6:].strip()
-        elif line.startswith("data:"):
-            data.append(line[5:].strip())
-    if not data:
-        return None
-    payload: dict[str, Any] = json.loads("\n".join(data))
-    return {"event": "end", **payload} if event == "end" else payload
+class _SSEDecoder:
+    """Turns SSE lines into events; ``{"event": "end", ...}`` for the closing one."""
+
+    def __init__(self) -> None:
+        self._block: list[str] = []
+
+    def feed(self, line: str) -> dict[str, Any] | None:
+        """Take one line; return the event a blank line completes, else ``None``."""
+        if line:
+            self._block.append(line)
+            return None
+        block, self._block = self._block, []
+        event, data = "", []
+        for item in block:
+            if item.startswith("event:"):
+                event = item[6:].strip()
+            elif item.startswith("data:"):
+                data.append(item[5:].strip())
+        if not data:
+            return None
+        payload: dict[str, Any] = json.loads("\n".join(data))
+        return {"event": "end", **payload} if event == "end" else payload
 
 
 class SpacesClient:
@@ -188,13 +199,9 @@ class SpacesClient:
         headers = {"Last-Event-ID": str(after)} if after else {}
         with self._http.stream("GET", f"/v1/runs/{run_id}/events", headers=headers) as response:
             _raise_for(response)
-            block: list[str] = []
+            decoder = _SSEDecoder()
             for line in response.iter_lines():
-                if line:
-                    block.append(line)
-                    continue
-                item = _parse_sse(block)
-                block = []
+                item = decoder.feed(line)
                 if item is not None:
                     yield item
 
@@ -251,12 +258,8 @@ class AsyncSpacesClient:
         headers = {"Last-Event-ID": str(after)} if after else {}
         async with self._http.stream("GET", f"/v1/runs/{run_id}/events", headers=headers) as response:
             _raise_for(response)
-            block: list[str] = []
+            decoder = _SSEDecoder()
             async for line in response.aiter_lines():
-                if line:
-                    block.append(line)
-                    continue
-                item = _parse_sse(block)
-                block = []
+                item = decoder.feed(line)
                 if item is not None:
                     yield item
