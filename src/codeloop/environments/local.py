@@ -1,7 +1,7 @@
 """``LocalExecutionEnvironment``: tools run on this machine (loop spec §4.2).
 
 Every path goes through :func:`~codeloop.environments.resolver.resolve_workspace_path`,
-every write through :func:`~codeloop.environments.atomic.atomic_write`, every command
+every write through :func:`~codeloop.environments.beneath.atomic_write_beneath`, every command
 through :func:`~codeloop.environments.runner.run_process`. Two hooks let a subclass
 (``SandboxedExecutionEnvironment``) change behaviour without copying it:
 ``build_argv`` (how a command line becomes a process) and ``check_write`` (called before
@@ -20,7 +20,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from codeloop.environments import search
-from codeloop.environments.atomic import atomic_write
 from codeloop.environments.base import (
     DirEntry,
     EnvPolicy,
@@ -30,6 +29,7 @@ from codeloop.environments.base import (
     GrepOptions,
     OutputCallback,
 )
+from codeloop.environments.beneath import atomic_write_beneath, read_bytes_beneath
 from codeloop.environments.envfilter import filter_environment
 from codeloop.environments.errors import (
     BinaryFileError,
@@ -132,6 +132,11 @@ class LocalExecutionEnvironment:
         self.ripgrep: str | None = search.find_rg()
         """The ``rg`` used by grep and glob; set to ``None`` to use the pure-Python fallback."""
         self._running: set[int] = set()
+        self._env_cache: dict[str, str] | None = None
+        self._env_source: dict[bytes, bytes] | None = None
+        self.allow_hardlinks = False
+        """Read files that have several hard links (one of which may lie outside the
+        workspace); off by default, see ``codeloop.environments.beneath``."""
 
     # Hooks for subclasses -----------------------------------------------------------
 
@@ -145,7 +150,13 @@ class LocalExecutionEnvironment:
 
     def command_environment(self, env_vars: dict[str, str] | None) -> dict[str, str]:
         """The environment of a command: the host's, filtered by ``env_policy``, plus ``env_vars``."""
-        env = filter_environment(os.environ, self.env_policy)
+        # Filtering os.environ costs as much as the rest of a command's overhead; redo it
+        # only when the process environment changed (compared as raw bytes, in C).
+        source: dict[bytes, bytes] | None = getattr(os.environ, "_data", None)
+        if self._env_cache is None or source is None or source != self._env_source:
+            self._env_cache = filter_environment(os.environ, self.env_policy)
+            self._env_source = dict(source) if source is not None else None
+        env = dict(self._env_cache)
         if env_vars:
             env.update(env_vars)
         return env
@@ -167,7 +178,7 @@ class LocalExecutionEnvironment:
     async def read_bytes(self, path: str) -> bytes:
         target = self._file(path)
         try:
-            return target.read_bytes()
+            return read_bytes_beneath(self._real_root(), target, path, allow_hardlinks=self.allow_hardlinks)
         except OSError as exc:
             raise _os_error(exc, path, "read") from None
 
@@ -190,8 +201,7 @@ class LocalExecutionEnvironment:
         if target.is_dir():
             raise NotAFileError(f"Cannot write {path!r}: it is a directory", path=path)
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(target, data)
+            atomic_write_beneath(self._real_root(), target, data, path)
         except OSError as exc:
             raise _os_error(exc, path, "write") from None
         return len(data)

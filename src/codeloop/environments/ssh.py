@@ -118,6 +118,9 @@ class SSHExecutionEnvironment:
         self._running: set[str] = set()
         self._os_version = ""
         self._bundle: str | None = None
+        self._last_links = 0
+        self.allow_hardlinks = False
+        """Read files with several hard links (see ``codeloop.environments.beneath``)."""
 
     # -- lifecycle -----------------------------------------------------------------
     async def initialize(self) -> None:
@@ -191,8 +194,13 @@ class SSHExecutionEnvironment:
         check_path_syntax(path)
         self._require()
         joined = path if path.startswith("/") else posixpath.join(self._root, path or ".")
-        res = await self._conn.run(f"realpath -m -- {_q(joined)}")
-        resolved = str(res.stdout or "").strip()
+        # One round trip: the canonical path, then (for hard-link checks) its link count.
+        res = await self._conn.run(
+            f"p=$(realpath -m -- {_q(joined)}) && printf '%s\\n' \"$p\" && (stat -c %h -- \"$p\" 2>/dev/null || true)"
+        )
+        lines = str(res.stdout or "").split("\n")
+        resolved = lines[0].strip()
+        self._last_links = int(lines[1]) if len(lines) > 1 and lines[1].strip().isdigit() else 0
         if res.exit_status != 0 or not resolved:
             raise PathOutsideWorkspaceError(f"Path {path!r} cannot be resolved on {self.host}: {res.stderr}", path=path)
         if not (resolved == self._root or resolved.startswith(self._root.rstrip("/") + "/")):
@@ -221,8 +229,15 @@ class SSHExecutionEnvironment:
     async def read_bytes(self, path: str) -> bytes:
         sftp = self._require()
         target = await self._resolve(path, must_exist=True)
+        links = self._last_links
         if await sftp.isdir(target):
             raise NotAFileError(f"{path!r} is a directory, not a file; list it with list_dir instead", path=path)
+        if links > 1 and not self.allow_hardlinks:
+            raise PathOutsideWorkspaceError(
+                f"{path!r} is a hard link shared with {links - 1} other name(s), which may lie "
+                "outside the workspace; it is not read. Copy the file (cp) to break the link.",
+                path=path,
+            )
         try:
             async with sftp.open(target, "rb") as handle:
                 data: bytes = await handle.read()
