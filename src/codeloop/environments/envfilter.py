@@ -15,6 +15,7 @@ The core variables are never dropped by the secret filter, so ``inherit-all`` an
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from codeloop.environments.base import EnvPolicy
@@ -41,12 +42,14 @@ CORE_VARIABLES: frozenset[str] = frozenset(
 """Variables kept by ``core-only`` and never treated as secrets (spec §4.2 "always include")."""
 
 
+_SECRET_NAME = re.compile(
+    "(?:^|_)(?:" + "|".join(suffix[1:] for suffix in SECRET_SUFFIXES) + ")$", re.IGNORECASE
+)
+
+
 def is_secret_name(name: str) -> bool:
     """True when ``name`` looks like it holds a credential (spec §4.2 patterns)."""
-    upper = name.upper()
-    if upper in CORE_VARIABLES:
-        return False
-    return any(upper.endswith(suffix) or upper == suffix[1:] for suffix in SECRET_SUFFIXES)
+    return _SECRET_NAME.search(name) is not None and name.upper() not in CORE_VARIABLES
 
 
 def _is_core(name: str) -> bool:

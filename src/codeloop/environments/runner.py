@@ -29,7 +29,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -195,15 +195,66 @@ def _elapsed_ms(start: float) -> int:
     return int((time.monotonic() - start) * 1000)
 
 
-async def _wait(futures: Iterable[asyncio.Future[None]], seconds: float) -> bool:
-    """Wait until every future is done or ``seconds`` pass; True when all are done."""
-    pending = [f for f in futures if not f.done()]
-    if not pending:
-        return True
-    if seconds <= 0:
-        return False
-    _, still = await asyncio.wait(pending, timeout=seconds)
-    return not still
+class _Supervisor:
+    """Decides when a command is over, as callbacks on the event loop (one await per command).
+
+    Over means: the process exited and both pipes reached end of file; or the process
+    exited and the pipes stayed open ``DRAIN_TIMEOUT_S`` longer (the group is then
+    SIGKILLed); or a SIGKILLed process could not be reaped within ``REAP_TIMEOUT_S``.
+    The deadline sends SIGTERM, and SIGKILL ``kill_grace_s`` later if it is still alive.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, pgid: int, kill_grace_s: float) -> None:
+        self.loop = loop
+        self.pgid = pgid
+        self.kill_grace_s = kill_grace_s
+        self.finished: asyncio.Future[None] = loop.create_future()
+        self.open_streams = 2
+        self.exited = False
+        self.timed_out = False
+        self.timers: list[asyncio.TimerHandle] = []
+
+    def _later(self, seconds: float, callback: Callable[[], None]) -> None:
+        self.timers.append(self.loop.call_later(seconds, callback))
+
+    def _finish(self) -> None:
+        if not self.finished.done():
+            self.finished.set_result(None)
+
+    def stream_closed(self) -> None:
+        self.open_streams -= 1
+        if self.exited and self.open_streams == 0:
+            self._finish()
+
+    def process_exited(self) -> None:
+        if self.exited:
+            return
+        self.exited = True
+        if self.open_streams == 0:
+            self._finish()
+        else:
+            self._later(DRAIN_TIMEOUT_S, self._drain_expired)
+
+    def deadline(self) -> None:
+        if self.exited or self.finished.done():
+            return
+        self.timed_out = True
+        signal_process_group(self.pgid, signal.SIGTERM)
+        self._later(self.kill_grace_s, self._grace_expired)
+
+    def _grace_expired(self) -> None:
+        if not self.exited:
+            signal_process_group(self.pgid, signal.SIGKILL)
+            self._later(REAP_TIMEOUT_S, self._finish)
+
+    def _drain_expired(self) -> None:
+        # Something in the group (a background job) still holds the pipes.
+        signal_process_group(self.pgid, signal.SIGKILL)
+        self._later(0.1, self._finish)
+
+    def cancel_timers(self) -> None:
+        for timer in self.timers:
+            timer.cancel()
 
 
 async def run_process(
@@ -263,16 +314,15 @@ async def run_process(
     if running is not None:
         running.add(pgid)
     capture = _Capture(limits.memory_cap_bytes, on_output, keep_full_output)
-    open_fds: dict[int, asyncio.Future[None]] = {}
+    supervisor = _Supervisor(loop, pgid, limits.kill_grace_ms / 1000)
+    open_fds = [out_r, err_r]
 
     def close_reader(fd: int) -> None:
-        future = open_fds.pop(fd, None)
-        if future is None:
-            return
-        loop.remove_reader(fd)
-        os.close(fd)
-        if not future.done():
-            future.set_result(None)
+        if fd in open_fds:
+            open_fds.remove(fd)
+            loop.remove_reader(fd)
+            os.close(fd)
+            supervisor.stream_closed()
 
     def on_readable(fd: int, idx: int) -> None:
         try:
@@ -286,70 +336,51 @@ async def run_process(
         else:
             close_reader(fd)
 
-    eof_futures = []
-    for idx, fd in enumerate((out_r, err_r)):
-        future: asyncio.Future[None] = loop.create_future()
-        open_fds[fd] = future
-        eof_futures.append(future)
-        loop.add_reader(fd, on_readable, fd, idx)
+    loop.add_reader(out_r, on_readable, out_r, 0)
+    loop.add_reader(err_r, on_readable, err_r, 1)
 
-    exited: asyncio.Future[None] = loop.create_future()
     pidfd: int | None = None
     waiter: asyncio.Future[int] | None = None
-
-    def mark_exited(*_: object) -> None:
-        if not exited.done():
-            exited.set_result(None)
-
     try:
         pidfd = os.pidfd_open(pgid)
     except (AttributeError, OSError):
         waiter = asyncio.ensure_future(asyncio.to_thread(proc.wait))
-        waiter.add_done_callback(mark_exited)
+        waiter.add_done_callback(lambda _: supervisor.process_exited())
     else:
         fd_of_pid = pidfd
 
         def on_pidfd_readable() -> None:
             # Level-triggered: stop watching at once or the loop spins until cleanup.
             loop.remove_reader(fd_of_pid)
-            mark_exited()
+            supervisor.process_exited()
 
         loop.add_reader(pidfd, on_pidfd_readable)
 
-    timed_out = False
+    supervisor.timers.append(loop.call_at(loop.time() + timeout_ms / 1000, supervisor.deadline))
     try:
-        deadline = start + timeout_ms / 1000
-        if not await _wait([exited], deadline - time.monotonic()):
-            timed_out = True
-            signal_process_group(pgid, signal.SIGTERM)
-            if not await _wait([exited], limits.kill_grace_ms / 1000):
-                signal_process_group(pgid, signal.SIGKILL)
-                await _wait([exited], REAP_TIMEOUT_S)
-        if not await _wait(eof_futures, DRAIN_TIMEOUT_S):
-            signal_process_group(pgid, signal.SIGKILL)
-            await _wait(eof_futures, 0.1)
+        await supervisor.finished
     except BaseException:
         signal_process_group(pgid, signal.SIGKILL)
         capture.discard()
         raise
     finally:
+        supervisor.cancel_timers()
         for fd in list(open_fds):
             close_reader(fd)
         if pidfd is not None:
-            loop.remove_reader(pidfd)
+            if not supervisor.exited:
+                loop.remove_reader(pidfd)
             os.close(pidfd)
         if running is not None:
             running.discard(pgid)
         proc.poll()
-        if waiter is not None and not waiter.done():
-            waiter.remove_done_callback(mark_exited)
 
     stdout, stderr, full_path = capture.finish()
     return ExecResult(
         stdout=stdout,
         stderr=stderr,
         exit_code=proc.returncode if proc.returncode is not None else -1,
-        timed_out=timed_out,
+        timed_out=supervisor.timed_out,
         duration_ms=_elapsed_ms(start),
         stdout_bytes=capture.sizes[0],
         stderr_bytes=capture.sizes[1],
