@@ -1,0 +1,43 @@
+"""Service behaviour that needs no HTTP: expiry cleanup, resume races."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from codeloop.spaces.protocol import Approval
+from codeloop.spaces.service import SpacesService
+from codeloop.spaces.store import open_store
+
+
+async def test_expired_spaces_are_deleted_with_their_workspace(tmp_path: Path) -> None:
+    store = open_store(None, tmp_path)
+    service = SpacesService(store, sandbox=False)
+    try:
+        old = await service.create_space("k", "old", {}, ttl_s=-1)
+        live = await service.create_space("k", "live", {}, ttl_s=3600)
+        (Path(old.workspace) / "f").write_text("x")
+        assert await service.cleanup_expired() == 1
+        assert not Path(old.workspace).exists()
+        assert Path(live.workspace).is_dir()
+        assert [s.id for s in store.list_spaces("k")] == [live.id]
+    finally:
+        await service.close()
+        store.close()
+
+
+async def test_concurrent_resumes_run_the_approved_operation_once(tmp_path: Path) -> None:
+    store = open_store(None, tmp_path)
+    service = SpacesService(store, sandbox=False)
+    try:
+        space = await service.create_space("k", "s", {}, ttl_s=3600)
+        paused = await service.start_run(space, {"protocolVersion": "1.0", "operations": [
+            {"type": "shell", "id": "x", "command": "rm -rf nothing; echo once >> count"}]})
+        approval = Approval(operationId="x", decision="approved")
+        results = await asyncio.gather(*(service.resume("k", paused["runId"], approval) for _ in range(5)),
+                                       return_exceptions=True)
+        assert sum(isinstance(r, dict) for r in results) == 1
+        assert (Path(space.workspace) / "count").read_text() == "once\n"
+    finally:
+        await service.close()
+        store.close()
