@@ -56,3 +56,11 @@ async def test_text_profile_requests_carry_no_native_tools(harness) -> None:
     h = harness("text", [text_response("hi")])
     await h.session.submit("x")
     assert h.adapter.requests[0].tools is None
+
+
+async def test_text_profile_stops_generation_after_a_call(harness) -> None:
+    # The server cuts the reply at the stop sequence, so the closing tag never arrives.
+    h = harness("text", [text_response('<tool name="shell">\n<command>echo cut</command>\n'), text_response("ok")])
+    await h.session.submit("x")
+    assert h.adapter.requests[0].stop_sequences == ["</tool>", "<tool_result"]
+    assert "cut" in (h.of(ev.ToolCallEnd)[0].output or "")

@@ -286,6 +286,7 @@ class Session:
             tools=self._llm_tools() if native else None,
             reasoning_effort=self.config.reasoning_effort if self.profile.supports_reasoning else None,
             provider_options=self.profile.provider_options(),
+            stop_sequences=list(self.profile.stop_sequences) or None,
         )
 
     async def _call_model(self) -> Response:

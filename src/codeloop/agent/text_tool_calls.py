@@ -193,13 +193,13 @@ def parse_text_tool_calls(text: str, schemas: Schemas) -> ParsedReply:
         except json.JSONDecodeError as exc:
             name_match = re.search(r'"name"\s*:\s*"([\w.-]+)"', body)
             name = name_match.group(1) if name_match else "?"
-            call = (_invalid(name, schemas, body, f"the JSON inside <tool_call> does not parse ({exc.msg})")
-                    if name in schemas else _unknown(name, schemas, body))
-            found.append((m.start(), call))
+            bad = (_invalid(name, schemas, body, f"the JSON inside <tool_call> does not parse ({exc.msg})")
+                   if name in schemas else _unknown(name, schemas, body))
+            found.append((m.start(), bad))
             continue
-        call = _json_call(obj, schemas, body)
-        if call is not None:
-            found.append((m.start(), call))
+        hermes = _json_call(obj, schemas, body)
+        if hermes is not None:
+            found.append((m.start(), hermes))
     for start, end, obj in _json_objects(text):
         if any(s <= start < e for s, e in taken):
             continue

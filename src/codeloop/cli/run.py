@@ -242,7 +242,9 @@ async def run_task(task: str, choice: ModelChoice, cwd: Path, *, sandbox: str, a
     client = build_client(choice)
     environment = build_environment(cwd, sandbox)
     await environment.initialize()
-    config = SessionConfig(max_turns=max_turns)
+    # Issue 10: OpenAI-compatible servers (local models) often write calls as text.
+    config = SessionConfig(max_turns=max_turns,
+                           tool_call_recovery=True if choice.provider == "openai_compatible" else None)
     session = Session(profile, environment, config, client, policy=build_policy(approval),
                       approver=build_approver(err))
     session.subscribe(renderer)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from codeloop.profiles.anthropic import create_anthropic_profile
 from codeloop.profiles.base import ProviderProfile
 from codeloop.profiles.gemini import create_gemini_profile
@@ -12,11 +15,11 @@ PROFILE_IDS = ("openai", "anthropic", "gemini", "text")
 """Profiles ``create_profile`` knows."""
 
 
-def create_profile(profile_id: str, model: str | None = None, **options: object) -> ProviderProfile:
+def create_profile(profile_id: str, model: str | None = None, **options: Any) -> ProviderProfile:
     """The profile ``profile_id`` for ``model`` (its default model when None).
 
     Raises ValueError naming the known profiles for an unknown id."""
-    factories = {
+    factories: dict[str, Callable[..., ProviderProfile]] = {
         "openai": create_openai_profile,
         "anthropic": create_anthropic_profile,
         "gemini": create_gemini_profile,
@@ -25,10 +28,10 @@ def create_profile(profile_id: str, model: str | None = None, **options: object)
     factory = factories.get(profile_id)
     if factory is None:
         raise ValueError(f"unknown profile {profile_id!r}: use one of {', '.join(PROFILE_IDS)}")
-    kwargs: dict[str, object] = dict(options)
+    kwargs: dict[str, Any] = dict(options)
     if model:
         kwargs["model"] = model
-    return factory(**kwargs)  # type: ignore[operator]
+    return factory(**kwargs)
 
 
 __all__ = [

@@ -61,5 +61,6 @@ def create_text_profile(
         context_window_size=context_window_size,
         native_tool_calls=False,
         tool_call_recovery=True,
+        stop_sequences=("</tool>", "<tool_result"),
         default_command_timeout_ms=OPENAI_SHELL_TIMEOUT_MS,
     )
