@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -197,13 +198,17 @@ def _as_nobody(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
         ("write_file", '{"file_path": "lockeddir/new.txt", "content": "x"}'),
     ],
 )
-def test_permission_denied(tmp_path_factory: pytest.TempPathFactory, name: str, args: str) -> None:
-    root = Path(tmp_path_factory.mktemp("perm", numbered=True))
+def test_permission_denied(name: str, args: str) -> None:
+    # Not under pytest's tmp dir: concurrent pytest runs reset it to 0700, hiding it from nobody.
+    root = Path(tempfile.mkdtemp(prefix="codeloop-perm-", dir="/tmp"))
+    try:
+        _check_permission_denied(root, name, args)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _check_permission_denied(root: Path, name: str, args: str) -> None:
     root.chmod(0o777)
-    for parent in root.parents:
-        if parent == Path("/tmp") or parent == Path("/"):
-            break
-        parent.chmod(parent.stat().st_mode | 0o005)
     (root / "locked.txt").write_text("secret\n")
     (root / "locked.txt").chmod(0o000)
     (root / "lockeddir").mkdir()

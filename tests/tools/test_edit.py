@@ -79,3 +79,12 @@ async def test_3_3_identical_strings_are_refused(ws: Workspace) -> None:
     ws.write("a.py", "x\n")
     result = await ws.call("edit_file", {"file_path": "a.py", "old_string": "x", "new_string": "x"})
     assert result.is_error and "identical" in result.output
+
+
+async def test_3_3_fuzzy_line_match_keeps_crlf_line_endings(ws: Workspace) -> None:
+    ws.write("w.py", "def f():\r\n    return  1\r\nx = 2\r\n")
+    result = await ws.call(
+        "edit_file", {"file_path": "w.py", "old_string": "def f():\n    return 1", "new_string": "def f():\n    return 3"}
+    )
+    assert not result.is_error, result.output
+    assert ws.read("w.py") == b"def f():\r\n    return 3\r\nx = 2\r\n"

@@ -94,6 +94,8 @@ def apply_patch_command(
     except (PatchError, WorkspaceError) as exc:
         typer.echo(str(exc), err=True)
         raise typer.Exit(1) from None
+    except Exception as exc:
+        raise _fail(f"apply-patch failed unexpectedly: {type(exc).__name__}: {exc}") from None
     typer.echo(outcome.summary(), nl=False)
 
 
@@ -120,6 +122,8 @@ def tool_command(
         result = asyncio.run(_with_env(env, execute_tool_call(registry, name, args, env)))
     except WorkspaceError as exc:
         raise _fail(str(exc)) from None
+    except Exception as exc:
+        raise _fail(f"tool {name} could not run: {type(exc).__name__}: {exc}") from None
     if as_json:
         typer.echo(
             json.dumps(

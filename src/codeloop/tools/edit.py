@@ -162,7 +162,10 @@ async def _fuzzy_lines(
     position = 0
     for start in matches:
         out += file_lines[position:start]
-        out += _reindent(new_lines, _indent(old_lines[0]), _indent(file_lines[start]))
+        replacement = _reindent(new_lines, _indent(old_lines[0]), _indent(file_lines[start]))
+        if all(line.endswith("\r") for line in file_lines[start : start + size]):
+            replacement = [line if line.endswith("\r") else line + "\r" for line in replacement]
+        out += replacement
         position = start + size
     out += file_lines[position:]
     await env.write_file(path, "\n".join(out))

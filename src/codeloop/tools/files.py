@@ -23,6 +23,8 @@ from codeloop.tools.registry import (
 
 DEFAULT_READ_LIMIT = 2000
 """Lines read_file returns when no ``limit`` is given (spec §3.3)."""
+MAX_IMAGE_BYTES = 10_000_000
+"""Largest image read_file returns (bigger ones are refused before reading)."""
 MAX_MANY_FILES = 100
 """Files read_many_files reads at most in one call."""
 
@@ -61,6 +63,9 @@ async def read_file(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolCo
     limit: int = args.get("limit") or DEFAULT_READ_LIMIT
     media_type = _image_type(path)
     if media_type is not None:
+        size = (await env.stat(path)).size
+        if size > MAX_IMAGE_BYTES:
+            raise ToolError(f"{path} is an image of {size} bytes, over the {MAX_IMAGE_BYTES}-byte limit.")
         data = await env.read_bytes(path)
         return ToolOutput(
             f"Image file {path} ({media_type}, {len(data)} bytes) is attached.",
