@@ -132,6 +132,8 @@ class Session:
 
     async def events(self) -> AsyncIterator[ev.SessionEvent]:
         """Every event from now on, until (and including) the ``SESSION_END`` that closes the session."""
+        if self.state == SessionState.CLOSED:
+            return
         queue: asyncio.Queue[ev.SessionEvent] = asyncio.Queue()
         unsubscribe = self.subscribe(queue.put_nowait)
         try:
@@ -150,6 +152,7 @@ class Session:
             raise SessionClosedError(f"session {self.id} is closed; create a new Session")
         if self.state == SessionState.PROCESSING:
             raise RuntimeError("submit() while processing: use steer() or follow_up()")
+        self.state = SessionState.PROCESSING
         await self._start()
         self._task = asyncio.create_task(self._process_inputs(user_input))
         try:
