@@ -1,0 +1,169 @@
+"""Run the small everyday coding tasks of ``benchmarks/tasks/`` through any agent.
+
+Each task folder holds ``setup/`` (the starting workspace), ``task.txt`` (the instruction),
+``check.sh`` (exit 0 when solved, run in the workspace) and ``solution.sh`` (a reference
+solution; ``tests/benchmarks/test_tasks.py`` proves every check fails before it and passes
+after it). The agent is a shell command template; placeholders:
+
+    {task}      the instruction, shell-quoted
+    {workdir}   the task's fresh workspace (also the command's working directory)
+    {base_url}  the OpenAI-compatible server (--base-url, default: start scripts/local-llm)
+    {model}     the model name given with --model
+
+Examples::
+
+    # codeloop against the local 1.5B model (started on demand)
+    python benchmarks/run_tasks.py --agent codeloop --model 1.5b
+    # mini-swe-agent from its own venv, same server, same run
+    python benchmarks/run_tasks.py --agent codeloop --agent mini --model 1.5b
+    # anything else
+    python benchmarks/run_tasks.py --agent-cmd 'myagent --url {base_url} {task}' --name mine
+
+Prints one line per task and agent, then solved/total and mean time per agent, and with
+``--markdown FILE`` writes the same table for docs/local-models.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+TASKS = HERE / "tasks"
+REPO = HERE.parent
+BENCH_VENVS = REPO / ".bench"
+
+PRESETS = {
+    "codeloop": (
+        f"{shlex.quote(str(Path(sys.executable).with_name('codeloop')))} run {{task}} --cwd {{workdir}} "
+        "--base-url {base_url} --model {model} --provider openai_compatible --profile text "
+        "--approval never-ask --sandbox workspace-write --max-turns 30 --quiet"
+    ),
+    # mini-swe-agent 2.x through litellm's OpenAI-compatible route; -y runs without asking.
+    "mini": (
+        f"{BENCH_VENVS / 'mini' / 'bin' / 'mini'} -y --exit-immediately -m openai/{{model}} -t {{task}}"
+    ),
+}
+
+
+@dataclass
+class Outcome:
+    agent: str
+    task: str
+    solved: bool
+    seconds: float
+    note: str
+
+
+def ensure_mini() -> None:
+    """Install mini-swe-agent into .bench/mini (its own venv) once."""
+    venv = BENCH_VENVS / "mini"
+    if (venv / "bin" / "mini").exists():
+        return
+    BENCH_VENVS.mkdir(exist_ok=True)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "mini-swe-agent"], check=True)
+
+
+def local_base_url(model: str) -> str:
+    done = subprocess.run(
+        [str(REPO / "scripts" / "local-llm"), "serve", "--model", model],
+        capture_output=True, text=True, check=True,
+    )
+    return done.stdout.strip().splitlines()[-1]
+
+
+def run_one(agent: str, template: str, task_dir: Path, base_url: str, model: str, timeout: int) -> Outcome:
+    workdir = Path(tempfile.mkdtemp(prefix=f"task-{task_dir.name}-"))
+    shutil.copytree(task_dir / "setup", workdir, dirs_exist_ok=True)
+    instruction = (task_dir / "task.txt").read_text().strip()
+    command = template.format(
+        task=shlex.quote(instruction), workdir=shlex.quote(str(workdir)),
+        base_url=shlex.quote(base_url), model=shlex.quote(model),
+    )
+    env = dict(os.environ)
+    # Point litellm-based peers at the same server; keys are dummies for a local server.
+    env.update({"OPENAI_API_BASE": base_url, "OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "sk-local",
+                "MSWEA_CONFIGURED": "true", "MSWEA_COST_TRACKING": "ignore_errors"})
+    start = time.monotonic()
+    note = ""
+    try:
+        done = subprocess.run(command, shell=True, cwd=workdir, env=env, capture_output=True, text=True,
+                              timeout=timeout, stdin=subprocess.DEVNULL, start_new_session=True)
+        if done.returncode != 0:
+            note = f"exit {done.returncode}: {(done.stderr or done.stdout).strip()[-160:]}"
+    except subprocess.TimeoutExpired:
+        note = f"timed out after {timeout}s"
+    seconds = time.monotonic() - start
+    check = subprocess.run(["bash", str(task_dir / "check.sh")], cwd=workdir, capture_output=True, timeout=60)
+    shutil.rmtree(workdir, ignore_errors=True)
+    return Outcome(agent, task_dir.name, check.returncode == 0, seconds, note.replace("\n", " "))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--agent", action="append", choices=sorted(PRESETS), help="preset agent(s)")
+    parser.add_argument("--agent-cmd", help="a command template (see the module docstring)")
+    parser.add_argument("--name", default="custom", help="name of --agent-cmd in the report")
+    parser.add_argument("--model", default="1.5b", help="local model (0.5b|1.5b) or a served model name")
+    parser.add_argument("--base-url", help="OpenAI-compatible server; default: scripts/local-llm serve")
+    parser.add_argument("--only", help="comma-separated task name prefixes")
+    parser.add_argument("--timeout", type=int, default=600, help="seconds per task and agent")
+    parser.add_argument("--markdown", type=Path, help="also write the table to this file")
+    parser.add_argument("--json", action="store_true", help="one JSON object per outcome")
+    args = parser.parse_args()
+
+    agents = [(name, PRESETS[name]) for name in (args.agent or [])]
+    if args.agent_cmd:
+        agents.append((args.name, args.agent_cmd))
+    if not agents:
+        agents = [("codeloop", PRESETS["codeloop"])]
+    if any(name == "mini" for name, _ in agents):
+        ensure_mini()
+    base_url = args.base_url or local_base_url(args.model)
+    tasks = sorted(p for p in TASKS.iterdir() if (p / "task.txt").exists())
+    if args.only:
+        prefixes = tuple(args.only.split(","))
+        tasks = [t for t in tasks if t.name.startswith(prefixes)]
+
+    outcomes: list[Outcome] = []
+    for task_dir in tasks:
+        for name, template in agents:
+            outcome = run_one(name, template, task_dir, base_url, args.model, args.timeout)
+            outcomes.append(outcome)
+            if args.json:
+                print(json.dumps(outcome.__dict__), flush=True)
+            else:
+                mark = "solved" if outcome.solved else "FAILED"
+                print(f"{name:10} {task_dir.name:28} {mark:7} {outcome.seconds:7.1f}s {outcome.note}", flush=True)
+
+    lines = ["| agent | solved | mean time per task |", "|---|---|---|"]
+    for name, _ in agents:
+        mine = [o for o in outcomes if o.agent == name]
+        solved = sum(o.solved for o in mine)
+        mean = sum(o.seconds for o in mine) / max(len(mine), 1)
+        lines.append(f"| {name} | {solved}/{len(mine)} | {mean:.1f} s |")
+    lines += ["", "| task | " + " | ".join(n for n, _ in agents) + " |", "|---|" + "---|" * len(agents)]
+    for task_dir in tasks:
+        cells = []
+        for name, _ in agents:
+            o = next(o for o in outcomes if o.agent == name and o.task == task_dir.name)
+            cells.append(f"{'✔' if o.solved else '✘'} {o.seconds:.0f} s")
+        lines.append(f"| {task_dir.name} | " + " | ".join(cells) + " |")
+    table = "\n".join(lines)
+    print(table, file=sys.stderr if args.json else sys.stdout)
+    if args.markdown:
+        args.markdown.write_text(table + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,4 @@
+#!/usr/bin/env bash
+# Reference solution: proves check.sh can pass (tests/benchmarks checks both ways).
+set -eu
+rm obsolete.txt

@@ -1,0 +1,1 @@
+print(sum(range(7)) * 2)
