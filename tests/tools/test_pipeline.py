@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Any, cast
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import FileNotFoundInWorkspaceError
@@ -200,3 +202,10 @@ async def test_call_id_travels_to_the_result() -> None:
         ToolRegistry.of([_tool()]), "echo", {"file_path": "a"}, ENV, ctx=ToolContext(call_id="c1")
     )
     assert result.call_id == "c1"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(st.text(), st.dictionaries(st.text(max_size=5), st.one_of(st.none(), st.integers(), st.text(), st.booleans()))))
+async def test_9_3_any_arguments_give_a_result_never_an_exception(arguments: Any) -> None:
+    result = await execute_tool_call(ToolRegistry.of([_tool()]), "echo", arguments, ENV)
+    assert result.is_error or result.output.startswith("echo:")
