@@ -397,4 +397,6 @@ def serve(*, host: str, port: int, data_dir: Path | None, database: str | None, 
         print("WARNING: --no-auth: anyone who can reach this port can run commands in these workspaces. "
               "Use only on a single-user machine.", file=sys.stderr)
     app = create_app(store, auth=not no_auth, sandbox=sandbox)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    # A keep-alive longer than clients' idle gaps avoids the race where the server closes an idle
+    # connection just as a client reuses it (seen as ReadError under load).
+    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_keep_alive=75)
