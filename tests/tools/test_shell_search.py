@@ -78,3 +78,14 @@ async def test_5_4_profile_default_timeout_applies_when_timeout_ms_is_absent(ws:
     result = await execute_tool_call(registry, "shell", {"command": "sleep 5"}, ws.env)
     assert result.is_error
     assert "timed out after 250ms" in result.output
+
+
+async def test_3_4_apply_patch_heredoc_in_shell_applies_the_patch(ws: Workspace) -> None:
+    ws.write("a.txt", "old\n")
+    command = "apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: a.txt\n@@\n-old\n+new\n*** End Patch\nEOF\n"
+    result = await ws.call("shell", {"command": command})
+    assert not result.is_error, result.output
+    assert result.output.startswith("Success. Updated the following files:\nM a.txt\n")
+    assert ws.read("a.txt") == b"new\n"
+    failed = await ws.call("shell", {"command": command})
+    assert failed.is_error and "Failed to find expected lines in a.txt" in failed.output

@@ -4,6 +4,7 @@ Runs through ``env.exec_command`` (new process group, timeout with SIGTERM → 2
 SIGKILL, environment filtering, bounded output): the tool only formats the outcome.
 The result is an error when the command timed out, could not start, or exited non-zero
 (Appendix B ``ShellExitError``/``ShellTimeout``), so the model sees the failure.
+A command that is an ``apply_patch`` heredoc runs the patch directly, as in codex.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from codeloop.environments.base import ExecResult, ExecutionEnvironment
+from codeloop.tools.apply_patch import apply_patch_text
+from codeloop.tools.errors import PatchError
 from codeloop.tools.registry import RegisteredTool, ToolContext, ToolDefinition, ToolOutput, object_schema
 
 OPENAI_SHELL_TIMEOUT_MS = 10_000
@@ -41,10 +44,28 @@ def format_exec_result(result: ExecResult, timeout_ms: int) -> ToolOutput:
     return ToolOutput("\n".join(parts), is_error=result.timed_out or result.exit_code != 0)
 
 
+def is_apply_patch_command(command: str) -> bool:
+    """True for ``apply_patch <<'EOF' ... EOF`` typed into the shell, as codex models do."""
+    head = command.lstrip()
+    return head.startswith(("apply_patch", "applypatch")) and "*** Begin Patch" in command
+
+
+async def _apply_patch_via_shell(command: str, env: ExecutionEnvironment) -> ToolOutput:
+    """Run the heredoc's patch with the apply_patch code (codex intercepts it the same way:
+    there is no ``apply_patch`` program in the workspace)."""
+    try:
+        outcome = await apply_patch_text(env, command.strip())
+    except PatchError as exc:
+        return ToolOutput(f"{exc}\n[exit code: 1, duration: 0 ms]", is_error=True)
+    return ToolOutput(f"{outcome.summary()}[exit code: 0, duration: 0 ms]")
+
+
 def shell_tool(default_timeout_ms: int = OPENAI_SHELL_TIMEOUT_MS, description: str | None = None) -> RegisteredTool:
     """``shell(command, timeout_ms?, description?)`` with a profile's default timeout."""
 
     async def shell(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:
+        if is_apply_patch_command(args["command"]):
+            return await _apply_patch_via_shell(args["command"], env)
         timeout_ms = min(args.get("timeout_ms") or default_timeout_ms, MAX_SHELL_TIMEOUT_MS)
         result = await env.exec_command(args["command"], timeout_ms=timeout_ms, on_output=ctx.on_output)
         return format_exec_result(result, timeout_ms)
