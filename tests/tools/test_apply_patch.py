@@ -127,3 +127,11 @@ async def test_a_binary_file_update_is_refused(ws: Workspace) -> None:
 async def test_a_parse_error_is_an_error_result(ws: Workspace) -> None:
     result = await ws.call("apply_patch", {"patch": "*** Begin Patch\n*** Frobnicate File: foo\n*** End Patch"})
     assert result.is_error and result.output.startswith("Invalid patch hunk on line 2: '*** Frobnicate File: foo'")
+
+
+async def test_a_absolute_paths_inside_the_workspace_are_accepted(ws: Workspace) -> None:
+    target = ws.root / "abs" / "x.txt"
+    result = await ws.call("apply_patch", {"patch": f"*** Begin Patch\n*** Add File: {target}\n+x\n*** End Patch"})
+    assert not result.is_error, result.output
+    assert result.output == f"Success. Updated the following files:\nA {target}\n"
+    assert target.read_bytes() == b"x\n"

@@ -71,3 +71,10 @@ async def test_3_6_list_dir_with_depth(ws: Workspace) -> None:
     assert one.output.splitlines() == ["README (5 bytes)", "src/"]
     two = await ws.call("list_dir", {"path": ".", "depth": 3})
     assert "src/pkg/m.py (1 bytes)" in two.output.splitlines()
+
+
+async def test_3_3_oversized_image_is_refused_before_reading(ws: Workspace) -> None:
+    ws.write("huge.png", PNG + b"\x00" * 10_000_001)
+    result = await ws.call("read_file", {"file_path": "huge.png"})
+    assert result.is_error and "over the 10000000-byte limit" in result.output
+    assert result.images == ()
