@@ -13,14 +13,17 @@ final event (:func:`require_final_event`).
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from codeloop.llm.errors import StreamError
 
 
-@dataclass(frozen=True, slots=True)
-class SSEEvent:
-    """One dispatched server-sent event."""
+class SSEEvent(NamedTuple):
+    """One dispatched server-sent event.
+
+    A NamedTuple rather than a frozen dataclass: it is as immutable and builds ~2x faster,
+    which matters at hundreds of thousands of events per second (benchmarks/llm_overhead.py).
+    """
 
     event: str
     """The ``event:`` field, ``message`` when absent."""
@@ -47,6 +50,8 @@ class SSEParser:
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         """Parse ``chunk`` and return the events it completes, in order."""
         buffer = self._buffer + chunk if self._buffer else chunk
+        if b"\r" not in buffer:
+            return self._feed_lf(buffer)
         # A trailing CR may be the first half of CRLF: keep it until the next chunk.
         cut = max(buffer.rfind(b"\n"), buffer.rfind(b"\r", 0, len(buffer) - 1))
         if cut < 0:
@@ -61,6 +66,29 @@ class SSEParser:
                 events.append(self._dispatch())
             else:
                 self._event = ""
+        return events
+
+    def _feed_lf(self, buffer: bytes) -> list[SSEEvent]:
+        """Fast path for LF-only input (what every provider sends): same rules, fewer calls."""
+        end = buffer.rfind(b"\n")
+        if end < 0:
+            self._buffer = buffer
+            return []
+        self._buffer = buffer[end + 1 :]
+        events: list[SSEEvent] = []
+        data = self._data
+        # LF never occurs inside a UTF-8 sequence, so the block decodes as a whole.
+        for line in buffer[:end].decode("utf-8", "replace").split("\n"):
+            if not line:
+                if data:
+                    events.append(SSEEvent(self._event or "message", "\n".join(data), self._last_id, self._retry))
+                    data = self._data = []
+                    self._retry = None
+                self._event = ""
+            elif line[:5] == "data:":
+                data.append(line[6:] if line[5:6] == " " else line[5:])
+            else:
+                self._field(line.encode("utf-8"))
         return events
 
     def finish(self) -> list[SSEEvent]:
