@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import dataclasses
 import itertools
 import json
 from collections.abc import AsyncIterator
@@ -13,7 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codeloop.llm import errors as E
-from codeloop.llm.adapters.anthropic import AnthropicAdapter, translate_messages
+from codeloop.llm.adapters.anthropic import AnthropicAdapter, _StreamState, parse_message, translate_messages
+from codeloop.llm.adapters.base import AdapterTimeout
+from codeloop.llm.sse import SSEParser
 from codeloop.llm.types import (
     AudioData,
     ContentKind,
@@ -609,3 +612,67 @@ async def test_bad_input_stream_event_with_wrong_field_types_is_a_stream_error(
     wire.push(sse_reply(frames))
     with pytest.raises(E.StreamError, match="malformed"):
         await collect(adapter, req(Message.user("q")))
+
+
+# ---------------------------------------------------------------- timeouts (§4.7)
+
+
+async def test_4_7_stream_silence_longer_than_read_timeout_is_a_timeout(wire: LoopbackServer) -> None:
+    limits = AdapterTimeout(connect=5.0, request=30.0, stream_read=0.3)
+    adapter = AnthropicAdapter(api_key="k", base_url=wire.base_url, timeout=limits)
+    frames = W.stream_frames(W.message([W.text("slow stream")]))
+    wire.push(dataclasses.replace(sse_reply(frames), pause=(3, 1.5)))
+    seen: list[StreamEvent] = []
+    try:
+        with pytest.raises(E.RequestTimeoutError, match=r"0\.3 s|timed out"):
+            async for event in adapter.stream(req(Message.user("q"))):
+                seen.append(event)
+    finally:
+        await adapter.close()
+    assert seen and seen[0].type == StreamEventType.STREAM_START
+
+
+async def test_4_7_complete_slower_than_request_timeout_is_a_timeout(wire: LoopbackServer) -> None:
+    adapter = AnthropicAdapter(api_key="k", base_url=wire.base_url, timeout=0.3)
+    wire.push(dataclasses.replace(W.message_reply(W.message([W.text("late")])), pause=(0, 1.5)))
+    try:
+        with pytest.raises(E.RequestTimeoutError):
+            await adapter.complete(req(Message.user("q")))
+    finally:
+        await adapter.close()
+
+
+# ---------------------------------------------------------------- property: stream == complete
+
+
+_BLOCKS = st.one_of(
+    st.builds(W.text, st.text(max_size=30)),
+    st.builds(
+        W.tool_use,
+        st.from_regex(r"toolu_[a-z0-9]{1,8}", fullmatch=True),
+        st.sampled_from(["get_weather", "run"]),
+        st.dictionaries(st.text(max_size=6), st.one_of(st.integers(), st.text(max_size=8), st.booleans()), max_size=3),
+    ),
+    st.builds(W.thinking, st.text(max_size=20), st.text(min_size=1, max_size=12)),
+    st.builds(W.redacted_thinking, st.text(min_size=1, max_size=12)),
+)
+
+
+@given(st.lists(_BLOCKS, max_size=5), st.sampled_from(["end_turn", "tool_use", "max_tokens"]), st.data())
+@settings(max_examples=150, deadline=None)
+def test_7_7_stream_split_anywhere_accumulates_to_the_complete_message(
+    blocks: list[dict[str, object]], stop_reason: str, data: st.DataObject
+) -> None:
+    body = W.message(blocks, stop_reason=stop_reason)  # type: ignore[arg-type]
+    raw = b"".join(W.stream_frames(body))
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(raw)), max_size=6)))
+    parser, state = SSEParser(), _StreamState(None)
+    events: list[StreamEvent] = []
+    for start, end in itertools.pairwise([0, *cuts, len(raw)]):
+        for sse in parser.feed(raw[start:end]):
+            events.extend(state.on_event(sse.event, json.loads(sse.data)))
+    assert state.finished and events[-1].type == StreamEventType.FINISH
+    final, expected = events[-1].response, parse_message(body)
+    assert final is not None
+    assert final.message == expected.message and final.finish_reason == expected.finish_reason
+    assert "".join(e.delta or "" for e in events if e.type == StreamEventType.TEXT_DELTA) == expected.text

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import itertools
+import json
 from collections.abc import AsyncIterator
 
 import pytest
@@ -11,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codeloop.llm import errors as E
-from codeloop.llm.adapters.gemini import GeminiAdapter, translate_contents
+from codeloop.llm.adapters.gemini import GeminiAdapter, _StreamState, parse_response, translate_contents
+from codeloop.llm.sse import SSEParser
 from codeloop.llm.types import (
     ContentKind,
     ContentPart,
@@ -490,3 +492,41 @@ async def test_6_5_quota_429_without_retry_info_is_quota_exceeded(adapter: Gemin
     with pytest.raises(E.QuotaExceededError) as info:
         await adapter.complete(req(Message.user("q")))
     assert info.value.retryable is False
+
+
+_PARTS = st.one_of(
+    st.builds(W.text, st.text(max_size=25), st.one_of(st.none(), st.text(min_size=1, max_size=10))),
+    st.builds(W.thought, st.text(min_size=1, max_size=20)),
+    st.builds(
+        W.function_call,
+        st.sampled_from(["get_weather", "run"]),
+        st.dictionaries(st.text(max_size=6), st.one_of(st.integers(), st.text(max_size=8)), max_size=3),
+        st.one_of(st.none(), st.text(min_size=1, max_size=10)),
+    ),
+)
+
+
+@given(st.lists(_PARTS, max_size=5), st.data())
+@settings(max_examples=150, deadline=None)
+def test_7_7_stream_split_anywhere_accumulates_to_the_same_content(
+    parts: list[dict[str, object]], data: st.DataObject
+) -> None:
+    body = W.response(parts)  # type: ignore[arg-type]
+    raw = b"".join(W.stream_frames(body))
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(raw)), max_size=6)))
+    parser, state = SSEParser(), _StreamState(MODEL)
+    events: list[StreamEvent] = []
+    for start, end in itertools.pairwise([0, *cuts, len(raw)]):
+        for sse in parser.feed(raw[start:end]):
+            events.extend(state.on_chunk(json.loads(sse.data)))
+    assert state.complete
+    final, expected = state.finish_event([]).response, parse_response(body, model=MODEL)
+    assert final is not None
+    # Adjacent text parts arrive as one run of pieces, so compare what they say, not how they were split.
+    assert final.text == expected.text and final.reasoning == expected.reasoning
+    assert "".join(e.delta or "" for e in events if e.type == StreamEventType.TEXT_DELTA) == expected.text
+    got = [(c.name, c.arguments, c.signature) for c in final.tool_calls]
+    assert got == [(c.name, c.arguments, c.signature) for c in expected.tool_calls]
+    assert final.finish_reason == expected.finish_reason
+    ends = [e.tool_call.id for e in events if e.type == StreamEventType.TOOL_CALL_END and e.tool_call]
+    assert ends == [c.id for c in final.tool_calls]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 from collections.abc import AsyncIterator
 
@@ -11,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codeloop.llm import errors as E
-from codeloop.llm.adapters.openai import OpenAIAdapter, translate_input
+from codeloop.llm.adapters.openai import OpenAIAdapter, _StreamState, parse_response, translate_input
+from codeloop.llm.sse import SSEParser
 from codeloop.llm.types import (
     AudioData,
     ContentKind,
@@ -528,3 +530,36 @@ async def test_7_7_stream_without_output_index_keys_items_by_id(adapter: OpenAIA
     assert "".join(d for i, d in deltas if i == "call_2") == '{"city": "Bergen"}'
     final = events[-1].response
     assert final is not None and final.text == "Two calls." and len(final.tool_calls) == 2
+
+
+_ITEMS = st.one_of(
+    st.builds(W.output_message, st.text(max_size=30)),
+    st.builds(
+        lambda call_id, name, args: W.function_call(call_id, name, json.dumps(args)),
+        st.from_regex(r"call_[a-z0-9]{1,8}", fullmatch=True),
+        st.sampled_from(["get_weather", "run"]),
+        st.dictionaries(st.text(max_size=6), st.one_of(st.integers(), st.text(max_size=8)), max_size=3),
+    ),
+    st.builds(W.reasoning, st.text(max_size=20), st.one_of(st.none(), st.text(min_size=1, max_size=12))),
+)
+
+
+@given(st.lists(_ITEMS, max_size=5), st.data())
+@settings(max_examples=150, deadline=None)
+def test_7_7_stream_split_anywhere_accumulates_to_the_complete_response(
+    items: list[dict[str, object]], data: st.DataObject
+) -> None:
+    body = W.response(items)  # type: ignore[arg-type]
+    raw = b"".join(W.stream_frames(body))
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(raw)), max_size=6)))
+    parser, state = SSEParser(), _StreamState(None, [])
+    events: list[StreamEvent] = []
+    for start, end in itertools.pairwise([0, *cuts, len(raw)]):
+        for sse in parser.feed(raw[start:end]):
+            events.extend(state.on_event(json.loads(sse.data)))
+    assert state.finished and events[-1].type == StreamEventType.FINISH
+    final, expected = events[-1].response, parse_response(body)
+    assert final is not None and final.message == expected.message
+    assert "".join(e.delta or "" for e in events if e.type == StreamEventType.TEXT_DELTA) == expected.text
+    ends = [e.tool_call for e in events if e.type == StreamEventType.TOOL_CALL_END]
+    assert [(c.id, c.arguments) for c in ends if c] == [(c.id, c.arguments) for c in expected.tool_calls]

@@ -11,6 +11,7 @@ records each one (method, path, query, headers, body) for field-by-field asserti
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import threading
@@ -64,6 +65,8 @@ class Reply:
     """When set, the body is streamed in these pieces (chunked transfer encoding)."""
     cut_after: int | None = None
     """With ``chunks``: drop the connection after sending this many pieces."""
+    pause: tuple[int, float] | None = None
+    """``(n, seconds)``: wait that long before piece ``n`` (or before the whole body)."""
 
 
 def json_reply(obj: Any, status: int = 200, headers: dict[str, str] | None = None) -> Reply:
@@ -174,21 +177,27 @@ class LoopbackServer:
                 b"loopback: no scripted reply left for this request", status_code=418, media_type="text/plain"
             )
         if reply.chunks is None:
+            if reply.pause is not None:
+                await asyncio.sleep(reply.pause[1])
             return StarletteResponse(
                 reply.body, status_code=reply.status, headers=reply.headers, media_type=reply.content_type
             )
         return StreamingResponse(
-            _stream(reply.chunks, reply.cut_after),
+            _stream(reply.chunks, reply.cut_after, reply.pause),
             status_code=reply.status,
             headers=reply.headers,
             media_type=reply.content_type,
         )
 
 
-async def _stream(chunks: tuple[bytes, ...], cut_after: int | None) -> AsyncIterator[bytes]:
+async def _stream(
+    chunks: tuple[bytes, ...], cut_after: int | None, pause: tuple[int, float] | None
+) -> AsyncIterator[bytes]:
     for index, chunk in enumerate(chunks):
         if cut_after is not None and index >= cut_after:
             raise _ConnectionDropped("scripted connection drop")
+        if pause is not None and pause[0] == index:
+            await asyncio.sleep(pause[1])
         yield chunk
     if cut_after is not None:
         raise _ConnectionDropped("scripted connection drop")
