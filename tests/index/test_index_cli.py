@@ -23,6 +23,9 @@ def test_build_then_search_symbols_impact_json(sample_repo: Path, _index_dir: Pa
     assert json.loads(built.stdout)["files_total"] == 23
     search = codeloop("index", "search", "flux capacitor", "--repo", str(sample_repo), "--json", env_dir=_index_dir)
     assert json.loads(search.stdout)[0]["heading"] == "Installation"
+    scoped = codeloop("index", "search", "engine", "--path", "docs", "--repo", str(sample_repo), "--json",
+                      env_dir=_index_dir)
+    assert {h["path"] for h in json.loads(scoped.stdout)} == {"docs/guide.md"}
     symbols = codeloop("index", "symbols", "--repo", str(sample_repo), "--name", "Engine", env_dir=_index_dir)
     assert "pkg/core.py:5:1  class     Engine" in symbols.stdout
     impact = codeloop("index", "impact", "pkg/helpers.py", "--repo", str(sample_repo), "--json", env_dir=_index_dir)

@@ -78,13 +78,14 @@ def search(
     repo: RepoOption = Path("."),
     limit: Annotated[int, typer.Option(min=1, max=1000, help="Most hits to show.")] = 10,
     mode: Annotated[str, typer.Option(help="auto, words (BM25) or substring (trigram).")] = "auto",
+    path: Annotated[str, typer.Option("--path", help="Only search under this directory.")] = "",
     json_out: JsonOption = False,
 ) -> None:
     """Search code and documents. Example: codeloop index search "open session" --limit 5"""
     if mode not in {"auto", "words", "substring"}:
         raise _fail(f"--mode {mode!r} is not one of auto, words, substring")
     index = _open(repo, True)
-    hits = _run(lambda: index.search(query, limit, mode))  # type: ignore[arg-type]
+    hits = _run(lambda: index.search(query, limit, mode, path))  # type: ignore[arg-type]
 
     def text() -> str:
         if not hits:
