@@ -24,6 +24,7 @@ from codeloop.llm.types import (
     ImageData,
     Message,
     Request,
+    ResponseFormat,
     Role,
     StreamEvent,
     StreamEventType,
@@ -676,3 +677,13 @@ def test_7_7_stream_split_anywhere_accumulates_to_the_complete_message(
     assert final is not None
     assert final.message == expected.message and final.finish_reason == expected.finish_reason
     assert "".join(e.delta or "" for e in events if e.type == StreamEventType.TEXT_DELTA) == expected.text
+
+
+async def test_3_10_response_format_is_not_sent_and_says_so(adapter: AnthropicAdapter, wire: LoopbackServer) -> None:
+    wire.push(W.message_reply(W.message([W.text('{"a": 1}')])), W.stream_reply(W.message([W.text('{"a": 1}')])))
+    fmt = ResponseFormat("json_schema", {"type": "object"})
+    resp = await adapter.complete(req(Message.user("q"), response_format=fmt))
+    assert "response_format" not in wire.last.json() and "output_format" not in wire.last.json()
+    assert [w.code for w in resp.warnings] == ["unsupported_parameter"]
+    events = await collect(adapter, req(Message.user("q"), response_format=fmt))
+    assert events[-1].response is not None and [w.code for w in events[-1].response.warnings] == ["unsupported_parameter"]

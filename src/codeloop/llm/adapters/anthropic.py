@@ -243,8 +243,11 @@ def _add_cache_breakpoints(body: dict[str, Any]) -> bool:
     return marked
 
 
-def translate_request(request: Request, *, stream: bool) -> tuple[dict[str, Any], dict[str, str]]:
-    """(body, extra headers) of the Messages API call for ``request``."""
+def translate_request(
+    request: Request, *, stream: bool
+) -> tuple[dict[str, Any], dict[str, str], list[Warning]]:
+    """(body, extra headers, warnings) of the Messages API call for ``request``."""
+    warnings: list[Warning] = []
     options = options_for(request.provider_options, PROVIDER)
     system, turns = translate_messages(request.messages)
     body: dict[str, Any] = {
@@ -276,6 +279,14 @@ def translate_request(request: Request, *, stream: bool) -> tuple[dict[str, Any]
         body["thinking"] = {"type": "enabled", "budget_tokens": budget}
         if body["max_tokens"] <= budget:
             body["max_tokens"] = budget + DEFAULT_MAX_TOKENS
+    if request.response_format is not None and request.response_format.type != "text":
+        warnings.append(
+            Warning(
+                "anthropic: the Messages API has no JSON mode; response_format was not sent "
+                "(generate_object() puts the schema in the system prompt instead)",
+                code="unsupported_parameter",
+            )
+        )
     if stream:
         body["stream"] = True
     merge_options(body, options, skip=("beta_headers", "auto_cache"))
@@ -286,7 +297,7 @@ def translate_request(request: Request, *, stream: bool) -> tuple[dict[str, Any]
     if options.get("auto_cache", True) is not False and _add_cache_breakpoints(body):
         betas.append(CACHE_BETA)
     headers = {"anthropic-beta": ",".join(dict.fromkeys(betas))} if betas else {}
-    return body, headers
+    return body, headers, warnings
 
 
 def _usage(raw: Any, thinking_chars: int | None) -> Usage:
@@ -354,8 +365,9 @@ def parse_message(
 class _StreamState:
     """Accumulates Messages API stream events into events and the final message body."""
 
-    def __init__(self, rate_limit: RateLimitInfo | None) -> None:
+    def __init__(self, rate_limit: RateLimitInfo | None, warnings: list[Warning] | None = None) -> None:
         self.rate_limit = rate_limit
+        self.warnings = list(warnings or [])
         self.message: dict[str, Any] = {}
         self.blocks: dict[int, dict[str, Any]] = {}
         self.json_parts: dict[int, list[str]] = {}
@@ -382,7 +394,7 @@ class _StreamState:
             return []
         if kind == "message_stop":
             self.finished = True
-            response = parse_message(self.body(), rate_limit=self.rate_limit)
+            response = parse_message(self.body(), rate_limit=self.rate_limit, warnings=self.warnings)
             return [
                 StreamEvent(
                     StreamEventType.FINISH,
@@ -494,20 +506,20 @@ class AnthropicAdapter:
         await self._client.aclose()
 
     async def complete(self, request: Request) -> Response:
-        body, headers = translate_request(request, stream=False)
+        body, headers, warnings = translate_request(request, stream=False)
         answer = await post_json(
             self._client, PROVIDER, self._url, body, limits=self._timeout, map_error=map_anthropic_error,
             headers=headers,
         )
-        return parse_message(answer.body, rate_limit=rate_limit_from_headers(answer.headers))
+        return parse_message(answer.body, rate_limit=rate_limit_from_headers(answer.headers), warnings=warnings)
 
     async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
-        body, headers = translate_request(request, stream=True)
+        body, headers, warnings = translate_request(request, stream=True)
         async with open_event_stream(
             self._client, PROVIDER, self._url, body, limits=self._timeout, map_error=map_anthropic_error,
             headers=headers,
         ) as answer:
-            state = _StreamState(rate_limit_from_headers(answer.headers))
+            state = _StreamState(rate_limit_from_headers(answer.headers), warnings)
             async for event in answer.events:
                 data = decode_json_event(PROVIDER, event.data)
                 try:
