@@ -100,3 +100,25 @@ async def test_paths_with_colons_stay_intact(tmp_path: Path) -> None:
     for engine in (RG, None):
         assert await grep(root, ".", "needle", GrepOptions(), engine) == "a:b-1.txt:1:needle"
         assert await grep(root, ".", "needle", GrepOptions(output_mode="count"), engine) == "a:b-1.txt:1"
+
+
+@pytest.mark.parametrize(
+    ("start", "glob_filter", "expected"),
+    [
+        (".", "*.py", "src/b.py\nsrc/pkg/c.py"),  # no '/': the file name, at any depth
+        (".", "src/*.py", "src/b.py"),  # with '/': the path from the workspace root
+        ("src", "src/pkg/*.py", "src/pkg/c.py"),
+        ("src", "pkg/*.py", ""),  # not relative to the searched directory
+        ("a.txt", "*.py", "a.txt"),  # a file named explicitly is always searched
+    ],
+)
+async def test_glob_filter_rule_is_the_same_for_rg_and_python(
+    tmp_path: Path, start: str, glob_filter: str, expected: str
+) -> None:
+    (tmp_path / "src" / "pkg").mkdir(parents=True)
+    for rel in ("a.txt", "src/b.py", "src/pkg/c.py"):
+        (tmp_path / rel).write_text("hit\n")
+    root = os.path.realpath(tmp_path)
+    options = GrepOptions(glob_filter=glob_filter, output_mode="files_with_matches")
+    assert await grep(root, start, "hit", options, RG) == expected
+    assert await grep(root, start, "hit", options, None) == expected

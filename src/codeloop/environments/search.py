@@ -149,7 +149,8 @@ def _finish_content(text: str) -> str:
 
 
 def _glob_filter_matcher(glob_filter: str | None) -> Callable[[str], bool] | None:
-    """ripgrep's ``--glob`` rule: no ``/`` matches the file name, else the path below the search root."""
+    """ripgrep's ``--glob`` rule: without ``/`` it matches the file name, else the path
+    relative to the workspace root (where ``rg`` runs)."""
     if not glob_filter:
         return None
     regex = compile_glob(glob_filter.lstrip("/"))
@@ -239,15 +240,15 @@ def _python_grep(root: str, start_rel: str, pattern: str, options: GrepOptions, 
         regex = re.compile(pattern, re.IGNORECASE if options.case_insensitive else 0)
     except (re.error, OverflowError, RecursionError) as exc:
         raise InvalidPatternError(f"Invalid regex {pattern!r}: {exc}", path=pattern) from None
-    keep = _glob_filter_matcher(options.glob_filter)
-    prefix = "" if start_rel in ("", ".") else start_rel.strip("/") + "/"
+    # Like rg, a file named explicitly is searched whatever the glob filter says.
+    explicit_file = start_rel not in ("", ".") and os.path.isfile(os.path.join(root, start_rel))
+    keep = None if explicit_file else _glob_filter_matcher(options.glob_filter)
     files = sorted(walk_files(root, start_rel))
     shown = 0
     for rel in files:
         if shown >= options.max_results:
             break
-        below = rel[len(prefix) :] if rel.startswith(prefix) else rel
-        if keep is not None and not keep(below):
+        if keep is not None and not keep(rel):
             continue
         lines = _text_lines(os.path.join(root, rel))
         if lines is None:
