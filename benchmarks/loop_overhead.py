@@ -9,8 +9,12 @@ Prints per-round time (each round: fastest of three runs, the machine is shared)
 and round 500 (median of the 9 rounds around each), their
 ratio (goal: <= 1.5, flat as history grows), the mean, and peak traced memory.
 
+Peers, side by side when their venvs exist (``.bench/pydantic-ai`` with pydantic-ai-slim,
+``.bench/mini`` with mini-swe-agent): the same rounds, each running ``cat small.txt`` through
+bash, driven by their own instant scripted models (``benchmarks/peers/*.py``). The ratio
+column compares each peer's per-round time with codeloop's shell run.
+
 Usage: .venv/bin/python benchmarks/loop_overhead.py [--rounds 500]
-Peers (mini-swe-agent, pydantic-ai in .bench/ venvs) are not run by this script yet.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
+import json
 import statistics
+import subprocess
 import tempfile
 import time
 import tracemalloc
@@ -81,6 +87,20 @@ def report(name: str, per_round: list[float], peak: int) -> None:
           f"peak {peak / 1e6:6.1f} MB (tracemalloc)")
 
 
+BENCH = Path(__file__).resolve().parents[1] / ".bench"
+PEERS = {"pydantic-ai": ("pydantic-ai", "pydantic_ai_rounds.py"), "mini-swe-agent": ("mini", "mini_rounds.py")}
+
+
+def run_peer(venv: str, script: str, rounds: int, trace: bool) -> tuple[list[float], int]:
+    with tempfile.TemporaryDirectory() as root:
+        Path(root, "small.txt").write_text("hello\n" * 10)
+        done = subprocess.run(
+            [str(BENCH / venv / "bin" / "python"), str(Path(__file__).parent / "peers" / script), str(rounds), root,
+             "trace" if trace else "notrace"], capture_output=True, text=True, timeout=1800, check=True)
+    data = json.loads(done.stdout.strip().splitlines()[-1])
+    return data["per_round_s"], data["peak_bytes"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=500)
@@ -94,6 +114,17 @@ def main() -> None:
         per_round = [min(times) for times in zip(*runs, strict=True)]
         _, peak = asyncio.run(run_session(args.rounds, shell=shell, stream=stream, trace=True))
         report(name, per_round, peak)
+        if shell:
+            ours = statistics.median(per_round)
+    for peer, (venv, script) in PEERS.items():
+        if not (BENCH / venv / "bin" / "python").exists():
+            print(f"{peer:34s} skipped: create .bench/{venv} (see the module docstring)")
+            continue
+        runs = [run_peer(venv, script, args.rounds, trace=False)[0] for _ in range(3)]
+        per_round = [min(times) for times in zip(*runs, strict=True)]
+        _, peak = run_peer(venv, script, args.rounds, trace=True)
+        report(f"{peer} shell `cat`", per_round, peak)
+        print(f"{'':34s} codeloop is {statistics.median(per_round) / ours:.1f}x faster per round (medians)")
 
 
 if __name__ == "__main__":

@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agent_harness import Harness
 
 from codeloop.agent.config import SessionConfig
+
+from .agent_harness import Harness
 
 
 @pytest.fixture

@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import pytest
-from agent_harness import PROFILES, calls
 
 from codeloop.agent import events as ev
 from codeloop.agent.config import SessionConfig
 from codeloop.llm.adapters.scripted import text_response
 from codeloop.llm.types import Request, Response
+
+from .agent_harness import PROFILES, calls
 
 pytestmark = pytest.mark.parametrize("profile", PROFILES)
 

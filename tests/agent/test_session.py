@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from agent_harness import calls
 
 from codeloop.agent import events as ev
 from codeloop.agent.config import SessionConfig
@@ -14,6 +13,8 @@ from codeloop.agent.session import SessionClosedError, SessionState
 from codeloop.llm.adapters.scripted import text_response, tool_call_response
 from codeloop.llm.errors import AuthenticationError, ContextLengthError
 from codeloop.llm.types import Request, Response, Role
+
+from .agent_harness import calls
 
 
 async def test_9_1_natural_completion_ends_the_loop_with_text_only(harness) -> None:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 
-from agent_harness import calls
-
 from codeloop.agent import events as ev
 from codeloop.agent.config import SessionConfig
 from codeloop.llm.adapters.scripted import text_response
 from codeloop.llm.types import Request, Response
+
+from .agent_harness import calls
 
 
 def spawned_ids(h) -> list[str]:
