@@ -290,3 +290,12 @@ async def test_5_4_model_output_as_response_message_roundtrips_into_history() ->
     assistant = adapter.requests[1].messages[1]
     assert assistant.text == "let me check"
     assert assistant.content[1].tool_call is not None and assistant.content[1].tool_call.id == "c1"
+
+
+async def test_4_3_messages_list_is_sent_as_given() -> None:
+    client, adapter = setup(text_response("fine"))
+    history = [Message.user("hi"), Message.assistant("hello"), Message.user("how are you?")]
+    result = await generate("m", messages=history, system="sys", client=client)
+    assert result.text == "fine"
+    assert [(m.role, m.text) for m in adapter.requests[0].messages] == [
+        (Role.SYSTEM, "sys"), (Role.USER, "hi"), (Role.ASSISTANT, "hello"), (Role.USER, "how are you?")]
