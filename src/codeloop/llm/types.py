@@ -14,6 +14,9 @@ Contracts worth knowing:
   an error result (the model is untrusted input).
 - Thinking blocks keep ``signature`` (and redacted blocks their opaque payload in
   ``ThinkingData.text``) byte for byte, so they round-trip to the provider (§3.5).
+
+Over 500 lines because it is the whole §3 record set, mostly field docstrings; splitting
+it would scatter one closed tagged union (ContentPart and its data records) across files.
 """
 
 from __future__ import annotations
