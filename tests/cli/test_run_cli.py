@@ -87,7 +87,7 @@ def test_provider_auth_error_exit_1_with_message_on_stderr(server, tmp_path) -> 
     assert done.returncode == 1
     events = [json.loads(line) for line in done.stdout.splitlines()]
     assert events[-2]["kind"] == "error" and events[-2]["data"]["error_type"] == "AuthenticationError"
-    assert "Traceback" not in done.stderr
+    assert "invalid api key" in done.stderr and "Traceback" not in done.stderr
 
 
 def test_on_risk_without_terminal_refuses_risky_command_and_says_how(server, tmp_path) -> None:
@@ -124,3 +124,17 @@ def test_missing_workspace_is_a_clear_error(tmp_path) -> None:
 def test_help_has_example() -> None:
     done = subprocess.run([CODELOOP, "run", "--help"], capture_output=True, text=True, timeout=30)
     assert "Example:" in done.stdout
+
+
+def test_default_sandbox_runs_commands_in_bubblewrap_inside_workspace(server, tmp_path) -> None:
+    from codeloop.environments.sandbox import probe_bwrap
+
+    if (why := probe_bwrap()) is not None:
+        pytest.skip(f"bubblewrap cannot run here: {why}")
+    server.replies.extend([tool_reply("shell", {"command": "echo made > inside.txt; touch /outside.txt"}),
+                           text_reply("ok")])
+    done = run(["write", "--json", "--base-url", server.base_url, "--profile", "anthropic",
+                "--approval", "never-ask"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "inside.txt").read_text() == "made\n"
+    assert not Path("/outside.txt").exists()

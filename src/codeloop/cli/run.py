@@ -185,6 +185,8 @@ class Renderer:
         if self.mode == "json":
             sys.stdout.write(json.dumps(ev.event_to_json(event), default=str) + "\n")
             sys.stdout.flush()
+            if isinstance(event, ev.ErrorEvent):
+                self.err.print(f"[red]error:[/] {escape(event.message)}")
             return
         if isinstance(event, ev.AssistantTextEnd):
             self.final_text = event.text
