@@ -1,7 +1,6 @@
 """run_process: the one place a process starts and dies (loop spec §4.2, §5.4)."""
 
 # Tests read tiny files synchronously and poll briefly; blocking the loop for that is fine.
-# ruff: noqa: ASYNC110, ASYNC240
 
 from __future__ import annotations
 
@@ -9,6 +8,9 @@ import asyncio
 import os
 import time
 from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
 
 from codeloop.environments.base import ExecLimits
 from codeloop.environments.runner import run_process, signal_process_group
@@ -175,3 +177,35 @@ async def test_running_set_lets_an_owner_kill_the_command(tmp_path: Path) -> Non
     r = await task
     assert r.exit_code == -9 and not r.timed_out
     assert running == set()
+
+
+@given(
+    chunks=st.lists(st.binary(max_size=300), max_size=40),
+    cap=st.integers(min_value=2, max_value=400),
+)
+def test_property_capture_keeps_a_true_head_and_tail_within_the_cap(chunks: list[bytes], cap: int) -> None:
+    """Whatever arrives, memory holds at most cap bytes per stream, the kept head is a prefix,
+    the kept tail a suffix, and the marker counts exactly what is left out."""
+    from codeloop.environments.runner import _HeadTail
+
+    data = b"".join(chunks)
+    keeper = _HeadTail(cap)
+    for chunk in chunks:
+        keeper.feed(chunk)
+        assert len(keeper.head) + len(keeper.tail) <= cap + max(cap - cap // 2, 0) + len(chunk)
+    text = keeper.render()
+    if len(data) <= cap:
+        assert text == data.decode("utf-8", "replace")
+        return
+    head, rest = text.split("\n[... ", 1)
+    omitted, tail = rest.split(" bytes omitted ...]\n", 1)
+    head_b, tail_b = head.encode("utf-8", "surrogateescape"), tail.encode("utf-8", "surrogateescape")
+    if "\ufffd" not in head and "\ufffd" not in tail:
+        assert data.startswith(head_b) and data.endswith(tail_b)
+        assert len(head_b) + int(omitted) + len(tail_b) == len(data)
+    assert len(head) <= cap and len(tail) <= cap  # one character per byte at most
+
+
+def test_5_4_default_limits() -> None:
+    limits = ExecLimits()
+    assert (limits.default_timeout_ms, limits.max_timeout_ms, limits.kill_grace_ms) == (10_000, 600_000, 2_000)
