@@ -687,3 +687,21 @@ async def test_3_10_response_format_is_not_sent_and_says_so(adapter: AnthropicAd
     assert [w.code for w in resp.warnings] == ["unsupported_parameter"]
     events = await collect(adapter, req(Message.user("q"), response_format=fmt))
     assert events[-1].response is not None and [w.code for w in events[-1].response.warnings] == ["unsupported_parameter"]
+
+
+async def test_5_3_tool_choice_none_with_tool_history_keeps_tools_and_sends_none(
+    adapter: AnthropicAdapter, wire: LoopbackServer
+) -> None:
+    wire.push(W.message_reply(W.message([W.text("ok")])))
+    call = ToolCallData(id="toolu_1", name="get_weather", arguments={"city": "Oslo"})
+    await adapter.complete(
+        req(
+            Message.user("q"),
+            Message(Role.ASSISTANT, [ContentPart.of_tool_call(call)]),
+            Message.tool_result("toolu_1", "3C"),
+            tools=[WEATHER],
+            tool_choice=ToolChoice.none(),
+        )
+    )
+    body = wire.last.json()
+    assert body["tool_choice"] == {"type": "none"} and body["tools"][0]["name"] == "get_weather"

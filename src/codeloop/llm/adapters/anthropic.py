@@ -8,7 +8,8 @@ Native ``POST {base_url}/v1/messages`` over httpx, streaming included. Translati
 - Thinking blocks go back with their ``signature`` byte for byte, redacted thinking with
   its opaque ``data``; thinking without a signature (from another provider) is dropped,
   since the API would reject it.
-- ``ToolChoice`` none omits the tools (the API has no "none" mode with tools, §5.3);
+- ``ToolChoice`` none omits the tools (§5.3), unless the history already holds tool
+  blocks (the API then requires the tools; they go with ``{"type": "none"}``);
   ``max_tokens`` defaults to 4096; ``reasoning_effort`` enables extended thinking with a
   budget of 1024 / 4096 / 16384 tokens (low / medium / high), raising ``max_tokens`` above
   the budget when needed; ``provider_options["anthropic"]["thinking"]`` overrides it.
@@ -210,13 +211,20 @@ def translate_messages(messages: list[Message]) -> tuple[list[dict[str, Any]], l
     return system, turns
 
 
-def _tool_choice(request: Request) -> tuple[list[dict[str, Any]] | None, dict[str, Any] | None]:
+def _tool_choice(
+    request: Request, turns: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]] | None, dict[str, Any] | None]:
+    """(tools, tool_choice). Mode none omits the tools (§5.3), except when the history holds
+    tool_use/tool_result blocks: the API then requires the tools, so they go with
+    ``{"type": "none"}``.
+    """
     if not request.tools:
         return None, None
+    tools = [{"name": t.name, "description": t.description, "input_schema": t.parameters} for t in request.tools]
     choice = request.tool_choice
     if choice is not None and choice.mode == "none":
-        return None, None
-    tools = [{"name": t.name, "description": t.description, "input_schema": t.parameters} for t in request.tools]
+        used = any(b.get("type") in ("tool_use", "tool_result") for t in turns for b in t["content"])
+        return (tools, {"type": "none"}) if used else (None, None)
     if choice is None or choice.mode == "auto":
         return tools, None if choice is None else {"type": "auto"}
     if choice.mode == "required":
@@ -257,7 +265,7 @@ def translate_request(
     }
     if system:
         body["system"] = system
-    tools, tool_choice = _tool_choice(request)
+    tools, tool_choice = _tool_choice(request, turns)
     if tools:
         body["tools"] = tools
     if tool_choice:
