@@ -12,6 +12,7 @@ the assistant's text verbatim and each round of results as one user message of
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections import deque
@@ -166,10 +167,13 @@ class History:
         self.turn_count = 0
         """User and assistant turns, as counted against ``max_turns``."""
         self._signatures: deque[str] = deque(maxlen=SIGNATURES_KEPT)
+        self._starts: list[int] = []
+        self._shortened = 0
 
     def append(self, turn: Turn) -> None:
         """Add a turn and convert it."""
         self.turns.append(turn)
+        self._starts.append(len(self._messages))
         self._messages.extend(self._convert(turn))
         self.total_chars += _turn_chars(turn)
         if isinstance(turn, UserTurn | AssistantTurn):
@@ -181,6 +185,35 @@ class History:
     def messages(self) -> list[Message]:
         """The conversation as LLM messages (a fresh list; messages are shared)."""
         return list(self._messages)
+
+    def shorten_oldest_results(self, max_chars: int, keep_last: int = 1) -> int:
+        """Replace the output of the oldest tool results with a short note until the history
+        holds at most ``max_chars`` characters (issue 10: small context windows). User input
+        and the last ``keep_last`` result turns are never touched. Returns results shortened."""
+        result_turns = [i for i, t in enumerate(self.turns) if isinstance(t, ToolResultsTurn)]
+        candidates = result_turns[:-keep_last] if keep_last else result_turns
+        count = 0
+        for i in candidates:
+            if self.total_chars <= max_chars:
+                break
+            turn = self.turns[i]
+            assert isinstance(turn, ToolResultsTurn)
+            new = tuple(
+                r if len(r.content) <= 200 else dataclasses.replace(
+                    r, content=f"[output of this earlier {r.tool_name} call removed to fit the context window; "
+                               "run it again if you need it]")
+                for r in turn.results)
+            if new == turn.results:
+                continue
+            count += sum(1 for a, b in zip(turn.results, new, strict=True) if a is not b)
+            replaced = ToolResultsTurn(new, turn.timestamp)
+            self.turns[i] = replaced
+            self.total_chars += _turn_chars(replaced) - _turn_chars(turn)
+            start = self._starts[i]
+            old_len = len(self._convert(turn))
+            self._messages[start:start + old_len] = self._convert(replaced)
+        self._shortened += count
+        return count
 
     def recent_call_signatures(self, last: int) -> list[str]:
         """Signatures (name + canonical arguments) of the last ``last`` tool calls, oldest first

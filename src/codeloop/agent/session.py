@@ -49,6 +49,10 @@ from codeloop.llm.types import ToolDefinition as LLMToolDefinition
 from codeloop.profiles.base import ProviderProfile, to_llm_tool
 from codeloop.tools import ToolContext, ToolPolicy, ToolRegistry, TruncationConfig, execute_tool_call
 from codeloop.tools.policy_hook import Approver
+from codeloop.tools.truncation import DEFAULT_TOOL_LIMITS, FALLBACK_CHAR_LIMIT
+
+CHARS_PER_TOKEN = 4
+"""The §5.5 estimate: 1 token ≈ 4 characters."""
 
 
 class SessionState(StrEnum):
@@ -121,7 +125,7 @@ class Session:
         self._system_prompt: tuple[Any, str] = (None, "")
         self._task: asyncio.Task[None] | None = None
         self._aborted = False
-        self._truncation = TruncationConfig(self.config.tool_output_limits, self.config.tool_line_limits)
+        self._truncation = TruncationConfig(self._output_limits(), self.config.tool_line_limits)
 
     # -- public API ---------------------------------------------------------------------
 
@@ -270,6 +274,7 @@ class Session:
             rounds += 1
             results = await self._execute_tool_calls(calls)
             self.history.append(ToolResultsTurn(tuple(results)))
+            self._fit_history()
             self._drain_steering()
             self._check_loop()
 
@@ -381,10 +386,32 @@ class Session:
             self.history.append(SteeringTurn(warning))
             self._emit(ev.LoopDetection, message=warning)
 
+    def _output_limits(self) -> dict[str, int]:
+        """Per-tool character limits: the config's, and for small context windows (issue 10)
+        every tool capped at a quarter of the window so one read cannot overflow it."""
+        limits = dict(self.config.tool_output_limits)
+        cap = self.profile.context_window_size * CHARS_PER_TOKEN // 4
+        if cap < max(DEFAULT_TOOL_LIMITS.values()):
+            for name in {*DEFAULT_TOOL_LIMITS, *self.profile.tool_registry.names()}:
+                limits.setdefault(name, min(DEFAULT_TOOL_LIMITS.get(name, FALLBACK_CHAR_LIMIT), cap))
+        return limits
+
+    def _fit_history(self) -> None:
+        """Above 70% of the window, shorten the oldest tool outputs (never the input or the
+        latest results) down to 50% (issue 10); the model is told in each shortened result."""
+        window_chars = self.profile.context_window_size * CHARS_PER_TOKEN
+        fixed = len(self._system_prompt[1])
+        if self.history.total_chars + fixed <= window_chars * 0.7:
+            return
+        count = self.history.shorten_oldest_results(max(int(window_chars * 0.5) - fixed, 0))
+        if count:
+            self._emit(ev.WarningEvent, message=f"Shortened {count} earlier tool outputs to fit the context window",
+                       code="history_shortened")
+
     def _check_context(self) -> bool:
         """Emit the §5.5 warning once per input when the estimate passes the threshold."""
         window = self.profile.context_window_size
-        approx_tokens = (self.history.total_chars + len(self._environment_block) + len(self._project_docs)) / 4
+        approx_tokens = (self.history.total_chars + len(self._system_prompt[1])) / CHARS_PER_TOKEN
         if window <= 0 or approx_tokens <= window * self.config.context_warning_ratio:
             return False
         percent = round(approx_tokens / window * 100)
