@@ -82,6 +82,9 @@ async def _exec(raw: Any, workspace: Path, policy: Any, approve: set[str], sandb
     from codeloop.spaces.workspace import open_environment
 
     space = await open_environment(workspace, policy, sandbox=sandbox)
+    if space.network_enforcement == "policy-only":
+        typer.echo("note: no bubblewrap sandbox; network-off is enforced by the command policy only "
+                   "(network tools are refused, programs opening sockets are not stopped)", err=True)
     run_id = new_run_id()
     events: list[Any] = []
     try:
