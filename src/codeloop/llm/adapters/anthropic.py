@@ -24,6 +24,9 @@ Native ``POST {base_url}/v1/messages`` over httpx, streaming included. Translati
 Usage: ``reasoning_tokens`` is estimated (4 characters per token) from the thinking text,
 since the API reports no separate count (§3.9); cache read/write come from
 ``cache_read_input_tokens`` / ``cache_creation_input_tokens``.
+
+This module is over 500 lines on purpose: one file per wire API (STYLE §6), holding that
+API's request translation, response parsing, stream state and adapter class together.
 """
 
 from __future__ import annotations

@@ -27,6 +27,9 @@ Native ``POST {base_url}/models/{model}:generateContent`` (and
 Usage: ``output_tokens`` = ``candidatesTokenCount`` + ``thoughtsTokenCount`` (thoughts are
 billed as output, as in the other adapters), ``reasoning_tokens`` = ``thoughtsTokenCount``,
 ``cache_read_tokens`` = ``cachedContentTokenCount``.
+
+This module is over 500 lines on purpose: one file per wire API (STYLE §6), holding that
+API's request translation, response parsing, stream state and adapter class together.
 """
 
 from __future__ import annotations
