@@ -41,3 +41,19 @@ async def test_concurrent_resumes_run_the_approved_operation_once(tmp_path: Path
     finally:
         await service.close()
         store.close()
+
+
+async def test_runs_interrupted_by_a_server_stop_are_marked_error(tmp_path: Path) -> None:
+    store = open_store(None, tmp_path)
+    service = SpacesService(store, sandbox=False)
+    try:
+        space = await service.create_space("k", "s", {}, ttl_s=3600)
+        store.create_run("run_x", space, {"protocolVersion": "1.0", "operations": []})
+        store.append_event("run_x", {"type": "message", "timestamp": "t", "success": True}, 1)
+        assert await service.recover_interrupted_runs() == 1
+        view = await service.run_view("k", "run_x")
+        assert view["state"] == "error" and view["status"] == "error"
+        assert view["events"][-1]["category"] == "system" and "index 1" in view["events"][-1]["message"]
+    finally:
+        await service.close()
+        store.close()

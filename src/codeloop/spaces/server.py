@@ -359,6 +359,10 @@ def create_app(store: SpacesStore, *, auth: bool = True, sandbox: bool = True,
                     log.exception("cleanup of expired spaces failed")
                 await asyncio.sleep(cleanup_interval_s)
 
+        if store.kind == "sqlite":
+            recovered = await service.recover_interrupted_runs()
+            if recovered:
+                log.warning("marked %d runs interrupted by a previous server stop as error", recovered)
         task = asyncio.create_task(cleaner())
         try:
             yield

@@ -126,6 +126,20 @@ class SpacesService:
             await cached.space_env.env.cleanup()
         self._envs.clear()
 
+    async def recover_interrupted_runs(self) -> int:
+        """Mark runs left ``running`` by a server that stopped as ``error`` (with an error event).
+
+        Only safe when this process is the store's only server (SQLite): with a shared
+        PostgreSQL store another server may still be running them."""
+        interrupted = await self._db(self.store.runs_in_state, "running")
+        for run in interrupted:
+            message = (f"the server stopped while this run was running; operations from index {run.cursor} "
+                       "on did not run (the one at that index may have run partly)")
+            event = event_to_json(ErrorEvent(timestamp=now_iso(), category="system", message=message))
+            await self._db(self.store.append_event, run.id, event, run.cursor)
+            await self._db(self.store.finish_step, run.id, "error", run.cursor, None)
+        return len(interrupted)
+
     # --- runs
     async def run_for(self, owner: str, run_id: str) -> RunRecord:
         """The owner's run; another owner's run is reported as missing."""

@@ -320,6 +320,11 @@ class SpacesStore:
         self._exec("UPDATE runs SET state = ?, cursor = ?, pending_operation = ?, updated_at = ? WHERE id = ?",
                    state, cursor, pending, time.time(), run_id)
 
+    def runs_in_state(self, state: str) -> list[RunRecord]:
+        """All runs in ``state`` (any owner)."""
+        rows = self._exec(f"SELECT {self._RUN_COLS} FROM runs WHERE state = ?", state)
+        return [self._run(r) for r in rows]
+
     def request_cancel(self, run_id: str) -> None:
         """Ask a running run to stop before its next operation."""
         self._exec("UPDATE runs SET cancel_requested = 1 WHERE id = ?", run_id)
