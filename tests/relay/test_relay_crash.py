@@ -101,7 +101,7 @@ def test_kill_9_at_random_points_then_step_again_loses_nothing_and_applies_nothi
         proc.wait()
         if journal.exists() and not (root / "outbox" / f"{sid}_seq0002.txt").exists():
             interrupted += 1
-        subprocess.run(_step_cmd(root), check=True, capture_output=True, env=clean_env(), timeout=120)
+        asyncio.run(step(config))  # the rerun: in-process, as a fresh process would (state is on disk)
         try:
             _check(root, sid)
         except AssertionError as exc:

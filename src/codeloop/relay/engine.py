@@ -174,6 +174,11 @@ def _root_lock(config: RelayConfig) -> Iterator[None]:
 
 def find_session(config: RelayConfig, session_id: str | None = None) -> SessionState:
     """The named session, or the most recently updated session that is not complete."""
+    if not config.sessions_dir.is_dir():
+        raise RelayError(
+            f"no relay session in {config.root} (no {config.sessions_dir}); check --root, or start one with "
+            f'codeloop relay new "TASK" --root {config.root}'
+        )
     if session_id:
         try:
             return load_session(config.sessions_dir, session_id)
@@ -358,6 +363,7 @@ async def step(
     """Apply every pending reply to the session (default: the active one) and write the
     next outbox after each; return what happened. Raises :class:`RelayError` only for
     problems of the root itself (no session, damaged session file, lock held)."""
+    find_session(config, session_id)  # fail before creating anything under a wrong --root
     config.ensure_dirs()
     events: list[RelayEvent] = []
 
@@ -391,6 +397,7 @@ async def resume(
     taking new inbox files; rewrites the outbox from the session file (keeping its
     results and READ_FILE requests) only when it is missing. Never changes the sequence.
     """
+    find_session(config, session_id)
     config.ensure_dirs()
     with _root_lock(config):
         state = find_session(config, session_id)
