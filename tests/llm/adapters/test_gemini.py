@@ -292,11 +292,13 @@ async def test_2_8_provider_options_merge_into_body(adapter: GeminiAdapter, wire
         req(
             Message.user("q"),
             temperature=0.5,
+            tools=[WEATHER],
             provider_options={"gemini": {"safetySettings": safety, "cachedContent": "cachedContents/abc",
-                                         "generationConfig": {"candidateCount": 1}}},
+                                         "generationConfig": {"candidateCount": 1}, "tools": [{"googleSearch": {}}]}},
         )
     )
     body = wire.last.json()
+    assert body["tools"][1] == {"googleSearch": {}} and "functionDeclarations" in body["tools"][0]
     assert body["safetySettings"] == safety and body["cachedContent"] == "cachedContents/abc"
     assert body["generationConfig"] == {"temperature": 0.5, "candidateCount": 1}
 

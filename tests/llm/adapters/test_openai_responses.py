@@ -286,9 +286,11 @@ async def test_2_8_provider_options_merge_into_body(adapter: OpenAIAdapter, wire
     await adapter.complete(
         req(
             Message.user("q"),
+            tools=[WEATHER],
             reasoning_effort="medium",
             provider_options={
-                "openai": {"include": ["reasoning.encrypted_content"], "store": False, "reasoning": {"summary": "auto"}},
+                "openai": {"include": ["reasoning.encrypted_content"], "store": False, "reasoning": {"summary": "auto"},
+                           "tools": [{"type": "web_search_preview"}]},
                 "anthropic": {"auto_cache": False},
             },
         )
@@ -296,6 +298,7 @@ async def test_2_8_provider_options_merge_into_body(adapter: OpenAIAdapter, wire
     body = wire.last.json()
     assert body["include"] == ["reasoning.encrypted_content"] and body["store"] is False
     assert body["reasoning"] == {"effort": "medium", "summary": "auto"}
+    assert [t.get("name", t["type"]) for t in body["tools"]] == ["get_weather", "web_search_preview"]
     assert "auto_cache" not in body
 
 

@@ -84,21 +84,27 @@ def result_text(content: str | dict[str, Any] | list[Any]) -> str:
     return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
 
 
-def merge_options(body: dict[str, Any], options: dict[str, Any] | None, skip: Iterable[str] = ()) -> None:
+def merge_options(
+    body: dict[str, Any], options: dict[str, Any] | None, skip: Iterable[str] = (), extend: Iterable[str] = ()
+) -> None:
     """Merge ``options`` into ``body`` in place (§3.6 escape hatch).
 
     Keys in ``skip`` are adapter settings, not body fields. A dict value merges into an
     existing dict field (so ``generationConfig`` or ``reasoning`` extend what the adapter
-    built); anything else replaces the field.
+    built); a list under a key in ``extend`` is appended (built-in tools join the function
+    tools); anything else replaces the field.
     """
     if not options:
         return
     skipped = set(skip)
+    extended = set(extend)
     for key, value in options.items():
         if key in skipped:
             continue
         current = body.get(key)
-        if isinstance(value, dict) and isinstance(current, dict):
+        if key in extended and isinstance(value, list):
+            body[key] = [*(current if isinstance(current, list) else []), *value]
+        elif isinstance(value, dict) and isinstance(current, dict):
             body[key] = {**current, **value}
         else:
             body[key] = value

@@ -319,7 +319,7 @@ def translate_request(request: Request, remembered: Mapping[str, str] | None = N
     config = _generation_config(request)
     if config:
         body["generationConfig"] = config
-    merge_options(body, options_for(request.provider_options, PROVIDER))
+    merge_options(body, options_for(request.provider_options, PROVIDER), extend=("tools",))
     return body
 
 

@@ -298,7 +298,7 @@ def translate_request(request: Request, *, stream: bool) -> tuple[dict[str, Any]
         )
     if stream:
         body["stream"] = True
-    merge_options(body, options_for(request.provider_options, PROVIDER))
+    merge_options(body, options_for(request.provider_options, PROVIDER), extend=("tools",))
     return body, warnings
 
 
