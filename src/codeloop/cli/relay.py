@@ -41,6 +41,9 @@ from codeloop.relay.results import format_result
 from codeloop.relay.session import SessionFileError, SessionState, list_sessions
 from codeloop.relay.watch import watch
 
+LARGE_OUTBOX_BYTES = 100_000
+"""Above this size the user is warned that a chat may refuse the paste."""
+
 relay_app = typer.Typer(
     name="relay",
     help=(
@@ -167,6 +170,16 @@ def _next_steps(
     config: RelayConfig, state: SessionState, path: Path, copied: str | None, watching: bool
 ) -> None:
     typer.secho(f"\nNext outbox: {path}", bold=True)
+    try:
+        size = path.stat().st_size
+    except OSError:
+        size = 0
+    if size > LARGE_OUTBOX_BYTES:
+        typer.secho(
+            f"  Note: it is {size // 1000} KB; some chats refuse long messages. If yours does, list fewer "
+            "files (--max-listed-files 200) or ask the model to read smaller parts of files.",
+            fg=typer.colors.YELLOW,
+        )
     if copied:
         typer.echo(f"  1. Paste it into your chat model: it is already on the clipboard ({copied}).")
     else:
