@@ -121,3 +121,12 @@ def test_custom_blocked_pattern_matches_each_command() -> None:
 def test_evaluate_never_raises_and_always_decides(line: str) -> None:
     d = _standard(line)
     assert d.action in ("allow", "deny", "ask")
+
+
+def test_here_document_fed_to_a_shell_is_judged_by_its_commands() -> None:
+    assert _standard("bash <<EOF\nsudo id\nEOF\n").action == "deny"
+    assert _standard("bash <<EOF\necho hi\nEOF\n").action == "allow"
+
+
+def test_here_document_fed_to_another_interpreter_asks() -> None:
+    assert _standard("python3 <<EOF\nprint(1)\nEOF\n").action == "ask"

@@ -97,8 +97,9 @@ def _judge(cmd: ParsedCommand, policy: ShellPolicy, net: NetworkPolicy) -> Decis
         if _rx(pat).search(shown):
             return Decision("ask", f"Destructive command requires approval ({shown[:120]!r} matches {pat!r})",
                             "shell.approvalRequired")
-    if cmd.stdin_piped and name in INTERPRETERS and not _has_script(cmd):
-        return Decision("ask", f"piping into {name!r} runs code that cannot be checked",
+    fed = cmd.stdin_piped or (cmd.stdin_inline and name not in SHELLS)  # shells' here-docs are parsed
+    if fed and name in INTERPRETERS and not _has_script(cmd):
+        return Decision("ask", f"feeding code to {name!r} on stdin runs code that cannot be checked",
                         "shell.pipeToInterpreter")
     if policy.ask_on_outside_writes:
         outside = _outside_write(cmd)

@@ -24,10 +24,10 @@ import bashlex
 MAX_NESTING = 6
 """Deepest ``bash -c`` / ``eval`` nesting followed before the line counts as unparseable."""
 
-SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox"})
+SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash"})
 _WRAPPERS_SIMPLE = frozenset({"nohup", "time", "exec", "command", "builtin", "setsid", "stdbuf",
                               "nice", "ionice", "chronic", "unbuffer", "doas", "sudo", "xargs",
-                              "watch", "strace", "ltrace", "flock", "taskset", "chrt"})
+                              "watch", "strace", "ltrace", "flock", "taskset", "chrt", "busybox"})
 # Options of wrappers that take a separate argument (so the word after them is not the command).
 _WRAPPER_ARG_OPTIONS = {
     "sudo": {"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U"},
@@ -84,6 +84,8 @@ class ParsedCommand:
     """Wrappers this command was found inside, outermost first (``env``, ``bash -c``, ``$(...)``)."""
     stdin_piped: bool = False
     """True when the command reads the previous pipeline stage on stdin."""
+    stdin_inline: bool = False
+    """True when stdin is a here-document or here-string (``<<EOF``, ``<<<``)."""
 
     @property
     def name(self) -> str:
@@ -165,6 +167,7 @@ class _Walker:
         words: list[Any] = []
         redirects: list[Redirect] = []
         hidden = _Walker(self.line, self.via, self.depth)
+        inline: list[str] = []
         for part in node.parts:
             if part.kind == "assignment" and not words:
                 assignments.append(part.word)
@@ -174,15 +177,23 @@ class _Walker:
                 target = part.output
                 text = target.word if hasattr(target, "word") else str(target)
                 redirects.append(Redirect(op=str(part.type), target=text))
+                if part.type == "<<<":
+                    inline.append(text)
+                elif part.type in ("<<", "<<-") and getattr(part, "heredoc", None) is not None:
+                    body = part.heredoc.value.rsplit("\n", 1)[0] if "\n" in part.heredoc.value else ""
+                    inline.append(body)
             hidden._words_in(part)
         argv = tuple(w.word for w in words)
         dynamic = bool(words) and _is_dynamic(words[0])
         text = self.line[node.pos[0]:node.pos[1]]
         cmd = ParsedCommand(argv=argv, text=text, assignments=tuple(assignments),
                             redirects=tuple(redirects), dynamic=dynamic, via=self.via,
-                            stdin_piped=stdin_piped)
+                            stdin_piped=stdin_piped, stdin_inline=bool(inline))
         self.found.append(cmd)
         self._unwrap(cmd, [_is_dynamic(w) for w in words])
+        if cmd.name in SHELLS:
+            for script in inline:  # a shell reading a here-document runs it: judge its commands
+                self.found.extend(_split(script, (*self.via, f"{cmd.name} <<"), self.depth + 1))
         self.found.extend(hidden.found)
 
     def _unwrap(self, cmd: ParsedCommand, dyn: list[bool]) -> None:
@@ -203,6 +214,11 @@ class _Walker:
             return
         if name == "find":
             self._find_exec(cmd)
+            return
+        if name == "alias":
+            for arg in argv[1:]:
+                if "=" in arg:
+                    self.found.extend(_split(arg.split("=", 1)[1], (*self.via, "alias"), self.depth + 1))
             return
         if name == "env":
             i = 1
@@ -232,6 +248,11 @@ class _Walker:
             if name in ("taskset", "flock", "chrt") and i < len(argv):
                 i += 1  # mask / lock file / priority before the command
             inner, inner_dyn = argv[i:], dyn[i:]
+        if inner and len(inner) == 1 and any(ch.isspace() for ch in inner[0]):
+            # A wrapper given the command as one string (watch "a b", timeout 5 "a b") runs it
+            # through a shell: judge it as a line.
+            self.found.extend(_split(inner[0], (*self.via, name), self.depth + 1))
+            return
         if inner:
             wrapped = ParsedCommand(
                 argv=tuple(inner), text=cmd.text, assignments=tuple(assignments),
