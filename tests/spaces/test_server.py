@@ -301,3 +301,13 @@ def test_cancel_of_running_run_stops_before_next_operation(server: ServerProcess
         assert [e["type"] for e in result[0]["events"]] == ["shell", "error"]
         assert c.get(f"/v1/runs/{rid}").json()["state"] == "cancelled"
         assert c.get(f"/v1/spaces/{sid}/files/never.txt").status_code == 404
+
+
+def test_user_message_approved_resumes_the_pending_operation(server: ServerProcess, key: str) -> None:
+    with _client(server, key) as c:
+        sid = _space(c)["id"]
+        paused = c.post(f"/v1/spaces/{sid}/runs", json=_ops({"type": "shell", "command": "rm -rf t; echo y"})).json()
+        bad = c.post(f"/v1/runs/{paused['runId']}/resume", json={"type": "userMessage", "content": "maybe"})
+        assert bad.status_code == 400
+        done = c.post(f"/v1/runs/{paused['runId']}/resume", json={"type": "userMessage", "content": "approved"}).json()
+        assert done["status"] == "completed" and done["events"][0]["stdout"] == "y\n"

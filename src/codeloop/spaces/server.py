@@ -13,7 +13,8 @@ Endpoints (all JSON unless noted; errors are ``{"error": {"code", "message"}}``)
     POST   /v1/spaces/{id}/runs             operations message -> events message
     GET    /v1/spaces/{id}/runs             run summaries
     GET    /v1/runs/{id}                    events message + state
-    POST   /v1/runs/{id}/resume             {"approval": {operationId, decision, reason?}} -> events message
+    POST   /v1/runs/{id}/resume             {"approval": {operationId, decision, reason?}} or
+                                            {"type": "userMessage", "content": "approved"|"denied"}
     POST   /v1/runs/{id}/cancel             run view
     GET    /v1/runs/{id}/events             SSE: ``id: seq``, ``event: <type>``, ``data: <event>``; ends
                                             with ``event: end`` when the run is not running
@@ -76,6 +77,16 @@ class ExtendSpace(_Body):
 
 class ResumeBody(_Body):
     approval: Approval
+
+
+class UserMessageApproval(_Body):
+    type: Literal["userMessage"]
+    content: str = Field(max_length=1000)
+
+
+USER_MESSAGE_DECISIONS: dict[str, Literal["approved", "denied"]] = {
+    "approved": "approved", "approve": "approved", "yes": "approved",
+    "denied": "denied", "deny": "denied", "no": "denied"}
 
 
 def _error(status: int, code: str, message: str) -> JSONResponse:
@@ -196,8 +207,19 @@ class SpacesAPI:
 
     async def resume_run(self, request: Request) -> Response:
         owner = await self.owner(request)
-        body = self.model(ResumeBody, await self.json_body(request))
-        return JSONResponse(await self.service.resume(owner, request.path_params["run_id"], body.approval))
+        raw = await self.json_body(request)
+        run_id = request.path_params["run_id"]
+        if isinstance(raw, dict) and raw.get("type") == "userMessage":
+            # Spec §Approval Flow: a userMessage "approved"/"denied" answers the pending operation.
+            msg = self.model(UserMessageApproval, raw)
+            decision = USER_MESSAGE_DECISIONS.get(msg.content.strip().lower())
+            if decision is None:
+                raise ServiceError(400, "invalid_request", 'userMessage content must be "approved" or "denied"')
+            run = await self.service.run_for(owner, run_id)
+            approval = Approval(operationId=run.pending_operation or "", decision=decision)
+        else:
+            approval = self.model(ResumeBody, raw).approval
+        return JSONResponse(await self.service.resume(owner, run_id, approval))
 
     async def cancel_run(self, request: Request) -> Response:
         return JSONResponse(await self.service.cancel(await self.owner(request), request.path_params["run_id"]))
