@@ -21,6 +21,7 @@ from codeloop.relay.config import RelayConfig, load_config
 from codeloop.relay.engine import start_session, step
 from codeloop.relay.executor import Effect, sha256_hex
 from codeloop.relay.journal import StepJournal
+from codeloop.relay.orphans import MARKER_VARIABLE, process_groups_with_marker
 from codeloop.relay.results import CommandResult
 
 N = 8
@@ -177,3 +178,27 @@ def test_committed_step_whose_archive_move_was_lost_is_archived(tmp_path: Path) 
     assert report.replies == 0 and report.session.sequence_number == 2
     assert processed.exists() and list(config.processing_dir.iterdir()) == []
     _check(root, sid)
+
+
+def test_command_left_running_by_a_killed_step_is_stopped_by_the_next_step(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    config, sid = _setup(root)
+    _claim(config, sid)
+    marker = f"{sid}-seq0001-cmd2"
+    # The orphan a killed step leaves: the command in its own session, carrying its marker.
+    orphan = subprocess.Popen(
+        ["sleep", "60"], start_new_session=True, env={**clean_env(), MARKER_VARIABLE: marker}
+    )
+    try:
+        assert process_groups_with_marker(marker) == {orphan.pid}
+        journal = StepJournal.open(config.journal_dir, sid, 1, "reply.txt")
+        journal.done(0, CommandResult("CREATE_FILE", True, "Created 'files/f0.txt'"))
+        journal.done(1, CommandResult("EDIT_FILE", True, "Edited 'counter.txt'"))
+        journal.begin(2, Effect("process", command="echo 0 >> runlog.txt", marker=marker))
+        report = asyncio.run(step(config))
+        assert orphan.wait(timeout=10) == -signal.SIGKILL
+        assert "has now been stopped" in report.session.last_results[2].summary
+    finally:
+        if orphan.poll() is None:
+            orphan.kill()
+            orphan.wait()

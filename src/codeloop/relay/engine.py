@@ -311,6 +311,7 @@ async def _apply_reply(
                     env,
                     limits,
                     lambda effect, i=index: journal.begin(i, effect),  # type: ignore[misc]
+                    marker=f"{state.session_id}-seq{state.sequence_number:04d}-cmd{index}",
                 )
             result = recovered
             journal.done(index, result)

@@ -38,6 +38,7 @@ from codeloop.relay.commands import (
     RunCommand,
 )
 from codeloop.relay.line_edit import LineRangeError, replace_lines, split_lines
+from codeloop.relay.orphans import MARKER_VARIABLE, kill_marked
 from codeloop.relay.results import CommandResult, truncate_output
 
 
@@ -65,11 +66,14 @@ class Effect:
     """The result to report once the change is known to have happened (write, delete)."""
     command: str | None = None
     """The shell command (process)."""
+    marker: str | None = None
+    """Value of ``CODELOOP_RELAY_COMMAND`` in the command's environment (process), used to
+    find it if it outlives a killed step."""
 
     def to_json(self) -> dict[str, Any]:
         """Journal form."""
         data: dict[str, Any] = {"kind": self.kind}
-        for key in ("path", "sha256", "command"):
+        for key in ("path", "sha256", "command", "marker"):
             if getattr(self, key) is not None:
                 data[key] = getattr(self, key)
         if self.result is not None:
@@ -82,7 +86,14 @@ class Effect:
         if not isinstance(data, dict) or data.get("kind") not in ("write", "delete", "process"):
             raise ValueError("an effect needs a kind of write, delete or process")
         result = CommandResult.from_json(data["result"]) if "result" in data else None
-        return cls(data["kind"], data.get("path"), data.get("sha256"), result, data.get("command"))
+        return cls(
+            data["kind"],
+            data.get("path"),
+            data.get("sha256"),
+            result,
+            data.get("command"),
+            data.get("marker"),
+        )
 
 
 BeforeEffect = Callable[[Effect], None]
@@ -210,10 +221,15 @@ async def _read(env: ExecutionEnvironment, cmd: ReadFile) -> CommandResult:
 
 
 async def _run(
-    env: ExecutionEnvironment, cmd: RunCommand, limits: ExecutionLimits, before: BeforeEffect
+    env: ExecutionEnvironment,
+    cmd: RunCommand,
+    limits: ExecutionLimits,
+    before: BeforeEffect,
+    marker: str | None,
 ) -> CommandResult:
-    before(Effect("process", command=cmd.command))
-    result = await env.exec_command(cmd.command, timeout_ms=limits.timeout_ms)
+    before(Effect("process", command=cmd.command, marker=marker))
+    env_vars = {MARKER_VARIABLE: marker} if marker else None
+    result = await env.exec_command(cmd.command, timeout_ms=limits.timeout_ms, env_vars=env_vars)
     output = truncate_output(result.output, limits.output_limit_chars)
     shown = _shown(cmd.command)
     if result.timed_out:
@@ -234,9 +250,15 @@ async def _run(
 
 
 async def execute_command(
-    cmd: RelayCommand, env: ExecutionEnvironment, limits: ExecutionLimits, before_effect: BeforeEffect
+    cmd: RelayCommand,
+    env: ExecutionEnvironment,
+    limits: ExecutionLimits,
+    before_effect: BeforeEffect,
+    marker: str | None = None,
 ) -> CommandResult:
     """Run one command and describe its outcome; never raises for model mistakes.
+
+    ``marker`` tags a RUN_COMMAND's processes (:mod:`codeloop.relay.orphans`).
 
     READ_FILE only checks the file here; its contents are read when the next outbox is
     written, so they reflect the later commands of the same reply too.
@@ -253,7 +275,7 @@ async def execute_command(
         case ReadFile():
             return await _read(env, cmd)
         case RunCommand():
-            return await _run(env, cmd, limits, before_effect)
+            return await _run(env, cmd, limits, before_effect, marker)
         case Message():
             return CommandResult(cmd.name, True, "Shown to the user")
         case Done():
@@ -268,10 +290,12 @@ async def recover_effect(effect: Effect, env: ExecutionEnvironment) -> CommandRe
     again: its result says so and asks the model to check.
     """
     if effect.kind == "process":
+        killed = kill_marked(effect.marker) if effect.marker else 0
+        still = " (it was still running and has now been stopped)" if killed else ""
         return CommandResult(
             "RUN_COMMAND",
             False,
-            f"Ran {_shown(effect.command or '')}: interrupted because the relay stopped while it ran; "
+            f"Ran {_shown(effect.command or '')}: interrupted because the relay stopped while it ran{still}; "
             "it was not run again, so check what it did before repeating it",
         )
     path = effect.path or ""
