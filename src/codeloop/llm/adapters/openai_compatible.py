@@ -129,6 +129,10 @@ class OpenAICompatibleAdapter:
         in streams with ``stream_options.include_usage`` (turn off for servers that reject it)."""
         self._name = name
         self.base_url = base_url.rstrip("/")
+        if timeout is None and _is_loopback(self.base_url):
+            # A model on this machine's CPU can take minutes to read a long prompt before
+            # the first token; a remote API's 30 s silence limit would cut it off.
+            timeout = LOCAL_SERVER_TIMEOUT
         self.timeout = timeout_of(timeout)
         self.stream_usage = stream_usage
         headers = {"content-type": "application/json", **dict(default_headers or {})}
@@ -435,6 +439,15 @@ class _ChunkState:
         out.append(StreamEvent(StreamEventType.FINISH, finish_reason=reason, usage=response.usage,
                                response=response))
         return out
+
+
+LOCAL_SERVER_TIMEOUT = AdapterTimeout(connect=10.0, request=1800.0, stream_read=900.0)
+"""Timeouts for servers on loopback (llama.cpp, Ollama on a CPU): patient, still bounded."""
+
+
+def _is_loopback(base_url: str) -> bool:
+    host = (httpx.URL(base_url).host or "").strip("[]")
+    return host in ("localhost", "::1") or host.startswith("127.")
 
 
 def llama_cpp(base_url: str = "http://127.0.0.1:8080/v1", **options: Any) -> OpenAICompatibleAdapter:
