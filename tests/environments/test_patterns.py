@@ -33,13 +33,17 @@ from codeloop.environments.patterns import compile_glob, is_ignored, parse_ignor
         ("a\\*b", "a*b", True),
         ("a\\*b", "axb", False),
         ("[unclosed", "[unclosed", True),
+        ("{a.txt}", "a.txt", True),
+        ("{}a.txt", "a.txt", True),
+        ("{a,b/**}/x", "b/c/d/x", True),
+        ("[{]x[}]", "{x}", True),
     ],
 )
 def test_glob_semantics(pattern: str, path: str, matches: bool) -> None:
     assert bool(compile_glob(pattern).match(path)) is matches
 
 
-@pytest.mark.parametrize("pattern", ["", "[z-a]", "a\x00b"])
+@pytest.mark.parametrize("pattern", ["", "[z-a]", "a\x00b", "a{b", "a}.txt", "{a,{b}"])
 def test_invalid_globs_raise_invalid_pattern_error_naming_the_pattern(pattern: str) -> None:
     with pytest.raises(InvalidPatternError) as info:
         compile_glob(pattern)

@@ -61,7 +61,7 @@ _OPTIONS = [
 ]
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(files=trees(), pattern=st.sampled_from(["main", "todo", "^import", "o", "return \\d"]))
 def test_property_grep_and_glob_agree_between_rg_and_python(files: dict[str, bytes], pattern: str) -> None:
     root = _materialize(files)
@@ -122,3 +122,33 @@ async def test_glob_filter_rule_is_the_same_for_rg_and_python(
     options = GrepOptions(glob_filter=glob_filter, output_mode="files_with_matches")
     assert await grep(root, start, "hit", options, RG) == expected
     assert await grep(root, start, "hit", options, None) == expected
+
+
+@pytest.mark.parametrize("glob_filter", ["a{b", "a}.txt", "[z-a]"])
+async def test_invalid_glob_filter_is_refused_by_both_engines(tmp_path: Path, glob_filter: str) -> None:
+    from codeloop.environments.errors import InvalidPatternError
+
+    (tmp_path / "a.txt").write_text("hit\n")
+    root = os.path.realpath(tmp_path)
+    for engine in (RG, None):
+        with pytest.raises(InvalidPatternError, match="glob"):
+            await grep(root, ".", "hit", GrepOptions(glob_filter=glob_filter), engine)
+
+
+async def test_glob_filter_overrides_ignore_and_hidden_like_rg(tmp_path: Path) -> None:
+    """ripgrep's rule: a file the filter names is searched even when hidden or ignored."""
+    (tmp_path / "src" / ".h").mkdir(parents=True)
+    (tmp_path / "ign").mkdir()
+    (tmp_path / ".gitignore").write_text("*.txt\nign/\n")
+    for rel in ("src/y.txt", "src/.h/z.py", "src/.dot.py", "ign/q.py", "src/w.py"):
+        (tmp_path / rel).write_text("hit\n")
+    root = os.path.realpath(tmp_path)
+    expected = {
+        "*.py": "src/.dot.py\nsrc/w.py",
+        "*.txt": "src/y.txt",
+        "src/**": "src/.dot.py\nsrc/.h/z.py\nsrc/w.py\nsrc/y.txt",
+    }
+    for glob_filter, files in expected.items():
+        options = GrepOptions(glob_filter=glob_filter, output_mode="files_with_matches")
+        assert await grep(root, ".", "hit", options, RG) == files
+        assert await grep(root, ".", "hit", options, None) == files

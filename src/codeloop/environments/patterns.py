@@ -17,8 +17,9 @@ from codeloop.environments.errors import InvalidPatternError
 def glob_to_regex(pattern: str, *, braces: bool = True) -> str:
     """The body of a regex matching ``/``-separated paths against ``pattern`` (no anchors).
 
-    With ``braces``, ``{a,b}`` matches either alternative (``*.{ts,tsx}``); ``.gitignore``
-    files take braces literally, as git does.
+    With ``braces``, ``{a,b}`` matches either alternative (``*.{ts,tsx}``) and an unpaired
+    brace raises ``re.error``, as in ripgrep; ``.gitignore`` files take braces literally,
+    as git does.
     """
     out: list[str] = []
     i, n = 0, len(pattern)
@@ -48,10 +49,15 @@ def glob_to_regex(pattern: str, *, braces: bool = True) -> str:
             body = body.replace("\\", "\\\\").replace("[", "\\[")
             out.append(f"(?!/)[^{body}]" if negate else f"[{body}]")
             i = close
-        elif c == "{" and braces and (alternatives := _brace_alternatives(pattern, i)) is not None:
+        elif c == "{" and braces:
+            alternatives = _brace_alternatives(pattern, i)
+            if alternatives is None:
+                raise re.error("unclosed '{' (escape a literal one as [{])")
             options, close = alternatives
             out.append("(?:" + "|".join(glob_to_regex(opt) for opt in options) + ")")
             i = close
+        elif c == "}" and braces:
+            raise re.error("'}' without a '{' (escape a literal one as [}])")
         elif c == "\\" and i + 1 < n:
             i += 1
             out.append(re.escape(pattern[i]))
@@ -76,7 +82,7 @@ def _brace_alternatives(pattern: str, start: int) -> tuple[list[str], int] | Non
             depth -= 1
             if depth == 0:
                 options.append(pattern[begin:i])
-                return (options, i) if len(options) > 1 else None
+                return options, i
         elif c == "," and depth == 1:
             options.append(pattern[begin:i])
             begin = i + 1
@@ -98,8 +104,8 @@ def _class_end(pattern: str, start: int) -> int:
 def compile_glob(pattern: str) -> re.Pattern[str]:
     """A regex that fully matches relative paths selected by ``pattern``.
 
-    Raises ``InvalidPatternError`` (naming the pattern) for an empty pattern, a NUL byte
-    or a character class that does not compile (``[z-a]``).
+    Raises ``InvalidPatternError`` (naming the pattern) for an empty pattern, a NUL byte,
+    an unpaired brace or a character class that does not compile (``[z-a]``).
     """
     if not pattern or "\x00" in pattern:
         raise InvalidPatternError(

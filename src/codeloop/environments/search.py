@@ -228,8 +228,12 @@ async def _rg_grep(
         results.add(path, f"{marker}{path}{kind}{number}{kind}{rest[found.end():]}", kind == ":")
 
     code, stderr = await _run_rg(rg, root, args, on_line)
-    if code == 2 and ("regex parse error" in stderr or "error parsing" in stderr or "PCRE2" in stderr):
+    if code == 2 and stderr.strip():
+        # --no-messages silences per-file errors, so what remains is about the arguments,
+        # and the only ones a caller controls are the regex and the glob filter.
         detail = " ".join(stderr.replace("rg: ", "").split())
+        if "error parsing glob" in stderr:
+            raise InvalidPatternError(f"Invalid glob filter {options.glob_filter!r}: {detail}", path=options.glob_filter)
         raise InvalidPatternError(f"Invalid regex {pattern!r}: {detail}", path=pattern)
     if code not in (0, 1, 2):
         raise WorkspaceError(f"Search failed (rg exit {code}): {stderr.strip() or 'no message'}")
@@ -243,13 +247,11 @@ def _python_grep(root: str, start_rel: str, pattern: str, options: GrepOptions, 
     # Like rg, a file named explicitly is searched whatever the glob filter says.
     explicit_file = start_rel not in ("", ".") and os.path.isfile(os.path.join(root, start_rel))
     keep = None if explicit_file else _glob_filter_matcher(options.glob_filter)
-    files = sorted(walk_files(root, start_rel))
+    files = sorted(walk_files(root, start_rel, keep))
     shown = 0
     for rel in files:
         if shown >= options.max_results:
             break
-        if keep is not None and not keep(rel):
-            continue
         lines = _text_lines(os.path.join(root, rel))
         if lines is None:
             continue

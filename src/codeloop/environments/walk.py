@@ -9,7 +9,7 @@ and symbolic links are never followed nor listed, so the walk cannot leave the w
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from codeloop.environments.patterns import IgnoreRule, is_ignored, parse_ignore_file
 
@@ -44,12 +44,16 @@ def _root_rules(root: str, start_rel: str) -> list[IgnoreRule]:
     return rules
 
 
-def walk_files(root: str, start_rel: str = ".") -> Iterator[str]:
+def walk_files(root: str, start_rel: str = ".", include: Callable[[str], bool] | None = None) -> Iterator[str]:
     """Yield the root-relative ``/``-separated paths of regular files under ``start_rel``.
 
     ``root`` is the canonical workspace root; ``start_rel`` a root-relative directory or
     file (a file is yielded as is, like an explicit ripgrep argument). Order: sorted by
     name within each directory, depth first.
+
+    ``include`` behaves like ripgrep's ``--glob`` overrides: when given, only files it
+    accepts are yielded, and an entry it accepts is taken even if hidden or ignored (a
+    directory it accepts is entered).
     """
     start_rel = "" if start_rel in ("", ".") else start_rel.strip("/")
     abs_start = os.path.join(root, start_rel) if start_rel else root
@@ -57,10 +61,12 @@ def walk_files(root: str, start_rel: str = ".") -> Iterator[str]:
         yield start_rel
         return
     rules = _root_rules(root, start_rel)
-    yield from _walk(root, start_rel, rules)
+    yield from _walk(root, start_rel, rules, include)
 
 
-def _walk(root: str, rel_dir: str, rules: list[IgnoreRule]) -> Iterator[str]:
+def _walk(
+    root: str, rel_dir: str, rules: list[IgnoreRule], include: Callable[[str], bool] | None
+) -> Iterator[str]:
     abs_dir = os.path.join(root, rel_dir) if rel_dir else root
     rules = rules + _read_rules(abs_dir, rel_dir)
     try:
@@ -68,16 +74,18 @@ def _walk(root: str, rel_dir: str, rules: list[IgnoreRule]) -> Iterator[str]:
     except OSError:
         return
     for entry in entries:
-        if entry.name.startswith("."):
-            continue
         rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+        chosen = include is not None and include(rel)
+        if entry.name.startswith(".") and not chosen:
+            continue
         try:
             if entry.is_symlink():
                 continue
             if entry.is_dir(follow_symlinks=False):
-                if not is_ignored(rules, rel, True):
-                    yield from _walk(root, rel, rules)
-            elif entry.is_file(follow_symlinks=False) and not is_ignored(rules, rel, False):
-                yield rel
+                if chosen or not is_ignored(rules, rel, True):
+                    yield from _walk(root, rel, rules, include)
+            elif entry.is_file(follow_symlinks=False):
+                if chosen or (include is None and not is_ignored(rules, rel, False)):
+                    yield rel
         except OSError:
             continue
