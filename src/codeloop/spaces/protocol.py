@@ -22,7 +22,40 @@ import math
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
+
+from codeloop.spaces.events import (
+    Approval,
+    ApprovalDetails,
+    ApprovalRequiredEvent,
+    CreateFileEvent,
+    DeleteFileEvent,
+    EditFileEvent,
+    Encoding,
+    ErrorCategory,
+    ErrorEvent,
+    Event,
+    EventsMessage,
+    MessageEvent,
+    PolicyDeniedEvent,
+    ReadFileEvent,
+    RunStatus,
+    ShellEvent,
+    UserMessageEvent,
+    Wire,
+    event_to_json,
+    events_message_to_json,
+)
+
+__all__ = [  # the event names are re-exported: the protocol is one import for callers
+    "Approval", "ApprovalDetails", "ApprovalRequiredEvent", "CreateFileEvent", "CreateFileOperation",
+    "DeleteFileEvent", "DeleteFileOperation", "EditFileEvent", "EditFileOperation", "Encoding", "ErrorCategory",
+    "ErrorEvent", "Event", "EventsMessage", "FileEdit", "InvalidOperation", "MessageEvent", "MessageOperation",
+    "Operation", "OperationValidationError", "OperationsMessage", "PolicyDeniedEvent", "ReadFileEvent",
+    "ReadFileOperation", "RunStatus", "ShellEvent", "ShellOperation", "UserMessageEvent", "ValidationResult",
+    "envelope_problems", "event_to_json", "events_message_to_json", "parse_operation", "path_problem",
+    "split_operations", "validate_operation", "validate_operations_message",
+]
 
 PROTOCOL_VERSION = "1.0"
 OPERATION_TYPES = ("message", "createFile", "readFile", "editFile", "deleteFile", "shell")
@@ -34,25 +67,16 @@ MIN_TIMEOUT_MS = 1000
 MAX_TIMEOUT_MS = 3_600_000
 DEFAULT_TIMEOUT_MS = 30_000
 
-Encoding = Literal["utf-8", "base64"]
-RunStatus = Literal["completed", "awaiting_approval", "error"]
-ErrorCategory = Literal["validation", "policy", "execution", "timeout", "system"]
-
-
-class _Wire(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
-
-
 # ----------------------------------------------------------------------------- operations
 
 
-class MessageOperation(_Wire):
+class MessageOperation(Wire):
     type: Literal["message"] = "message"
     id: str | None = None
     content: str
 
 
-class CreateFileOperation(_Wire):
+class CreateFileOperation(Wire):
     type: Literal["createFile"] = "createFile"
     id: str | None = None
     path: str
@@ -61,32 +85,32 @@ class CreateFileOperation(_Wire):
     overwrite: bool = False
 
 
-class ReadFileOperation(_Wire):
+class ReadFileOperation(Wire):
     type: Literal["readFile"] = "readFile"
     id: str | None = None
     path: str
     encoding: Encoding = "utf-8"
 
 
-class FileEdit(_Wire):
+class FileEdit(Wire):
     oldContent: str
     newContent: str
 
 
-class EditFileOperation(_Wire):
+class EditFileOperation(Wire):
     type: Literal["editFile"] = "editFile"
     id: str | None = None
     path: str
     edits: list[FileEdit]
 
 
-class DeleteFileOperation(_Wire):
+class DeleteFileOperation(Wire):
     type: Literal["deleteFile"] = "deleteFile"
     id: str | None = None
     path: str
 
 
-class ShellOperation(_Wire):
+class ShellOperation(Wire):
     type: Literal["shell"] = "shell"
     id: str | None = None
     command: str
@@ -106,153 +130,9 @@ Operation = Annotated[
 ]
 
 
-class OperationsMessage(_Wire):
+class OperationsMessage(Wire):
     protocolVersion: Literal["1.0"] = "1.0"
     operations: list[Operation]
-
-
-# ----------------------------------------------------------------------------- events
-
-
-class _Event(_Wire):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    timestamp: str
-
-
-class UserMessageEvent(_Event):
-    type: Literal["userMessage"] = "userMessage"
-    content: str
-
-
-class MessageEvent(_Event):
-    type: Literal["message"] = "message"
-    operationId: str | None = None
-    success: Literal[True] = True
-
-
-class CreateFileEvent(_Event):
-    type: Literal["createFile"] = "createFile"
-    operationId: str | None = None
-    path: str
-    success: bool
-    error: str | None = None
-    bytesWritten: int | None = None
-
-
-class ReadFileEvent(_Event):
-    type: Literal["readFile"] = "readFile"
-    operationId: str | None = None
-    path: str
-    success: bool
-    content: str | None = None
-    encoding: Encoding | None = None
-    size: int | None = None
-    error: str | None = None
-
-
-class EditFileEvent(_Event):
-    type: Literal["editFile"] = "editFile"
-    operationId: str | None = None
-    path: str
-    success: bool
-    editsApplied: int | None = None
-    error: str | None = None
-
-
-class DeleteFileEvent(_Event):
-    type: Literal["deleteFile"] = "deleteFile"
-    operationId: str | None = None
-    path: str
-    success: bool
-    error: str | None = None
-
-
-class ShellEvent(_Event):
-    type: Literal["shell"] = "shell"
-    operationId: str | None = None
-    command: str
-    success: bool
-    exitCode: int | None = None
-    stdout: str | None = None
-    stderr: str | None = None
-    durationMs: int | None = None
-    error: str | None = None
-    timedOut: bool | None = None
-
-
-class ApprovalDetails(_Wire):
-    command: str | None = None
-    path: str | None = None
-    policy: str | None = None
-
-
-class ApprovalRequiredEvent(_Event):
-    type: Literal["approvalRequired"] = "approvalRequired"
-    operationId: str
-    operationType: str
-    reason: str
-    details: ApprovalDetails
-
-
-class PolicyDeniedEvent(_Event):
-    type: Literal["policyDenied"] = "policyDenied"
-    operationId: str | None = None
-    operationType: str
-    reason: str
-    suggestion: str | None = None
-
-
-class ErrorEvent(_Event):
-    type: Literal["error"] = "error"
-    operationId: str | None = None
-    category: ErrorCategory
-    message: str
-    details: dict[str, Any] | None = None
-
-
-Event = Annotated[
-    UserMessageEvent
-    | MessageEvent
-    | CreateFileEvent
-    | ReadFileEvent
-    | EditFileEvent
-    | DeleteFileEvent
-    | ShellEvent
-    | ApprovalRequiredEvent
-    | PolicyDeniedEvent
-    | ErrorEvent,
-    Field(discriminator="type"),
-]
-
-
-class EventsMessage(_Wire):
-    protocolVersion: Literal["1.0"] = "1.0"
-    runId: str
-    events: list[Event]
-    status: RunStatus
-
-
-class Approval(_Wire):
-    """The structured approval of spaces protocol §Approval Flow step 2."""
-
-    operationId: str
-    decision: Literal["approved", "denied"]
-    reason: str | None = None
-
-
-def event_to_json(event: BaseModel) -> dict[str, Any]:
-    """The wire form of an event: optional fields that are unset are left out."""
-    return event.model_dump(mode="json", exclude_none=True)
-
-
-def events_message_to_json(message: EventsMessage) -> dict[str, Any]:
-    """The wire form of an events message (``None`` fields of events left out)."""
-    return {
-        "protocolVersion": message.protocolVersion,
-        "runId": message.runId,
-        "status": message.status,
-        "events": [event_to_json(e) for e in message.events],
-    }
 
 
 # ----------------------------------------------------------------------------- validation
