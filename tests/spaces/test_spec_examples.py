@@ -164,3 +164,9 @@ def test_cli_keys_create_prints_a_key_the_store_accepts(tmp_path: Path) -> None:
 def test_spaces_commands_have_examples_in_help() -> None:
     for args in (["exec", "--help"], ["serve", "--help"], ["keys", "create", "--help"]):
         assert "Example:" in _cli(*args).stdout
+
+
+def test_cli_serve_bad_database_is_one_line_error(tmp_path: Path) -> None:
+    proc = _cli("serve", "--database", "mysql://x/y", "--data-dir", str(tmp_path))
+    assert proc.exit_code == 2
+    assert "not supported" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
