@@ -209,3 +209,13 @@ def test_property_capture_keeps_a_true_head_and_tail_within_the_cap(chunks: list
 def test_5_4_default_limits() -> None:
     limits = ExecLimits()
     assert (limits.default_timeout_ms, limits.max_timeout_ms, limits.kill_grace_ms) == (10_000, 600_000, 2_000)
+
+
+async def test_bad_environment_value_is_a_result_and_leaks_no_descriptor(tmp_path: Path) -> None:
+    before = len(os.listdir("/proc/self/fd"))
+    r = await run_process(
+        ["/bin/bash", "-c", "true"], cwd=tmp_path, env={"X": None},  # type: ignore[dict-item]
+        timeout_ms=1000, limits=FAST_KILL,
+    )
+    assert r.exit_code == -1 and "Could not start" in r.stderr
+    assert len(os.listdir("/proc/self/fd")) == before

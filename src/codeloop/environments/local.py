@@ -280,15 +280,18 @@ class LocalExecutionEnvironment:
 
     # Search ------------------------------------------------------------------------------
 
-    def _search_start(self, path: str) -> str:
-        return relative_to_root(self.root, self.resolve(path, must_exist=True))
+    def _search_start(self, path: str, *, directory: bool = False) -> str:
+        target = self.resolve(path, must_exist=True)
+        if directory and not target.is_dir():
+            raise IsAFileError(f"{path!r} is a file, not a directory; glob searches below a directory", path=path)
+        return relative_to_root(self.root, target)
 
     async def grep(self, pattern: str, path: str = ".", options: GrepOptions | None = None) -> str:
         start = self._search_start(path)
         return await search.grep(str(self._real_root()), start, pattern, options or GrepOptions(), self.ripgrep)
 
     async def glob(self, pattern: str, path: str = ".") -> list[str]:
-        start = self._search_start(path)
+        start = self._search_start(path, directory=True)
         pattern = self._relative_pattern(pattern)
         return await search.glob(str(self._real_root()), start, pattern, self.ripgrep)
 

@@ -295,7 +295,7 @@ async def run_process(
             stderr=err_w,
             start_new_session=True,
         )
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, TypeError) as exc:
         os.close(out_r)
         os.close(err_r)
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
