@@ -43,11 +43,12 @@ class LocalLLM:
 
 @contextlib.contextmanager
 def _locked(base: Path) -> Iterator[Path]:
+    """Hold the cross-process lock guarding the user counts; yields the directory."""
     base.mkdir(parents=True, exist_ok=True)
     with open(base / ".e2e.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
-            yield base / ".e2e-users.json"
+            yield base
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
@@ -60,33 +61,48 @@ def _read_users(path: Path) -> dict[str, object]:
         return {}
 
 
-@pytest.fixture(scope="session")
-def local_llm() -> Iterator[LocalLLM]:
+@contextlib.contextmanager
+def _shared_server(model: str) -> Iterator[LocalLLM]:
     base = models_dir()
-    if server_binary(base) is None or weights_path(E2E_MODEL, base) is None:
-        pytest.skip(
-            f"local model {E2E_MODEL} not installed in {base}: run `scripts/local-llm install --model {E2E_MODEL}`"
-        )
-    with _locked(base) as users_file:
+    if server_binary(base) is None or weights_path(model, base) is None:
+        pytest.skip(f"local model {model} not installed in {base}: run `scripts/local-llm install --model {model}`")
+    users_name = f".e2e-users-{model}.json"
+    with _locked(base) as lock_dir:
+        users_file = lock_dir / users_name
         users = _read_users(users_file)
-        state = running(E2E_MODEL, base)
+        state = running(model, base)
         if state is None:
             try:
-                state = start(E2E_MODEL, progress=lambda _msg: None, base=base)
+                state = start(model, progress=lambda _msg: None, base=base)
             except LocalModelError as exc:
-                pytest.skip(f"local llama-server could not start: {exc}")
+                pytest.skip(f"local llama-server for {model} could not start: {exc}")
             users = {"count": 0, "started_by_tests": True}
         count = int(users.get("count", 0) or 0) + 1  # type: ignore[call-overload]
         users_file.write_text(json.dumps({**users, "count": count}), "utf-8")
     try:
-        yield LocalLLM(state.base_url, f"http://127.0.0.1:{state.port}", spec_for(E2E_MODEL).model_id, E2E_TIMEOUT)
+        yield LocalLLM(state.base_url, f"http://127.0.0.1:{state.port}", spec_for(model).model_id, E2E_TIMEOUT)
     finally:
-        with _locked(base) as users_file:
+        with _locked(base) as lock_dir:
+            users_file = lock_dir / users_name
             users = _read_users(users_file)
             count = max(0, int(users.get("count", 1) or 1) - 1)  # type: ignore[call-overload]
             if count == 0:
                 if users.get("started_by_tests"):
-                    stop(E2E_MODEL, base)
+                    stop(model, base)
                 users_file.unlink(missing_ok=True)
             else:
                 users_file.write_text(json.dumps({**users, "count": count}), "utf-8")
+
+
+@pytest.fixture(scope="session")
+def local_llm() -> Iterator[LocalLLM]:
+    """The 0.5B model's server (``e2e`` tests: wire behaviour only)."""
+    with _shared_server(E2E_MODEL) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def local_llm_15b() -> Iterator[LocalLLM]:
+    """The 1.5B model's server (``e2e_slow`` tests that depend on the model's choices)."""
+    with _shared_server("1.5b") as server:
+        yield server

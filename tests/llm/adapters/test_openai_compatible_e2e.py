@@ -107,3 +107,19 @@ async def test_e2e_server_rejection_maps_to_invalid_request(adapter: OpenAICompa
             provider_options={"llama_cpp": {"max_tokens": "not a number"}},
         ))
     assert info.value.status_code == 400 and not info.value.retryable
+
+
+@pytest.mark.e2e_slow
+async def test_e2e_slow_prefilled_tool_call_comes_back_structured(local_llm_15b: LocalLLM) -> None:
+    """Issue 3 fact: pre-filling ``<tool_call>\\n{"name": "`` makes llama-server return a structured call."""
+    adapter = OpenAICompatibleAdapter(local_llm_15b.base_url, name="llama_cpp", timeout=local_llm_15b.timeout)
+    try:
+        resp = await adapter.complete(Request(
+            model=local_llm_15b.model,
+            messages=[Message.user("What's the weather in Paris?"), Message.assistant('<tool_call>\n{"name": "')],
+            tools=[WEATHER], temperature=0.0, max_tokens=40,
+        ))
+    finally:
+        await adapter.close()
+    assert resp.finish_reason.reason == "tool_calls"
+    assert [(c.name, c.arguments) for c in resp.tool_calls] == [("get_weather", {"city": "Paris"})]
