@@ -83,3 +83,11 @@ def test_metadata(tmp_path: Path) -> None:
     env = LocalExecutionEnvironment(tmp_path)
     assert env.working_directory() == os.path.realpath(tmp_path)
     assert env.platform() == "linux"
+
+
+async def test_changing_the_policy_attribute_takes_effect(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CODELOOP_TEST_VISIBLE", "yes")
+    env = LocalExecutionEnvironment(tmp_path)
+    assert (await env.exec_command('echo "${CODELOOP_TEST_VISIBLE:-unset}"')).stdout == "yes\n"
+    env.env_policy = "core-only"
+    assert (await env.exec_command('echo "${CODELOOP_TEST_VISIBLE:-unset}"')).stdout == "unset\n"

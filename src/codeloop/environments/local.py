@@ -133,7 +133,7 @@ class LocalExecutionEnvironment:
         """The ``rg`` used by grep and glob; set to ``None`` to use the pure-Python fallback."""
         self._running: set[int] = set()
         self._env_cache: dict[str, str] | None = None
-        self._env_source: dict[bytes, bytes] | None = None
+        self._env_source: tuple[str, dict[bytes, bytes]] | None = None
         self.allow_hardlinks = False
         """Read files that have several hard links (one of which may lie outside the
         workspace); off by default, see ``codeloop.environments.beneath``."""
@@ -153,9 +153,10 @@ class LocalExecutionEnvironment:
         # Filtering os.environ costs as much as the rest of a command's overhead; redo it
         # only when the process environment changed (compared as raw bytes, in C).
         source: dict[bytes, bytes] | None = getattr(os.environ, "_data", None)
-        if self._env_cache is None or source is None or source != self._env_source:
+        key = (self.env_policy, source)
+        if self._env_cache is None or source is None or key != self._env_source:
             self._env_cache = filter_environment(os.environ, self.env_policy)
-            self._env_source = dict(source) if source is not None else None
+            self._env_source = (self.env_policy, dict(source)) if source is not None else None
         env = dict(self._env_cache)
         if env_vars:
             env.update(env_vars)
