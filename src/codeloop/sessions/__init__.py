@@ -1,0 +1,33 @@
+"""Session logs, resume, checkpoints and rewind for ``codeloop run`` (issue 9).
+
+Public API::
+
+    SessionLog(session_id)                 durable JSONL event log; session.subscribe(log.append)
+    load_events(id) -> list[LoggedEvent]   read a log back (torn last line ignored, warned)
+    list_sessions(workspace=None), latest_session(workspace), session_info(id)
+    rebuild_history(events) -> list[Turn]  the turns to continue a session
+    to_markdown(id, events), events_to_jsonl(events)
+"""
+
+from codeloop.sessions.catalog import SessionInfo, latest_session, list_sessions, session_info
+from codeloop.sessions.export import to_markdown
+from codeloop.sessions.history import rebuild_history
+from codeloop.sessions.log import LoggedEvent, SessionLog, SessionLogWarning, events_to_jsonl, load_events
+from codeloop.sessions.store import STATE_DIR_VARIABLE, SessionNotFoundError, sessions_dir
+
+__all__ = [
+    "STATE_DIR_VARIABLE",
+    "LoggedEvent",
+    "SessionInfo",
+    "SessionLog",
+    "SessionLogWarning",
+    "SessionNotFoundError",
+    "events_to_jsonl",
+    "latest_session",
+    "list_sessions",
+    "load_events",
+    "rebuild_history",
+    "session_info",
+    "sessions_dir",
+    "to_markdown",
+]

@@ -1,0 +1,58 @@
+"""Where session state lives: ``user_state_dir("codeloop")/sessions`` or ``$CODELOOP_STATE_DIR/sessions``.
+
+One session is ``<id>.jsonl`` (the event log) plus ``<id>.checkpoints/`` (file snapshots for
+rewind). Ids are checked here, once, so no caller can build a path from ``../x``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import platformdirs
+
+STATE_DIR_VARIABLE = "CODELOOP_STATE_DIR"
+"""Environment variable that replaces the platform's user state directory."""
+
+_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+class SessionNotFoundError(LookupError):
+    """No session log has this id (or the id is not a valid session id)."""
+
+
+def sessions_dir() -> Path:
+    """The directory holding every session's log (not created here)."""
+    base = os.environ.get(STATE_DIR_VARIABLE) or platformdirs.user_state_dir("codeloop")
+    return Path(base) / "sessions"
+
+
+def check_session_id(session_id: str) -> str:
+    """``session_id`` unchanged when it is a safe file name; ValueError naming it otherwise."""
+    if not _ID.match(session_id) or ".." in session_id:
+        raise ValueError(
+            f"invalid session id {session_id!r}: use the id printed by 'codeloop sessions list' "
+            "(letters, digits, '.', '_' and '-')"
+        )
+    return session_id
+
+
+def log_path(session_id: str) -> Path:
+    """The JSONL event log of ``session_id``."""
+    return sessions_dir() / f"{check_session_id(session_id)}.jsonl"
+
+
+def checkpoints_path(session_id: str) -> Path:
+    """The checkpoint directory of ``session_id``."""
+    return sessions_dir() / f"{check_session_id(session_id)}.checkpoints"
+
+
+def existing_log_path(session_id: str) -> Path:
+    """The log of ``session_id``; SessionNotFoundError when there is none."""
+    path = log_path(session_id)
+    if not path.is_file():
+        raise SessionNotFoundError(
+            f"no session {session_id!r} in {sessions_dir()} (list them with 'codeloop sessions list')"
+        )
+    return path
