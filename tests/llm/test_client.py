@@ -141,3 +141,29 @@ async def test_close_closes_every_adapter() -> None:
 async def test_scripted_adapter_out_of_script_says_which_call() -> None:
     with pytest.raises(ConfigurationError, match="no scripted answer left for call #1"):
         await ScriptedAdapter().complete(req())
+
+
+async def test_2_4_initialize_runs_once_before_first_use() -> None:
+    class Checked(ScriptedAdapter):
+        def __init__(self) -> None:
+            super().__init__([text_response("a"), text_response("b")])
+            self.inits = 0
+
+        async def initialize(self) -> None:
+            self.inits += 1
+
+    adapter = Checked()
+    client = Client({"s": adapter})
+    assert adapter.inits == 0  # construction does no I/O
+    await client.complete(req())
+    _ = [e async for e in client.stream(req())]
+    assert adapter.inits == 1
+
+
+async def test_2_4_initialize_failure_surfaces_as_its_error() -> None:
+    class Broken(ScriptedAdapter):
+        async def initialize(self) -> None:
+            raise ConfigurationError("endpoint unreachable")
+
+    with pytest.raises(ConfigurationError, match="endpoint unreachable"):
+        await Client({"s": Broken()}).complete(req())

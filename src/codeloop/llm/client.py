@@ -69,6 +69,7 @@ class Client:
         self.default_provider = default_provider or next(iter(self.providers), None)
         """Provider used when a request names none; the first registered when not given."""
         self.middleware: tuple[Middleware, ...] = tuple(middleware)
+        self._initialized: set[int] = set()
         self._complete_chain = self._build_complete_chain()
         self._stream_chain = self._build_stream_chain()
 
@@ -131,9 +132,19 @@ class Client:
             )
         return adapter
 
+    async def _ready(self, request: Request) -> ProviderAdapter:
+        """The routed adapter, its optional ``initialize()`` awaited once before first use (§2.4)."""
+        adapter = self.adapter_for(request)
+        if id(adapter) not in self._initialized:
+            initialize = getattr(adapter, "initialize", None)
+            if initialize is not None:
+                await initialize()
+            self._initialized.add(id(adapter))
+        return adapter
+
     def _build_complete_chain(self) -> CompleteNext:
         async def terminal(request: Request) -> Response:
-            return await self.adapter_for(request).complete(request)
+            return await (await self._ready(request)).complete(request)
 
         chain: CompleteNext = terminal
         for mw in reversed(self.middleware):
@@ -145,8 +156,10 @@ class Client:
         return chain
 
     def _build_stream_chain(self) -> StreamNext:
-        def terminal(request: Request) -> AsyncIterator[StreamEvent]:
-            return self.adapter_for(request).stream(request)
+        async def terminal(request: Request) -> AsyncIterator[StreamEvent]:
+            adapter = await self._ready(request)
+            async for event in adapter.stream(request):
+                yield event
 
         chain: StreamNext = terminal
         for mw in reversed(self.middleware):
