@@ -90,7 +90,7 @@ def test_kill_9_at_random_points_then_step_again_loses_nothing_and_applies_nothi
         proc = subprocess.Popen(
             _step_cmd(root), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=clean_env()
         )
-        journal = config.journal_dir / f"{sid}_seq0001.json"
+        journal = config.journal_dir / f"{sid}_seq0001.jsonl"
         if k % 3 == 0:  # anywhere: start-up, claim, apply, outbox, commit, archive
             time.sleep(rng.uniform(0.0, 3.0))
         else:  # while commands are being applied
@@ -202,3 +202,16 @@ def test_command_left_running_by_a_killed_step_is_stopped_by_the_next_step(tmp_p
         if orphan.poll() is None:
             orphan.kill()
             orphan.wait()
+
+
+def test_journal_line_torn_by_a_crash_is_dropped_and_appends_continue(tmp_path: Path) -> None:
+    journal = StepJournal.open(tmp_path, "a1b2c3d4", 1, "reply.txt")
+    effect = Effect("write", path="a.txt", sha256="0" * 64)
+    journal.begin(0, effect)
+    with journal.path.open("ab") as fh:
+        fh.write(b'{"index": 0, "state": "done", "result": {"comm')  # killed mid-write
+    reopened = StepJournal.open(tmp_path, "a1b2c3d4", 1, "reply.txt")
+    assert reopened.entries[0].effect == effect and reopened.entries[0].result is None
+    ok = CommandResult("CREATE_FILE", True, "Created 'a.txt'")
+    reopened.done(0, ok)
+    assert StepJournal.open(tmp_path, "a1b2c3d4", 1, "reply.txt").entries[0].result == ok

@@ -99,9 +99,9 @@ def test_damaged_session_file_is_named_in_the_error(tmp_path: Path) -> None:
 def test_damaged_journal_is_named_in_the_error_and_reply_kept(tmp_path: Path) -> None:
     config, sid = _start(tmp_path)
     config.journal_dir.mkdir(parents=True, exist_ok=True)
-    (config.journal_dir / f"{sid}_seq0001.json").write_text("{not json")
+    (config.journal_dir / f"{sid}_seq0001.jsonl").write_text('{"sessionId": "x"}\n{not json\n{"index": 0}\n')
     (config.inbox_dir / "r.txt").write_text("[MESSAGE]\nhi\n[/MESSAGE]\n")
-    with pytest.raises(RelayError, match=r"step journal .* is damaged"):
+    with pytest.raises(RelayError, match=r"step journal .* is damaged at line 2"):
         asyncio.run(step(config))
     assert (config.processing_dir / f"{sid}_seq0001__r.txt").exists()
 
