@@ -130,3 +130,12 @@ def test_clipboard_tool_receives_the_outbox(tmp_path: Path) -> None:
     assert asyncio.run(copy_file_to_clipboard(outbox, environ)) == "xclip"
     assert sink.read_text() == outbox.read_text()
     assert find_clipboard_tool({"PATH": str(bin_dir)}) is None  # no DISPLAY: X11 tools are useless
+
+
+def test_missing_workspace_stops_before_taking_the_reply(tmp_path: Path) -> None:
+    config, _ = _start(tmp_path)
+    (config.inbox_dir / "r.txt").write_text('[CREATE_FILE path="a"]\nx\n[/CREATE_FILE]\n')
+    config.workspace.rmdir()
+    with pytest.raises(RelayError, match="does not exist any more; restore it"):
+        asyncio.run(step(config))
+    assert (config.inbox_dir / "r.txt").exists()

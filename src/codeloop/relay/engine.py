@@ -198,6 +198,15 @@ def find_session(config: RelayConfig, session_id: str | None = None) -> SessionS
     )
 
 
+def _require_workspace(state: SessionState) -> None:
+    """Stop before a reply is taken when the session's workspace has disappeared."""
+    if not os.path.isdir(state.workspace):
+        raise RelayError(
+            f"the workspace {state.workspace} of session {state.session_id} does not exist any more; "
+            "restore it (or create it empty with mkdir) and run the step again"
+        )
+
+
 def _check_layout(config: RelayConfig, workspace: Path) -> None:
     """The model must not reach the relay's own files (it could write its own replies)."""
     for name, directory in (
@@ -339,6 +348,7 @@ async def _apply_reply(
 async def _step_locked(
     config: RelayConfig, state: SessionState, emit: EventSink, *, take_new: bool
 ) -> tuple[SessionState, int, bool]:
+    _require_workspace(state)
     env = open_workspace(Path(state.workspace), config)
     applied = 0
     for stale in _claims(config, state):
