@@ -3,6 +3,10 @@
 Commands: ``new``, ``step``, ``watch``, ``resume``, ``status`` (DESIGN.md "Contracts").
 Every command prints what to paste where; ``--json`` prints one JSON document instead
 (``watch --json``: one JSON event per line). Errors are one line on stderr, exit 1.
+
+About 500 lines because Typer wants every option spelled out per command (five commands
+sharing ten settings) and the messages telling the user what to paste where live here,
+next to the commands that print them; the logic itself is in ``codeloop.relay``.
 """
 
 from __future__ import annotations
