@@ -1,0 +1,61 @@
+"""Session files: the spec's fields, round trip, and clear errors for damaged files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from codeloop.relay.results import CommandResult
+from codeloop.relay.session import SessionFileError, SessionState, load_session, save_session
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=10),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=15), inner, max_size=6),
+    max_leaves=20,
+)
+_keys = st.sampled_from(
+    ["sessionId", "task", "sequenceNumber", "isComplete", "createdAt", "updatedAt", "lastResults",
+     "readFileRequests", "workspace", "summary", "protocolVersion"]
+)  # fmt: skip
+
+
+def test_session_file_has_the_spec_fields_and_round_trips(tmp_path: Path) -> None:
+    state = SessionState(
+        session_id="a1b2c3d4",
+        task="Create a calculator app",
+        workspace="/w",
+        sequence_number=3,
+        last_results=(CommandResult("RUN_COMMAND", False, "Ran 'x' (exit code 1)", "boom\n"),),
+        read_file_requests=("src/Calculator.cs",),
+    )
+    path = save_session(tmp_path, state)
+    assert path == tmp_path / "a1b2c3d4.json"
+    data = json.loads(path.read_text())
+    for field in ("sessionId", "task", "sequenceNumber", "isComplete", "createdAt", "updatedAt",
+                  "lastResults", "readFileRequests"):  # fmt: skip
+        assert field in data
+    assert data["readFileRequests"] == ["src/Calculator.cs"] and data["createdAt"].endswith("Z")
+    assert load_session(tmp_path, "a1b2c3d4") == state
+
+
+def test_damaged_session_file_error_names_file_and_field(tmp_path: Path) -> None:
+    (tmp_path / "a1b2c3d4.json").write_text(json.dumps({"sessionId": "a1b2c3d4", "sequenceNumber": "three"}))
+    with pytest.raises(SessionFileError, match=r"a1b2c3d4\.json is damaged \(field sequenceNumber"):
+        load_session(tmp_path, "a1b2c3d4")
+
+
+def test_bad_session_id_is_refused_before_touching_files(tmp_path: Path) -> None:
+    with pytest.raises(SessionFileError, match="8 hex characters"):
+        load_session(tmp_path, "../../etc/passwd")
+
+
+@given(st.dictionaries(_keys, _json_values, max_size=11) | _json_values)
+def test_any_json_gives_a_session_or_a_value_error(data: object) -> None:
+    try:
+        SessionState.from_json(data)
+    except ValueError:
+        pass
