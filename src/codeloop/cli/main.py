@@ -32,7 +32,7 @@ def version() -> None:
 
 def _register() -> None:
     # Imports are explicit (no plugin strings) so "what runs here?" has one answer.
-    from codeloop.cli import codali, index, relay, run, spaces, tool
+    from codeloop.cli import codali, index, relay, run, sessions, spaces, tool
 
     tool.register(app)
     run.register(app)
@@ -40,6 +40,7 @@ def _register() -> None:
     spaces.register(app)
     index.register(app)
     codali.register(app)
+    sessions.register(app)
 
 
 def main() -> None:

@@ -7,17 +7,25 @@ Public API::
     list_sessions(workspace=None), latest_session(workspace), session_info(id)
     rebuild_history(events) -> list[Turn]  the turns to continue a session
     to_markdown(id, events), events_to_jsonl(events)
+    Checkpoints(id, workspace)             file snapshots per turn; install(registry), observe(event)
+    rewind(id, to_turn, workspace=None)    restore files + cut the log; RewindRefusedError
 """
 
 from codeloop.sessions.catalog import SessionInfo, latest_session, list_sessions, session_info
+from codeloop.sessions.checkpoints import Checkpoints, FileChange
 from codeloop.sessions.export import to_markdown
 from codeloop.sessions.history import rebuild_history
 from codeloop.sessions.log import LoggedEvent, SessionLog, SessionLogWarning, events_to_jsonl, load_events
+from codeloop.sessions.rewind import RewindRefusedError, RewindResult, rewind
 from codeloop.sessions.store import STATE_DIR_VARIABLE, SessionNotFoundError, sessions_dir
 
 __all__ = [
     "STATE_DIR_VARIABLE",
+    "Checkpoints",
+    "FileChange",
     "LoggedEvent",
+    "RewindRefusedError",
+    "RewindResult",
     "SessionInfo",
     "SessionLog",
     "SessionLogWarning",
@@ -27,6 +35,7 @@ __all__ = [
     "list_sessions",
     "load_events",
     "rebuild_history",
+    "rewind",
     "session_info",
     "sessions_dir",
     "to_markdown",

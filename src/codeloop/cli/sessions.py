@@ -1,0 +1,117 @@
+"""``codeloop sessions list|show|export`` and ``codeloop rewind`` (docs/sessions.md)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, TypeVar
+
+import typer
+
+from codeloop.environments.errors import WorkspaceError
+from codeloop.sessions import (
+    RewindRefusedError,
+    SessionLogWarning,
+    SessionNotFoundError,
+    events_to_jsonl,
+    list_sessions,
+    load_events,
+    rewind,
+    session_info,
+    to_markdown,
+)
+
+T = TypeVar("T")
+
+sessions_app = typer.Typer(
+    name="sessions",
+    help="Recorded sessions of 'codeloop run'. Example: codeloop sessions list",
+    no_args_is_help=True,
+)
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for machines.")]
+
+
+def _run(action: Callable[[], T]) -> T:
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", SessionLogWarning)
+            value = action()
+        for w in caught:
+            typer.echo(f"warning: {w.message}", err=True)
+        return value
+    except (SessionNotFoundError, RewindRefusedError, WorkspaceError, ValueError, OSError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from None
+
+
+@sessions_app.command("list")
+def list_command(
+    workspace: Annotated[Path | None, typer.Option("--workspace", help="Only sessions of this directory.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List sessions, oldest first. Example: codeloop sessions list --workspace ."""
+    infos = _run(lambda: list_sessions(workspace))
+    if as_json:
+        typer.echo(json.dumps([dataclasses.asdict(i) for i in infos], indent=2))
+        return
+    if not infos:
+        typer.echo("no sessions yet (start one with: codeloop run \"TASK\")")
+        return
+    for i in infos:
+        task = i.first_input.splitlines()[0][:60] if i.first_input else ""
+        typer.echo(f"{i.id}  {i.last_event[:19]}  {i.status:<11}  {i.workspace}  {task}")
+
+
+@sessions_app.command("show")
+def show_command(session_id: Annotated[str, typer.Argument(help="Session id.")], as_json: JsonOption = False) -> None:
+    """Show a session's summary and transcript. Example: codeloop sessions show 3f2a..."""
+    info = _run(lambda: session_info(session_id))
+    events = _run(lambda: load_events(session_id))
+    if as_json:
+        typer.echo(json.dumps({"session": dataclasses.asdict(info),
+                               "events": [json.loads(line) for line in events_to_jsonl(events).splitlines()]},
+                              indent=2, ensure_ascii=False))
+        return
+    typer.echo(to_markdown(session_id, events))
+
+
+@sessions_app.command("export")
+def export_command(
+    session_id: Annotated[str, typer.Argument(help="Session id.")],
+    fmt: Annotated[str, typer.Option("--format", help="jsonl (events) or md (transcript).")] = "jsonl",
+) -> None:
+    """Write a session to stdout as JSONL events or Markdown. Example: codeloop sessions export ID --format md"""
+    if fmt not in ("jsonl", "md"):
+        typer.echo(f"error: --format {fmt!r} is not supported; use jsonl or md", err=True)
+        raise typer.Exit(2)
+    events = _run(lambda: load_events(session_id))
+    typer.echo(events_to_jsonl(events) if fmt == "jsonl" else to_markdown(session_id, events), nl=False)
+
+
+def rewind_command(
+    session_id: Annotated[str, typer.Argument(help="Session id.")],
+    to: Annotated[int, typer.Option("--to", help="Turn to go back to (0: before the first reply).")],
+    workspace: Annotated[Path | None, typer.Option("--workspace", help="Workspace (default: the session's).")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Restore the files and conversation of a session to the end of a turn. Example: codeloop rewind ID --to 2"""
+    result = _run(lambda: rewind(session_id, to, workspace))
+    if as_json:
+        typer.echo(json.dumps(dataclasses.asdict(result)))
+        return
+    typer.echo(f"rewound {session_id} to turn {result.turn}: {len(result.restored)} file(s) restored, "
+               f"{len(result.deleted)} deleted, {result.events_dropped} event(s) dropped")
+    for path in result.restored:
+        typer.echo(f"  restored {path}")
+    for path in result.deleted:
+        typer.echo(f"  deleted  {path}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``sessions`` and ``rewind`` to the root app."""
+    app.add_typer(sessions_app)
+    app.command("rewind")(rewind_command)
