@@ -1,0 +1,214 @@
+"""Approval modes of ``codeloop run --approval`` and the per-project "always" answers (issue 9).
+
+:func:`approval_policy` builds the :class:`~codeloop.tools.policy_hook.ToolPolicy` for the
+tool pipeline. Modes:
+
+- ``never-ask``: every call runs (a trusted setup, or a sandbox does the protecting);
+- ``on-risk`` (default): shell lines run without asking when every command in them is
+  read-only (``ls``, ``cat``, ``grep``, ``git status``... with no writing redirection) or
+  starts with a remembered prefix; file tools run (the resolver keeps them in the workspace);
+  MCP tools (``server__tool``) ask unless remembered;
+- ``always-ask``: every call but the read-only file tools asks, unless remembered.
+
+The answer ``always`` is stored in ``.codeloop/approvals.toml`` of the workspace as a
+command prefix (``git commit``) or an MCP tool name, and applies to later sessions.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import tomllib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from codeloop.config.files import APPROVAL_MODES, ConfigError
+from codeloop.environments.atomic import atomic_write
+from codeloop.environments.base import ExecutionEnvironment
+from codeloop.environments.resolver import resolve_workspace_path
+from codeloop.policy import ParsedCommand, ShellParseError, split_commands
+from codeloop.tools.policy_hook import PolicyDecision, ToolCallRequest, ToolPolicy
+
+Answer = Literal["y", "n", "always"]
+
+READ_ONLY_TOOLS = frozenset({"read_file", "read_many_files", "list_dir", "grep", "glob"})
+"""Tools that never change anything."""
+FILE_TOOLS = frozenset({"write_file", "edit_file", "apply_patch"})
+"""Tools that write inside the workspace only (the path resolver enforces it)."""
+SHELL_TOOLS = frozenset({"shell"})
+"""Tools whose ``command`` argument is a shell line."""
+
+READ_ONLY_COMMANDS = frozenset({
+    "ls", "cat", "head", "tail", "wc", "pwd", "echo", "printf", "grep", "egrep", "fgrep", "rg", "tree",
+    "file", "stat", "du", "df", "which", "whoami", "date", "uname", "diff", "cmp", "sort", "uniq",
+    "cut", "tr", "basename", "dirname", "realpath", "readlink", "true", "false", "test", "[", "nl",
+    "less", "more", "env", "printenv", "id", "hostname", "sha256sum", "md5sum", "column", "jq",
+})
+"""Programs that only read (``find`` and ``git`` are judged by their arguments)."""
+_GIT_READ = frozenset({"status", "diff", "log", "show", "blame", "branch", "rev-parse", "ls-files", "grep", "remote"})
+_FIND_WRITES = frozenset({"-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprintf", "-fls"})
+
+
+def is_read_only(cmd: ParsedCommand) -> bool:
+    """True when ``cmd`` cannot change files (no writing redirection, a reading program)."""
+    if cmd.dynamic or any(r.writes and r.target not in ("/dev/null", "&1", "&2", "1", "2") for r in cmd.redirects):
+        return False
+    if cmd.name == "git":
+        sub = next((a for a in cmd.args if not a.startswith("-")), "")
+        return sub in _GIT_READ and not (sub == "branch" and any(a.startswith("-") for a in cmd.args[1:]))
+    if cmd.name == "find":
+        return not any(a in _FIND_WRITES for a in cmd.args)
+    if cmd.name in ("sort",):
+        return not any(a.startswith("-o") or a == "--output" for a in cmd.args)
+    return cmd.name in READ_ONLY_COMMANDS
+
+
+_SUBCOMMAND_PROGRAMS = frozenset({
+    "git", "npm", "pnpm", "yarn", "cargo", "go", "docker", "podman", "kubectl", "pip", "pip3", "uv",
+    "poetry", "make", "dotnet", "gradle", "mvn", "bundle", "gem", "brew", "apt", "apt-get", "systemctl",
+})
+"""Programs whose second word selects what they do (``git commit`` vs ``git push``)."""
+
+
+def command_prefix(cmd: ParsedCommand) -> str:
+    """The prefix an ``always`` answer remembers: the program, plus its subcommand for
+    programs that have them (``git commit``, ``npm test``)."""
+    words = list(cmd.argv[:1])
+    if cmd.name in _SUBCOMMAND_PROGRAMS and len(cmd.argv) > 1 and not cmd.argv[1].startswith("-"):
+        words.append(cmd.argv[1])
+    return " ".join(words)
+
+
+def _toml_string(value: str) -> str:
+    """A TOML basic string: JSON's escapes are TOML's, except DEL which TOML wants escaped."""
+    return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+class ApprovalStore:
+    """The remembered answers of one project: ``.codeloop/approvals.toml`` in the workspace."""
+
+    def __init__(self, workspace: Path | str) -> None:
+        self.workspace = Path(workspace).resolve()
+        self.path = resolve_workspace_path(self.workspace, ".codeloop/approvals.toml")
+        self.prefixes: list[str] = []
+        """Allowed command prefixes and MCP tool names."""
+        self._load()
+
+    def _load(self) -> None:
+        try:
+            data = tomllib.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{self.path}: invalid TOML: {exc}; fix it or delete the file "
+                              "(it only holds remembered approvals)") from None
+        allowed = data.get("allowed_prefixes", [])
+        unknown = set(data) - {"allowed_prefixes"}
+        if unknown or not (isinstance(allowed, list) and all(isinstance(p, str) for p in allowed)):
+            raise ConfigError(f"{self.path}: expected only allowed_prefixes = [\"git commit\", ...]; "
+                              "fix it or delete the file")
+        self.prefixes = [p for p in allowed if p.split()]
+
+    def matches(self, argv: tuple[str, ...]) -> bool:
+        """True when ``argv`` starts with a remembered prefix (whole words)."""
+        return any(tuple(p.split()) == argv[: len(p.split())] for p in self.prefixes)
+
+    def is_allowed(self, command: str) -> bool:
+        """True when every command of the shell line starts with a remembered prefix."""
+        try:
+            commands = split_commands(command)
+        except ShellParseError:
+            return False
+        return bool(commands) and all(not c.dynamic and self.matches(c.argv) for c in commands)
+
+    def is_tool_allowed(self, name: str) -> bool:
+        """True when the tool name itself was remembered (MCP tools)."""
+        return name in self.prefixes
+
+    def remember(self, prefix: str) -> None:
+        """Add ``prefix`` and save the file atomically."""
+        prefix = " ".join(prefix.split())
+        if not prefix or prefix in self.prefixes:
+            return
+        self.prefixes.append(prefix)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        body = ",\n".join(f"  {_toml_string(p)}" for p in self.prefixes)
+        atomic_write(self.path, (
+            "# Commands 'codeloop run' may run without asking in this project (answers 'always').\n"
+            f"allowed_prefixes = [\n{body},\n]\n").encode())
+
+
+@dataclass(frozen=True)
+class ApprovalRequest:
+    """What the user is asked about."""
+
+    tool_name: str
+    """The tool called."""
+    summary: str
+    """The command line, or the tool call in short."""
+    reason: str
+    """Why approval is needed."""
+    remember_as: tuple[str, ...]
+    """What ``always`` will remember (command prefixes or the tool name)."""
+
+
+Ask = Callable[[ApprovalRequest], "Answer | Awaitable[Answer]"]
+"""Asks the user; returns ``"y"``, ``"n"`` or ``"always"``. Anything else counts as ``n``."""
+
+
+def _command_of(call: ToolCallRequest) -> str:
+    command = call.arguments.get("command")
+    if isinstance(command, list):
+        return " ".join(str(c) for c in command)
+    return str(command or "")
+
+
+def approval_policy(mode: str, store: ApprovalStore, ask: Ask) -> ToolPolicy:
+    """The ToolPolicy of an approval mode; ValueError for an unknown mode."""
+    if mode not in APPROVAL_MODES:
+        raise ValueError(f"unknown approval mode {mode!r}; use one of {', '.join(APPROVAL_MODES)}")
+
+    def needs(call: ToolCallRequest) -> ApprovalRequest | None:
+        if mode == "never-ask" or call.name in READ_ONLY_TOOLS:
+            return None
+        if call.name in SHELL_TOOLS:
+            line = _command_of(call)
+            if store.is_allowed(line):
+                return None
+            try:
+                commands = split_commands(line)
+            except ShellParseError as exc:
+                return ApprovalRequest(call.name, line, f"the line cannot be analysed ({exc})", ())
+            risky = [c for c in commands if not is_read_only(c) and not store.matches(c.argv)]
+            if mode == "on-risk" and not risky:
+                return None
+            judged = risky or commands
+            names = ", ".join(dict.fromkeys(c.name or c.text for c in judged))
+            return ApprovalRequest(call.name, line, f"runs {names}" + (" (may change files)" if risky else ""),
+                                   tuple(dict.fromkeys(command_prefix(c) for c in judged if not c.dynamic)))
+        if store.is_tool_allowed(call.name) or (mode == "on-risk" and "__" not in call.name):
+            return None
+        args = json.dumps(call.arguments, ensure_ascii=False)
+        return ApprovalRequest(call.name, f"{call.name} {args[:200]}", "tool call", (call.name,))
+
+    async def policy(call: ToolCallRequest, env: ExecutionEnvironment) -> PolicyDecision:
+        request = needs(call)
+        if request is None:
+            return PolicyDecision.allow()
+        try:
+            answer = ask(request)
+            if inspect.isawaitable(answer):
+                answer = await answer
+        except Exception as exc:  # a broken prompt must deny, not crash the session
+            return PolicyDecision.deny(f"approval prompt failed ({exc}); the call was not run")
+        if answer == "always":
+            for prefix in request.remember_as:
+                store.remember(prefix)
+            return PolicyDecision.allow()
+        if answer == "y":
+            return PolicyDecision.allow()
+        return PolicyDecision.deny(f"the user declined: {request.summary[:200]}")
+
+    return policy

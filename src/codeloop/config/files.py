@@ -1,0 +1,225 @@
+"""User and project configuration of ``codeloop run`` (issue 9).
+
+Two TOML files, the project's winning key by key: the user's
+``platformdirs.user_config_dir("codeloop")/config.toml`` (``~/.config/codeloop/config.toml``
+on Linux; ``$CODELOOP_CONFIG_DIR`` replaces the directory) and the workspace's
+``.codeloop/config.toml``. Every key is checked: an unknown key, a wrong type or value, or
+broken TOML raises :class:`ConfigError` naming the file, the line and the fix.
+
+::
+
+    model = "qwen2.5-coder"        provider = "openai"      profile = "openai"
+    base_url = "http://127.0.0.1:8080/v1"
+    sandbox = "workspace-write"    approval = "on-risk"     max_turns = 50
+
+    [mcp_servers.files]            # stdio
+    command = "python"
+    args = ["-m", "my_server"]
+    env = { TOKEN = "..." }
+    timeout = 30                   # seconds per call (default 60)
+
+    [mcp_servers.web]              # streamable HTTP
+    url = "http://127.0.0.1:9000/mcp"
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+
+CONFIG_DIR_VARIABLE = "CODELOOP_CONFIG_DIR"
+"""Environment variable that replaces the user config directory."""
+
+SANDBOX_MODES = ("read-only", "workspace-write", "full")
+APPROVAL_MODES = ("never-ask", "on-risk", "always-ask")
+PROFILES = ("openai", "anthropic", "gemini", "text")
+
+
+class ConfigError(ValueError):
+    """A config file is malformed; the message names the file, line/key and the fix."""
+
+
+@dataclass(frozen=True)
+class McpServerConfig:
+    """One ``[mcp_servers.NAME]`` table."""
+
+    name: str
+    """The server's name; its tools are registered as ``NAME__tool``."""
+    command: str | None = None
+    """Program to start for a stdio server."""
+    args: tuple[str, ...] = ()
+    """Arguments of ``command``."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    """Extra environment variables for the stdio server."""
+    url: str | None = None
+    """Endpoint of a streamable HTTP server (instead of ``command``)."""
+    timeout: float = 60.0
+    """Seconds a start or a tool call may take before it fails."""
+
+
+@dataclass(frozen=True)
+class CodeloopConfig:
+    """The merged configuration; ``None`` means "not set" (the CLI's default applies)."""
+
+    model: str | None = None
+    """Model id sent to the provider."""
+    provider: str | None = None
+    """Provider name (``openai``, ``anthropic``, ``gemini``...)."""
+    profile: str | None = None
+    """Tool/prompt profile: ``openai``, ``anthropic``, ``gemini`` or ``text``."""
+    base_url: str | None = None
+    """Base URL of the provider's API (OpenAI-compatible servers such as llama.cpp)."""
+    sandbox: str | None = None
+    """``read-only``, ``workspace-write`` or ``full``."""
+    approval: str | None = None
+    """``never-ask``, ``on-risk`` or ``always-ask``."""
+    max_turns: int | None = None
+    """Turn limit of a session (0: none)."""
+    mcp_servers: Mapping[str, McpServerConfig] = field(default_factory=dict)
+    """MCP servers by name."""
+    sources: tuple[str, ...] = ()
+    """The files that were read, lowest priority first."""
+
+
+_STRING_KEYS = ("model", "provider", "profile", "base_url", "sandbox", "approval")
+_CHOICES = {"sandbox": SANDBOX_MODES, "approval": APPROVAL_MODES, "profile": PROFILES}
+_TOP_KEYS = (*_STRING_KEYS, "max_turns", "mcp_servers")
+_SERVER_KEYS = ("command", "args", "env", "url", "timeout")
+
+
+def user_config_path() -> Path:
+    """The user's config file (may not exist)."""
+    base = os.environ.get(CONFIG_DIR_VARIABLE) or platformdirs.user_config_dir("codeloop")
+    return Path(base) / "config.toml"
+
+
+def project_config_path(workspace: Path | str) -> Path:
+    """The workspace's config file (may not exist)."""
+    return Path(workspace) / ".codeloop" / "config.toml"
+
+
+def _line_of(text: str, key: str, section: str | None = None) -> int | None:
+    lines = text.splitlines()
+    start = 0
+    if section is not None:
+        header = re.compile(r"^\s*\[\s*" + re.escape(section).replace(r"\.", r"\s*\.\s*") + r"\s*\]")
+        start = next((i + 1 for i, line in enumerate(lines) if header.match(line)), 0)
+    pattern = re.compile(r"^\s*\"?" + re.escape(key) + r"\"?\s*=")
+    for i in range(start, len(lines)):
+        if pattern.match(lines[i]):
+            return i + 1
+        if section is not None and lines[i].lstrip().startswith("["):
+            break
+    return None
+
+
+def _where(path: Path, text: str, key: str, section: str | None = None) -> str:
+    line = _line_of(text, key, section)
+    return f"{path}:{line}" if line else str(path)
+
+
+def _unknown(path: Path, text: str, key: str, known: tuple[str, ...], section: str | None) -> ConfigError:
+    close = difflib.get_close_matches(key, known, n=1)
+    hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(known)}"
+    where = f"[{section}] " if section else ""
+    return ConfigError(f"{_where(path, text, key, section)}: unknown key {where}{key!r}; {hint} "
+                       "(remove or rename it)")
+
+
+def _parse_server(path: Path, text: str, name: str, table: Any) -> McpServerConfig:
+    section = f"mcp_servers.{name}"
+    if not isinstance(table, dict):
+        raise ConfigError(f"{_where(path, text, name, 'mcp_servers')}: mcp_servers.{name} must be a table "
+                          f"like [mcp_servers.{name}] with command = \"...\" or url = \"...\"")
+    for key in table:
+        if key not in _SERVER_KEYS:
+            raise _unknown(path, text, key, _SERVER_KEYS, section)
+
+    def bad(key: str, what: str) -> ConfigError:
+        return ConfigError(f"{_where(path, text, key, section)}: [{section}] {key} must be {what}")
+
+    command, args, env, url, timeout = (table.get(k) for k in _SERVER_KEYS)
+    if command is not None and (not isinstance(command, str) or not command):
+        raise bad("command", "a non-empty string (the program to start)")
+    if url is not None and (not isinstance(url, str) or not url.startswith(("http://", "https://"))):
+        raise bad("url", "an http:// or https:// URL string")
+    if (command is None) == (url is None):
+        raise ConfigError(f"{path}: [{section}] needs exactly one of command = \"...\" (stdio) "
+                          "or url = \"http://...\" (streamable HTTP)")
+    if args is not None and not (isinstance(args, list) and all(isinstance(a, str) for a in args)):
+        raise bad("args", 'a list of strings, e.g. args = ["-m", "server"]')
+    if env is not None and not (isinstance(env, dict) and all(isinstance(v, str) for v in env.values())):
+        raise bad("env", 'a table of strings, e.g. env = { TOKEN = "..." }')
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0):
+        raise bad("timeout", "a positive number of seconds")
+    return McpServerConfig(name=name, command=command, url=url, args=tuple(args or ()), env=dict(env or {}),
+                           timeout=float(timeout) if timeout is not None else 60.0)
+
+
+def parse_config(text: str, path: Path) -> CodeloopConfig:
+    """Check and convert one file's text; ConfigError on any problem."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}; fix the syntax (see docs/config.md)") from None
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        if key not in _TOP_KEYS:
+            raise _unknown(path, text, key, _TOP_KEYS, None)
+        where = _where(path, text, key)
+        if key in _STRING_KEYS:
+            if not isinstance(value, str) or not value:
+                raise ConfigError(f"{where}: {key} must be a non-empty string, e.g. {key} = \"...\"")
+            if key in _CHOICES and value not in _CHOICES[key]:
+                raise ConfigError(f"{where}: {key} = {value!r} is not one of {', '.join(_CHOICES[key])}")
+        elif key == "max_turns":
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigError(f"{where}: max_turns must be a whole number >= 0 (0: no limit)")
+        else:
+            if not isinstance(value, dict):
+                raise ConfigError(f"{where}: mcp_servers must be tables: [mcp_servers.NAME]")
+            if any("__" in name or not name for name in value):
+                raise ConfigError(f"{where}: MCP server names must be non-empty and contain no '__' "
+                                  "(it separates server and tool in tool names)")
+            value = {name: _parse_server(path, text, name, table) for name, table in value.items()}
+        values[key] = value
+    return CodeloopConfig(**values, sources=(str(path),))
+
+
+def _read(path: Path) -> CodeloopConfig | None:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}; fix its permissions") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text; save it as UTF-8") from None
+    return parse_config(text, path)
+
+
+def merge(low: CodeloopConfig, high: CodeloopConfig) -> CodeloopConfig:
+    """``high``'s set keys over ``low``'s; MCP servers merge by name."""
+    changes: dict[str, Any] = {k: getattr(high, k) for k in (*_STRING_KEYS, "max_turns") if getattr(high, k) is not None}
+    return replace(low, **changes, mcp_servers={**low.mcp_servers, **high.mcp_servers},
+                   sources=low.sources + high.sources)
+
+
+def load_config(workspace: Path | str) -> CodeloopConfig:
+    """The user config overlaid by the project config of ``workspace``; ConfigError if either is bad."""
+    config = CodeloopConfig()
+    for path in (user_config_path(), project_config_path(workspace)):
+        loaded = _read(path)
+        if loaded is not None:
+            config = merge(config, loaded)
+    return config

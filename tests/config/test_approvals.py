@@ -1,0 +1,135 @@
+"""Approval modes through the real tool pipeline, with real commands in a real workspace."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from codeloop.config import ApprovalRequest, ApprovalStore, ConfigError, approval_policy
+from codeloop.environments.local import LocalExecutionEnvironment
+from codeloop.tools.files import read_file_tool, write_file_tool
+from codeloop.tools.pipeline import execute_tool_call
+from codeloop.tools.registry import RegisteredTool, ToolDefinition, ToolRegistry
+from codeloop.tools.shell import shell_tool
+
+
+async def _echo(args: dict[str, object], env: object, ctx: object) -> str:
+    return "mcp ran"
+
+
+MCP_TOOL = RegisteredTool(ToolDefinition("srv__do", "an MCP tool", {"type": "object"}), _echo)
+
+
+class Asker:
+    def __init__(self, *answers: str) -> None:
+        self.answers = list(answers)
+        self.asked: list[ApprovalRequest] = []
+
+    def __call__(self, request: ApprovalRequest) -> str:
+        self.asked.append(request)
+        return self.answers.pop(0)
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    (tmp_path / "a.txt").write_text("hello\n")
+    return tmp_path
+
+
+async def run(ws: Path, mode: str, asker: Asker, name: str, args: dict[str, object]) -> tuple[bool, str]:
+    env = LocalExecutionEnvironment(ws)
+    registry = ToolRegistry.of([shell_tool(), read_file_tool(), write_file_tool(), MCP_TOOL])
+    policy = approval_policy(mode, ApprovalStore(ws), asker)  # type: ignore[arg-type]
+    result = await execute_tool_call(registry, name, args, env, policy=policy)
+    return result.is_error, result.output
+
+
+async def test_on_risk_runs_read_only_lines_without_asking(ws: Path) -> None:
+    asker = Asker()
+    failed, out = await run(ws, "on-risk", asker, "shell", {"command": "cat a.txt | grep hel && git status >/dev/null; ls"})
+    assert not failed and "hello" in out and asker.asked == []
+
+
+async def test_on_risk_asks_before_a_writing_command_and_n_denies(ws: Path) -> None:
+    asker = Asker("n")
+    failed, out = await run(ws, "on-risk", asker, "shell", {"command": "ls && rm a.txt"})
+    assert failed and "declined" in out
+    assert (ws / "a.txt").exists()
+    assert asker.asked[0].remember_as == ("rm",) and "rm" in asker.asked[0].reason
+
+
+async def test_redirection_that_writes_makes_a_read_only_command_risky(ws: Path) -> None:
+    asker = Asker("y")
+    failed, _ = await run(ws, "on-risk", asker, "shell", {"command": "echo hi > b.txt"})
+    assert not failed and len(asker.asked) == 1 and (ws / "b.txt").read_text() == "hi\n"
+
+
+async def test_always_is_remembered_per_project_by_prefix(ws: Path) -> None:
+    asker = Asker("always")
+    failed, _ = await run(ws, "on-risk", asker, "shell", {"command": "touch one.txt"})
+    assert not failed and asker.asked[0].remember_as == ("touch",)
+    assert 'allowed_prefixes = [\n  "touch",\n]' in (ws / ".codeloop" / "approvals.toml").read_text()
+    again = Asker()
+    failed, _ = await run(ws, "on-risk", again, "shell", {"command": "touch two.txt && cat a.txt"})
+    assert not failed and again.asked == [] and (ws / "two.txt").exists()
+    assert ApprovalStore(ws).is_allowed("touch x") and not ApprovalStore(ws).is_allowed("touchy x")
+
+
+async def test_git_subcommand_prefix_does_not_allow_other_subcommands(ws: Path) -> None:
+    store = ApprovalStore(ws)
+    store.remember("git commit")
+    assert store.is_allowed("git commit -m 'x'")
+    assert not store.is_allowed("git push") and not store.is_allowed("git commit -m x; rm -rf /")
+    assert not store.is_allowed("$(echo git) commit")
+
+
+async def test_never_ask_runs_everything_and_always_ask_asks_for_reads_too(ws: Path) -> None:
+    asker = Asker()
+    failed, _ = await run(ws, "never-ask", asker, "shell", {"command": "touch z.txt"})
+    assert not failed and asker.asked == []
+    asker = Asker("y")
+    failed, _ = await run(ws, "always-ask", asker, "shell", {"command": "ls"})
+    assert not failed and len(asker.asked) == 1
+    failed, _ = await run(ws, "always-ask", Asker(), "read_file", {"file_path": "a.txt"})
+    assert not failed
+
+
+async def test_on_risk_asks_for_mcp_tools_but_not_file_tools(ws: Path) -> None:
+    asker = Asker("n")
+    failed, _ = await run(ws, "on-risk", asker, "srv__do", {})
+    assert failed and asker.asked[0].remember_as == ("srv__do",)
+    failed, _ = await run(ws, "on-risk", Asker(), "write_file", {"file_path": "c.txt", "content": "c"})
+    assert not failed
+
+
+async def test_a_failing_prompt_denies_the_call(ws: Path) -> None:
+    def broken(request: ApprovalRequest) -> str:
+        raise RuntimeError("no tty")
+
+    env = LocalExecutionEnvironment(ws)
+    policy = approval_policy("on-risk", ApprovalStore(ws), broken)  # type: ignore[arg-type]
+    result = await execute_tool_call(ToolRegistry.of([shell_tool()]), "shell", {"command": "rm a.txt"}, env, policy=policy)
+    assert result.is_error and "no tty" in result.output and (ws / "a.txt").exists()
+
+
+def test_malformed_approvals_file_is_a_clear_error(ws: Path) -> None:
+    (ws / ".codeloop").mkdir()
+    (ws / ".codeloop" / "approvals.toml").write_text("allowed_prefixes = 3\n")
+    with pytest.raises(ConfigError, match="expected only allowed_prefixes"):
+        ApprovalStore(ws)
+
+
+def test_unknown_mode_is_refused(ws: Path) -> None:
+    with pytest.raises(ValueError, match="never-ask, on-risk, always-ask"):
+        approval_policy("sometimes", ApprovalStore(ws), Asker())  # type: ignore[arg-type]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(min_size=1, max_size=40))
+def test_remembered_prefixes_round_trip_through_the_file(tmp_path_factory: pytest.TempPathFactory, prefix: str) -> None:
+    ws = tmp_path_factory.mktemp("ws")
+    ApprovalStore(ws).remember(prefix)
+    assert ApprovalStore(ws).prefixes == ([" ".join(prefix.split())] if prefix.split() else [])

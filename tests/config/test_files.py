@@ -1,0 +1,73 @@
+"""config.toml loading: precedence, every key checked, clear errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from codeloop.config import ConfigError, load_config, parse_config
+
+
+@pytest.fixture
+def dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    user = tmp_path / "user"
+    user.mkdir()
+    monkeypatch.setenv("CODELOOP_CONFIG_DIR", str(user))
+    ws = tmp_path / "ws"
+    (ws / ".codeloop").mkdir(parents=True)
+    return user / "config.toml", ws
+
+
+def test_project_config_wins_key_by_key_and_servers_merge(dirs: tuple[Path, Path]) -> None:
+    user, ws = dirs
+    user.write_text('model = "m-user"\nprovider = "openai"\nmax_turns = 10\n'
+                    '[mcp_servers.files]\ncommand = "python"\nargs = ["-m", "x"]\n')
+    (ws / ".codeloop" / "config.toml").write_text(
+        'model = "m-project"\napproval = "always-ask"\n[mcp_servers.web]\nurl = "http://127.0.0.1:9/mcp"\ntimeout = 5\n')
+    config = load_config(ws)
+    assert (config.model, config.provider, config.max_turns, config.approval) == ("m-project", "openai", 10, "always-ask")
+    assert config.mcp_servers["files"].args == ("-m", "x")
+    assert config.mcp_servers["web"].url == "http://127.0.0.1:9/mcp" and config.mcp_servers["web"].timeout == 5
+    assert len(config.sources) == 2
+
+
+def test_no_files_gives_defaults(dirs: tuple[Path, Path]) -> None:
+    config = load_config(dirs[1])
+    assert config.model is None and config.mcp_servers == {} and config.sources == ()
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ('modle = "x"\n', r"c\.toml:1: unknown key 'modle'; did you mean 'model'\?"),
+    ('model = "x"\nmax_turns = "5"\n', r"c\.toml:2: max_turns must be a whole number"),
+    ("max_turns = true\n", r"max_turns must be a whole number"),
+    ('sandbox = "open"\n', r"c\.toml:1: sandbox = 'open' is not one of read-only, workspace-write, full"),
+    ("model = 3\n", r"c\.toml:1: model must be a non-empty string"),
+    ("x = [\n", r"c\.toml: invalid TOML: .*fix the syntax"),
+    ('[mcp_servers.a]\ncommand = "py"\nargz = []\n', r"c\.toml:3: unknown key \[mcp_servers\.a\] 'argz'; did you mean 'args'"),
+    ('[mcp_servers.a]\ncommand = "py"\nargs = "-m x"\n', r"c\.toml:3: \[mcp_servers\.a\] args must be a list of strings"),
+    ("[mcp_servers.a]\ntimeout = 3\n", r"needs exactly one of command"),
+    ('[mcp_servers.a]\nurl = "ftp://h"\n', r"url must be an http"),
+    ('[mcp_servers.a__b]\nurl = "http://h"\n', r"contain no '__'"),
+    ('mcp_servers = 3\n', r"mcp_servers must be tables"),
+])
+def test_bad_config_names_file_line_and_fix(text: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        parse_config(text, Path("c.toml"))
+
+
+def test_non_utf8_project_config_is_a_clear_error(dirs: tuple[Path, Path]) -> None:
+    (dirs[1] / ".codeloop" / "config.toml").write_bytes(b'model = "\xff"\n')
+    with pytest.raises(ConfigError, match="not UTF-8"):
+        load_config(dirs[1])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=200))
+def test_parse_config_only_ever_raises_config_error(text: str) -> None:
+    try:
+        parse_config(text, Path("c.toml"))
+    except ConfigError:
+        pass
