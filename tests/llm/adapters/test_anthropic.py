@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from codeloop.llm import errors as E
 from codeloop.llm.adapters.anthropic import AnthropicAdapter, _StreamState, parse_message, translate_messages
 from codeloop.llm.adapters.base import AdapterTimeout
+from codeloop.llm.adapters.exchange import MALFORMED
 from codeloop.llm.sse import SSEParser
 from codeloop.llm.types import (
     AudioData,
@@ -34,6 +35,7 @@ from codeloop.llm.types import (
 )
 
 from . import wire_anthropic as W
+from .json_strategies import json_events, mutated
 from .wire_loopback import LoopbackServer, raw_reply, sse_frame, sse_reply, status_cases
 
 WEATHER = ToolDefinition(
@@ -705,3 +707,45 @@ async def test_5_3_tool_choice_none_with_tool_history_keeps_tools_and_sends_none
     )
     body = wire.last.json()
     assert body["tool_choice"] == {"type": "none"} and body["tools"][0]["name"] == "get_weather"
+
+
+_KEYS = ["type", "index", "content_block", "delta", "text", "partial_json", "thinking", "signature", "message",
+         "usage", "id", "name", "input", "stop_reason", "error", "content", "data", "output_tokens", "input_tokens"]
+_TYPES = ["message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta",
+          "message_stop", "ping", "error", "text", "tool_use", "thinking", "text_delta", "input_json_delta"]
+
+
+_VALID_STREAM = [
+    json.loads(frame.decode().split("data: ", 1)[1])
+    for frame in W.stream_frames(
+        W.message([W.thinking("hm", "sig"), W.text("hi"), W.tool_use("toolu_1", "f", {"a": 1})], stop_reason="tool_use")
+    )
+]
+
+
+@given(st.one_of(mutated(_VALID_STREAM, _KEYS), st.lists(json_events(_TYPES, _KEYS), max_size=4)))
+@settings(max_examples=60, deadline=None)
+def test_bad_input_any_event_sequence_raises_only_sdk_or_malformed_errors(events: list[object]) -> None:
+    """The adapter turns MALFORMED into StreamError; nothing else may escape the state machine."""
+    state = _StreamState(None)
+    if not isinstance(events, list):
+        return  # the root itself was replaced: not a sequence of events
+    for event in events:
+        if not isinstance(event, dict):
+            continue  # decode_json_event rejects non-objects before the state machine
+        try:
+            state.on_event(str(event.get("type")), event)
+        except (E.SDKError, *MALFORMED):
+            return
+
+
+@given(st.one_of(mutated(W.message([W.thinking("t", "s"), W.text("x"), W.tool_use("toolu_1", "f", {})]), _KEYS),
+                 json_events(_TYPES, _KEYS)))
+@settings(max_examples=80, deadline=None)
+def test_bad_input_any_message_body_parses_or_raises_provider_error(body: object) -> None:
+    if not isinstance(body, dict):
+        return  # decode_json_body rejects non-objects before parsing
+    try:
+        parse_message(body)
+    except E.ProviderError:
+        pass

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codeloop.llm import errors as E
+from codeloop.llm.adapters.exchange import MALFORMED
 from codeloop.llm.adapters.gemini import GeminiAdapter, _StreamState, parse_response, translate_contents
 from codeloop.llm.sse import SSEParser
 from codeloop.llm.types import (
@@ -29,6 +30,7 @@ from codeloop.llm.types import (
 )
 
 from . import wire_gemini as W
+from .json_strategies import json_events, mutated
 from .wire_loopback import LoopbackServer, raw_reply, sse_frame, sse_reply, status_cases
 
 WEATHER = ToolDefinition(
@@ -532,3 +534,39 @@ def test_7_7_stream_split_anywhere_accumulates_to_the_same_content(
     assert final.finish_reason == expected.finish_reason
     ends = [e.tool_call.id for e in events if e.type == StreamEventType.TOOL_CALL_END and e.tool_call]
     assert ends == [c.id for c in final.tool_calls]
+
+
+_KEYS = ["candidates", "content", "parts", "text", "thought", "thoughtSignature", "functionCall", "name", "args",
+         "id", "finishReason", "usageMetadata", "promptFeedback", "blockReason", "inlineData", "mimeType", "data",
+         "error", "code", "message", "status", "promptTokenCount", "candidatesTokenCount", "thoughtsTokenCount"]
+
+
+_VALID_BODY = W.response([W.thought("t"), W.text("hi", thought_signature="s"), W.function_call("f", {"a": 1}, "sig")])
+
+
+@given(st.one_of(mutated(W.stream_chunks(_VALID_BODY), _KEYS), st.lists(json_events(["x"], _KEYS), max_size=4)))
+@settings(max_examples=60, deadline=None)
+def test_bad_input_any_chunk_sequence_raises_only_sdk_or_malformed_errors(chunks: list[object]) -> None:
+    """The adapter turns MALFORMED into StreamError; nothing else may escape the state machine."""
+    state = _StreamState(MODEL)
+    if not isinstance(chunks, list):
+        return  # the root itself was replaced: not a sequence of chunks
+    try:
+        for chunk in chunks:
+            if isinstance(chunk, dict):  # decode_json_event rejects non-objects first
+                state.on_chunk(chunk)
+        if state.complete:
+            state.finish_event([])
+    except (E.SDKError, *MALFORMED):
+        pass
+
+
+@given(st.one_of(mutated(_VALID_BODY, _KEYS), json_events(["x"], _KEYS)))
+@settings(max_examples=80, deadline=None)
+def test_bad_input_any_response_body_parses_or_raises_provider_error(body: object) -> None:
+    if not isinstance(body, dict):
+        return  # decode_json_body rejects non-objects before parsing
+    try:
+        parse_response(body, model=MODEL)
+    except E.ProviderError:
+        pass

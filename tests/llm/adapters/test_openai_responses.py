@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codeloop.llm import errors as E
+from codeloop.llm.adapters.exchange import MALFORMED
 from codeloop.llm.adapters.openai import OpenAIAdapter, _StreamState, parse_response, translate_input
 from codeloop.llm.sse import SSEParser
 from codeloop.llm.types import (
@@ -32,6 +33,7 @@ from codeloop.llm.types import (
 )
 
 from . import wire_openai_responses as W
+from .json_strategies import json_events, mutated
 from .wire_loopback import LoopbackServer, raw_reply, sse_frame, sse_reply, status_cases
 
 WEATHER = ToolDefinition(
@@ -566,3 +568,53 @@ def test_7_7_stream_split_anywhere_accumulates_to_the_complete_response(
     assert "".join(e.delta or "" for e in events if e.type == StreamEventType.TEXT_DELTA) == expected.text
     ends = [e.tool_call for e in events if e.type == StreamEventType.TOOL_CALL_END]
     assert [(c.id, c.arguments) for c in ends if c] == [(c.id, c.arguments) for c in expected.tool_calls]
+
+
+_KEYS = ["type", "output_index", "item_id", "item", "delta", "response", "output", "status", "content", "text",
+         "call_id", "name", "arguments", "summary", "encrypted_content", "usage", "error", "code", "message", "id",
+         "incomplete_details", "reason", "input_tokens", "output_tokens"]
+_TYPES = ["response.created", "response.output_item.added", "response.output_text.delta",
+          "response.function_call_arguments.delta", "response.reasoning_summary_text.delta",
+          "response.output_item.done", "response.completed", "response.incomplete", "response.failed", "error",
+          "message", "function_call", "reasoning", "output_text"]
+
+
+_VALID_BODY = {
+    k: v
+    for k, v in W.response([
+        W.reasoning("r", encrypted_content="e"), W.output_message("hi"), W.function_call("call_1", "f", '{"a":1}'),
+    ]).items()
+    if k in ("id", "status", "model", "output", "usage", "incomplete_details", "error")
+}
+_VALID_STREAM = [
+    json.loads(f.decode().split("data: ", 1)[1])
+    for f in W.stream_frames(_VALID_BODY)
+    if b"response.in_progress" not in f and b"content_part" not in f
+]
+
+
+@given(st.one_of(mutated(_VALID_STREAM, _KEYS), st.lists(json_events(_TYPES, _KEYS), max_size=4)))
+@settings(max_examples=60, deadline=None)
+def test_bad_input_any_event_sequence_raises_only_sdk_or_malformed_errors(events: list[object]) -> None:
+    """The adapter turns MALFORMED into StreamError; nothing else may escape the state machine."""
+    state = _StreamState(None, [])
+    if not isinstance(events, list):
+        return  # the root itself was replaced: not a sequence of events
+    for event in events:
+        if not isinstance(event, dict):
+            continue  # decode_json_event rejects non-objects before the state machine
+        try:
+            state.on_event(event)
+        except (E.SDKError, *MALFORMED):
+            return
+
+
+@given(st.one_of(mutated(_VALID_BODY, _KEYS), json_events(_TYPES, _KEYS)))
+@settings(max_examples=80, deadline=None)
+def test_bad_input_any_response_body_parses_or_raises_sdk_error(body: object) -> None:
+    if not isinstance(body, dict):
+        return  # decode_json_body rejects non-objects before parsing
+    try:
+        parse_response(body)
+    except E.SDKError:
+        pass

@@ -49,6 +49,7 @@ from codeloop.llm.adapters.content_encoding import (
     result_text,
 )
 from codeloop.llm.adapters.exchange import (
+    MALFORMED,
     open_event_stream,
     post_json,
     require_api_key,
@@ -369,7 +370,7 @@ def parse_message(
             warnings=warnings,
             rate_limit=rate_limit,
         )
-    except (TypeError, ValueError, AttributeError) as exc:
+    except MALFORMED as exc:
         raise unexpected_shape(PROVIDER, "a message", exc, body) from exc
 
 
@@ -535,7 +536,7 @@ class AnthropicAdapter:
                 data = decode_json_event(PROVIDER, event.data)
                 try:
                     produced = state.on_event(event.event, data)
-                except (TypeError, ValueError, AttributeError) as exc:
+                except MALFORMED as exc:
                     raise StreamError(f"anthropic sent a malformed {event.event!r} event: {event.data[:200]!r}") from exc
                 for out in produced:
                     yield out

@@ -29,6 +29,10 @@ from codeloop.llm.sse import SSEEvent, aiter_sse
 from codeloop.llm.wire import decode_json_body, error_from_transport
 
 ErrorMapper = Callable[[httpx.Response, bytes], SDKError]
+
+MALFORMED = (TypeError, ValueError, AttributeError, LookupError)
+"""What parsing a provider JSON of the wrong shape can raise; adapters turn these into
+ProviderError (a body) or StreamError (a stream event), never let them escape."""
 """Turns an HTTP error response (status, headers) and its body into the SDK error to raise."""
 
 _MAX_ERROR_BODY = 64 * 1024

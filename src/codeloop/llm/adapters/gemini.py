@@ -53,6 +53,7 @@ from codeloop.llm.adapters.content_encoding import (
     options_for,
 )
 from codeloop.llm.adapters.exchange import (
+    MALFORMED,
     open_event_stream,
     post_json,
     require_api_key,
@@ -427,7 +428,7 @@ def parse_response(
             raw=body,
             warnings=warnings,
         )
-    except (TypeError, ValueError, AttributeError) as exc:
+    except MALFORMED as exc:
         raise unexpected_shape(PROVIDER, "a response", exc, body) from exc
 
 
@@ -632,7 +633,7 @@ class GeminiAdapter:
                 chunk = decode_json_event(PROVIDER, event.data)
                 try:
                     produced = state.on_chunk(chunk)
-                except (TypeError, ValueError, AttributeError) as exc:
+                except MALFORMED as exc:
                     raise StreamError(f"gemini sent a malformed chunk: {event.data[:200]!r}") from exc
                 for out in produced:
                     yield out

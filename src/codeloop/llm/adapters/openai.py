@@ -44,6 +44,7 @@ from codeloop.llm.adapters.content_encoding import (
     result_text,
 )
 from codeloop.llm.adapters.exchange import (
+    MALFORMED,
     open_event_stream,
     post_json,
     require_api_key,
@@ -396,7 +397,7 @@ def parse_response(
             warnings=warnings,
             rate_limit=rate_limit,
         )
-    except (TypeError, ValueError, AttributeError) as exc:
+    except MALFORMED as exc:
         raise unexpected_shape(PROVIDER, "a response", exc, body) from exc
 
 
@@ -570,7 +571,7 @@ class OpenAIAdapter:
                 data = decode_json_event(PROVIDER, event.data)
                 try:
                     produced = state.on_event(data)
-                except (TypeError, ValueError, AttributeError) as exc:
+                except MALFORMED as exc:
                     raise StreamError(f"openai sent a malformed {data.get('type')!r} event: {event.data[:200]!r}") from exc
                 for out in produced:
                     yield out
