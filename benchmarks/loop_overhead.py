@@ -58,6 +58,7 @@ async def run_session(rounds: int, *, shell: bool, stream: bool, trace: bool) ->
 
         def model(request: Request) -> Response:
             stamps.append(time.perf_counter())
+            adapter.requests.clear()  # the adapter's own record is not the harness's memory
             i = len(stamps)
             if i > rounds:
                 return text_response("done")
@@ -73,7 +74,6 @@ async def run_session(rounds: int, *, shell: bool, stream: bool, trace: bool) ->
         await session.submit("go")
         peak = tracemalloc.get_traced_memory()[1] if trace else 0
         tracemalloc.stop()
-        adapter.requests.clear()  # the adapter's own record is not the harness's memory
         return [b - a for a, b in itertools.pairwise(stamps)], peak
 
 
