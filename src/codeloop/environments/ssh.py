@@ -63,7 +63,7 @@ from codeloop.environments.runner import DRAIN_TIMEOUT_S, _Capture
 try:  # asyncssh is the [ssh] extra.
     import asyncssh
 except ImportError:  # pragma: no cover - exercised only without the extra
-    asyncssh = None
+    asyncssh = None  # type: ignore[assignment]
 
 _READ_SIZE = 1 << 16
 _START_LINE = "codeloop-remote-command-started"
@@ -219,9 +219,9 @@ class SSHExecutionEnvironment:
 
     def _map_sftp_error(self, exc: Exception, path: str) -> WorkspaceError:
         code = getattr(exc, "code", None)
-        if asyncssh is not None and code == asyncssh.sftp.FX_NO_SUCH_FILE:
+        if asyncssh is not None and code == asyncssh.FX_NO_SUCH_FILE:
             return FileNotFoundInWorkspaceError(f"No such file or directory: {path!r}", path=path)
-        if asyncssh is not None and code == asyncssh.sftp.FX_PERMISSION_DENIED:
+        if asyncssh is not None and code == asyncssh.FX_PERMISSION_DENIED:
             return PermissionDeniedError(f"Permission denied: {path!r} on {self.host}", path=path)
         return WorkspaceError(f"SFTP error on {path!r}: {exc}", path=path)
 
