@@ -21,6 +21,7 @@ from codeloop.llm.types import (
     ImageData,
     Message,
     Request,
+    ResponseFormat,
     Role,
     StreamEvent,
     StreamEventType,
@@ -142,7 +143,7 @@ async def test_5_3_tool_declarations_and_choice_translation(
     body = wire.last.json()
     assert body["tools"] == [
         {"functionDeclarations": [{"name": "get_weather", "description": "Current weather for a city",
-                                   "parameters": WEATHER.parameters}]}
+                                   "parametersJsonSchema": WEATHER.parameters}]}
     ]
     assert body.get("toolConfig") == (None if config is None else {"functionCallingConfig": config})
 
@@ -285,6 +286,16 @@ async def test_3_9_reasoning_effort_maps_to_thinking_config(
     wire.push(W.response_reply(W.response([W.text("ok")])))
     await adapter.complete(req(Message.user("q"), model=model, reasoning_effort=effort))
     assert wire.last.json()["generationConfig"]["thinkingConfig"] == thinking
+
+
+async def test_3_10_response_format_uses_json_mime_type_and_json_schema(
+    adapter: GeminiAdapter, wire: LoopbackServer
+) -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": False}
+    wire.push(W.response_reply(W.response([W.text('{"a": 1}')])))
+    await adapter.complete(req(Message.user("q"), response_format=ResponseFormat("json_schema", schema)))
+    config = wire.last.json()["generationConfig"]
+    assert config == {"responseMimeType": "application/json", "responseJsonSchema": schema}
 
 
 async def test_2_8_provider_options_merge_into_body(adapter: GeminiAdapter, wire: LoopbackServer) -> None:

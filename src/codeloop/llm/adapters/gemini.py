@@ -19,8 +19,12 @@ Native ``POST {base_url}/models/{model}:generateContent`` (and
   text, merged back into the following text part when sent.
 - ``reasoning_effort`` → ``thinkingConfig`` (``thinkingBudget`` 1024/8192/24576 for
   ``gemini-2*`` models, ``thinkingLevel`` otherwise); ``response_format`` →
-  ``responseMimeType`` (+ ``responseSchema``); ``provider_options["gemini"]`` merges into
+  ``responseMimeType`` (+ ``responseJsonSchema``); ``provider_options["gemini"]`` merges into
   the body (``safetySettings``, ``cachedContent``, ``generationConfig`` keys ...).
+- Schemas go in the JSON Schema fields (``parametersJsonSchema``, ``responseJsonSchema``),
+  not the OpenAPI-subset ``parameters``/``responseSchema`` the spec's table names: tool
+  schemas are full JSON Schema (``additionalProperties``, ``oneOf`` ...), which the subset
+  rejects.
 - The key goes in the ``x-goog-api-key`` header, or the ``key`` query parameter with
   ``key_in_query=True``.
 
@@ -269,7 +273,8 @@ def _tool_config(request: Request) -> dict[str, Any]:
         "tools": [
             {
                 "functionDeclarations": [
-                    {"name": t.name, "description": t.description, "parameters": t.parameters} for t in request.tools
+                    {"name": t.name, "description": t.description, "parametersJsonSchema": t.parameters}
+                    for t in request.tools
                 ]
             }
         ]
@@ -298,7 +303,7 @@ def _generation_config(request: Request) -> dict[str, Any]:
     if fmt is not None and fmt.type in ("json", "json_schema"):
         config["responseMimeType"] = "application/json"
         if fmt.json_schema is not None:
-            config["responseSchema"] = fmt.json_schema
+            config["responseJsonSchema"] = fmt.json_schema
     effort = request.reasoning_effort
     if effort:
         if "gemini-2" in request.model:
