@@ -31,7 +31,8 @@ from codeloop.environments.errors import WorkspaceError
 from codeloop.environments.resolver import resolve_workspace_path
 from codeloop.sessions.log import LoggedEvent
 from codeloop.sessions.store import checkpoints_path
-from codeloop.tools.patch_parser import AddFile, DeleteFile, PatchError, UpdateFile, parse_patch
+from codeloop.tools.errors import PatchError
+from codeloop.tools.patch_parser import AddFile, DeleteFile, UpdateFile, parse_patch
 from codeloop.tools.registry import RegisteredTool, ToolContext, ToolOutput, ToolRegistry
 
 WRITING_TOOLS = ("write_file", "edit_file", "apply_patch")
