@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -59,18 +61,33 @@ def test_directory_target_is_refused(tmp_path: Path) -> None:
         atomic_write(tmp_path, b"x")
 
 
-def test_read_only_directory_raises_permission_error_and_writes_nothing(tmp_path: Path) -> None:
-    if os.geteuid() == 0:
-        pytest.skip("root ignores directory permissions")
+def test_unwritable_directory_raises_and_writes_nothing(tmp_path: Path) -> None:
     locked = tmp_path / "locked"
     locked.mkdir()
-    locked.chmod(0o500)
-    try:
-        with pytest.raises(PermissionError):
-            atomic_write(locked / "f.txt", b"x")
-        assert list(locked.iterdir()) == []
-    finally:
-        locked.chmod(0o700)
+    if os.geteuid() != 0:
+        locked.chmod(0o500)
+        try:
+            with pytest.raises(PermissionError):
+                atomic_write(locked / "f.txt", b"x")
+            assert list(locked.iterdir()) == []
+        finally:
+            locked.chmod(0o700)
+        return
+    # Root ignores permission bits, so make the directory truly unwritable instead: a
+    # read-only bind mount (real bubblewrap), with the write attempted inside it.
+    code = (
+        "import pathlib, sys\n"
+        "from codeloop.environments.atomic import atomic_write\n"
+        "try:\n    atomic_write(pathlib.Path(sys.argv[1]) / 'f.txt', b'x')\n"
+        "except OSError as exc:\n    print(type(exc).__name__, exc.errno)\n    sys.exit(3)\n"
+    )
+    done = subprocess.run(
+        ["bwrap", "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--ro-bind", str(locked), str(locked),
+         sys.executable, "-c", code, str(locked)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert list(locked.iterdir()) == []
 
 
 def test_long_file_name_still_fits_the_temp_name(tmp_path: Path) -> None:
