@@ -749,3 +749,16 @@ def test_bad_input_any_message_body_parses_or_raises_provider_error(body: object
         parse_message(body)
     except E.ProviderError:
         pass
+
+
+def test_2_6_adapter_survives_one_event_loop_per_call(wire: LoopbackServer) -> None:
+    """Sync wrappers run each call in a fresh ``asyncio.run``; pooled connections must not leak across loops."""
+    import asyncio
+
+    adapter = AnthropicAdapter(api_key="k", base_url=wire.base_url)
+    texts = []
+    for n in range(3):
+        wire.push(W.message_reply(W.message([W.text(f"call {n}")])))
+        texts.append(asyncio.run(adapter.complete(req(Message.user("q")))).text)
+    asyncio.run(adapter.close())
+    assert texts == ["call 0", "call 1", "call 2"]

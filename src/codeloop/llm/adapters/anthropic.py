@@ -50,6 +50,7 @@ from codeloop.llm.adapters.content_encoding import (
 )
 from codeloop.llm.adapters.exchange import (
     MALFORMED,
+    PerLoopClient,
     open_event_stream,
     post_json,
     require_api_key,
@@ -504,7 +505,7 @@ class AnthropicAdapter:
         self._url = base + ("/messages" if base.endswith("/v1") else "/v1/messages")
         self._timeout = timeout_of(timeout)
         headers = {"x-api-key": key, "anthropic-version": api_version, **dict(default_headers or {})}
-        self._client = make_http_client("", headers, self._timeout, transport)
+        self._http = PerLoopClient(lambda: make_http_client("", headers, self._timeout, transport))
 
     @property
     def name(self) -> str:
@@ -515,12 +516,12 @@ class AnthropicAdapter:
         return mode in ("auto", "none", "required", "named")
 
     async def close(self) -> None:
-        await self._client.aclose()
+        await self._http.aclose()
 
     async def complete(self, request: Request) -> Response:
         body, headers, warnings = translate_request(request, stream=False)
         answer = await post_json(
-            self._client, PROVIDER, self._url, body, limits=self._timeout, map_error=map_anthropic_error,
+            self._http.get(), PROVIDER, self._url, body, limits=self._timeout, map_error=map_anthropic_error,
             headers=headers,
         )
         return parse_message(answer.body, rate_limit=rate_limit_from_headers(answer.headers), warnings=warnings)
@@ -528,7 +529,7 @@ class AnthropicAdapter:
     async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
         body, headers, warnings = translate_request(request, stream=True)
         async with open_event_stream(
-            self._client, PROVIDER, self._url, body, limits=self._timeout, map_error=map_anthropic_error,
+            self._http.get(), PROVIDER, self._url, body, limits=self._timeout, map_error=map_anthropic_error,
             headers=headers,
         ) as answer:
             state = _StreamState(rate_limit_from_headers(answer.headers), warnings)

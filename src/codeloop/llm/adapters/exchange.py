@@ -211,3 +211,36 @@ def require_api_key(provider: str, explicit: str | None, *env_names: str) -> str
             "(any non-empty value works for a local server that ignores it)"
         )
     return key
+
+
+class PerLoopClient:
+    """One ``httpx.AsyncClient`` per event loop, made on first use in that loop.
+
+    A pooled connection belongs to the loop that opened it: an adapter used from several
+    ``asyncio.run()`` calls (the synchronous wrappers do that) would otherwise reuse a dead
+    connection and fail with "Event loop is closed". Clients of loops that have ended are
+    dropped with their loop; ``aclose()`` closes the current loop's client.
+    """
+
+    def __init__(self, factory: Callable[[], httpx.AsyncClient]) -> None:
+        import weakref
+
+        self._factory = factory
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def get(self) -> httpx.AsyncClient:
+        """The client of the running loop."""
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None or client.is_closed:
+            client = self._factory()
+            self._clients[loop] = client
+        return client
+
+    async def aclose(self) -> None:
+        """Close the running loop's client. Idempotent."""
+        client = self._clients.pop(asyncio.get_running_loop(), None)
+        if client is not None:
+            await client.aclose()

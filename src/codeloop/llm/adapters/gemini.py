@@ -58,6 +58,7 @@ from codeloop.llm.adapters.content_encoding import (
 )
 from codeloop.llm.adapters.exchange import (
     MALFORMED,
+    PerLoopClient,
     open_event_stream,
     post_json,
     require_api_key,
@@ -593,7 +594,7 @@ class GeminiAdapter:
         self._params = {"key": key} if key_in_query else {}
         headers = {} if key_in_query else {"x-goog-api-key": key}
         headers.update(default_headers or {})
-        self._client = make_http_client("", headers, self._timeout, transport)
+        self._http = PerLoopClient(lambda: make_http_client("", headers, self._timeout, transport))
         self._issued: OrderedDict[str, str] = OrderedDict()
 
     @property
@@ -604,7 +605,7 @@ class GeminiAdapter:
         return mode in ("auto", "none", "required", "named")
 
     async def close(self) -> None:
-        await self._client.aclose()
+        await self._http.aclose()
 
     def _url(self, model: str, method: str) -> str:
         path = model if "/" in model else f"models/{model}"
@@ -620,7 +621,7 @@ class GeminiAdapter:
     async def complete(self, request: Request) -> Response:
         body = translate_request(request, self._issued)
         answer = await post_json(
-            self._client, PROVIDER, self._url(request.model, "generateContent"), body,
+            self._http.get(), PROVIDER, self._url(request.model, "generateContent"), body,
             limits=self._timeout, map_error=map_gemini_error, params=self._params,
         )
         response = parse_response(answer.body, model=request.model)
@@ -630,7 +631,7 @@ class GeminiAdapter:
     async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
         body = translate_request(request, self._issued)
         async with open_event_stream(
-            self._client, PROVIDER, self._url(request.model, "streamGenerateContent"), body,
+            self._http.get(), PROVIDER, self._url(request.model, "streamGenerateContent"), body,
             limits=self._timeout, map_error=map_gemini_error, params={**self._params, "alt": "sse"},
         ) as answer:
             state = _StreamState(request.model)

@@ -45,6 +45,7 @@ from codeloop.llm.adapters.content_encoding import (
 )
 from codeloop.llm.adapters.exchange import (
     MALFORMED,
+    PerLoopClient,
     open_event_stream,
     post_json,
     require_api_key,
@@ -540,7 +541,7 @@ class OpenAIAdapter:
         if organization:
             headers["openai-organization"] = organization
         headers.update(default_headers or {})
-        self._client = make_http_client("", headers, self._timeout, transport)
+        self._http = PerLoopClient(lambda: make_http_client("", headers, self._timeout, transport))
 
     @property
     def name(self) -> str:
@@ -550,19 +551,19 @@ class OpenAIAdapter:
         return mode in ("auto", "none", "required", "named")
 
     async def close(self) -> None:
-        await self._client.aclose()
+        await self._http.aclose()
 
     async def complete(self, request: Request) -> Response:
         body, warnings = translate_request(request, stream=False)
         answer = await post_json(
-            self._client, PROVIDER, self._url, body, limits=self._timeout, map_error=map_openai_error
+            self._http.get(), PROVIDER, self._url, body, limits=self._timeout, map_error=map_openai_error
         )
         return parse_response(answer.body, rate_limit=rate_limit_from_headers(answer.headers), warnings=warnings)
 
     async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
         body, warnings = translate_request(request, stream=True)
         async with open_event_stream(
-            self._client, PROVIDER, self._url, body, limits=self._timeout, map_error=map_openai_error
+            self._http.get(), PROVIDER, self._url, body, limits=self._timeout, map_error=map_openai_error
         ) as answer:
             state = _StreamState(rate_limit_from_headers(answer.headers), warnings)
             async for event in answer.events:
