@@ -343,3 +343,14 @@ async def test_presets_are_thin_configs() -> None:
     assert all(a.supports_tool_choice(m) for a in adapters for m in ("auto", "none", "required", "named"))
     for a in adapters:
         await a.close()
+
+
+def test_sync_wrapper_can_reuse_the_adapter_across_event_loops(server: LoopbackServer) -> None:
+    from codeloop.llm.client import Client
+    from codeloop.llm.generate import generate_sync
+
+    server.reset()
+    server.push(json_reply(completion("one")), json_reply(completion("two")))
+    client = Client({"local": OpenAICompatibleAdapter(f"{server.base_url}/v1")})
+    assert generate_sync("m", "a", client=client).text == "one"
+    assert generate_sync("m", "b", client=client).text == "two"  # a second asyncio.run, new loop

@@ -31,7 +31,7 @@ import httpx
 from codeloop.llm.accumulator import StreamAccumulator
 from codeloop.llm.adapters.base import AdapterTimeout
 from codeloop.llm.adapters.content_encoding import inline_media
-from codeloop.llm.adapters.exchange import open_event_stream, post_json, timeout_of
+from codeloop.llm.adapters.exchange import PerLoopClient, open_event_stream, post_json, timeout_of
 from codeloop.llm.errors import InvalidRequestError, ProviderError, SDKError, error_from_status_code
 from codeloop.llm.sse import require_final_event
 from codeloop.llm.types import (
@@ -138,7 +138,7 @@ class OpenAICompatibleAdapter:
         headers = {"content-type": "application/json", **dict(default_headers or {})}
         if api_key:
             headers["authorization"] = f"Bearer {api_key}"
-        self._http = make_http_client(self.base_url, headers, self.timeout, transport)
+        self._http = PerLoopClient(lambda: make_http_client(self.base_url, headers, self.timeout, transport))
 
     @property
     def name(self) -> str:
@@ -317,7 +317,7 @@ class OpenAICompatibleAdapter:
         """POST /chat/completions and translate the answer (§4.1)."""
         body = self.build_body(request, stream=False)
         answer = await post_json(
-            self._http, self._name, "/chat/completions", body, limits=self.timeout,
+            self._http.get(), self._name, "/chat/completions", body, limits=self.timeout,
             map_error=lambda r, b: map_error(self._name, r, b),
         )
         return self.parse_response(answer.body, answer.headers)
@@ -326,7 +326,7 @@ class OpenAICompatibleAdapter:
         """POST /chat/completions with ``stream: true``; events per §7.7, FINISH last."""
         body = self.build_body(request, stream=True)
         async with open_event_stream(
-            self._http, self._name, "/chat/completions", body, limits=self.timeout,
+            self._http.get(), self._name, "/chat/completions", body, limits=self.timeout,
             map_error=lambda r, b: map_error(self._name, r, b),
         ) as answer:
             state = _ChunkState(self._name, request.model)
