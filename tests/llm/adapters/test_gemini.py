@@ -581,3 +581,14 @@ def test_bad_input_any_response_body_parses_or_raises_provider_error(body: objec
         parse_response(body, model=MODEL)
     except E.ProviderError:
         pass
+
+
+async def test_7_8_stream_with_key_in_query_keeps_alt_sse(wire: LoopbackServer) -> None:
+    adapter = GeminiAdapter(api_key="AIza-q", base_url=wire.base_url, key_in_query=True)
+    wire.push(W.stream_reply(W.response([W.text("ok")])))
+    try:
+        events = await collect(adapter, req(Message.user("q")))
+    finally:
+        await adapter.close()
+    assert wire.last.query == {"key": "AIza-q", "alt": "sse"} and "x-goog-api-key" not in wire.last.headers
+    assert events[-1].response is not None and events[-1].response.text == "ok"

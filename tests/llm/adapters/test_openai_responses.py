@@ -618,3 +618,14 @@ def test_bad_input_any_response_body_parses_or_raises_sdk_error(body: object) ->
         parse_response(body)
     except E.SDKError:
         pass
+
+
+async def test_2_2_organization_and_default_headers_are_sent(wire: LoopbackServer) -> None:
+    adapter = OpenAIAdapter(api_key="sk-o", base_url=wire.base_url + "/v1", organization="org-42",
+                            default_headers={"openai-project": "proj_7"})
+    wire.push(W.response_reply(W.response([W.output_message("ok")])))
+    try:
+        await adapter.complete(req(Message.user("q")))
+    finally:
+        await adapter.close()
+    assert wire.last.headers["openai-organization"] == "org-42" and wire.last.headers["openai-project"] == "proj_7"
