@@ -61,7 +61,8 @@ class SessionLog:
         self.session_id = check_session_id(session_id)
         self.path = log_path(session_id)
         self.record_deltas = record_deltas
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Logs hold code, command output and prompts: private to the user.
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         _cut_torn_tail(self.path)
         self._fd: int | None = os.open(
             self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
