@@ -11,19 +11,6 @@ from typing import Annotated, TypeVar
 
 import typer
 
-from codeloop.environments.errors import WorkspaceError
-from codeloop.sessions import (
-    RewindRefusedError,
-    SessionLogWarning,
-    SessionNotFoundError,
-    events_to_jsonl,
-    list_sessions,
-    load_events,
-    rewind,
-    session_info,
-    to_markdown,
-)
-
 T = TypeVar("T")
 
 sessions_app = typer.Typer(
@@ -36,6 +23,10 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for machine
 
 
 def _run(action: Callable[[], T]) -> T:
+    # Imported here: `codeloop --help` must not pay for the agent stack (cold-start goal).
+    from codeloop.environments.errors import WorkspaceError
+    from codeloop.sessions import RewindRefusedError, SessionLogWarning, SessionNotFoundError
+
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", SessionLogWarning)
@@ -54,6 +45,8 @@ def list_command(
     as_json: JsonOption = False,
 ) -> None:
     """List sessions, oldest first. Example: codeloop sessions list --workspace ."""
+    from codeloop.sessions import list_sessions
+
     infos = _run(lambda: list_sessions(workspace))
     if as_json:
         typer.echo(json.dumps([dataclasses.asdict(i) for i in infos], indent=2))
@@ -69,6 +62,8 @@ def list_command(
 @sessions_app.command("show")
 def show_command(session_id: Annotated[str, typer.Argument(help="Session id.")], as_json: JsonOption = False) -> None:
     """Show a session's summary and transcript. Example: codeloop sessions show 3f2a..."""
+    from codeloop.sessions import events_to_jsonl, load_events, session_info, to_markdown
+
     info = _run(lambda: session_info(session_id))
     events = _run(lambda: load_events(session_id))
     if as_json:
@@ -88,6 +83,8 @@ def export_command(
     if fmt not in ("jsonl", "md"):
         typer.echo(f"error: --format {fmt!r} is not supported; use jsonl or md", err=True)
         raise typer.Exit(2)
+    from codeloop.sessions import events_to_jsonl, load_events, to_markdown
+
     events = _run(lambda: load_events(session_id))
     typer.echo(events_to_jsonl(events) if fmt == "jsonl" else to_markdown(session_id, events), nl=False)
 
@@ -99,6 +96,8 @@ def rewind_command(
     as_json: JsonOption = False,
 ) -> None:
     """Restore the files and conversation of a session to the end of a turn. Example: codeloop rewind ID --to 2"""
+    from codeloop.sessions import rewind
+
     result = _run(lambda: rewind(session_id, to, workspace))
     if as_json:
         typer.echo(json.dumps(dataclasses.asdict(result)))
