@@ -184,3 +184,17 @@ def test_parse_log_never_raises_on_arbitrary_bytes(raw: bytes) -> None:
         warnings.simplefilter("ignore")
         events = parse_log(raw, "x")
     assert all(isinstance(e.data, dict) for e in events)
+
+
+def test_listener_reports_a_write_failure_once_and_never_raises() -> None:
+    errors: list[Exception] = []
+    log = SessionLog(SID)
+    record = log.listener(errors.append)
+    record(ev.UserInput(session_id=SID, content="kept"))
+    assert log._fd is not None
+    os.close(log._fd)  # the descriptor goes bad under the writer, as on a lost file system
+    record(ev.UserInput(session_id=SID, content="lost"))
+    record(ev.UserInput(session_id=SID, content="lost too"))
+    assert len(errors) == 1 and isinstance(errors[0], OSError)
+    assert [e.data["content"] for e in load_events(SID)] == ["kept"]
+    log._fd = None

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,6 +82,24 @@ class SessionLog:
         while view:
             view = view[os.write(self._fd, view):]
         os.fsync(self._fd)
+
+    def listener(self, on_error: Callable[[Exception], None]) -> Callable[[SessionEvent], None]:
+        """A session listener that never raises (session listeners must not): the first write
+        failure (disk full, log removed...) goes to ``on_error`` and recording stops, while
+        the session itself goes on."""
+        failed = False
+
+        def record(event: SessionEvent) -> None:
+            nonlocal failed
+            if failed:
+                return
+            try:
+                self.append(event)
+            except (OSError, ValueError) as exc:
+                failed = True
+                on_error(exc)
+
+        return record
 
     def close(self) -> None:
         """Close the file; further appends raise ValueError."""
