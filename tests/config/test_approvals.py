@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from codeloop.config import ApprovalRequest, ApprovalStore, ConfigError, approva
 from codeloop.environments.local import LocalExecutionEnvironment
 from codeloop.tools.files import read_file_tool, write_file_tool
 from codeloop.tools.pipeline import execute_tool_call
+from codeloop.tools.policy_hook import ToolCallRequest
 from codeloop.tools.registry import RegisteredTool, ToolDefinition, ToolRegistry
 from codeloop.tools.shell import shell_tool
 
@@ -133,3 +135,16 @@ def test_remembered_prefixes_round_trip_through_the_file(tmp_path_factory: pytes
     ws = tmp_path_factory.mktemp("ws")
     ApprovalStore(ws).remember(prefix)
     assert ApprovalStore(ws).prefixes == ([" ".join(prefix.split())] if prefix.split() else [])
+
+
+@settings(max_examples=200, deadline=None)
+@given(line=st.text(max_size=60), prefix=st.text(min_size=1, max_size=15))
+def test_judging_any_line_never_raises(tmp_path_factory: pytest.TempPathFactory, line: str, prefix: str) -> None:
+    ws = tmp_path_factory.mktemp("ws")
+    store = ApprovalStore(ws)
+    store.remember(prefix)
+    asker = Asker("n")
+    policy = approval_policy("on-risk", store, asker)  # type: ignore[arg-type]
+    decision = asyncio.run(policy(ToolCallRequest("shell", {"command": line}), LocalExecutionEnvironment(ws)))
+    assert decision.action in ("allow", "deny")
+    assert (decision.action == "deny") == bool(asker.asked)
