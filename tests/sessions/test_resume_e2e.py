@@ -19,28 +19,17 @@ from codeloop.llm.adapters.scripted import ScriptedAdapter, text_response, tool_
 from codeloop.llm.client import Client
 from codeloop.llm.types import Role
 from codeloop.profiles import create_profile
-from codeloop.sessions import Checkpoints, SessionLog, latest_session, load_events, rebuild_history, rewind
+from codeloop.sessions import Recording, latest_session, load_events, record_session, rewind
 from codeloop.sessions.checkpoints import count_turns
 
 
-def start(root: Path, script: list[object], resume: str | None = None) -> tuple[Session, ScriptedAdapter, SessionLog]:
-    """The integration recipe of docs/sessions.md: log, checkpoints, history."""
+def start(root: Path, script: list[object], resume: str | None = None) -> tuple[Session, ScriptedAdapter, Recording]:
+    """A session wired as `codeloop run` wires it."""
     adapter = ScriptedAdapter(script)
     profile = create_profile("openai")
     session = Session(profile, LocalExecutionEnvironment(str(root)), SessionConfig(), Client({"scripted": adapter}))
-    log_id = resume or session.id
-    turn = 0
-    if resume is not None:
-        events = load_events(resume)
-        for t in rebuild_history(events):
-            session.history.append(t)
-        turn = count_turns(events)
-    log = SessionLog(log_id)
-    checkpoints = Checkpoints(log_id, root, turn=turn)
-    checkpoints.install(profile.tool_registry)
-    session.subscribe(log.append)
-    session.subscribe(checkpoints.observe)
-    return session, adapter, log
+    recording = record_session(session, root, resume=resume)
+    return session, adapter, recording
 
 
 async def test_resume_continues_the_conversation_and_rewind_undoes_it(tmp_path: Path) -> None:

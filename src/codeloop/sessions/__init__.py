@@ -2,6 +2,7 @@
 
 Public API::
 
+    record_session(session, workspace, resume=None) -> Recording   the one call of `codeloop run`
     SessionLog(session_id)                 durable JSONL event log; session.subscribe(log.append)
     load_events(id) -> list[LoggedEvent]   read a log back (torn last line ignored, warned)
     list_sessions(workspace=None), latest_session(workspace), session_info(id)
@@ -16,6 +17,7 @@ from codeloop.sessions.checkpoints import Checkpoints, FileChange
 from codeloop.sessions.export import to_markdown
 from codeloop.sessions.history import rebuild_history
 from codeloop.sessions.log import LoggedEvent, SessionLog, SessionLogWarning, events_to_jsonl, load_events
+from codeloop.sessions.recorder import Recording, record_session
 from codeloop.sessions.rewind import RewindRefusedError, RewindResult, rewind
 from codeloop.sessions.store import STATE_DIR_VARIABLE, SessionNotFoundError, sessions_dir
 
@@ -24,6 +26,7 @@ __all__ = [
     "Checkpoints",
     "FileChange",
     "LoggedEvent",
+    "Recording",
     "RewindRefusedError",
     "RewindResult",
     "SessionInfo",
@@ -35,6 +38,7 @@ __all__ = [
     "list_sessions",
     "load_events",
     "rebuild_history",
+    "record_session",
     "rewind",
     "session_info",
     "sessions_dir",

@@ -1,0 +1,65 @@
+"""Wire a live agent Session to its log, checkpoints and (on resume) its past conversation.
+
+This is the one call ``codeloop run`` makes::
+
+    recording = record_session(session, workspace, resume=args.resume, on_error=warn)
+    ...                      # session.submit(...)
+    recording.close()        # after session.close()
+
+Call it before the session's first input: the history must be in place and the file tools
+wrapped before the first model request (the session reads its registry then).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from codeloop.agent.session import Session
+from codeloop.sessions.checkpoints import Checkpoints, count_turns
+from codeloop.sessions.history import rebuild_history
+from codeloop.sessions.log import SessionLog, load_events
+
+
+@dataclass
+class Recording:
+    """The log and checkpoints attached to one session."""
+
+    log_id: str
+    """Id of the log written (the resumed session's id on resume, else ``session.id``)."""
+    log: SessionLog
+    """The durable event log."""
+    checkpoints: Checkpoints
+    """File snapshots per turn."""
+    _unsubscribe: list[Callable[[], None]] = field(default_factory=list)
+
+    def close(self) -> None:
+        """Stop recording and close the log (idempotent)."""
+        for undo in self._unsubscribe:
+            undo()
+        self._unsubscribe.clear()
+        self.log.close()
+
+
+def record_session(session: Session, workspace: Path | str, *, resume: str | None = None,
+                   on_error: Callable[[Exception], None] = lambda exc: None) -> Recording:
+    """Attach logging and checkpoints to ``session``; with ``resume``, first load that log's
+    conversation into ``session.history`` and continue its log and turn count.
+
+    Raises SessionNotFoundError (unknown ``resume`` id) and ValueError (invalid id). A later
+    write failure of the log goes to ``on_error`` once; the session is not interrupted.
+    """
+    log_id = resume or session.id
+    turn = 0
+    if resume is not None:
+        events = load_events(resume)
+        for turn_ in rebuild_history(events):
+            session.history.append(turn_)
+        turn = count_turns(events)
+    log = SessionLog(log_id)
+    checkpoints = Checkpoints(log_id, workspace, turn=turn)
+    checkpoints.install(session.profile.tool_registry)
+    recording = Recording(log_id, log, checkpoints)
+    recording._unsubscribe += [session.subscribe(log.listener(on_error)), session.subscribe(checkpoints.observe)]
+    return recording
