@@ -47,7 +47,7 @@ def test_sessions_show_and_export(tmp_path: Path) -> None:
     jsonl = runner.invoke(app, ["sessions", "export", "s-1"]).stdout
     assert [json.loads(line)["kind"] for line in jsonl.splitlines()][1] == "user_input"
     md = runner.invoke(app, ["sessions", "export", "s-1", "--format", "md"]).stdout
-    assert "## Assistant\n\nRenamed." in md
+    assert "## Assistant (turn 1)\n\nRenamed." in md
 
 
 def test_unknown_session_and_bad_format_are_one_line_errors() -> None:

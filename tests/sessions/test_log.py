@@ -144,6 +144,7 @@ def test_markdown_export_shows_inputs_replies_and_tool_calls() -> None:
     assert "## User\n\nfix the bug" in md
     assert "### Tool call `shell`" in md and '"command": "false"' in md
     assert "Result (error):" in md and "ended" in md
+    assert "## Assistant (turn 1)\n\nLet me look." in md and "## Assistant (turn 2)\n\nDone." in md
 
 
 WRITER = textwrap.dedent("""

@@ -19,8 +19,10 @@ def _fence(text: str) -> str:
 
 
 def to_markdown(session_id: str, events: Iterable[LoggedEvent]) -> str:
-    """A readable transcript: inputs, replies, tool calls with arguments and (cut) results."""
+    """A readable transcript: inputs, replies numbered by turn (``codeloop rewind --to``), tool
+    calls with arguments and (cut) results."""
     out = [f"# Session {session_id}", ""]
+    turn = 0
     for e in events:
         d = e.data
         if e.kind == "session_start":
@@ -31,7 +33,8 @@ def to_markdown(session_id: str, events: Iterable[LoggedEvent]) -> str:
         elif e.kind == "steering_injected":
             out += ["## Steering", "", str(d.get("content", "")), ""]
         elif e.kind == "assistant_text_end":
-            out += ["## Assistant", "", str(d.get("text", "")), ""]
+            turn += 1
+            out += [f"## Assistant (turn {turn})", "", str(d.get("text", "")), ""]
         elif e.kind == "tool_call_start":
             args = json.dumps(d.get("arguments", {}), ensure_ascii=False, indent=2)
             out += [f"### Tool call `{d.get('tool_name', '')}`", "", _fence(args), ""]
