@@ -762,3 +762,9 @@ def test_2_6_adapter_survives_one_event_loop_per_call(wire: LoopbackServer) -> N
         texts.append(asyncio.run(adapter.complete(req(Message.user("q")))).text)
     asyncio.run(adapter.close())
     assert texts == ["call 0", "call 1", "call 2"]
+
+
+async def test_bad_input_json_answer_to_a_stream_request_says_so(adapter: AnthropicAdapter, wire: LoopbackServer) -> None:
+    wire.push(W.message_reply(W.message([W.text("not streamed")])))
+    with pytest.raises(E.ProviderError, match="JSON instead of an event stream"):
+        await collect(adapter, req(Message.user("q")))

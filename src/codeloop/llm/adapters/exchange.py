@@ -174,6 +174,16 @@ async def open_event_stream(
     try:
         if response.status_code >= 400:
             raise map_error(response, await _read_error(provider, response))
+        if response.headers.get("content-type", "").startswith("application/json"):
+            # A gateway that ignores ``stream: true`` answers with one JSON body.
+            snippet = (await _read_error(provider, response))[:300].decode("utf-8", "replace")
+            from codeloop.llm.errors import ProviderError
+
+            raise ProviderError(
+                f"{provider} answered a streaming request with JSON instead of an event stream "
+                f"(does the server or gateway support streaming?): {snippet!r}",
+                provider=provider, status_code=response.status_code, retryable=False,
+            )
         yield EventStream(response.headers, _guarded_events(provider, response, limits.stream_read))
     finally:
         await response.aclose()
