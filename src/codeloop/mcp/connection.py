@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from mcp.client.client import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
 from codeloop.config.files import McpServerConfig
 from codeloop.tools.registry import ImageData, ToolOutput
-from mcp import Client, StdioServerParameters
-from mcp.client.stdio import stdio_client
 
 
 class McpServerError(RuntimeError):
