@@ -13,6 +13,7 @@ configuration, 3 a turn or round limit stopped the agent, 130 interrupted.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import sys
@@ -41,7 +42,6 @@ SANDBOX_MODES = ("read-only", "workspace-write", "full")
 APPROVAL_MODES = ("never-ask", "on-risk", "always-ask")
 LOCAL_MODEL = "1.5b"
 """Local model used without an API key (``0.5b`` is faster but rarely finishes a task)."""
-READ_ONLY_TOOLS = frozenset({"read_file", "read_many_files", "grep", "glob", "list_dir", "wait"})
 
 
 class UsageError(Exception):
@@ -120,57 +120,113 @@ def build_client(choice: ModelChoice) -> Any:
     return Client({choice.provider: adapter})
 
 
-def build_environment(cwd: Path, sandbox: str) -> Any:
-    """The workspace environment: local for ``full``, bubblewrap for the other modes when
-    the sandbox module is available."""
-    from codeloop.environments.local import LocalExecutionEnvironment
-
+def resolve_sandbox(sandbox: str, explicit: bool, err: Console) -> str:
+    """The sandbox mode to use. When bubblewrap cannot run here, a default (not chosen by
+    the user) falls back to ``full`` with a loud warning; an explicit choice is a UsageError."""
     if sandbox == "full":
+        return sandbox
+    from codeloop.environments.sandbox import probe_bwrap
+
+    why = probe_bwrap()
+    if why is None:
+        return sandbox
+    fix = ("install bubblewrap (apt-get install bubblewrap / dnf install bubblewrap) and allow "
+           "unprivileged user namespaces")
+    if explicit:
+        raise UsageError(f"--sandbox {sandbox} needs bubblewrap, which cannot run here ({why}): {fix}, "
+                         "or pass --sandbox full")
+    err.print(f"[bold red]warning:[/] [red]NO SANDBOX: {escape(why)}; commands run with your full "
+              f"permissions. To sandbox them, {escape(fix)}. Pass --sandbox full to silence this.[/]")
+    return "full"
+
+
+def build_environment(cwd: Path, sandbox: str, network: bool) -> Any:
+    """The workspace environment: local for ``full``, bubblewrap for the other modes."""
+    if sandbox == "full":
+        from codeloop.environments.local import LocalExecutionEnvironment
+
         return LocalExecutionEnvironment(str(cwd))
-    try:
-        from codeloop.environments.sandbox import SandboxedExecutionEnvironment
-    except ImportError:
-        return LocalExecutionEnvironment(str(cwd))
-    return SandboxedExecutionEnvironment(str(cwd), mode=sandbox)  # type: ignore[arg-type]
+    from codeloop.environments.sandbox import SandboxedExecutionEnvironment
+
+    return SandboxedExecutionEnvironment(str(cwd), mode=sandbox, network=network)  # type: ignore[arg-type]
 
 
-def build_policy(approval: str) -> Any:
-    """The tool policy of an approval mode (None for ``never-ask``)."""
-    if approval == "never-ask":
-        return None
-    from codeloop.policy import evaluate_command, preset
-    from codeloop.tools import PolicyDecision
-
-    standard = preset("standard")
-
-    async def policy(call: Any, env: Any) -> Any:
-        if call.name in READ_ONLY_TOOLS:
-            return PolicyDecision.allow()
-        if approval == "always-ask":
-            return PolicyDecision.ask(f"{call.name} changes the workspace or runs code")
-        if call.name == "shell":
-            decision = evaluate_command(str(call.arguments.get("command", "")), standard.shell, standard.network)
-            if decision.action == "allow":
-                return PolicyDecision.allow()
-            return PolicyDecision.deny(decision.reason) if decision.action == "deny" else PolicyDecision.ask(decision.reason)
-        return PolicyDecision.allow()
-
-    return policy
+class NoTerminalError(Exception):
+    """Approval is needed but nobody can answer (``--json`` or no terminal)."""
 
 
-def build_approver(console: Console) -> Any:
-    """Ask on the terminal (y/N); None when stdin is not a terminal (calls that need
-    approval are then refused with a message naming ``--approval never-ask``)."""
-    if not sys.stdin.isatty():
-        return None
+NO_TERMINAL = ("no terminal to ask for approval: pass --approval never-ask to allow such calls, "
+               "or run codeloop in a terminal and answer the prompt")
 
-    async def approver(call: Any, reason: str) -> bool:
-        args = json.dumps(call.arguments)[:300]
-        console.print(f"[yellow]Approve[/] {escape(call.name)} {escape(args)}? ({escape(reason)}) [y/N] ", end="")
-        answer = await asyncio.to_thread(sys.stdin.readline)
-        return answer.strip().lower() in ("y", "yes")
 
-    return approver
+class Terminal:
+    """The one reader of stdin (a tty): routes each typed line to a pending approval
+    question, else to ``on_line`` (steering in a chat). Lines are read with the event
+    loop's reader so nothing blocks and no thread is left behind."""
+
+    def __init__(self, err: Console) -> None:
+        self.err = err
+        self.lines: asyncio.Queue[str | None] = asyncio.Queue()
+        self._buffer = b""
+        self._question: asyncio.Future[str] | None = None
+        self.on_line: Any = None
+        """Called with a typed line when no question waits (else the line is queued)."""
+        self.interactive = False
+        """True when stdin is a terminal being read (approval questions can be asked)."""
+        self.reading = False
+
+    def start(self, *, pipes: bool = False) -> bool:
+        """Start reading stdin; False when it is not a terminal (nor a pipe, with ``pipes``).
+        Approval questions are only asked on a terminal."""
+        tty = sys.stdin.isatty()
+        if not (tty or pipes):
+            return False
+        try:
+            asyncio.get_running_loop().add_reader(sys.stdin.fileno(), self._readable)
+        except (NotImplementedError, OSError, ValueError, PermissionError):
+            return False
+        self.reading, self.interactive = True, tty
+        return True
+
+    def stop(self) -> None:
+        if self.reading:
+            asyncio.get_running_loop().remove_reader(sys.stdin.fileno())
+            self.reading = self.interactive = False
+
+    def _readable(self) -> None:
+        chunk = os.read(sys.stdin.fileno(), 65536)
+        if not chunk:
+            self.stop()
+            self._deliver(None)
+            return
+        self._buffer += chunk
+        while b"\n" in self._buffer:
+            raw, self._buffer = self._buffer.split(b"\n", 1)
+            self._deliver(raw.decode("utf-8", "replace"))
+
+    def _deliver(self, line: str | None) -> None:
+        if self._question is not None and not self._question.done():
+            self._question.set_result(line or "")
+        elif self.on_line is not None and line is not None:
+            self.on_line(line)
+        else:
+            self.lines.put_nowait(line)
+
+    async def ask(self, request: Any) -> Any:
+        """The approval prompt of ``approval_policy``: y / n / always."""
+        if not self.interactive:
+            self.err.print(f"[yellow]not run:[/] {escape(request.summary[:200])} ({escape(request.reason)}); "
+                           f"{escape(NO_TERMINAL)}")
+            raise NoTerminalError(NO_TERMINAL)
+        remember = ", ".join(request.remember_as) or "this call"
+        self.err.print(f"\n[bold yellow]Approve?[/] {escape(request.summary[:500])}\n  [dim]{escape(request.reason)}[/]\n"
+                       f"  [y] yes  [n] no  [a] always ({escape(remember)}) > ", end="")
+        self._question = asyncio.get_running_loop().create_future()
+        try:
+            answer = (await self._question).strip().lower()
+        finally:
+            self._question = None
+        return {"y": "y", "yes": "y", "a": "always", "always": "always"}.get(answer, "n")
 
 
 class Renderer:
@@ -226,39 +282,258 @@ def _describe(event: ev.SessionEvent) -> str:
     return getattr(event, "message", event.kind.value)
 
 
-async def run_task(task: str, choice: ModelChoice, cwd: Path, *, sandbox: str, approval: str,
-                   max_turns: int, renderer: Renderer, err: Console) -> str:
-    """Run one task to the end; returns the session's end reason."""
-    from codeloop.agent.config import SessionConfig
-    from codeloop.agent.session import Session
-    from codeloop.profiles import create_profile
+@dataclass(frozen=True)
+class RunSettings:
+    """Everything a run needs once options and config files are merged."""
 
-    if choice.local:
-        from codeloop.llm.local import ensure_local_server
+    choice: ModelChoice
+    """Provider, profile and model."""
+    root: Path
+    """The workspace."""
+    sandbox: str
+    """Sandbox mode after the bubblewrap fallback."""
+    network: bool
+    """Network inside the sandbox."""
+    approval: str
+    """Approval mode."""
+    max_turns: int
+    """Turn limit (0 = none)."""
+    mcp_servers: Any
+    """``{name: McpServerConfig}`` from the config files."""
 
-        err.print("No API key set: using the local llama.cpp model (first use installs it; this can take a while).")
-        local_model = choice.model or LOCAL_MODEL
-        base_url = await asyncio.to_thread(ensure_local_server, local_model)
-        choice = ModelChoice(choice.provider, choice.profile, local_model, base_url, None, True)
-    profile = create_profile(choice.profile, choice.model)
-    client = build_client(choice)
-    environment = build_environment(cwd, sandbox)
-    await environment.initialize()
-    # Issue 10: OpenAI-compatible servers (local models) often write calls as text.
-    config = SessionConfig(max_turns=max_turns,
-                           tool_call_recovery=True if choice.provider == "openai_compatible" else None)
-    session = Session(profile, environment, config, client, policy=build_policy(approval),
-                      approver=build_approver(err))
-    session.subscribe(renderer)
+
+class Runner:
+    """One workspace run: the Session, its recording and MCP servers. After an abort (which
+    closes a Session) the chat goes on in a new Session resumed from the same log."""
+
+    def __init__(self, settings: RunSettings, renderer: Renderer, err: Console, terminal: Terminal) -> None:
+        self.settings, self.renderer, self.err, self.terminal = settings, renderer, err, terminal
+        self.session: Any = None
+        self.recording: Any = None
+        self.client: Any = None
+        self.environment: Any = None
+        self.mcp: Any = None
+        self.log_id: str | None = None
+
+    async def start(self, resume: str | None) -> None:
+        """Model, environment and the first Session (resuming ``resume`` when given)."""
+        choice = self.settings.choice
+        if choice.local:
+            from codeloop.llm.local import ensure_local_server
+
+            self.err.print("No API key set: using the local llama.cpp model "
+                           "(first use installs it; this can take a while).")
+            local_model = choice.model or LOCAL_MODEL
+            base_url = await asyncio.to_thread(ensure_local_server, local_model)
+            choice = ModelChoice(choice.provider, choice.profile, local_model, base_url, None, True)
+            self.settings = dataclasses.replace(self.settings, choice=choice)
+        self.client = build_client(choice)
+        self.environment = build_environment(self.settings.root, self.settings.sandbox, self.settings.network)
+        await self.environment.initialize()
+        if self.settings.mcp_servers:
+            from codeloop.mcp import McpServers
+
+            self.mcp = McpServers(self.settings.mcp_servers, cwd=self.settings.root)
+        await self.open(resume)
+
+    async def open(self, resume: str | None) -> None:
+        """A new Session, recorded (and resumed from ``resume``), with the MCP tools."""
+        from codeloop.agent.config import SessionConfig
+        from codeloop.agent.session import Session
+        from codeloop.config import ApprovalStore, approval_policy
+        from codeloop.profiles import create_profile
+        from codeloop.sessions import record_session
+
+        s = self.settings
+        policy = approval_policy(s.approval, ApprovalStore(s.root), self.terminal.ask)
+        # Issue 10: OpenAI-compatible servers (local models) often write calls as text.
+        config = SessionConfig(max_turns=s.max_turns,
+                               tool_call_recovery=True if s.choice.provider == "openai_compatible" else None)
+        session = Session(create_profile(s.choice.profile, s.choice.model), self.environment, config, self.client,
+                          policy=policy)
+        self.recording = record_session(session, s.root, resume=resume,
+                                        on_error=lambda e: self.err.print(f"[yellow]warning: session log: "
+                                                                          f"{escape(str(e))}[/]"))
+        self.log_id = self.recording.log_id
+        session.subscribe(self.renderer)
+        if self.mcp is not None:
+            for problem in await self.mcp.register_tools(session.profile.tool_registry):
+                self.err.print(f"[yellow]warning: {escape(problem)}[/]")
+        self.session = session
+
+    async def submit(self, text: str) -> str:
+        """Run one input; reopens the conversation first when the last Session was closed."""
+        from codeloop.agent.session import SessionState
+
+        if self.session.state == SessionState.CLOSED:
+            self.recording.close()
+            await self.open(self.log_id)
+        await self.session.submit(text)
+        return str(self.session.end_reason)
+
+    async def close(self) -> None:
+        """Close the Session, the log, MCP servers and the client (each even if one fails)."""
+        try:
+            if self.session is not None:
+                await self.session.close()
+        finally:
+            if self.recording is not None:
+                self.recording.close()
+            if self.mcp is not None:
+                await self.mcp.close()
+            close = getattr(self.client, "close", None)
+            if close is not None:
+                await close()
+            if self.environment is not None:
+                await self.environment.cleanup()
+
+
+async def run_task(task: str, settings: RunSettings, resume: str | None, renderer: Renderer,
+                   err: Console) -> tuple[str, str | None]:
+    """Run one task to the end; returns (end reason, session log id). Lines typed on the
+    terminal while the agent works steer it (``>>`` prefix: follow-up)."""
+    terminal = Terminal(err)
+    runner = Runner(settings, renderer, err, terminal)
     try:
-        await session.submit(task)
-        reason = session.end_reason
-        await session.close()
+        await runner.start(resume)
+        if terminal.start():
+            terminal.on_line = lambda line: route_typed_line(runner.session, line, err)
+        reason = await runner.submit(task)
     finally:
-        close = getattr(client, "close", None)
-        if close is not None:
-            await close()
-    return reason
+        terminal.stop()
+        await runner.close()
+    return reason, runner.log_id
+
+
+def route_typed_line(session: Any, line: str, err: Console) -> None:
+    """A line typed while the agent works: ``>> text`` queues a follow-up, else it steers."""
+    text = line.strip()
+    if not text:
+        return
+    if text.startswith(">>"):
+        session.follow_up(text[2:].strip())
+        err.print(f"[dim]queued follow-up: {escape(text[2:].strip())}[/]")
+    else:
+        session.steer(text)
+        err.print(f"[dim]steering: {escape(text)}[/]")
+
+
+CHAT_HELP = ("Chat with the agent. Enter sends the message; end a line with \\ to continue it on the next "
+             "line. While the agent works, Enter sends the line as steering and '>> text' queues a "
+             "follow-up. Ctrl-C aborts the current turn; Ctrl-C twice (or Ctrl-D, or /exit) quits.")
+
+
+async def read_message(terminal: Terminal, out: Console) -> str | None:
+    """One message from the terminal: lines ending in ``\\`` continue; None at end of input."""
+    parts: list[str] = []
+    out.print("[bold green]›[/] ", end="")
+    while True:
+        line = await terminal.lines.get()
+        if line is None:
+            return None
+        if line.endswith("\\"):
+            parts.append(line[:-1])
+            out.print("[dim]…[/] ", end="")
+            continue
+        parts.append(line)
+        return "\n".join(parts)
+
+
+async def run_chat(settings: RunSettings, resume: str | None, renderer: Renderer,
+                   err: Console) -> tuple[str, str | None]:
+    """The interactive chat of ``codeloop run`` without a TASK (see CHAT_HELP)."""
+    import signal
+    import time
+
+    terminal = Terminal(err)
+    runner = Runner(settings, renderer, err, terminal)
+    loop = asyncio.get_running_loop()
+    turn: asyncio.Task[str] | None = None
+    last_press = [0.0]
+    quitting = [False]
+    aborts: list[asyncio.Task[None]] = []
+
+    def on_sigint() -> None:
+        now = time.monotonic()
+        again = now - last_press[0] < 2.0
+        last_press[0] = now
+        if again:
+            quitting[0] = True
+            if turn is not None and not turn.done():
+                turn.cancel()
+            terminal.lines.put_nowait(None)
+        elif turn is not None and not turn.done():
+            err.print("\n[yellow]aborting the turn (Ctrl-C again to quit)[/]")
+            aborts.append(loop.create_task(runner.session.abort()))
+        else:
+            err.print("\n[dim](Ctrl-C again to quit)[/]")
+
+    reason = "closed"
+    try:
+        await runner.start(resume)
+        if not terminal.start(pipes=True):
+            raise UsageError("no input: run codeloop run without a TASK in a terminal, or pass a TASK")
+        loop.add_signal_handler(signal.SIGINT, on_sigint)
+        err.print(f"[dim]{escape(CHAT_HELP)}[/]")
+        while not quitting[0]:
+            text = await read_message(terminal, renderer.out)
+            if text is None or text.strip() in ("/exit", "/quit"):
+                break
+            if not text.strip():
+                continue
+            if terminal.interactive:
+                terminal.on_line = lambda line: route_typed_line(runner.session, line, err)
+            turn = loop.create_task(runner.submit(text))
+            try:
+                reason = await turn
+            except asyncio.CancelledError:
+                reason = "aborted"
+            finally:
+                terminal.on_line = None
+            renderer.out.print()
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+        terminal.stop()
+        await runner.close()
+    return ("closed" if reason in ("completed", "aborted") else reason), runner.log_id
+
+
+def settle_options(root: Path, flags: dict[str, Any], network: str | None, err: Console) -> RunSettings:
+    """Merge flags > project config > user config > defaults; raises UsageError."""
+    from codeloop.config import ConfigError, load_config
+
+    try:
+        cfg = load_config(root)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    merged = {k: v if v is not None else getattr(cfg, k) for k, v in flags.items()}
+    sandbox = merged["sandbox"] or "workspace-write"
+    approval = merged["approval"] or "on-risk"
+    if sandbox not in SANDBOX_MODES:
+        raise UsageError(f"unknown --sandbox {sandbox!r}: use one of {', '.join(SANDBOX_MODES)}")
+    if approval not in APPROVAL_MODES:
+        raise UsageError(f"unknown --approval {approval!r}: use one of {', '.join(APPROVAL_MODES)}")
+    if network not in (None, "on", "off"):
+        raise UsageError(f"unknown --network {network!r}: use on or off")
+    choice = choose_model(merged["provider"], merged["profile"], merged["model"], merged["base_url"],
+                          dict(os.environ))
+    sandbox = resolve_sandbox(sandbox, merged["sandbox"] is not None, err)
+    return RunSettings(choice, root, sandbox, network == "on", approval, merged["max_turns"] or 0,
+                       dict(cfg.mcp_servers))
+
+
+def resume_target(root: Path, resume: str | None, continue_: bool) -> str | None:
+    """The session id to resume (``--resume ID`` or ``--continue``); raises UsageError."""
+    if resume and continue_:
+        raise UsageError("--resume and --continue exclude each other: pass one")
+    if not continue_:
+        return resume
+    from codeloop.sessions import latest_session
+
+    latest = latest_session(root)
+    if latest is None:
+        raise UsageError(f"--continue: no earlier session in {root}: start one with codeloop run \"TASK\"")
+    return str(latest.id)
 
 
 def register(app: typer.Typer) -> None:
@@ -266,7 +541,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("run")
     def run(
-        task: str = typer.Argument(..., help="What the agent should do."),
+        task: str | None = typer.Argument(None, help="What the agent should do (none: start a chat)."),
         cwd: Path = typer.Option(Path("."), "--cwd", help="Workspace directory (default: current directory)."),
         json_out: bool = typer.Option(False, "--json", help="One JSON event per line on stdout."),
         quiet: bool = typer.Option(False, "--quiet", help="Print only the final answer."),
@@ -275,38 +550,52 @@ def register(app: typer.Typer) -> None:
                                             help="openai, anthropic, gemini or openai_compatible."),
         profile: str | None = typer.Option(None, "--profile", help="openai, anthropic, gemini or text."),
         base_url: str | None = typer.Option(None, "--base-url", help="API root, e.g. http://127.0.0.1:8080/v1."),
-        max_turns: int = typer.Option(0, "--max-turns", min=0, help="Stop after this many turns (0 = no limit)."),
-        sandbox: str = typer.Option("workspace-write", "--sandbox", help="read-only, workspace-write or full."),
-        approval: str = typer.Option("on-risk", "--approval", help="never-ask, on-risk or always-ask."),
+        max_turns: int | None = typer.Option(None, "--max-turns", min=0,
+                                             help="Stop after this many turns (0 = no limit)."),
+        sandbox: str | None = typer.Option(None, "--sandbox",
+                                           help="read-only, workspace-write (default) or full."),
+        network: str | None = typer.Option(None, "--network", help="on or off (default) inside the sandbox."),
+        approval: str | None = typer.Option(None, "--approval", help="never-ask, on-risk (default) or always-ask."),
+        resume: str | None = typer.Option(None, "--resume", help="Continue the session with this id."),
+        continue_: bool = typer.Option(False, "--continue", help="Continue the latest session of this workspace."),
     ) -> None:
-        """Run the coding agent on TASK in a workspace.
+        """Run the coding agent on TASK in a workspace, or chat with it when TASK is left out.
+
+        Options left out come from .codeloop/config.toml, then ~/.config/codeloop/config.toml.
 
         Example: codeloop run "add a --verbose flag to cli.py" --cwd ~/src/app
         """
         err = Console(stderr=True, soft_wrap=True)
+        mode = "json" if json_out else "quiet" if quiet else "rich"
         try:
-            if sandbox not in SANDBOX_MODES:
-                raise UsageError(f"unknown --sandbox {sandbox!r}: use one of {', '.join(SANDBOX_MODES)}")
-            if approval not in APPROVAL_MODES:
-                raise UsageError(f"unknown --approval {approval!r}: use one of {', '.join(APPROVAL_MODES)}")
             root = cwd.expanduser().resolve()
             if not root.is_dir():
                 raise UsageError(f"--cwd {str(cwd)!r} is not a directory: create it or pass an existing one")
-            choice = choose_model(provider, profile, model, base_url, dict(os.environ))
+            flags = {"model": model, "provider": provider, "profile": profile, "base_url": base_url,
+                     "sandbox": sandbox, "approval": approval, "max_turns": max_turns}
+            settings = settle_options(root, flags, network, err)
+            resume_id = resume_target(root, resume, continue_)
+            if task is None and mode == "json":
+                raise UsageError("--json needs a TASK: codeloop run \"TASK\" --json")
         except UsageError as exc:
             err.print(f"[red]error:[/] {escape(str(exc))}")
             raise typer.Exit(2) from None
-        mode = "json" if json_out else "quiet" if quiet else "rich"
         renderer = Renderer(mode, Console(highlight=False, soft_wrap=True), err)
+        log_id: str | None = None
         try:
-            reason = asyncio.run(run_task(task, choice, root, sandbox=sandbox, approval=approval,
-                                          max_turns=max_turns, renderer=renderer, err=err))
+            if task is None:
+                reason, log_id = asyncio.run(run_chat(settings, resume_id, renderer, err))
+            else:
+                reason, log_id = asyncio.run(run_task(task, settings, resume_id, renderer, err))
         except KeyboardInterrupt:
             err.print("[yellow]interrupted[/]")
             raise typer.Exit(130) from None
-        except Exception as exc:  # configuration problems found late (adapter, sandbox, local model)
+        except Exception as exc:  # configuration problems found late (adapter, sandbox, session id, MCP)
             err.print(f"[red]error:[/] {escape(type(exc).__name__)}: {escape(str(exc))}")
             raise typer.Exit(2) from None
         if mode == "quiet" and renderer.final_text:
             typer.echo(renderer.final_text)
+        if log_id and mode != "quiet":
+            err.print(f"session {log_id}  (continue: codeloop run --resume {log_id}; "
+                      f"undo: codeloop rewind {log_id} --to TURN)", highlight=False)
         raise typer.Exit(EXIT_CODES.get(reason, 1))
