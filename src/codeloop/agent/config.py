@@ -44,6 +44,10 @@ class SessionConfig:
     call; None = the profile decides (on for OpenAI-compatible servers and ``text``)."""
     context_warning_ratio: float = 0.8
     """Fraction of the context window at which the §5.5 warning fires."""
+    constrained_decoding: str = "off"
+    """codeloop (issue 10): ``on`` = every reply is constrained to one JSON tool call or a
+    final answer (server-side JSON Schema, :mod:`codeloop.llm.constrained`); ``auto`` =
+    probe the server once and use it when honoured; ``off`` = native/recovered calls."""
 
     def __post_init__(self) -> None:
         if self.reasoning_effort is not None and self.reasoning_effort not in REASONING_EFFORTS:
@@ -51,6 +55,8 @@ class SessionConfig:
                 f"reasoning_effort must be one of {', '.join(REASONING_EFFORTS)} or None, "
                 f"not {self.reasoning_effort!r}"
             )
+        if self.constrained_decoding not in ("auto", "on", "off"):
+            raise ValueError(f"constrained_decoding must be auto, on or off, not {self.constrained_decoding!r}")
         for name in ("max_turns", "max_tool_rounds_per_input", "loop_detection_window", "max_subagent_depth"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, not {getattr(self, name)}")

@@ -43,6 +43,7 @@ from codeloop.agent.prompts import gather_environment_context, render_environmen
 from codeloop.agent.subagents import SubagentManager, subagent_tools
 from codeloop.agent.text_tool_calls import parse_text_tool_calls
 from codeloop.environments.base import ExecutionEnvironment
+from codeloop.llm import constrained
 from codeloop.llm.errors import AuthenticationError, ContextLengthError, SDKError, StreamError
 from codeloop.llm.types import Message, Request, Response, StreamEvent, StreamEventType, ToolCall
 from codeloop.llm.types import ToolDefinition as LLMToolDefinition
@@ -125,6 +126,8 @@ class Session:
         self._system_prompt: tuple[Any, str] = (None, "")
         self._task: asyncio.Task[None] | None = None
         self._aborted = False
+        self._constrained = False
+        """True when replies are constrained to one JSON call or answer (issue 10)."""
         self._truncation = TruncationConfig(self._output_limits(), self.config.tool_line_limits)
 
     # -- public API ---------------------------------------------------------------------
@@ -256,15 +259,16 @@ class Session:
 
             response = await self._call_model()
             calls = self._tool_calls_of(response)
-            self.last_text = response.text
+            text = self._answer_of(response) if self._constrained else response.text
+            self.last_text = text
             recovered = bool(calls) and not response.tool_calls
             self.history.append(AssistantTurn(
-                content=response.text, tool_calls=tuple(calls), reasoning=response.reasoning,
+                content=text, tool_calls=tuple(calls), reasoning=response.reasoning,
                 usage=response.usage, response_id=response.id,
                 message=None if recovered or not self.profile.native_tool_calls else response.message,
             ))
             usage = response.usage
-            self._emit(ev.AssistantTextEnd, text=response.text, reasoning=response.reasoning,
+            self._emit(ev.AssistantTextEnd, text=text, reasoning=response.reasoning,
                        tool_call_count=len(calls), input_tokens=usage.input_tokens,
                        output_tokens=usage.output_tokens, cache_read_tokens=usage.cache_read_tokens or 0)
             warned_context = warned_context or self._check_context()
@@ -286,12 +290,16 @@ class Session:
                 self._environment_block, self._project_docs, self.config.user_instructions,
                 registry.definitions()))
         system = self._system_prompt[1]
-        native = self.profile.native_tool_calls
+        native = self.profile.native_tool_calls and not self._constrained
+        if self._constrained:
+            # The schema lists every tool; llama.cpp refuses a grammar together with tools.
+            system += "\n\n" + constrained.describe_reply_format(self._llm_tools())
         return Request(
             model=self.profile.model,
             messages=[Message.system(system), *self.history.messages()],
             provider=self.profile.provider,
             tools=self._llm_tools() if native else None,
+            response_format=constrained.response_format(self._llm_tools()) if self._constrained else None,
             reasoning_effort=self.config.reasoning_effort if self.profile.supports_reasoning else None,
             provider_options=self.profile.provider_options(),
             stop_sequences=list(self.profile.stop_sequences) or None,
@@ -315,6 +323,10 @@ class Session:
         return response
 
     def _tool_calls_of(self, response: Response) -> list[ToolCall]:
+        if self._constrained and not response.tool_calls:
+            schemas = {d.name: d.parameters for d in self._tools().definitions()}
+            call = constrained.parse_constrained_reply(response.text, schemas).call
+            return [call] if call is not None else []
         calls = response.tool_calls
         if calls or not response.text:
             return calls
@@ -325,6 +337,25 @@ class Session:
             return []
         schemas = {d.name: d.parameters for d in self._tools().definitions()}
         return list(parse_text_tool_calls(response.text, schemas).calls)
+
+    def _answer_of(self, response: Response) -> str:
+        """In constrained mode, the final answer's text (the raw reply when it is not one)."""
+        schemas = {d.name: d.parameters for d in self._tools().definitions()}
+        answer = constrained.parse_constrained_reply(response.text, schemas).answer
+        return response.text if answer is None else answer
+
+    async def _resolve_constrained(self) -> None:
+        """Decide constrained decoding once per session and say which mode is active."""
+        mode = self.config.constrained_decoding
+        support = None
+        if mode == "auto":
+            probe_request = Request(model=self.profile.model, messages=[], provider=self.profile.provider)
+            support = await constrained.probe_support(
+                self.client.complete, self.profile.model, provider=self.profile.provider,
+                key=constrained.support_key(self.client, probe_request))
+        self._constrained = mode == "on" or (mode == "auto" and support is not None and support.supported)
+        if mode != "off":
+            self._emit(ev.WarningEvent, message=constrained.mode_statement(mode, support), code="constrained_decoding")
 
     # -- tools ------------------------------------------------------------------------------
 
@@ -434,6 +465,7 @@ class Session:
         self._project_docs = render_project_docs(docs)
         self._emit(ev.SessionStart, profile=self.profile.id, model=self.profile.model,
                    working_directory=self.environment.working_directory())
+        await self._resolve_constrained()
 
     async def _fail(self, exc: Exception) -> None:
         if isinstance(exc, AuthenticationError):
