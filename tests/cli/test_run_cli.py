@@ -24,9 +24,15 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def isolated_env(cwd: Path, **extra: str) -> dict[str, str]:
+    """clean_env with session logs and the user config beside the workspace (never the real ones)."""
+    return clean_env(CODELOOP_STATE_DIR=str(cwd.parent / "state"), CODELOOP_CONFIG_DIR=str(cwd.parent / "userconf"),
+                     **extra)
+
+
 def run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([CODELOOP, "run", *args, "--cwd", str(cwd)], capture_output=True, text=True,
-                          env=env or clean_env(), timeout=60, stdin=subprocess.DEVNULL)
+                          env=env or isolated_env(cwd), timeout=60, stdin=subprocess.DEVNULL)
 
 
 @pytest.fixture

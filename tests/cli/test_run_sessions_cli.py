@@ -1,0 +1,200 @@
+"""``codeloop run`` wiring of issue 9 end to end: the real command against the loopback
+chat-completions server (tests/cli/chat_server.py): session logs with --resume/--continue,
+config files, approvals without a terminal, MCP servers from config, --network and the
+bubblewrap fallback."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+from chat_server import ChatServer, text_reply, tool_reply
+from test_run_cli import isolated_env, run
+
+MCP_SERVER = str(Path(__file__).parents[1] / "mcp" / "server_app.py")
+
+
+@pytest.fixture
+def server():
+    with ChatServer() as s:
+        yield s
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    return ws
+
+
+def session_id(stderr: str) -> str:
+    found = re.search(r"session (\S+)\s+\(continue: codeloop run --resume", stderr)
+    assert found, stderr
+    return found.group(1)
+
+
+def tool_end(stdout: str) -> dict:
+    return next(e for e in map(json.loads, stdout.splitlines()) if e["kind"] == "tool_call_end")["data"]
+
+
+BASE = ["--profile", "anthropic", "--approval", "never-ask", "--sandbox", "full"]
+
+
+def test_resume_sends_the_earlier_conversation_and_continues_the_same_log(server, workspace) -> None:
+    server.replies.extend([text_reply("Noted: the codeword is PELICAN."), text_reply("It was PELICAN.")])
+    first = run(["remember the codeword PELICAN", "--base-url", server.base_url, *BASE], workspace)
+    assert first.returncode == 0, first.stderr
+    sid = session_id(first.stderr)
+    second = run(["what was the codeword?", "--resume", sid, "--base-url", server.base_url, *BASE], workspace)
+    assert second.returncode == 0, second.stderr
+    sent = json.dumps(server.requests[1]["messages"])
+    assert "remember the codeword PELICAN" in sent and "Noted: the codeword is PELICAN." in sent
+    assert "what was the codeword?" in sent
+    assert session_id(second.stderr) == sid
+
+
+def test_continue_resumes_the_latest_session_of_the_workspace(server, workspace) -> None:
+    server.replies.extend([text_reply("one"), text_reply("two"), text_reply("three")])
+    run(["first task", "--base-url", server.base_url, *BASE], workspace)
+    latest = run(["second task", "--base-url", server.base_url, *BASE], workspace)
+    done = run(["third task", "--continue", "--base-url", server.base_url, *BASE], workspace)
+    assert done.returncode == 0, done.stderr
+    sent = json.dumps(server.requests[2]["messages"])
+    assert "second task" in sent and "first task" not in sent
+    assert session_id(done.stderr) == session_id(latest.stderr)
+
+
+def test_continue_without_a_session_is_a_clear_error(workspace) -> None:
+    done = run(["x", "--continue"], workspace)
+    assert done.returncode == 2 and "no earlier session" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_resume_unknown_id_is_a_clear_error(server, workspace) -> None:
+    done = run(["x", "--resume", "0123456789abcdef", "--base-url", server.base_url, *BASE], workspace)
+    assert done.returncode == 2 and "0123456789abcdef" in done.stderr and "Traceback" not in done.stderr
+
+
+def write_configs(workspace: Path, project: str, user: str = "") -> None:
+    (workspace / ".codeloop").mkdir(exist_ok=True)
+    (workspace / ".codeloop" / "config.toml").write_text(project)
+    (workspace.parent / "userconf").mkdir(exist_ok=True)
+    (workspace.parent / "userconf" / "config.toml").write_text(user)
+
+
+def test_config_files_supply_options_and_project_beats_user(server, workspace) -> None:
+    write_configs(workspace,
+                  f'base_url = "{server.base_url}"\nmodel = "project-model"\nsandbox = "full"\n',
+                  'model = "user-model"\nprofile = "anthropic"\napproval = "never-ask"\n')
+    server.replies.extend([tool_reply("shell", {"command": "echo made > out.txt"}), text_reply("done")])
+    done = run(["make out.txt"], workspace)
+    assert done.returncode == 0, done.stderr
+    assert server.requests[0]["model"] == "project-model"
+    assert server.requests[0]["tools"]  # profile = "anthropic" from the user file: native tools
+    assert (workspace / "out.txt").read_text() == "made\n"  # approval = never-ask from the user file
+
+
+def test_flags_beat_config_files(server, workspace) -> None:
+    write_configs(workspace, 'base_url = "http://127.0.0.1:9/v1"\nmodel = "project-model"\nmax_turns = 1\n')
+    server.replies.extend([text_reply("hi")])
+    done = run(["hello", "--base-url", server.base_url, "--model", "flag-model", "--max-turns", "0", *BASE],
+               workspace)
+    assert done.returncode == 0, done.stderr
+    assert server.requests[0]["model"] == "flag-model"
+
+
+def test_bad_config_key_is_a_one_line_error_with_exit_2(workspace) -> None:
+    write_configs(workspace, 'modle = "x"\n')
+    done = run(["x"], workspace)
+    assert done.returncode == 2 and done.stdout == ""
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert "config.toml:1" in done.stderr and "modle" in done.stderr and "'model'" in done.stderr
+
+
+def test_on_risk_without_terminal_denies_and_names_the_fix(server, workspace) -> None:
+    server.replies.extend([tool_reply("shell", {"command": "touch made.txt"}), text_reply("ok")])
+    done = run(["touch", "--json", "--base-url", server.base_url, "--profile", "anthropic", "--sandbox", "full"],
+               workspace)
+    assert done.returncode == 0, done.stderr
+    end = tool_end(done.stdout)
+    assert "--approval never-ask" in end["error"]
+    assert "--approval never-ask" in done.stderr and "touch made.txt" in done.stderr
+    assert not (workspace / "made.txt").exists()
+
+
+def test_always_ask_without_terminal_denies_even_a_file_write(server, workspace) -> None:
+    server.replies.extend([tool_reply("write_file", {"file_path": "a.txt", "content": "x"}), text_reply("ok")])
+    done = run(["w", "--json", "--base-url", server.base_url, "--profile", "anthropic", "--sandbox", "full",
+                "--approval", "always-ask"], workspace)
+    assert done.returncode == 0, done.stderr
+    assert "--approval never-ask" in tool_end(done.stdout)["error"]
+    assert not (workspace / "a.txt").exists()
+
+
+def test_mcp_server_from_config_is_registered_and_called(server, workspace) -> None:
+    write_configs(workspace, f'[mcp_servers.calc]\ncommand = {json.dumps(sys.executable)}\n'
+                             f'args = [{json.dumps(MCP_SERVER)}]\n')
+    server.replies.extend([tool_reply("calc__add", {"a": 2, "b": 40}), text_reply("42")])
+    done = run(["add", "--json", "--base-url", server.base_url, *BASE], workspace)
+    assert done.returncode == 0, done.stderr
+    assert "calc__add" in [t["function"]["name"] for t in server.requests[0]["tools"]]
+    end = tool_end(done.stdout)
+    assert not end.get("error") and end["output"].strip() == "42"
+
+
+def test_mcp_server_that_cannot_start_is_a_warning_not_a_failure(server, workspace) -> None:
+    write_configs(workspace, '[mcp_servers.gone]\ncommand = "/nonexistent/mcp-server"\n')
+    server.replies.extend([text_reply("fine")])
+    done = run(["hi", "--base-url", server.base_url, *BASE], workspace)
+    assert done.returncode == 0, done.stderr
+    assert "warning" in done.stderr and "gone" in done.stderr
+
+
+def fake_bwrap_path(tmp_path: Path) -> str:
+    """A PATH whose bwrap fails like bubblewrap in a container without user namespaces.
+    (A stand-in: the real bwrap works on this machine, so its failure must be simulated.)"""
+    bindir = tmp_path / "fakebin"
+    bindir.mkdir()
+    exe = bindir / "bwrap"
+    exe.write_text("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n")
+    exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
+    return f"{bindir}:{os.environ['PATH']}"
+
+
+def test_default_sandbox_falls_back_to_full_with_a_loud_warning(server, tmp_path, workspace) -> None:
+    server.replies.extend([tool_reply("shell", {"command": "echo ran > ran.txt"}), text_reply("ok")])
+    done = run(["go", "--base-url", server.base_url, "--profile", "anthropic", "--approval", "never-ask"],
+               workspace, env=isolated_env(workspace, PATH=fake_bwrap_path(tmp_path)))
+    assert done.returncode == 0, done.stderr
+    assert "NO SANDBOX" in done.stderr and "install bubblewrap" in done.stderr
+    assert (workspace / "ran.txt").read_text() == "ran\n"
+
+
+def test_explicit_sandbox_without_bubblewrap_fails_clearly(server, tmp_path, workspace) -> None:
+    done = run(["go", "--base-url", server.base_url, "--sandbox", "workspace-write"], workspace,
+               env=isolated_env(workspace, PATH=fake_bwrap_path(tmp_path)))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "bubblewrap" in done.stderr and "--sandbox full" in done.stderr
+    assert server.requests == []
+
+
+@pytest.mark.parametrize(("flag", "expect_only_lo"), [("off", True), ("on", False)])
+def test_network_flag_controls_the_sandbox_network(server, workspace, flag, expect_only_lo) -> None:
+    from codeloop.environments.sandbox import probe_bwrap
+
+    if (why := probe_bwrap()) is not None:
+        pytest.skip(f"bubblewrap cannot run here: {why}")
+    if os.listdir("/sys/class/net") == ["lo"]:
+        pytest.skip("this machine has no network interface besides lo")
+    # /proc/net/dev lists the interfaces of the command's own network namespace.
+    server.replies.extend([tool_reply("shell", {"command": "tail -n +3 /proc/net/dev | cut -d: -f1"}),
+                           text_reply("ok")])
+    done = run(["net", "--json", "--network", flag, "--base-url", server.base_url, "--profile", "anthropic",
+                "--approval", "never-ask"], workspace)
+    assert done.returncode == 0, done.stderr
+    interfaces = tool_end(done.stdout)["output"].split("[exit code")[0].split()
+    assert "lo" in interfaces and (interfaces == ["lo"]) is expect_only_lo
