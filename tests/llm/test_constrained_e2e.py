@@ -54,8 +54,6 @@ async def test_llama_server_replies_validate_against_the_reply_schema(
         assert reply.answer is not None or (reply.call is not None and reply.call.parse_error is None)
 
 
-
-
 @pytest.mark.parametrize("profile_id", PROFILE_IDS)
 async def test_llama_server_accepts_the_reply_schema_of_each_profile_tool_set(
     adapter: OpenAICompatibleAdapter, local_llm: LocalLLM, profile_id: str,

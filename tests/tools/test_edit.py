@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from codeloop.tools import ToolContext, execute_tool_call
+
 from .workspace_fixture import Workspace
 
 
@@ -88,3 +90,51 @@ async def test_3_3_fuzzy_line_match_keeps_crlf_line_endings(ws: Workspace) -> No
     )
     assert not result.is_error, result.output
     assert ws.read("w.py") == b"def f():\r\n    return 3\r\nx = 2\r\n"
+
+
+WRITE_HINT = "stop using edit_file on it. Call read_file on"
+
+
+async def test_issue10_second_failed_edit_of_small_file_suggests_write_file(ws: Workspace) -> None:
+    ws.write("small.py", "def f():\n    return 1\n")
+    bad = {"file_path": "small.py", "old_string": "completely different text", "new_string": "x"}
+    first = await ws.call("edit_file", bad)
+    second = await ws.call("edit_file", bad)
+    assert first.is_error and WRITE_HINT not in first.output
+    assert second.is_error and second.output.endswith(
+        "\nThis is failed edit number 2 of small.py, which has only 2 lines: stop using edit_file on it. "
+        "Call read_file on small.py, then write_file with its complete new content.")
+    assert ws.read("small.py") == b"def f():\n    return 1\n"
+
+
+async def test_issue10_no_write_file_hint_for_files_of_200_lines_or_more(ws: Workspace) -> None:
+    ws.write("big.py", "".join(f"v{i} = {i}\n" for i in range(200)))
+    bad = {"file_path": "big.py", "old_string": "nothing like this", "new_string": "x"}
+    results = [await ws.call("edit_file", bad) for _ in range(3)]
+    assert all(r.is_error and WRITE_HINT not in r.output for r in results)
+
+
+async def test_issue10_successful_edit_resets_the_failure_count(ws: Workspace) -> None:
+    ws.write("a.py", "x = 1\n")
+    bad = {"file_path": "a.py", "old_string": "nothing like this", "new_string": "y"}
+    await ws.call("edit_file", bad)
+    ok = await ws.call("edit_file", {"file_path": "a.py", "old_string": "x = 1", "new_string": "x = 2"})
+    assert not ok.is_error
+    after = await ws.call("edit_file", bad)
+    assert after.is_error and WRITE_HINT not in after.output
+
+
+async def test_issue10_failures_are_counted_per_file_and_per_session(ws: Workspace) -> None:
+    ws.write("a.py", "x = 1\n")
+    ws.write("b.py", "y = 1\n")
+
+    async def fail(path: str, session: str) -> str:
+        args = {"file_path": path, "old_string": "nothing like this", "new_string": "z"}
+        result = await execute_tool_call(ws.registry, "edit_file", args, ws.env, ctx=ToolContext(session_id=session))
+        assert result.is_error
+        return result.output
+
+    await fail("a.py", "s1")
+    assert WRITE_HINT not in await fail("b.py", "s1")
+    assert WRITE_HINT not in await fail("a.py", "s2")
+    assert WRITE_HINT in await fail("a.py", "s1")

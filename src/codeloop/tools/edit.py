@@ -4,7 +4,9 @@ Order of attempts: the exact text; then the same text with typographic punctuati
 (curly quotes, dashes, odd spaces) read as ASCII; then a line match that ignores
 whitespace and indentation, re-indenting ``new_string`` to the file's indentation. A
 fuzzy success says what it matched. A failure shows the current text around the
-closest line so a small model can retry with the right ``old_string``. The file is
+closest line so a small model can retry with the right ``old_string``; from the second
+failed edit of the same small file in a session, the error also suggests rewriting it
+with write_file (issue 10: small models that keep missing are better off). The file is
 read as bytes and written back atomically through the environment, so line endings
 and everything outside the edit are kept byte for byte.
 """
@@ -12,10 +14,11 @@ and everything outside the edit are kept byte for byte.
 from __future__ import annotations
 
 import difflib
+from collections import OrderedDict
 from typing import Any
 
 from codeloop.environments.base import ExecutionEnvironment
-from codeloop.environments.errors import FileNotFoundInWorkspaceError
+from codeloop.environments.errors import FileNotFoundInWorkspaceError, WorkspaceError
 from codeloop.tools.errors import ToolError
 from codeloop.tools.files import number_lines
 from codeloop.tools.patch_apply import PUNCTUATION_TO_ASCII
@@ -23,6 +26,50 @@ from codeloop.tools.registry import RegisteredTool, ToolContext, ToolDefinition,
 
 WINDOW_CONTEXT = 3
 """Lines shown above and below the closest match in a not-found error."""
+
+FAILURES_BEFORE_WRITE_HINT = 2
+"""Failed edits of one file (in one session) after which write_file is suggested."""
+
+SMALL_FILE_LINES = 200
+"""Files shorter than this are small enough to rewrite whole with write_file."""
+
+
+class FailedEdits:
+    """Failed edit_file calls per (session, file); a success resets the file's count.
+
+    Bounded (oldest keys dropped) so a long-lived registry cannot grow without limit."""
+
+    def __init__(self, limit: int = 512) -> None:
+        self._counts: OrderedDict[tuple[str | None, str], int] = OrderedDict()
+        self._limit = limit
+
+    def failed(self, key: tuple[str | None, str]) -> int:
+        """Record one failure; returns the file's failure count so far."""
+        count = self._counts.pop(key, 0) + 1
+        self._counts[key] = count
+        while len(self._counts) > self._limit:
+            self._counts.popitem(last=False)
+        return count
+
+    def succeeded(self, key: tuple[str | None, str]) -> None:
+        """Forget the file's failures."""
+        self._counts.pop(key, None)
+
+
+async def _write_file_hint(env: ExecutionEnvironment, path: str, failures: int) -> str:
+    if failures < FAILURES_BEFORE_WRITE_HINT:
+        return ""
+    try:
+        data = await env.read_bytes(path)
+    except WorkspaceError:  # a missing or unreadable file already has its own error
+        return ""
+    lines = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+    if b"\0" in data or lines >= SMALL_FILE_LINES:
+        return ""
+    return (
+        f"\nThis is failed edit number {failures} of {path}, which has only {lines} lines: stop using "
+        f"edit_file on it. Call read_file on {path}, then write_file with its complete new content."
+    )
 
 
 async def edit_file(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> str:
@@ -200,7 +247,22 @@ def _not_found(path: str, file_lines: list[str], old_lines: list[str]) -> str:
 
 
 def edit_file_tool(description: str | None = None) -> RegisteredTool:
-    """``edit_file(file_path, old_string, new_string, replace_all?)``."""
+    """``edit_file(file_path, old_string, new_string, replace_all?)``; each tool counts its
+    failed edits per session and file (see :class:`FailedEdits`)."""
+    failures = FailedEdits()
+
+    async def run(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> str:
+        key = (ctx.session_id, str(args.get("file_path", "")))
+        try:
+            result = await edit_file(args, env, ctx)
+        except ToolError as exc:
+            hint = await _write_file_hint(env, key[1], failures.failed(key))
+            if hint:
+                raise ToolError(f"{exc}{hint}") from None
+            raise
+        failures.succeeded(key)
+        return result
+
     return RegisteredTool(
         ToolDefinition(
             "edit_file",
@@ -220,5 +282,5 @@ def edit_file_tool(description: str | None = None) -> RegisteredTool:
                 ["file_path", "old_string", "new_string"],
             ),
         ),
-        edit_file,
+        run,
     )
