@@ -110,6 +110,6 @@ async def test_9_13_6_subagent(tmp_path, base_url) -> None:
 async def test_9_13_7_timeout(tmp_path, base_url) -> None:
     session, events = session_in(tmp_path, base_url)
     await session.submit("Run 'sleep 30' with the default timeout")
-    shells = tool_ends(events, "shell")
-    assert shells and "timed out after 10000ms" in (shells[0].error or shells[0].output or "")
+    shells = tool_ends(events, "shell")  # a first invalid call the model then corrects is fine
+    assert any("timed out after 10000ms" in (e.error or e.output or "") for e in shells)
     assert session.state.value != "closed"

@@ -42,6 +42,8 @@ class SubAgentHandle:
     """Agent id given to the model."""
     session: Session
     """The child session (own history)."""
+    instruction: str = ""
+    """The task it was spawned with."""
     task: asyncio.Task[str] | None = None
     """The current ``submit`` of the child."""
 
@@ -71,7 +73,7 @@ class SubagentManager:
         child = Session(profile, parent.environment, config, parent.client, policy=parent.policy,
                         approver=parent.approver, depth=parent.depth + 1,
                         working_subdir=working_dir or parent.working_subdir)
-        handle = SubAgentHandle("agent_" + uuid.uuid4().hex[:8], child)
+        handle = SubAgentHandle("agent_" + uuid.uuid4().hex[:8], child, task)
         handle.task = asyncio.create_task(child.submit(task))
         self.agents[handle.id] = handle
         return handle

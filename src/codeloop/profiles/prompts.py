@@ -96,6 +96,7 @@ print("Hello World")
 
 Rules:
 - Call one tool, then stop and wait: the result comes back in a <tool_result> block.
+- Leave out optional parameters you do not need (never write 0 or an empty value for them).
 - Read a file before editing it. Run the program or tests to check your work.
 - If a result says the call was invalid, fix the call exactly as it says.
 - When the task is done, reply with a short summary and NO tool call."""
@@ -115,7 +116,8 @@ print("Hello")
 </content>
 </tool>
 
-One tool per reply; wait for the <tool_result>. When done, reply with a summary and no tool."""
+One tool per reply; wait for the <tool_result>. Leave out optional parameters you do not need.
+When done, reply with a summary and no tool."""
 
 NATIVE_COMPACT = """\
 You are codeloop, a coding agent working in the user's workspace through tools. \
