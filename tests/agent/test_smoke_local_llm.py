@@ -44,6 +44,23 @@ def base_url(request: pytest.FixtureRequest) -> str:
         pytest.skip(f"local llama.cpp server could not start: {exc}")
 
 
+_TRANSCRIPT: list[ev.SessionEvent] = []
+
+
+@pytest.fixture(autouse=True)
+def transcript():
+    """Print what the model said and did (shown by pytest when a step fails: data, not noise)."""
+    _TRANSCRIPT.clear()
+    yield
+    for e in _TRANSCRIPT:
+        if isinstance(e, ev.AssistantTextEnd):
+            print(f"ASSISTANT: {e.text[:800]}")
+        elif isinstance(e, ev.ToolCallStart):
+            print(f"CALL {e.tool_name} {e.arguments}"[:500])
+        elif isinstance(e, ev.ToolCallEnd):
+            print(f"RESULT {'ERROR ' if e.is_error else ''}{(e.error or e.output or '')[:300]}")
+
+
 def session_in(root: Path, base_url: str, **config: object) -> tuple[Session, list[ev.SessionEvent]]:
     profile = create_profile("text", MODEL)
     # A 1.5B model on 2 shared cores can take minutes to read a prompt: generous timeouts.
@@ -52,6 +69,7 @@ def session_in(root: Path, base_url: str, **config: object) -> tuple[Session, li
                       SessionConfig(max_tool_rounds_per_input=12, **config), client)  # type: ignore[arg-type]
     events: list[ev.SessionEvent] = []
     session.subscribe(events.append)
+    session.subscribe(_TRANSCRIPT.append)
     return session, events
 
 
