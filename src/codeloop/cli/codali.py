@@ -8,10 +8,6 @@ from typing import Annotated
 
 import typer
 
-from codeloop.codali.answer import answer_request_sync
-from codeloop.codali.request import AgentRequestError, parse_agent_request
-from codeloop.codali.response import dumps
-
 codali_app = typer.Typer(
     name="codali",
     help="Context broker for stateless agents (AGENT_REQUEST v1 → CODALI_RESPONSE v1). "
@@ -35,6 +31,11 @@ def answer(
 ) -> None:
     """Read one reply holding an AGENT_REQUEST v1, print the CODALI_RESPONSE v1.
     Example: codeloop codali answer --repo . reply.txt"""
+    # Imported here, not at module level: `codeloop --help` must not pay for the index and LLM layers.
+    from codeloop.codali.answer import answer_request_sync
+    from codeloop.codali.request import AgentRequestError, parse_agent_request
+    from codeloop.codali.response import dumps
+
     if not repo.is_dir():
         raise _fail(f"--repo {repo} is not a directory; pass the repository root")
     if source == "-":
