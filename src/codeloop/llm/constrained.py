@@ -30,6 +30,7 @@ from typing import Any
 import jsonschema
 from jsonschema.exceptions import SchemaError, best_match
 
+from codeloop.llm.errors import InvalidRequestError, NotFoundError
 from codeloop.llm.types import Message, Request, Response, ResponseFormat, ToolCall, ToolDefinition
 
 CONSTRAINED_MODES = ("auto", "on", "off")
@@ -218,8 +219,10 @@ async def probe_support(
     """Ask the server once for a reply constrained to :data:`PROBE_SCHEMA`.
 
     Supported when the reply parses and validates; a rejected request (any error) or a
-    reply that ignores the schema means unsupported. Cached under ``key`` when given, so a
-    server is probed once per process. Never raises (except cancellation)."""
+    reply that ignores the schema means unsupported. Definitive outcomes (a reply, or a 4xx
+    rejection of the request) are cached under ``key`` when given, so a server is probed
+    once per process; a transient failure (network, timeout, 5xx) is not cached. Never
+    raises (except cancellation)."""
     if key is not None and key in _SUPPORT_CACHE:
         return _SUPPORT_CACHE[key]
     request = Request(
@@ -227,13 +230,17 @@ async def probe_support(
         messages=[Message.user('Reply with the JSON object {"ok": true}.')],
         response_format=ResponseFormat("json_schema", PROBE_SCHEMA, strict=True),
     )
+    definitive = True
     try:
         response = await complete(request)
-    except Exception as exc:  # the server rejecting the field is the answer we probe for
+    except (InvalidRequestError, NotFoundError) as exc:
         support = Support(False, f"the server rejected a JSON Schema response_format ({type(exc).__name__}: {exc})")
+    except Exception as exc:  # any failure means "not now"; the next session probes again
+        definitive = False
+        support = Support(False, f"the probe request failed ({type(exc).__name__}: {exc})")
     else:
         support = _judge_probe(response.text)
-    if key is not None:
+    if key is not None and definitive:
         _SUPPORT_CACHE[key] = support
     return support
 

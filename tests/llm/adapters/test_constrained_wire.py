@@ -144,3 +144,14 @@ async def test_session_constrained_malformed_reply_gets_error_result_with_valid_
     sent = json.loads(wire.requests[1].body)["messages"][-1]
     assert sent["role"] == "tool" and "Invalid reply: not JSON" in sent["content"]
     assert len(wire.requests) == 2, "mode 'on' sends no probe"
+
+
+async def test_probe_transient_failure_is_not_cached(wire: LoopbackServer) -> None:
+    constrained.clear_support_cache()
+    adapter = OpenAICompatibleAdapter(f"{wire.base_url}/v1", name="llama_cpp")
+    wire.push(error_reply(503, "loading model"), json_reply(completion('{"ok": false}')))
+    first = await constrained.probe_support(adapter.complete, "m", key="k")
+    second = await constrained.probe_support(adapter.complete, "m", key="k")
+    await adapter.close()
+    assert not first.supported and first.reason.startswith("the probe request failed (ServerError")
+    assert second.supported and len(wire.requests) == 2
