@@ -481,6 +481,7 @@ async def run_chat(settings: RunSettings, resume: str | None, renderer: Renderer
                 break
             if not text.strip():
                 continue
+            last_press[0] = 0.0  # a Ctrl-C before this message does not make the next one a "twice"
             if terminal.interactive:
                 terminal.on_line = lambda line: route_typed_line(runner.session, line, err)
             turn = loop.create_task(runner.submit(text))

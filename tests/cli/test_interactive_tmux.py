@@ -1,0 +1,125 @@
+"""The interactive chat of ``codeloop run`` (no TASK), driven through a real terminal:
+tmux runs the command in a pty, keys are sent with ``send-keys`` and the screen is read
+with ``capture-pane``. The model is the loopback scripted server (tests/cli/chat_server.py)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from chat_server import ChatServer, text_reply, tool_reply
+from test_run_cli import CODELOOP, isolated_env
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+
+class Pane:
+    """One tmux server (private socket) running ``codeloop run`` in a 160x50 terminal."""
+
+    def __init__(self, socket: str, command: str) -> None:
+        self.socket = socket
+        self.tmux("new-session", "-d", "-x", "160", "-y", "50", command)
+        self.tmux("set-option", "-g", "remain-on-exit", "on")  # keep the screen readable after an exit
+
+    def tmux(self, *args: str) -> str:
+        return subprocess.run(["tmux", "-L", self.socket, *args], check=True, capture_output=True, text=True,
+                              timeout=10).stdout
+
+    def keys(self, *keys: str) -> None:
+        self.tmux("send-keys", *keys)
+
+    def type_line(self, text: str) -> None:
+        self.tmux("send-keys", "-l", text)
+        self.keys("Enter")
+
+    def screen(self) -> str:
+        return self.tmux("capture-pane", "-p", "-J", "-S", "-300")
+
+    def wait_for(self, text: str, timeout: float = 20.0, *, count: int = 1) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if screen.count(text) >= count:
+                return screen
+            time.sleep(0.1)
+        raise AssertionError(f"{text!r} (x{count}) not on the screen after {timeout}s:\n{self.screen()}")
+
+    def close(self) -> None:
+        subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True, timeout=10)
+
+
+@pytest.fixture
+def server() -> Iterator[ChatServer]:
+    with ChatServer() as s:
+        yield s
+
+
+@pytest.fixture
+def chat(server: ChatServer, tmp_path: Path) -> Iterator[Pane]:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    env = isolated_env(workspace, TERM="xterm")
+    command = " ".join(shlex.quote(a) for a in [
+        "env", "-i", *(f"{k}={v}" for k, v in env.items()), CODELOOP, "run", "--cwd", str(workspace),
+        "--base-url", server.base_url, "--profile", "anthropic", "--approval", "never-ask", "--sandbox", "full"])
+    pane = Pane(f"codeloop-test-{tmp_path.name}", f"{command}; echo EXITED=$?; sleep 600")
+    try:
+        pane.wait_for("Ctrl-C aborts")
+        yield pane
+    finally:
+        pane.close()
+
+
+def sent(server: ChatServer, index: int) -> str:
+    return json.dumps(server.requests[index]["messages"])
+
+
+def test_chat_streams_answers_joins_continued_lines_and_steers(chat: Pane, server: ChatServer) -> None:
+    server.replies.extend([
+        text_reply("Hello from the scripted model."),
+        tool_reply("shell", {"command": "sleep 1.5"}),
+        text_reply("Steered answer."),
+    ])
+    chat.type_line("say hello")
+    chat.wait_for("Hello from the scripted model.")
+    chat.type_line("run a short \\")
+    chat.type_line("command please")
+    chat.wait_for("sleep 1.5")
+    chat.type_line("use tabs please")
+    chat.wait_for("Steered answer.")
+    assert "say hello" in sent(server, 1) and "Hello from the scripted model." in sent(server, 1)
+    assert '"run a short \\ncommand please"' in sent(server, 1)
+    assert "use tabs please" in sent(server, 2)
+    chat.type_line("/exit")
+    chat.wait_for("EXITED=0")
+    assert "codeloop run --resume" in chat.screen()
+
+
+def test_ctrl_c_aborts_the_turn_kills_the_command_and_twice_quits(chat: Pane, server: ChatServer,
+                                                                  tmp_path: Path) -> None:
+    marker = tmp_path / "ws" / "late.txt"
+    server.replies.extend([tool_reply("shell", {"command": "sleep 41.5 && touch late.txt"}), text_reply("Still here.")])
+    chat.type_line("start something long")
+    chat.wait_for("sleep 41.5")
+    assert subprocess.run(["pgrep", "-f", "sleep 41.5"], capture_output=True).returncode == 0
+    chat.keys("C-c")
+    chat.wait_for("aborting the turn")
+    chat.wait_for("›", count=2)  # the prompt is back
+    deadline = time.monotonic() + 5
+    while subprocess.run(["pgrep", "-f", "sleep 41.5"], capture_output=True).returncode == 0:
+        assert time.monotonic() < deadline, "the aborted command is still running"
+        time.sleep(0.1)
+    chat.type_line("are you there?")
+    chat.wait_for("Still here.")
+    assert "start something long" in sent(server, 1)  # the conversation survives the abort
+    chat.keys("C-c")
+    chat.wait_for("(Ctrl-C again to quit)", count=2)
+    chat.keys("C-c")
+    chat.wait_for("EXITED=0")
+    assert not marker.exists()
