@@ -61,13 +61,14 @@ def server() -> Iterator[ChatServer]:
 
 
 @pytest.fixture
-def chat(server: ChatServer, tmp_path: Path) -> Iterator[Pane]:
+def chat(server: ChatServer, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Pane]:
+    approval = getattr(request, "param", "never-ask")
     workspace = tmp_path / "ws"
     workspace.mkdir()
     env = isolated_env(workspace, TERM="xterm")
     command = " ".join(shlex.quote(a) for a in [
         "env", "-i", *(f"{k}={v}" for k, v in env.items()), CODELOOP, "run", "--cwd", str(workspace),
-        "--base-url", server.base_url, "--profile", "anthropic", "--approval", "never-ask", "--sandbox", "full"])
+        "--base-url", server.base_url, "--profile", "anthropic", "--approval", approval, "--sandbox", "full"])
     pane = Pane(f"codeloop-test-{tmp_path.name}", f"{command}; echo EXITED=$?; sleep 600")
     try:
         pane.wait_for("Ctrl-C aborts")
@@ -85,6 +86,7 @@ def test_chat_streams_answers_joins_continued_lines_and_steers(chat: Pane, serve
         text_reply("Hello from the scripted model."),
         tool_reply("shell", {"command": "sleep 1.5"}),
         text_reply("Steered answer."),
+        text_reply("Follow-up answer."),
     ])
     chat.type_line("say hello")
     chat.wait_for("Hello from the scripted model.")
@@ -92,10 +94,12 @@ def test_chat_streams_answers_joins_continued_lines_and_steers(chat: Pane, serve
     chat.type_line("command please")
     chat.wait_for("sleep 1.5")
     chat.type_line("use tabs please")
-    chat.wait_for("Steered answer.")
+    chat.type_line(">> then list the files")
+    chat.wait_for("Follow-up answer.")
     assert "say hello" in sent(server, 1) and "Hello from the scripted model." in sent(server, 1)
     assert '"run a short \\ncommand please"' in sent(server, 1)
     assert "use tabs please" in sent(server, 2)
+    assert server.requests[3]["messages"][-1] == {"role": "user", "content": "then list the files"}
     chat.type_line("/exit")
     chat.wait_for("EXITED=0")
     assert "codeloop run --resume" in chat.screen()
@@ -123,3 +127,28 @@ def test_ctrl_c_aborts_the_turn_kills_the_command_and_twice_quits(chat: Pane, se
     chat.keys("C-c")
     chat.wait_for("EXITED=0")
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("chat", ["on-risk"], indirect=True)
+def test_on_risk_asks_on_the_terminal_and_always_is_remembered(chat: Pane, server: ChatServer,
+                                                                tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    server.replies.extend([tool_reply("shell", {"command": "touch one.txt"}), text_reply("made one"),
+                           tool_reply("shell", {"command": "touch two.txt"}), text_reply("made two"),
+                           tool_reply("shell", {"command": "rm one.txt"}), text_reply("not removed")])
+    chat.type_line("make one")
+    chat.wait_for("Approve?")
+    assert "touch one.txt" in chat.screen() and not (workspace / "one.txt").exists()
+    chat.type_line("always")
+    chat.wait_for("made one")
+    assert (workspace / "one.txt").exists()
+    assert "touch" in (workspace / ".codeloop" / "approvals.toml").read_text()
+    chat.type_line("make two")  # remembered prefix: no question
+    chat.wait_for("made two")
+    assert (workspace / "two.txt").exists() and chat.screen().count("Approve?") == 1
+    chat.type_line("remove one")
+    chat.wait_for("Approve?", count=2)
+    chat.type_line("n")
+    chat.wait_for("not removed")
+    assert (workspace / "one.txt").exists()
+    assert "the user declined" in sent(server, 5)
