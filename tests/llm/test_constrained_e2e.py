@@ -8,14 +8,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import jsonschema
 import pytest
 
+from codeloop.agent import events as ev
+from codeloop.agent.config import SessionConfig
+from codeloop.agent.session import Session
+from codeloop.environments.local import LocalExecutionEnvironment
 from codeloop.llm import constrained
 from codeloop.llm.adapters.openai_compatible import OpenAICompatibleAdapter
+from codeloop.llm.client import Client
 from codeloop.llm.types import Message, Request, ToolDefinition
 from codeloop.profiles import PROFILE_IDS, create_profile
+from codeloop.profiles.base import ProviderProfile
+from codeloop.tools.files import read_file_tool
+from codeloop.tools.registry import ToolRegistry
 
 from .conftest import LocalLLM
 
@@ -70,3 +79,34 @@ async def test_llama_server_accepts_the_reply_schema_of_each_profile_tool_set(
 async def test_probe_finds_llama_server_supports_json_schema(adapter: OpenAICompatibleAdapter, local_llm: LocalLLM) -> None:
     support = await constrained.probe_support(adapter.complete, local_llm.model)
     assert support.supported, support.reason
+
+
+@pytest.mark.timeout(900)
+async def test_session_auto_turns_constrained_mode_on_and_every_streamed_reply_parses(
+    local_llm: LocalLLM, tmp_path: Path,
+) -> None:
+    constrained.clear_support_cache()
+    (tmp_path / "README.md").write_text("# demo\nThe answer is 42.\n")
+    profile = ProviderProfile(
+        id="openai", model=local_llm.model, tool_registry=ToolRegistry.of([read_file_tool()]),
+        base_instructions="You are a coding assistant working in a repository.", provider="llama_cpp",
+        supports_reasoning=False, context_window_size=8_192,
+    )
+    client = Client({"llama_cpp": OpenAICompatibleAdapter(local_llm.base_url, name="llama_cpp",
+                                                          timeout=local_llm.timeout)})
+    session = Session(profile, LocalExecutionEnvironment(str(tmp_path)),
+                      SessionConfig(constrained_decoding="auto", max_tool_rounds_per_input=1), client)
+    events: list[ev.SessionEvent] = []
+    session.subscribe(events.append)
+    await session.submit("What does README.md say?")
+    end_reason = session.end_reason
+    await session.close()
+    await client.close()
+    modes = [e.message for e in events if isinstance(e, ev.WarningEvent) and e.code == "constrained_decoding"]
+    assert modes == ["Constrained decoding: on (auto: the server constrains replies to a JSON Schema)."]
+    assert end_reason in ("completed", "round_limit")
+    errors = [e.error for e in events if isinstance(e, ev.ToolCallEnd) and e.error]
+    assert not [e for e in errors if e.startswith("Invalid reply")], errors
+    texts = [e.text for e in events if isinstance(e, ev.AssistantTextEnd)]
+    assert texts and all(t for t in texts)
+    print("\n".join(texts))
