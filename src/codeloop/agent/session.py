@@ -339,10 +339,15 @@ class Session:
         return list(parse_text_tool_calls(response.text, schemas).calls)
 
     def _answer_of(self, response: Response) -> str:
-        """In constrained mode, the final answer's text (the raw reply when it is not one)."""
+        """In constrained mode, the assistant text to keep: the final answer's text; nothing
+        for a valid call when the history carries it as a structured call (saves the window);
+        else the raw reply (so the model sees what it wrote)."""
         schemas = {d.name: d.parameters for d in self._tools().definitions()}
-        answer = constrained.parse_constrained_reply(response.text, schemas).answer
-        return response.text if answer is None else answer
+        reply = constrained.parse_constrained_reply(response.text, schemas)
+        if reply.answer is not None:
+            return reply.answer
+        valid_call = reply.call is not None and reply.call.parse_error is None
+        return "" if valid_call and self.profile.native_tool_calls else response.text
 
     async def _resolve_constrained(self) -> None:
         """Decide constrained decoding once per session and say which mode is active."""

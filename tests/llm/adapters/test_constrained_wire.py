@@ -111,7 +111,11 @@ async def test_session_auto_probes_then_sends_schema_and_runs_the_json_call(wire
         jsonschema.Draft202012Validator.check_schema(schema)
         jsonschema.validate({"tool": "shell", "arguments": {"command": "ls"}}, schema)
         assert "# Reply format" in body["messages"][0]["content"]
-    # the tool result went back to the model with the call it answers
+    # the call went back as a structured call (no duplicate JSON text), then its result
+    assistant = bodies[2]["messages"][-2]
+    assert assistant["content"] in (None, "")
+    assert [c["function"]["name"] for c in assistant["tool_calls"]] == ["shell"]
+    assert json.loads(assistant["tool_calls"][0]["function"]["arguments"]) == {"command": "echo constrained-ran"}
     assert bodies[2]["messages"][-1]["role"] == "tool"
     assert "constrained-ran" in bodies[2]["messages"][-1]["content"]
 
