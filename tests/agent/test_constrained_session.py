@@ -33,6 +33,10 @@ async def test_text_profile_in_constrained_mode_keeps_the_json_call_in_history(h
     assert "via-json" in (h.of(ev.ToolCallEnd)[0].output or "")
     first = h.adapter.requests[0]
     assert first.tools is None and first.response_format is not None
+    system = first.messages[0].text
+    assert "# Reply format" in system and '{"tool": "shell", "arguments": {"command": <string>' in system
+    assert '<tool name="TOOL_NAME">' not in system and "## shell:" not in system, "tagged syntax contradicts JSON"
+    assert first.stop_sequences is None, "'</tool>' inside a JSON string must not end the reply"
     assert first.response_format.json_schema is not None
     names = [b["properties"]["tool"]["const"] for b in first.response_format.json_schema["anyOf"][:-1]]
     assert "shell" in names and "edit_file" in names

@@ -48,6 +48,7 @@ from codeloop.llm.errors import AuthenticationError, ContextLengthError, SDKErro
 from codeloop.llm.types import Message, Request, Response, StreamEvent, StreamEventType, ToolCall
 from codeloop.llm.types import ToolDefinition as LLMToolDefinition
 from codeloop.profiles.base import ProviderProfile, to_llm_tool
+from codeloop.profiles.prompts import NATIVE_COMPACT
 from codeloop.tools import ToolContext, ToolPolicy, ToolRegistry, TruncationConfig, execute_tool_call
 from codeloop.tools.policy_hook import Approver
 from codeloop.tools.truncation import DEFAULT_TOOL_LIMITS, FALLBACK_CHAR_LIMIT
@@ -359,6 +360,13 @@ class Session:
                 self.client.complete, self.profile.model, provider=self.profile.provider,
                 key=constrained.support_key(self.client, probe_request))
         self._constrained = mode == "on" or (mode == "auto" and support is not None and support.supported)
+        if self._constrained and not self.profile.native_tool_calls:
+            # The text profile's prompt teaches its tagged syntax and its stop sequences could
+            # cut a JSON string; a constrained session gets the native compact prompt instead
+            # (same registry object, so tools registered later still count).
+            fields = {f.name: getattr(self.profile, f.name) for f in dataclasses.fields(ProviderProfile)}
+            self.profile = ProviderProfile(**{**fields, "base_instructions": NATIVE_COMPACT,
+                                              "compact_instructions": NATIVE_COMPACT, "stop_sequences": ()})
         if mode != "off":
             self._emit(ev.WarningEvent, message=constrained.mode_statement(mode, support), code="constrained_decoding")
 
