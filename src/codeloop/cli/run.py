@@ -19,13 +19,21 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
-from codeloop.agent import events as ev
+if TYPE_CHECKING:  # rich and the agent load inside the command: `codeloop --help` stays fast
+    from rich.console import Console
+
+    from codeloop.agent import events as ev
+
+
+def escape(text: str) -> str:
+    """``rich.markup.escape``, imported on first use (cold start of ``codeloop --help``)."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
 
 EXIT_CODES = {"completed": 0, "error": 1, "round_limit": 3, "turn_limit": 3, "aborted": 130, "closed": 0}
 """Exit code by how the session ended."""
@@ -238,6 +246,8 @@ class Renderer:
         self._streamed = False
 
     def __call__(self, event: ev.SessionEvent) -> None:
+        from codeloop.agent import events as ev
+
         if self.mode == "json":
             sys.stdout.write(json.dumps(ev.event_to_json(event), default=str) + "\n")
             sys.stdout.flush()
@@ -251,6 +261,8 @@ class Renderer:
         self._rich(event)
 
     def _rich(self, event: ev.SessionEvent) -> None:
+        from codeloop.agent import events as ev
+
         if isinstance(event, ev.AssistantTextDelta):
             self.out.print(escape(event.delta), end="", highlight=False)
             self._streamed = True
@@ -275,6 +287,8 @@ class Renderer:
 
 
 def _describe(event: ev.SessionEvent) -> str:
+    from codeloop.agent import events as ev
+
     if isinstance(event, ev.TurnLimit):
         return f"stopped: limit reached (round {event.round}, turns {event.total_turns})"
     if isinstance(event, ev.SteeringInjected):
@@ -566,6 +580,8 @@ def register(app: typer.Typer) -> None:
 
         Example: codeloop run "add a --verbose flag to cli.py" --cwd ~/src/app
         """
+        from rich.console import Console
+
         err = Console(stderr=True, soft_wrap=True)
         mode = "json" if json_out else "quiet" if quiet else "rich"
         try:
