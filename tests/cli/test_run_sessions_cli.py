@@ -198,3 +198,23 @@ def test_network_flag_controls_the_sandbox_network(server, workspace, flag, expe
     assert done.returncode == 0, done.stderr
     interfaces = tool_end(done.stdout)["output"].split("[exit code")[0].split()
     assert "lo" in interfaces and (interfaces == ["lo"]) is expect_only_lo
+
+
+def test_chat_reads_messages_from_a_pipe_and_ends_at_end_of_input(server, workspace) -> None:
+    import subprocess
+
+    from test_run_cli import CODELOOP
+
+    server.replies.extend([text_reply("first answer"), text_reply("second answer")])
+    done = subprocess.run([CODELOOP, "run", "--cwd", str(workspace), "--base-url", server.base_url, *BASE],
+                          input="hello\\\nworld\nsecond\n", capture_output=True, text=True, timeout=60,
+                          env=isolated_env(workspace))
+    assert done.returncode == 0, done.stderr
+    assert "first answer" in done.stdout and "second answer" in done.stdout
+    assert server.requests[0]["messages"][-1]["content"] == "hello\nworld"
+    assert server.requests[1]["messages"][-1]["content"] == "second"
+
+
+def test_json_without_task_is_a_usage_error(workspace) -> None:
+    done = run(["--json"], workspace)
+    assert done.returncode == 2 and "--json needs a TASK" in done.stderr

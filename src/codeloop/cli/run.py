@@ -484,9 +484,9 @@ async def run_chat(settings: RunSettings, resume: str | None, renderer: Renderer
 
     reason = "closed"
     try:
-        await runner.start(resume)
         if not terminal.start(pipes=True):
             raise UsageError("no input: run codeloop run without a TASK in a terminal, or pass a TASK")
+        await runner.start(resume)
         loop.add_signal_handler(signal.SIGINT, on_sigint)
         err.print(f"[dim]{escape(CHAT_HELP)}[/]")
         while not quitting[0]:
@@ -607,6 +607,9 @@ def register(app: typer.Typer) -> None:
         except KeyboardInterrupt:
             err.print("[yellow]interrupted[/]")
             raise typer.Exit(130) from None
+        except UsageError as exc:
+            err.print(f"[red]error:[/] {escape(str(exc))}")
+            raise typer.Exit(2) from None
         except Exception as exc:  # configuration problems found late (adapter, sandbox, session id, MCP)
             err.print(f"[red]error:[/] {escape(type(exc).__name__)}: {escape(str(exc))}")
             raise typer.Exit(2) from None
