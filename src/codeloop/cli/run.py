@@ -1,13 +1,19 @@
-"""``codeloop run "TASK"``: run the agent loop in a workspace (DESIGN contract, issue 9 basics).
+"""``codeloop run ["TASK"]``: run the agent loop in a workspace (DESIGN contract, issue 9).
 
 Model choice, in order: ``--provider``/``--base-url`` when given; else the first API key
 set (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ``GEMINI_API_KEY``/``GOOGLE_API_KEY``);
 else the local llama.cpp model (installed and started on first use) with the ``text``
-profile. Output: rich text as it happens; ``--json`` one event per line on stdout
-(schema ``docs/events.schema.json``); ``--quiet`` only the final answer.
+profile. Options left out come from the config files (``codeloop.config``: project, then
+user). Output: rich text as it happens; ``--json`` one event per line on stdout (schema
+``docs/events.schema.json``); ``--quiet`` only the final answer. Every run is recorded
+(``codeloop.sessions``; ``--resume ID``/``--continue``); MCP servers come from the config.
+Without TASK: a chat on the terminal (:func:`run_chat`; keys in docs/agent.md).
 
 Exit codes: 0 completed, 1 the session failed (provider/auth error), 2 bad usage or
 configuration, 3 a turn or round limit stopped the agent, 130 interrupted.
+
+Over 500 lines because the one command owns its option merging, terminal (approval
+prompt, steering, chat) and session lifecycle; ``codeloop.cli`` modules are one per face.
 """
 
 from __future__ import annotations
