@@ -218,3 +218,20 @@ def test_chat_reads_messages_from_a_pipe_and_ends_at_end_of_input(server, worksp
 def test_json_without_task_is_a_usage_error(workspace) -> None:
     done = run(["--json"], workspace)
     assert done.returncode == 2 and "--json needs a TASK" in done.stderr
+
+
+def test_rewind_with_the_printed_session_id_undoes_the_runs_file_changes(server, workspace) -> None:
+    import subprocess
+
+    from test_run_cli import CODELOOP
+
+    (workspace / "notes.txt").write_bytes(b"original\r\n")
+    server.replies.extend([tool_reply("write_file", {"file_path": "notes.txt", "content": "changed"}),
+                           text_reply("rewrote it")])
+    done = run(["rewrite notes", "--base-url", server.base_url, *BASE], workspace)
+    assert done.returncode == 0, done.stderr
+    assert (workspace / "notes.txt").read_text() == "changed"
+    back = subprocess.run([CODELOOP, "rewind", session_id(done.stderr), "--to", "0"],
+                          capture_output=True, text=True, timeout=60, env=isolated_env(workspace))
+    assert back.returncode == 0, back.stderr
+    assert (workspace / "notes.txt").read_bytes() == b"original\r\n"
