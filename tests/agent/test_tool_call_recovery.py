@@ -63,4 +63,5 @@ async def test_text_profile_stops_generation_after_a_call(harness) -> None:
     h = harness("text", [text_response('<tool name="shell">\n<command>echo cut</command>\n'), text_response("ok")])
     await h.session.submit("x")
     assert h.adapter.requests[0].stop_sequences == ["</tool>", "<tool_result"]
+    assert h.adapter.requests[0].temperature == 0.0  # deterministic for small local models
     assert "cut" in (h.of(ev.ToolCallEnd)[0].output or "")

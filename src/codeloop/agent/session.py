@@ -304,6 +304,7 @@ class Session:
             reasoning_effort=self.config.reasoning_effort if self.profile.supports_reasoning else None,
             provider_options=self.profile.provider_options(),
             stop_sequences=list(self.profile.stop_sequences) or None,
+            temperature=self.profile.temperature,
         )
 
     async def _call_model(self) -> Response:

@@ -56,6 +56,9 @@ class ProviderProfile:
     """Shell timeout when a call gives none (§5.4: 10 s codex/gemini, 120 s Claude Code)."""
     knowledge_cutoff: str = "unknown"
     """For the ``<environment>`` block."""
+    temperature: float | None = None
+    """Sampling temperature sent with every request; None = provider default. The ``text``
+    profile uses 0 so small local models repeat run to run (issue 10)."""
     stop_sequences: tuple[str, ...] = ()
     """Sent with every request; the ``text`` profile stops after a call's ``</tool>`` so a
     small model cannot invent the tool's result."""

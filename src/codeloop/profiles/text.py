@@ -62,5 +62,6 @@ def create_text_profile(
         native_tool_calls=False,
         tool_call_recovery=True,
         stop_sequences=("</tool>", "<tool_result"),
+        temperature=0.0,
         default_command_timeout_ms=OPENAI_SHELL_TIMEOUT_MS,
     )
