@@ -235,3 +235,11 @@ def test_rewind_with_the_printed_session_id_undoes_the_runs_file_changes(server,
                           capture_output=True, text=True, timeout=60, env=isolated_env(workspace))
     assert back.returncode == 0, back.stderr
     assert (workspace / "notes.txt").read_bytes() == b"original\r\n"
+
+
+def test_rich_output_ends_with_a_usage_summary(server, workspace) -> None:
+    server.replies.extend([tool_reply("shell", {"command": "true"}), text_reply("done")])
+    done = run(["go", "--base-url", server.base_url, *BASE], workspace)
+    assert done.returncode == 0, done.stderr
+    # chat_server reports 10 prompt and 5 completion tokens per call
+    assert "2 model calls · tokens in 20 (cached 0) / out 10" in done.stderr

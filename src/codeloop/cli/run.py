@@ -250,6 +250,17 @@ class Renderer:
         self.mode, self.out, self.err = mode, out, err
         self.final_text = ""
         self._streamed = False
+        self._usage = [0, 0, 0, 0]
+        """Since the last input: model calls, input, cached and output tokens."""
+        self._started = 0.0
+
+    def summary(self) -> str:
+        """One line for the end of an input: calls, tokens, elapsed time."""
+        import time
+
+        calls, tokens_in, cached, tokens_out = self._usage
+        return (f"{calls} model call{'s' if calls != 1 else ''} · tokens in {tokens_in:,} "
+                f"(cached {cached:,}) / out {tokens_out:,} · {time.monotonic() - self._started:.1f}s")
 
     def __call__(self, event: ev.SessionEvent) -> None:
         from codeloop.agent import events as ev
@@ -267,8 +278,18 @@ class Renderer:
         self._rich(event)
 
     def _rich(self, event: ev.SessionEvent) -> None:
+        import time
+
         from codeloop.agent import events as ev
 
+        if isinstance(event, ev.UserInput):
+            self._usage, self._started = [0, 0, 0, 0], time.monotonic()
+        elif isinstance(event, ev.AssistantTextEnd):
+            for i, n in enumerate((1, event.input_tokens, event.cache_read_tokens, event.output_tokens)):
+                self._usage[i] += n
+        elif isinstance(event, ev.SessionEnd) and self._usage[0]:
+            self.err.print(f"[dim]{escape(self.summary())}[/]", highlight=False)
+            self._usage[0] = 0
         if isinstance(event, ev.AssistantTextDelta):
             self.out.print(escape(event.delta), end="", highlight=False)
             self._streamed = True
