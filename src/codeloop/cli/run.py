@@ -173,6 +173,13 @@ NO_TERMINAL = ("no terminal to ask for approval: pass --approval never-ask to al
                "or run codeloop in a terminal and answer the prompt")
 
 
+def take_lines(buffer: bytes) -> tuple[list[str], bytes]:
+    """The complete lines of ``buffer`` (decoded, invalid UTF-8 replaced, a trailing CR
+    dropped) and the unfinished rest. Splitting on ``\\n`` never cuts a UTF-8 character."""
+    *complete, rest = buffer.split(b"\n")
+    return [raw.removesuffix(b"\r").decode("utf-8", "replace") for raw in complete], rest
+
+
 class Terminal:
     """The one reader of stdin (a tty): routes each typed line to a pending approval
     question, else to ``on_line`` (steering in a chat). Lines are read with the event
@@ -213,10 +220,9 @@ class Terminal:
             self.stop()
             self._deliver(None)
             return
-        self._buffer += chunk
-        while b"\n" in self._buffer:
-            raw, self._buffer = self._buffer.split(b"\n", 1)
-            self._deliver(raw.decode("utf-8", "replace"))
+        lines, self._buffer = take_lines(self._buffer + chunk)
+        for line in lines:
+            self._deliver(line)
 
     def _deliver(self, line: str | None) -> None:
         if self._question is not None and not self._question.done():
