@@ -5,6 +5,7 @@ bubblewrap fallback."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -243,3 +244,34 @@ def test_rich_output_ends_with_a_usage_summary(server, workspace) -> None:
     assert done.returncode == 0, done.stderr
     # chat_server reports 10 prompt and 5 completion tokens per call
     assert "2 model calls · tokens in 20 (cached 0) / out 10" in done.stderr
+
+
+def test_continue_after_kill_9_keeps_the_conversation(server, workspace) -> None:
+    import signal
+    import subprocess
+    import time
+
+    from test_run_cli import CODELOOP
+
+    pid_file = workspace / "job.pid"
+    server.replies.extend([tool_reply("shell", {"command": "echo $$ > job.pid; exec sleep 53"}),
+                           text_reply("resumed fine")])
+    proc = subprocess.Popen([CODELOOP, "run", "start the long job", "--json", "--cwd", str(workspace),
+                             "--base-url", server.base_url, *BASE], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            stdin=subprocess.DEVNULL, env=isolated_env(workspace))
+    try:
+        deadline = time.monotonic() + 30
+        while not pid_file.exists() or not pid_file.read_text().strip():  # the command is running
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        proc.kill()
+        if pid_file.exists() and pid_file.read_text().strip():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid_file.read_text()), signal.SIGKILL)  # the orphan of the killed run
+    done = run(["did it finish?", "--continue", "--base-url", server.base_url, *BASE], workspace)
+    assert done.returncode == 0, done.stderr
+    sent = json.dumps(server.requests[1]["messages"])
+    assert "start the long job" in sent and "did it finish?" in sent
