@@ -76,6 +76,9 @@ class PipelineConfig:
     """Messages kept verbatim when history is summarized."""
     content_budget: int | None = 60_000
     """Characters of file content per CODALI_RESPONSE."""
+    max_output_tokens: int | None = 2048
+    """Longest reply per model call: a small model that rambles to its context limit at a
+    few tokens per second on a CPU would otherwise stall the run for many minutes."""
 
     @classmethod
     def single(cls, model: str, provider: str | None = None, *, summarizer: str | None = None,
@@ -170,7 +173,7 @@ class RolesPipeline:
         choice = self.config.summarizer
         response = await self.client.complete(Request(
             model=choice.model, provider=choice.provider,
-            messages=[Message.system(SUMMARIZER), Message.user(text)]))
+            messages=[Message.system(SUMMARIZER), Message.user(text)], max_tokens=self.config.max_output_tokens))
         return response.text.strip() or text[-4000:]
 
     async def _complete(self, choice: ModelChoice, system: str,
@@ -178,7 +181,7 @@ class RolesPipeline:
         if await self.history.fit(self._summarize, len(system), choice.context_window):
             self._emit("history_compacted", {"messages": len(self.history.messages)})
         return await self.client.complete(Request(
-            model=choice.model, provider=choice.provider, tools=tools,
+            model=choice.model, provider=choice.provider, tools=tools, max_tokens=self.config.max_output_tokens,
             messages=[Message.system(system), *self.history.messages]))
 
     async def _role_turn(self, role: str, choice: ModelChoice, system: str, instruction: str) -> str:
