@@ -54,6 +54,18 @@ class Pane:
         subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True, timeout=10)
 
 
+def launch(server: ChatServer, tmp_path: Path, *args: str) -> Pane:
+    """``codeloop run ARGS`` on the workspace ``tmp_path/ws`` in a fresh terminal; the pane
+    stays open after it exits, showing ``EXITED=<code>``."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    env = isolated_env(workspace, TERM="xterm")
+    command = " ".join(shlex.quote(a) for a in [
+        "env", "-i", *(f"{k}={v}" for k, v in env.items()), CODELOOP, "run", *args, "--cwd", str(workspace),
+        "--base-url", server.base_url, "--profile", "anthropic", "--sandbox", "full"])
+    return Pane(f"codeloop-test-{tmp_path.name}", f"{command}; echo EXITED=$?; sleep 600")
+
+
 @pytest.fixture
 def server() -> Iterator[ChatServer]:
     with ChatServer() as s:
@@ -63,13 +75,7 @@ def server() -> Iterator[ChatServer]:
 @pytest.fixture
 def chat(server: ChatServer, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Pane]:
     approval = getattr(request, "param", "never-ask")
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    env = isolated_env(workspace, TERM="xterm")
-    command = " ".join(shlex.quote(a) for a in [
-        "env", "-i", *(f"{k}={v}" for k, v in env.items()), CODELOOP, "run", "--cwd", str(workspace),
-        "--base-url", server.base_url, "--profile", "anthropic", "--approval", approval, "--sandbox", "full"])
-    pane = Pane(f"codeloop-test-{tmp_path.name}", f"{command}; echo EXITED=$?; sleep 600")
+    pane = launch(server, tmp_path, "--approval", approval)
     try:
         pane.wait_for("Ctrl-C aborts")
         yield pane
@@ -152,3 +158,18 @@ def test_on_risk_asks_on_the_terminal_and_always_is_remembered(chat: Pane, serve
     chat.wait_for("not removed")
     assert (workspace / "one.txt").exists()
     assert "the user declined" in sent(server, 5)
+
+
+def test_task_mode_on_a_terminal_asks_and_yes_runs_the_command(server: ChatServer, tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    server.replies.extend([tool_reply("shell", {"command": "touch yes.txt"}), text_reply("made it")])
+    pane = launch(server, tmp_path, "make yes.txt")
+    try:
+        pane.wait_for("Approve?")
+        assert not (workspace / "yes.txt").exists()
+        pane.type_line("y")
+        pane.wait_for("EXITED=0")
+        assert (workspace / "yes.txt").exists() and "made it" in pane.screen()
+        assert not (workspace / ".codeloop" / "approvals.toml").exists()  # "y" is not remembered
+    finally:
+        pane.close()
