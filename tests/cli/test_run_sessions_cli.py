@@ -275,3 +275,15 @@ def test_continue_after_kill_9_keeps_the_conversation(server, workspace) -> None
     assert done.returncode == 0, done.stderr
     sent = json.dumps(server.requests[1]["messages"])
     assert "start the long job" in sent and "did it finish?" in sent
+
+
+def test_summary_shows_cost_for_a_model_with_catalog_prices(server, workspace) -> None:
+    from codeloop.llm.catalog import get_model_info
+
+    info = get_model_info("claude-sonnet-4-5")
+    assert info is not None and info.input_cost_per_million and info.output_cost_per_million
+    server.replies.extend([text_reply("done")])
+    done = run(["go", "--model", "claude-sonnet-4-5", "--base-url", server.base_url, *BASE], workspace)
+    assert done.returncode == 0, done.stderr
+    expected = (10 * info.input_cost_per_million + 5 * info.output_cost_per_million) / 1e6
+    assert f"≤ ${expected:.4f}" in done.stderr

@@ -259,14 +259,25 @@ class Renderer:
         self._usage = [0, 0, 0, 0]
         """Since the last input: model calls, input, cached and output tokens."""
         self._started = 0.0
+        self.model = ""
+        """The model of the session (from SESSION_START), for prices in the summary."""
 
     def summary(self) -> str:
-        """One line for the end of an input: calls, tokens, elapsed time."""
+        """One line for the end of an input: calls, tokens, elapsed time, cost when the
+        catalog knows the model's prices."""
         import time
 
+        from codeloop.llm.catalog import get_model_info
+
         calls, tokens_in, cached, tokens_out = self._usage
-        return (f"{calls} model call{'s' if calls != 1 else ''} · tokens in {tokens_in:,} "
+        line = (f"{calls} model call{'s' if calls != 1 else ''} · tokens in {tokens_in:,} "
                 f"(cached {cached:,}) / out {tokens_out:,} · {time.monotonic() - self._started:.1f}s")
+        info = get_model_info(self.model) if self.model else None
+        if info and info.input_cost_per_million is not None and info.output_cost_per_million is not None:
+            # Cached input is billed at the full price here: an upper bound.
+            cost = (tokens_in * info.input_cost_per_million + tokens_out * info.output_cost_per_million) / 1e6
+            line += f" · ≤ ${cost:.4f}"
+        return line
 
     def __call__(self, event: ev.SessionEvent) -> None:
         from codeloop.agent import events as ev
@@ -288,7 +299,9 @@ class Renderer:
 
         from codeloop.agent import events as ev
 
-        if isinstance(event, ev.UserInput):
+        if isinstance(event, ev.SessionStart):
+            self.model = event.model
+        elif isinstance(event, ev.UserInput):
             self._usage, self._started = [0, 0, 0, 0], time.monotonic()
         elif isinstance(event, ev.AssistantTextEnd):
             for i, n in enumerate((1, event.input_tokens, event.cache_read_tokens, event.output_tokens)):
