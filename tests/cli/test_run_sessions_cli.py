@@ -287,3 +287,13 @@ def test_summary_shows_cost_for_a_model_with_catalog_prices(server, workspace) -
     assert done.returncode == 0, done.stderr
     expected = (10 * info.input_cost_per_million + 5 * info.output_cost_per_million) / 1e6
     assert f"≤ ${expected:.4f}" in done.stderr
+
+
+def test_resumed_json_events_carry_the_resumed_session_id(server, workspace) -> None:
+    server.replies.extend([text_reply("one"), text_reply("two")])
+    first = run(["first", "--json", "--base-url", server.base_url, *BASE], workspace)
+    sid = json.loads(first.stdout.splitlines()[0])["session_id"]
+    second = run(["second", "--json", "--resume", sid, "--base-url", server.base_url, *BASE], workspace)
+    assert second.returncode == 0, second.stderr
+    assert {json.loads(line)["session_id"] for line in second.stdout.splitlines()} == {sid}
+    assert session_id(second.stderr) == sid

@@ -411,6 +411,8 @@ class Runner:
                                tool_call_recovery=True if s.choice.provider == "openai_compatible" else None)
         session = Session(create_profile(s.choice.profile, s.choice.model), self.environment, config, self.client,
                           policy=policy)
+        if resume is not None:
+            session.id = resume  # events (--json, the log) carry the id --resume and rewind take
         self.recording = record_session(session, s.root, resume=resume,
                                         on_error=lambda e: self.err.print(f"[yellow]warning: session log: "
                                                                           f"{escape(str(e))}[/]"))
