@@ -71,7 +71,7 @@ def ensure_mini() -> None:
         return
     BENCH_VENVS.mkdir(exist_ok=True)
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "mini-swe-agent"], check=True)
+    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", "mini-swe-agent", "mcp"], check=True)
 
 
 def local_base_url(model: str) -> str:

@@ -360,6 +360,8 @@ class RunSettings:
     """Turn limit (0 = none)."""
     mcp_servers: Any
     """``{name: McpServerConfig}`` from the config files."""
+    constrained: str = "off"
+    """Constrained decoding: auto, on or off (``SessionConfig.constrained_decoding``)."""
 
 
 class Runner:
@@ -408,7 +410,8 @@ class Runner:
         policy = approval_policy(s.approval, ApprovalStore(s.root), self.terminal.ask)
         # Issue 10: OpenAI-compatible servers (local models) often write calls as text.
         config = SessionConfig(max_turns=s.max_turns,
-                               tool_call_recovery=True if s.choice.provider == "openai_compatible" else None)
+                               tool_call_recovery=True if s.choice.provider == "openai_compatible" else None,
+                               constrained_decoding=s.constrained)
         session = Session(create_profile(s.choice.profile, s.choice.model), self.environment, config, self.client,
                           policy=policy)
         if resume is not None:
@@ -561,7 +564,8 @@ async def run_chat(settings: RunSettings, resume: str | None, renderer: Renderer
     return ("closed" if reason in ("completed", "aborted") else reason), runner.log_id
 
 
-def settle_options(root: Path, flags: dict[str, Any], network: str | None, err: Console) -> RunSettings:
+def settle_options(root: Path, flags: dict[str, Any], network: str | None, err: Console,
+                   constrained: str | None = None) -> RunSettings:
     """Merge flags > project config > user config > defaults; raises UsageError."""
     from codeloop.config import ConfigError, load_config
 
@@ -578,11 +582,13 @@ def settle_options(root: Path, flags: dict[str, Any], network: str | None, err: 
         raise UsageError(f"unknown --approval {approval!r}: use one of {', '.join(APPROVAL_MODES)}")
     if network not in (None, "on", "off"):
         raise UsageError(f"unknown --network {network!r}: use on or off")
+    if constrained not in (None, "auto", "on", "off"):
+        raise UsageError(f"unknown --constrained {constrained!r}: use auto, on or off")
     choice = choose_model(merged["provider"], merged["profile"], merged["model"], merged["base_url"],
                           dict(os.environ))
     sandbox = resolve_sandbox(sandbox, merged["sandbox"] is not None, err)
     return RunSettings(choice, root, sandbox, network == "on", approval, merged["max_turns"] or 0,
-                       dict(cfg.mcp_servers))
+                       dict(cfg.mcp_servers), constrained=constrained or "off")
 
 
 def resume_target(root: Path, resume: str | None, continue_: bool) -> str | None:
@@ -621,6 +627,10 @@ def register(app: typer.Typer) -> None:
         approval: str | None = typer.Option(None, "--approval", help="never-ask, on-risk (default) or always-ask."),
         resume: str | None = typer.Option(None, "--resume", help="Continue the session with this id."),
         continue_: bool = typer.Option(False, "--continue", help="Continue the latest session of this workspace."),
+        constrained: str | None = typer.Option(
+            None, "--constrained",
+            help="auto, on or off (default): every reply must be one JSON tool call or a final answer "
+                 "(servers with JSON Schema support, e.g. llama.cpp)."),
     ) -> None:
         """Run the coding agent on TASK in a workspace, or chat with it when TASK is left out.
 
@@ -638,7 +648,7 @@ def register(app: typer.Typer) -> None:
                 raise UsageError(f"--cwd {str(cwd)!r} is not a directory: create it or pass an existing one")
             flags = {"model": model, "provider": provider, "profile": profile, "base_url": base_url,
                      "sandbox": sandbox, "approval": approval, "max_turns": max_turns}
-            settings = settle_options(root, flags, network, err)
+            settings = settle_options(root, flags, network, err, constrained)
             resume_id = resume_target(root, resume, continue_)
             if task is None and mode == "json":
                 raise UsageError("--json needs a TASK: codeloop run \"TASK\" --json")
