@@ -76,6 +76,15 @@ def parent_fd(root: Path, resolved: Path, shown: str, *, create: bool = False) -
         os.close(fd)
 
 
+def hardlink_refusal(shown: str, links: int) -> PathOutsideWorkspaceError:
+    """The error for reading a file with ``links`` hard links (every environment uses it)."""
+    return PathOutsideWorkspaceError(
+        f"{shown!r} is a hard link shared with {links - 1} other name(s), which may lie "
+        "outside the workspace; it is not read. Copy the file (cp) to break the link.",
+        path=shown,
+    )
+
+
 def read_bytes_beneath(root: Path, resolved: Path, shown: str, *, allow_hardlinks: bool = False) -> bytes:
     """Read a regular file reached without links; refuse multiply-linked files by default."""
     with parent_fd(root, resolved, shown) as (dir_fd, name):
@@ -88,11 +97,7 @@ def read_bytes_beneath(root: Path, resolved: Path, shown: str, *, allow_hardlink
     with os.fdopen(fd, "rb") as handle:
         info = os.fstat(handle.fileno())
         if stat.S_ISREG(info.st_mode) and info.st_nlink > 1 and not allow_hardlinks:
-            raise PathOutsideWorkspaceError(
-                f"{shown!r} is a hard link shared with {info.st_nlink - 1} other name(s), which may lie "
-                "outside the workspace; it is not read. Copy the file (cp) to break the link.",
-                path=shown,
-            )
+            raise hardlink_refusal(shown, info.st_nlink)
         return handle.read()
 
 

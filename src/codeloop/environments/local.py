@@ -41,6 +41,7 @@ from codeloop.environments.errors import (
     PermissionDeniedError,
     WorkspaceError,
 )
+from codeloop.environments.patterns import workspace_glob_pattern
 from codeloop.environments.resolver import check_path_syntax, relative_to_root, resolve_workspace_path
 from codeloop.environments.runner import run_process, signal_process_group
 
@@ -298,24 +299,7 @@ class LocalExecutionEnvironment:
 
     def _relative_pattern(self, pattern: str) -> str:
         """Glob patterns are relative; an absolute one must lie inside the workspace."""
-        if pattern.startswith("/"):
-            root = str(self._real_root())
-            for base in (root, str(self.root)):
-                if pattern == base or pattern.startswith(base.rstrip("/") + "/"):
-                    return pattern[len(base) :].lstrip("/") or "**"
-            raise PathOutsideWorkspaceError(
-                f"Glob pattern {pattern!r} is outside the workspace {root}; use a relative pattern like '**/*.py'",
-                path=pattern,
-            )
-        parts = pattern.split("/")
-        if ".." in parts:
-            raise PathOutsideWorkspaceError(
-                f"Glob pattern {pattern!r} contains '..'; patterns cannot leave the search directory",
-                path=pattern,
-            )
-        while pattern.startswith("./"):
-            pattern = pattern[2:]
-        return pattern
+        return workspace_glob_pattern(pattern, (str(self._real_root()), str(self.root)))
 
     def _real_root(self) -> Path:
         return self.resolve(".")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from codeloop.environments.errors import InvalidPatternError
+from codeloop.environments.errors import InvalidPatternError, PathOutsideWorkspaceError
 
 
 def glob_to_regex(pattern: str, *, braces: bool = True) -> str:
@@ -177,3 +177,26 @@ def is_ignored(rules: list[IgnoreRule], rel_path: str, is_dir: bool) -> bool:
         if rule.regex.fullmatch(sub):
             ignored = not rule.negated
     return ignored
+
+
+def workspace_glob_pattern(pattern: str, roots: tuple[str, ...]) -> str:
+    """``pattern`` made relative to the workspace: an absolute pattern must start with one of
+    ``roots`` (the workspace's spellings, canonical first); ``..`` segments are refused.
+
+    Raises ``PathOutsideWorkspaceError`` naming the pattern."""
+    if pattern.startswith("/"):
+        for base in roots:
+            if pattern == base or pattern.startswith(base.rstrip("/") + "/"):
+                return pattern[len(base) :].lstrip("/") or "**"
+        raise PathOutsideWorkspaceError(
+            f"Glob pattern {pattern!r} is outside the workspace {roots[0]}; use a relative pattern like '**/*.py'",
+            path=pattern,
+        )
+    if ".." in pattern.split("/"):
+        raise PathOutsideWorkspaceError(
+            f"Glob pattern {pattern!r} contains '..'; patterns cannot leave the search directory",
+            path=pattern,
+        )
+    while pattern.startswith("./"):
+        pattern = pattern[2:]
+    return pattern

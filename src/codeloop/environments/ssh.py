@@ -46,6 +46,7 @@ from codeloop.environments.base import (
     GrepOptions,
     OutputCallback,
 )
+from codeloop.environments.beneath import hardlink_refusal
 from codeloop.environments.envfilter import is_secret_name
 from codeloop.environments.errors import (
     FileNotFoundInWorkspaceError,
@@ -57,6 +58,7 @@ from codeloop.environments.errors import (
     WorkspaceError,
 )
 from codeloop.environments.local import decode_text, slice_lines
+from codeloop.environments.patterns import workspace_glob_pattern
 from codeloop.environments.resolver import check_path_syntax
 from codeloop.environments.runner import DRAIN_TIMEOUT_S, _Capture
 
@@ -233,11 +235,7 @@ class SSHExecutionEnvironment:
         if await sftp.isdir(target):
             raise NotAFileError(f"{path!r} is a directory, not a file; list it with list_dir instead", path=path)
         if links > 1 and not self.allow_hardlinks:
-            raise PathOutsideWorkspaceError(
-                f"{path!r} is a hard link shared with {links - 1} other name(s), which may lie "
-                "outside the workspace; it is not read. Copy the file (cp) to break the link.",
-                path=path,
-            )
+            raise hardlink_refusal(path, links)
         try:
             async with sftp.open(target, "rb") as handle:
                 data: bytes = await handle.read()
@@ -499,19 +497,7 @@ class SSHExecutionEnvironment:
         return result
 
     async def glob(self, pattern: str, path: str = ".") -> list[str]:
-        if pattern.startswith("/"):
-            if not pattern.startswith(self._root.rstrip("/") + "/"):
-                raise PathOutsideWorkspaceError(
-                    f"Glob pattern {pattern!r} is outside the workspace {self._root}; use a relative pattern like '**/*.py'",
-                    path=pattern,
-                )
-            pattern = pattern[len(self._root) :].lstrip("/") or "**"
-        if ".." in pattern.split("/"):
-            raise PathOutsideWorkspaceError(
-                f"Glob pattern {pattern!r} contains '..'; patterns cannot leave the search directory", path=pattern
-            )
-        while pattern.startswith("./"):
-            pattern = pattern[2:]
+        pattern = workspace_glob_pattern(pattern, (self._root,))
         base = await self._resolve(path, must_exist=True)
         result: list[str] = await self._remote_search(
             {"op": "glob", "root": self._root, "start_rel": self._start_rel(base), "pattern": pattern}
