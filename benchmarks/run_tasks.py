@@ -48,9 +48,20 @@ PRESETS = {
         "--base-url {base_url} --model {model} --provider openai_compatible --profile text "
         "--approval never-ask --sandbox workspace-write --max-turns 30 --quiet"
     ),
-    # mini-swe-agent 2.x through litellm's OpenAI-compatible route; -y runs without asking.
+    # mini-swe-agent 2.x with its default config (mini.yaml) through litellm's OpenAI-compatible
+    # route; -y runs without asking, -l 0 lifts the cost limit (a local model has no price),
+    # temperature 0 and a step limit like codeloop's --max-turns keep the comparison fair.
     "mini": (
-        f"{BENCH_VENVS / 'mini' / 'bin' / 'mini'} -y --exit-immediately -m openai/{{model}} -t {{task}}"
+        f"{BENCH_VENVS / 'mini' / 'bin' / 'mini'} -y --exit-immediately -l 0 -m openai/{{model}} "
+        "-c mini.yaml -c model.model_kwargs.temperature=0 -c model.model_kwargs.api_base={base_url} "
+        "-c agent.step_limit=30 -t {task}"
+    ),
+    # The same with mini's text-based config (actions in ```mswea_bash_command fences, no
+    # structured tool calls), which suits models that do not emit tool_calls.
+    "mini-text": (
+        f"{BENCH_VENVS / 'mini' / 'bin' / 'mini'} -y --exit-immediately -l 0 -m openai/{{model}} "
+        "--model-class litellm_textbased -c mini_textbased.yaml -c model.model_kwargs.temperature=0 "
+        "-c model.model_kwargs.api_base={base_url} -c agent.step_limit=30 -t {task}"
     ),
 }
 
@@ -127,7 +138,7 @@ def main() -> None:
         agents.append((args.name, args.agent_cmd))
     if not agents:
         agents = [("codeloop", PRESETS["codeloop"])]
-    if any(name == "mini" for name, _ in agents):
+    if any(name.startswith("mini") for name, _ in agents):
         ensure_mini()
     base_url = args.base_url or local_base_url(args.model)
     tasks = sorted(p for p in TASKS.iterdir() if (p / "task.txt").exists())

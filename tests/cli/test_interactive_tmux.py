@@ -117,7 +117,11 @@ def test_ctrl_c_aborts_the_turn_kills_the_command_and_twice_quits(chat: Pane, se
     server.replies.extend([tool_reply("shell", {"command": "sleep 41.5 && touch late.txt"}), text_reply("Still here.")])
     chat.type_line("start something long")
     chat.wait_for("sleep 41.5")
-    assert subprocess.run(["pgrep", "-f", "sleep 41.5"], capture_output=True).returncode == 0
+    # The call is shown before its process is spawned; on a loaded machine that takes a moment.
+    deadline = time.monotonic() + 10
+    while subprocess.run(["pgrep", "-f", "sleep 41.5"], capture_output=True).returncode != 0:
+        assert time.monotonic() < deadline, "the command never started"
+        time.sleep(0.1)
     chat.keys("C-c")
     chat.wait_for("aborting the turn")
     chat.wait_for("›", count=2)  # the prompt is back

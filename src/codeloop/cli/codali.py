@@ -13,6 +13,7 @@ codali_app = typer.Typer(
     help="Context broker for stateless agents (AGENT_REQUEST v1 → CODALI_RESPONSE v1). "
          "Example: codeloop codali answer --repo . reply.txt",
     no_args_is_help=True,
+    rich_markup_mode=None,
 )
 
 

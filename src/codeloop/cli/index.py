@@ -6,12 +6,15 @@ import json
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from codeloop.environments.errors import WorkspaceError
-from codeloop.index import CodeIndex, CodeIndexError, as_json
+if TYPE_CHECKING:
+    from codeloop.index import CodeIndex
+
+# The index (SQLite schema, tree-sitter grammars) is imported inside the commands, so that
+# `codeloop --help` and the other faces do not pay for it (cold start, docs/cli.md).
 
 T = TypeVar("T")
 
@@ -19,6 +22,7 @@ index_app = typer.Typer(
     name="index",
     help="Local code index: full-text search, symbols, import graph. Example: codeloop index search 'parse request'",
     no_args_is_help=True,
+    rich_markup_mode=None,
 )
 
 RepoOption = Annotated[Path, typer.Option("--repo", help="Repository root (default: current directory).")]
@@ -30,10 +34,16 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(1)
 
 
-def _open(repo: Path, refresh: bool) -> CodeIndex:
+def _index(repo: Path) -> CodeIndex:
+    from codeloop.index import CodeIndex
+
     if not repo.is_dir():
         raise _fail(f"--repo {repo} is not a directory; pass the repository root")
-    index = CodeIndex(repo)
+    return CodeIndex(repo)
+
+
+def _open(repo: Path, refresh: bool) -> CodeIndex:
+    index = _index(repo)
     if refresh:
         report, _ = index.ensure_fresh()
         if report is not None and report.added + report.updated + report.removed:
@@ -43,6 +53,9 @@ def _open(repo: Path, refresh: bool) -> CodeIndex:
 
 
 def _run(action: Callable[[], T]) -> T:
+    from codeloop.environments.errors import WorkspaceError
+    from codeloop.index import CodeIndexError
+
     try:
         return action()
     except (CodeIndexError, WorkspaceError, ValueError, OSError) as exc:
@@ -53,6 +66,8 @@ def _run(action: Callable[[], T]) -> T:
 
 
 def _emit(value: Any, as_json_flag: bool, text: Callable[[], str]) -> None:
+    from codeloop.index import as_json
+
     if as_json_flag:
         typer.echo(json.dumps(as_json(value), indent=2))
     else:
@@ -62,9 +77,7 @@ def _emit(value: Any, as_json_flag: bool, text: Callable[[], str]) -> None:
 @index_app.command("build")
 def build(repo: RepoOption = Path("."), json_out: JsonOption = False) -> None:
     """Create or incrementally refresh the index. Example: codeloop index build --repo ."""
-    if not repo.is_dir():
-        raise _fail(f"--repo {repo} is not a directory; pass the repository root")
-    index = CodeIndex(repo)
+    index = _index(repo)
     report = _run(index.build)
     _emit(report, json_out, lambda: (
         f"indexed {report.files_total} files ({report.added} added, {report.updated} updated, "
@@ -184,9 +197,7 @@ def tree(
 @index_app.command("status")
 def status(repo: RepoOption = Path("."), json_out: JsonOption = False) -> None:
     """Say whether the index exists and is current. Example: codeloop index status --json"""
-    if not repo.is_dir():
-        raise _fail(f"--repo {repo} is not a directory; pass the repository root")
-    state = _run(CodeIndex(repo).status)
+    state = _run(_index(repo).status)
     _emit(state, json_out, lambda: (
         f"repo: {state.repo_root}\nindex: {state.db_path}\n"
         f"state: {'stale (' + ', '.join(state.stale_reasons) + ')' if state.stale else 'fresh'}\n"
@@ -196,10 +207,10 @@ def status(repo: RepoOption = Path("."), json_out: JsonOption = False) -> None:
 @index_app.command("watch")
 def watch(repo: RepoOption = Path("."), json_out: JsonOption = False) -> None:
     """Keep the index fresh while files change (Ctrl-C stops). Example: codeloop index watch --repo ."""
+    from codeloop.index import as_json
     from codeloop.index.watch import watch_index
 
-    if not repo.is_dir():
-        raise _fail(f"--repo {repo} is not a directory; pass the repository root")
+    index = _index(repo)
 
     def report(r: Any) -> None:
         if json_out:
@@ -208,7 +219,7 @@ def watch(repo: RepoOption = Path("."), json_out: JsonOption = False) -> None:
             typer.echo(f"{r.files_total} files: {r.added} added, {r.updated} updated, {r.removed} removed "
                        f"({r.elapsed_ms} ms)")
 
-    _run(lambda: watch_index(CodeIndex(repo), report))
+    _run(lambda: watch_index(index, report))
 
 
 def register(app: typer.Typer) -> None:

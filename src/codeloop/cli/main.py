@@ -12,6 +12,7 @@ app = typer.Typer(
     name="codeloop",
     help="codeloop: a coding-agent engine. Example: codeloop run \"add a --verbose flag to cli.py\"",
     no_args_is_help=True,
+    rich_markup_mode=None,
     add_completion=False,
     pretty_exceptions_enable=False,
 )

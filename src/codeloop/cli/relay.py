@@ -11,39 +11,25 @@ next to the commands that print them; the logic itself is in ``codeloop.relay``.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
-from codeloop.relay.clipboard import copy_file_to_clipboard
-from codeloop.relay.config import RelayConfig, RelayConfigError, load_config
-from codeloop.relay.engine import (
-    RelayError,
-    StepReport,
-    find_session,
-    outbox_path,
-    pending_replies,
-    resume,
-    start_session,
-    step,
-)
-from codeloop.relay.events import (
-    CommandFinished,
-    ModelMessage,
-    OutboxWritten,
-    RelayEvent,
-    ReplySkipped,
-    ReplyStarted,
-    SessionCompleted,
-    event_to_json,
-)
-from codeloop.relay.results import format_result
-from codeloop.relay.session import SessionFileError, SessionState, list_sessions
-from codeloop.relay.watch import watch
+# The relay engine is imported inside each command so that `codeloop --help` and the other
+# faces do not pay for it (cold start, docs/cli.md).
+if TYPE_CHECKING:
+    from codeloop.relay.clipboard import copy_file_to_clipboard
+    from codeloop.relay.config import RelayConfig
+    from codeloop.relay.engine import (
+        StepReport,
+    )
+    from codeloop.relay.events import (
+        RelayEvent,
+    )
+    from codeloop.relay.session import SessionState
 
 LARGE_OUTBOX_BYTES = 100_000
 """Above this size the user is warned that a chat may refuse the paste."""
@@ -56,6 +42,7 @@ relay_app = typer.Typer(
         'Example: codeloop relay new "add a README" --root ~/relay'
     ),
     no_args_is_help=True,
+    rich_markup_mode=None,
 )
 
 RootOpt = Annotated[
@@ -117,6 +104,8 @@ def _config(
     clipboard: bool | None = None,
     config: str | None = None,
 ) -> RelayConfig:
+    from codeloop.relay.config import RelayConfigError, load_config
+
     flags = {
         "inbox": inbox,
         "outbox": outbox,
@@ -148,6 +137,16 @@ def _indent(text: str, prefix: str = "    ") -> str:
 
 def _print_event(event: RelayEvent) -> None:
     """Human form of one event, printed as it happens."""
+    from codeloop.relay.events import (
+        CommandFinished,
+        ModelMessage,
+        OutboxWritten,
+        ReplySkipped,
+        ReplyStarted,
+        SessionCompleted,
+    )
+    from codeloop.relay.results import format_result
+
     match event:
         case ReplyStarted():
             resumed = (
@@ -200,6 +199,8 @@ def _next_steps(
 
 
 def _print_done(config: RelayConfig, state: SessionState, skipped: int) -> None:
+    from codeloop.relay.engine import pending_replies
+
     typer.secho(f"\nSession {state.session_id} is complete.", fg=typer.colors.GREEN, bold=True)
     if state.summary:
         typer.echo("Summary from the model:\n" + _indent(state.summary))
@@ -223,6 +224,9 @@ async def _copy(config: RelayConfig, path: Path) -> str | None:
 
 
 def _report_json(config: RelayConfig, report: StepReport, copied: str | None) -> dict[str, Any]:
+    from codeloop.relay.engine import outbox_path
+    from codeloop.relay.events import event_to_json
+
     state = report.session
     return {
         "sessionId": state.session_id,
@@ -260,6 +264,10 @@ def new_command(
 
     Example: codeloop relay new "write a fizzbuzz.py with tests" --root ~/relay --workspace ~/code/fizz
     """
+    import asyncio
+
+    from codeloop.relay.engine import RelayError, start_session
+
     config = _config(
         root, inbox=inbox, outbox=outbox, sessions=sessions, workspace=workspace, timeout=timeout,
         output_limit=output_limit, max_listed_files=max_listed_files, max_read_chars=max_read_chars,
@@ -307,6 +315,11 @@ def step_command(
     Exit status 1 when a reply could not be read (it stays in the inbox) or on errors.
     Example: codeloop relay step --root ~/relay
     """
+    import asyncio
+
+    from codeloop.relay.engine import RelayError, outbox_path, step
+    from codeloop.relay.events import SessionCompleted
+
     config = _config(
         root, inbox=inbox, outbox=outbox, sessions=sessions, timeout=timeout, output_limit=output_limit,
         max_listed_files=max_listed_files, max_read_chars=max_read_chars, clipboard=clipboard, config=config_file,
@@ -353,6 +366,12 @@ def watch_command(
 
     Example: codeloop relay watch --root ~/relay
     """
+    import asyncio
+
+    from codeloop.relay.engine import RelayError, find_session, outbox_path
+    from codeloop.relay.events import SessionCompleted, event_to_json
+    from codeloop.relay.watch import watch
+
     config = _config(
         root, inbox=inbox, outbox=outbox, sessions=sessions, timeout=timeout, output_limit=output_limit,
         max_listed_files=max_listed_files, max_read_chars=max_read_chars, clipboard=clipboard, config=config_file,
@@ -422,6 +441,10 @@ def resume_command(
 
     Example: codeloop relay resume a1b2c3d4 --root ~/relay
     """
+    import asyncio
+
+    from codeloop.relay.engine import RelayError, resume
+
     config = _config(
         root, inbox=inbox, outbox=outbox, sessions=sessions, max_listed_files=max_listed_files,
         max_read_chars=max_read_chars, clipboard=clipboard, config=config_file,
@@ -467,6 +490,9 @@ def status_command(
 
     Example: codeloop relay status --root ~/relay --json
     """
+    from codeloop.relay.engine import outbox_path, pending_replies
+    from codeloop.relay.session import SessionFileError, SessionState, list_sessions
+
     config = _config(root, inbox=inbox, outbox=outbox, sessions=sessions, config=config_file)
     found = list_sessions(config.sessions_dir)
     pending = [str(p) for p in pending_replies(config)]

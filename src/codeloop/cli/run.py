@@ -18,7 +18,6 @@ prompt, steering, chat) and session lifecycle; ``codeloop.cli`` modules are one 
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 import os
@@ -186,6 +185,8 @@ class Terminal:
     loop's reader so nothing blocks and no thread is left behind."""
 
     def __init__(self, err: Console) -> None:
+        import asyncio
+
         self.err = err
         self.lines: asyncio.Queue[str | None] = asyncio.Queue()
         self._buffer = b""
@@ -199,6 +200,8 @@ class Terminal:
     def start(self, *, pipes: bool = False) -> bool:
         """Start reading stdin; False when it is not a terminal (nor a pipe, with ``pipes``).
         Approval questions are only asked on a terminal."""
+        import asyncio
+
         tty = sys.stdin.isatty()
         if not (tty or pipes):
             return False
@@ -210,6 +213,8 @@ class Terminal:
         return True
 
     def stop(self) -> None:
+        import asyncio
+
         if self.reading:
             asyncio.get_running_loop().remove_reader(sys.stdin.fileno())
             self.reading = self.interactive = False
@@ -234,6 +239,8 @@ class Terminal:
 
     async def ask(self, request: Any) -> Any:
         """The approval prompt of ``approval_policy``: y / n / always."""
+        import asyncio
+
         if not self.interactive:
             self.err.print(f"[yellow]not run:[/] {escape(request.summary[:200])} ({escape(request.reason)}); "
                            f"{escape(NO_TERMINAL)}")
@@ -379,6 +386,8 @@ class Runner:
 
     async def start(self, resume: str | None) -> None:
         """Model, environment and the first Session (resuming ``resume`` when given)."""
+        import asyncio
+
         choice = self.settings.choice
         if choice.local:
             from codeloop.llm.local import ensure_local_server
@@ -507,6 +516,7 @@ async def read_message(terminal: Terminal, out: Console) -> str | None:
 async def run_chat(settings: RunSettings, resume: str | None, renderer: Renderer,
                    err: Console) -> tuple[str, str | None]:
     """The interactive chat of ``codeloop run`` without a TASK (see CHAT_HELP)."""
+    import asyncio
     import signal
     import time
 
@@ -638,6 +648,8 @@ def register(app: typer.Typer) -> None:
 
         Example: codeloop run "add a --verbose flag to cli.py" --cwd ~/src/app
         """
+        import asyncio
+
         from rich.console import Console
 
         err = Console(stderr=True, soft_wrap=True)

@@ -17,6 +17,7 @@ sessions_app = typer.Typer(
     name="sessions",
     help="Recorded sessions of 'codeloop run'. Example: codeloop sessions list",
     no_args_is_help=True,
+    rich_markup_mode=None,
 )
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for machines.")]

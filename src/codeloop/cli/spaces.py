@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from pathlib import Path
@@ -14,11 +13,13 @@ spaces_app = typer.Typer(
     name="spaces",
     help="JSON operations/events runtime. Example: codeloop spaces exec --workspace ./ws ops.json",
     no_args_is_help=True,
+    rich_markup_mode=None,
 )
 keys_app = typer.Typer(
     name="keys",
     help="API keys of the spaces server. Example: codeloop spaces keys create --name ci",
     no_args_is_help=True,
+    rich_markup_mode=None,
 )
 spaces_app.add_typer(keys_app)
 
@@ -55,6 +56,8 @@ def exec_command(
 
     Example: echo '{"protocolVersion":"1.0","operations":[{"type":"shell","command":"ls"}]}' | codeloop spaces exec -w ./ws -
     """
+    import asyncio
+
     from codeloop.spaces.policy_config import PolicyConfigError, build_policy
     from codeloop.spaces.runs import MessageRejectedError, parse_message
 

@@ -8,7 +8,6 @@ stderr and exit status 1, never a traceback.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from collections.abc import Awaitable
@@ -80,6 +79,8 @@ def apply_patch_command(
     cwd: Path = typer.Option(Path("."), "--cwd", help="Workspace root the patch paths are relative to."),
 ) -> None:
     """Apply a v4a patch exactly as codex does. Example: codeloop apply-patch --cwd repo fix.patch"""
+    import asyncio
+
     from codeloop.environments.errors import WorkspaceError
     from codeloop.environments.local import LocalExecutionEnvironment
     from codeloop.tools.apply_patch import apply_patch_text
@@ -111,6 +112,8 @@ def tool_command(
 
     Example: codeloop tool read_file --args '{"file_path": "README.md"}' --cwd repo
     """
+    import asyncio
+
     from codeloop.environments.errors import WorkspaceError
     from codeloop.tools.pipeline import execute_tool_call
     from codeloop.tools.sets import all_tools_registry

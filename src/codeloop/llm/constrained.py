@@ -27,9 +27,6 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import jsonschema
-from jsonschema.exceptions import SchemaError, best_match
-
 from codeloop.llm.errors import InvalidRequestError, NotFoundError
 from codeloop.llm.types import Message, Request, Response, ResponseFormat, ToolCall, ToolDefinition
 
@@ -166,6 +163,9 @@ def parse_constrained_reply(text: str, schemas: Schemas) -> ConstrainedReply:
 
 
 def _schema_problem(instance: Any, schema: Mapping[str, Any]) -> str:
+    import jsonschema  # on first use: keeps it out of `codeloop run`'s start-up
+    from jsonschema.exceptions import SchemaError, best_match
+
     try:
         error = best_match(jsonschema.Draft202012Validator(dict(schema)).iter_errors(instance))
     except SchemaError:
@@ -246,6 +246,8 @@ async def probe_support(
 
 
 def _judge_probe(text: str) -> Support:
+    import jsonschema  # on first use: keeps it out of `codeloop run`'s start-up
+
     try:
         value = json.loads(text)
         jsonschema.validate(value, PROBE_SCHEMA)

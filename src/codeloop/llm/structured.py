@@ -19,8 +19,6 @@ from collections.abc import AsyncGenerator, Sequence
 from dataclasses import replace
 from typing import Any
 
-import jsonschema
-
 from codeloop.llm.client import Client, get_default_client
 from codeloop.llm.errors import NoObjectGeneratedError
 from codeloop.llm.generate import GenerateResult, StreamResult, generate, stream
@@ -36,6 +34,8 @@ def _strip_fence(text: str) -> str:
 
 def parse_json_object(text: str, schema: dict[str, Any]) -> Any:
     """The value in ``text`` validated against ``schema``, or NoObjectGeneratedError."""
+    import jsonschema  # on first use: keeps it out of `codeloop run`'s start-up
+
     body = _strip_fence(text)
     try:
         value = json.loads(body)

@@ -21,8 +21,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import jsonschema
-
 from codeloop.llm.abort import AbortSignal, abortable
 from codeloop.llm.errors import AbortError
 from codeloop.llm.types import Message, ToolCall, ToolDefinition, ToolResult
@@ -69,6 +67,8 @@ def _content(value: Any) -> str | dict[str, Any] | list[Any]:
 
 
 def _schema_error(schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
+    import jsonschema  # on first use: keeps it out of `codeloop run`'s start-up
+
     try:
         jsonschema.validate(arguments, schema)
     except jsonschema.ValidationError as exc:

@@ -19,8 +19,6 @@ import posixpath
 from dataclasses import dataclass
 from typing import Any
 
-import bashlex
-
 MAX_NESTING = 6
 """Deepest ``bash -c`` / ``eval`` nesting followed before the line counts as unparseable."""
 
@@ -111,6 +109,10 @@ def _split(line: str, via: tuple[str, ...], depth: int) -> list[ParsedCommand]:
         raise ShellParseError(f"shell nesting deeper than {MAX_NESTING} levels")
     if not line.strip():
         return []
+    # Imported here: loading bashlex builds its parser tables (~100 ms), which every
+    # `codeloop run` would otherwise pay at start even when no shell line is judged.
+    import bashlex
+
     try:
         trees = bashlex.parse(line)
     except Exception as exc:  # bashlex raises ParsingError, NotImplementedError, IndexError...

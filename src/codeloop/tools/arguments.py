@@ -10,10 +10,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError, ValidationError
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import ValidationError
+
 
 _JSON_TYPE_NAMES = {
     bool: "boolean",
@@ -66,6 +68,10 @@ def validate_arguments(tool_name: str, schema: Mapping[str, Any], arguments: dic
 
 @lru_cache(maxsize=256)
 def _validator(schema_json: str) -> Draft202012Validator:
+    # Imported on the first validation, not at start (cold start of `codeloop run`).
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
     schema = json.loads(schema_json)
     try:
         Draft202012Validator.check_schema(schema)
