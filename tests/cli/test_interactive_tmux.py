@@ -177,3 +177,23 @@ def test_task_mode_on_a_terminal_asks_and_yes_runs_the_command(server: ChatServe
         assert not (workspace / ".codeloop" / "approvals.toml").exists()  # "y" is not remembered
     finally:
         pane.close()
+
+
+def test_status_line_shows_progress_while_a_turn_runs_and_edits_show_their_diff(chat: Pane, server: ChatServer,
+                                                                                 tmp_path: Path) -> None:
+    (tmp_path / "ws" / "app.py").write_text("x = 1\ny = 2\n")
+    server.replies.extend([
+        tool_reply("edit_file", {"file_path": "app.py", "old_string": "y = 2", "new_string": "y = 20"}),
+        tool_reply("shell", {"command": "sleep 3.5"}, call_id="call_2"),
+        text_reply("All done."),
+    ])
+    chat.type_line("change y, then wait")
+    screen = chat.wait_for("running shell")
+    status = next(line for line in screen.splitlines() if "running shell" in line)
+    # Two model calls so far (10 tokens in and 5 out each, from the scripted server).
+    assert "turn 2" in status and "in 20 (cached 0) / out 10" in status, status
+    assert "-y = 2" in screen and "+y = 20" in screen  # the edit's diff under its call
+    chat.wait_for("All done.")
+    screen = chat.wait_for("3 model calls · tokens in 30 (cached 0) / out 15")
+    assert "running shell" not in screen and "waiting for the model" not in screen  # the line is gone
+    assert (tmp_path / "ws" / "app.py").read_text() == "x = 1\ny = 20\n"

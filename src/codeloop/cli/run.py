@@ -192,6 +192,8 @@ class Terminal:
         self._buffer = b""
         self._question: asyncio.Future[str] | None = None
         self.on_line: Any = None
+        self.before_output: Any = None
+        """Called before this class prints (hides the live status line)."""
         """Called with a typed line when no question waits (else the line is queued)."""
         self.interactive = False
         """True when stdin is a terminal being read (approval questions can be asked)."""
@@ -233,6 +235,8 @@ class Terminal:
         if self._question is not None and not self._question.done():
             self._question.set_result(line or "")
         elif self.on_line is not None and line is not None:
+            if self.before_output is not None:
+                self.before_output()
             self.on_line(line)
         else:
             self.lines.put_nowait(line)
@@ -241,6 +245,8 @@ class Terminal:
         """The approval prompt of ``approval_policy``: y / n / always."""
         import asyncio
 
+        if self.before_output is not None:
+            self.before_output()
         if not self.interactive:
             self.err.print(f"[yellow]not run:[/] {escape(request.summary[:200])} ({escape(request.reason)}); "
                            f"{escape(NO_TERMINAL)}")
@@ -257,34 +263,35 @@ class Terminal:
 
 
 class Renderer:
-    """Turns events into terminal output: rich (default), JSON lines or quiet."""
+    """Turns events into terminal output: rich (default), JSON lines or quiet. In rich mode
+    on a terminal, a live status line (``cli/status.py``) shows progress while a turn runs."""
 
-    def __init__(self, mode: str, out: Console, err: Console) -> None:
+    def __init__(self, mode: str, out: Console, err: Console, *, live_status: bool | None = None) -> None:
+        from codeloop.cli.status import StatusLine, Usage
+
         self.mode, self.out, self.err = mode, out, err
         self.final_text = ""
         self._streamed = False
-        self._usage = [0, 0, 0, 0]
-        """Since the last input: model calls, input, cached and output tokens."""
-        self._started = 0.0
+        self.usage = Usage()
+        """Since the last input: model calls, tokens, start time."""
+        self._busy = False
+        """Between a user input and the end of its turn."""
         self.model = ""
-        """The model of the session (from SESSION_START), for prices in the summary."""
+        """The model of the session (from SESSION_START), for prices."""
+        if live_status is None:
+            live_status = mode == "rich" and err.is_terminal and not err.is_dumb_terminal
+        self.status = StatusLine(err, lambda: self.usage, lambda: self.model) if live_status else None
 
     def summary(self) -> str:
         """One line for the end of an input: calls, tokens, elapsed time, cost when the
         catalog knows the model's prices."""
-        import time
+        calls = self.usage.calls
+        return f"{calls} model call{'s' if calls != 1 else ''} · tokens {self.usage.describe(self.model)}"
 
-        from codeloop.llm.catalog import get_model_info
-
-        calls, tokens_in, cached, tokens_out = self._usage
-        line = (f"{calls} model call{'s' if calls != 1 else ''} · tokens in {tokens_in:,} "
-                f"(cached {cached:,}) / out {tokens_out:,} · {time.monotonic() - self._started:.1f}s")
-        info = get_model_info(self.model) if self.model else None
-        if info and info.input_cost_per_million is not None and info.output_cost_per_million is not None:
-            # Cached input is billed at the full price here: an upper bound.
-            cost = (tokens_in * info.input_cost_per_million + tokens_out * info.output_cost_per_million) / 1e6
-            line += f" · ≤ ${cost:.4f}"
-        return line
+    def pause(self) -> None:
+        """Hide the status line before something else is printed (e.g. a question)."""
+        if self.status is not None:
+            self.status.hide()
 
     def __call__(self, event: ev.SessionEvent) -> None:
         from codeloop.agent import events as ev
@@ -299,23 +306,28 @@ class Renderer:
             self.final_text = event.text
         if self.mode == "quiet":
             return
+        self.pause()
         self._rich(event)
+        if self.status is not None and self._busy and not self._streamed:
+            self.status.show()
 
     def _rich(self, event: ev.SessionEvent) -> None:
-        import time
-
         from codeloop.agent import events as ev
+        from codeloop.cli.status import WAITING, Usage, edit_preview
 
         if isinstance(event, ev.SessionStart):
             self.model = event.model
         elif isinstance(event, ev.UserInput):
-            self._usage, self._started = [0, 0, 0, 0], time.monotonic()
+            self.usage, self._busy = Usage(), True
+            self._activity(WAITING)
         elif isinstance(event, ev.AssistantTextEnd):
-            for i, n in enumerate((1, event.input_tokens, event.cache_read_tokens, event.output_tokens)):
-                self._usage[i] += n
-        elif isinstance(event, ev.SessionEnd) and self._usage[0]:
-            self.err.print(f"[dim]{escape(self.summary())}[/]", highlight=False)
-            self._usage[0] = 0
+            self.usage.add(event.input_tokens, event.cache_read_tokens, event.output_tokens)
+            self._activity(WAITING)
+        elif isinstance(event, ev.SessionEnd):
+            self._busy = False
+            if self.usage.calls:
+                self.err.print(f"[dim]{escape(self.summary())}[/]", highlight=False)
+                self.usage = Usage()
         if isinstance(event, ev.AssistantTextDelta):
             self.out.print(escape(event.delta), end="", highlight=False)
             self._streamed = True
@@ -326,6 +338,9 @@ class Renderer:
         elif isinstance(event, ev.ToolCallStart):
             args = ", ".join(f"{k}={json.dumps(v)[:80]}" for k, v in event.arguments.items())
             self.out.print(f"[bold cyan]⏺ {escape(event.tool_name)}[/]({escape(args)})", highlight=False)
+            for style, line in edit_preview(event.arguments):
+                self.out.print(f"  [{style}]{escape(line)}[/]", highlight=False)
+            self._activity(f"running {event.tool_name}")
         elif isinstance(event, ev.ToolCallEnd):
             text = event.error if event.is_error else event.output
             lines = (text or "").rstrip().splitlines()
@@ -333,10 +348,15 @@ class Renderer:
             more = f"  … {len(lines) - 6} more lines above\n" if len(lines) > 6 else ""
             style = "red" if event.is_error else "dim"
             self.out.print(f"[{style}]{more}{escape(tail)}[/]", highlight=False)
+            self._activity(WAITING)
         elif isinstance(event, ev.WarningEvent | ev.LoopDetection | ev.TurnLimit | ev.SteeringInjected):
             self.err.print(f"[yellow]{escape(_describe(event))}[/]")
         elif isinstance(event, ev.ErrorEvent):
             self.err.print(f"[red]error:[/] {escape(event.message)}")
+
+    def _activity(self, text: str) -> None:
+        if self.status is not None:
+            self.status.activity = text
 
 
 def _describe(event: ev.SessionEvent) -> str:
@@ -467,6 +487,7 @@ async def run_task(task: str, settings: RunSettings, resume: str | None, rendere
     """Run one task to the end; returns (end reason, session log id). Lines typed on the
     terminal while the agent works steer it (``>>`` prefix: follow-up)."""
     terminal = Terminal(err)
+    terminal.before_output = renderer.pause
     runner = Runner(settings, renderer, err, terminal)
     try:
         await runner.start(resume)
@@ -521,6 +542,7 @@ async def run_chat(settings: RunSettings, resume: str | None, renderer: Renderer
     import time
 
     terminal = Terminal(err)
+    terminal.before_output = renderer.pause
     runner = Runner(settings, renderer, err, terminal)
     loop = asyncio.get_running_loop()
     turn: asyncio.Task[str] | None = None
@@ -529,6 +551,7 @@ async def run_chat(settings: RunSettings, resume: str | None, renderer: Renderer
     aborts: list[asyncio.Task[None]] = []
 
     def on_sigint() -> None:
+        renderer.pause()
         now = time.monotonic()
         again = now - last_press[0] < 2.0
         last_press[0] = now
