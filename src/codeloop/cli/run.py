@@ -411,12 +411,16 @@ class Runner:
         choice = self.settings.choice
         if choice.local:
             from codeloop.llm.local import ensure_local_server
+            from codeloop.llm.local_install import MODELS
 
             self.err.print("No API key set: using the local llama.cpp model "
                            "(first use installs it; this can take a while).")
             local_model = choice.model or LOCAL_MODEL
             base_url = await asyncio.to_thread(ensure_local_server, local_model)
-            choice = ModelChoice(choice.provider, choice.profile, local_model, base_url, None, True)
+            # The served model's id (e.g. qwen2.5-coder-1.5b-instruct), not the size alias, is
+            # what the status line, the session log and the context-window lookup should see.
+            model_id = MODELS[local_model].model_id if local_model in MODELS else local_model
+            choice = ModelChoice(choice.provider, choice.profile, model_id, base_url, None, True)
             self.settings = dataclasses.replace(self.settings, choice=choice)
         self.client = build_client(choice)
         self.environment = build_environment(self.settings.root, self.settings.sandbox, self.settings.network)
