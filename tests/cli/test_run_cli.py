@@ -161,5 +161,5 @@ def test_e2e_without_api_key_uses_local_llama_cpp_model(tmp_path) -> None:
     events = [json.loads(line) for line in done.stdout.splitlines()]
     for event in events:
         jsonschema.validate(event, SCHEMA)
-    assert events[0]["data"]["profile"] == "text" and events[0]["data"]["model"] == "0.5b"
+    assert events[0]["data"]["profile"] == "text" and events[0]["data"]["model"] == "qwen2.5-coder-0.5b-instruct"  # the served id, not the alias
     assert any(e["kind"] == "assistant_text_end" for e in events)
