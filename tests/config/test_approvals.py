@@ -148,3 +148,20 @@ def test_judging_any_line_never_raises(tmp_path_factory: pytest.TempPathFactory,
     decision = asyncio.run(policy(ToolCallRequest("shell", {"command": line}), LocalExecutionEnvironment(ws)))
     assert decision.action in ("allow", "deny")
     assert (decision.action == "deny") == bool(asker.asked)
+
+
+async def test_always_never_writes_through_a_codeloop_dir_linked_out_of_the_workspace(
+        ws: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    outside = tmp_path_factory.mktemp("outside")
+    store = ApprovalStore(ws)
+    # After the store was opened, the agent replaces .codeloop with a link leaving the workspace.
+    (ws / ".codeloop").symlink_to(outside, target_is_directory=True)
+    warnings: list[str] = []
+    policy = approval_policy("on-risk", store, Asker("always"), warn=warnings.append)  # type: ignore[arg-type]
+    registry = ToolRegistry.of([shell_tool()])
+    result = await execute_tool_call(registry, "shell", {"command": "touch one.txt"}, LocalExecutionEnvironment(ws),
+                                     policy=policy)
+    assert not result.is_error and (ws / "one.txt").exists()  # the user said always: it runs
+    assert list(outside.iterdir()) == []  # nothing written outside
+    assert len(warnings) == 1 and "holds for this session only" in warnings[0]
+    assert store.is_allowed("touch two.txt")  # remembered for the session

@@ -440,7 +440,8 @@ class Runner:
         from codeloop.sessions import record_session
 
         s = self.settings
-        policy = approval_policy(s.approval, ApprovalStore(s.root), self.terminal.ask)
+        policy = approval_policy(s.approval, ApprovalStore(s.root), self.terminal.ask,
+                                 warn=lambda message: self.err.print(f"[yellow]warning: {escape(message)}[/]"))
         # Issue 10: OpenAI-compatible servers (local models) often write calls as text.
         config = SessionConfig(max_turns=s.max_turns,
                                tool_call_recovery=True if s.choice.provider == "openai_compatible" else None,

@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Literal
 
 from codeloop.config.files import APPROVAL_MODES, ConfigError
-from codeloop.environments.atomic import atomic_write
 from codeloop.environments.base import ExecutionEnvironment
+from codeloop.environments.beneath import atomic_write_beneath
+from codeloop.environments.errors import WorkspaceError
 from codeloop.environments.resolver import resolve_workspace_path
 from codeloop.policy import ParsedCommand, ShellParseError, split_commands
 from codeloop.tools.policy_hook import PolicyDecision, ToolCallRequest, ToolPolicy
@@ -132,12 +133,13 @@ class ApprovalStore:
         prefix = " ".join(prefix.split())
         if not prefix or prefix in self.prefixes:
             return
-        self.prefixes.append(prefix)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.prefixes.append(prefix)  # kept for this session even if saving fails below
         body = ",\n".join(f"  {_toml_string(p)}" for p in self.prefixes)
-        atomic_write(self.path, (
+        # The agent may have replaced .codeloop with a link since the path was resolved:
+        # write without following links, beneath the workspace.
+        atomic_write_beneath(self.workspace, self.path, (
             "# Commands 'codeloop run' may run without asking in this project (answers 'always').\n"
-            f"allowed_prefixes = [\n{body},\n]\n").encode())
+            f"allowed_prefixes = [\n{body},\n]\n").encode(), ".codeloop/approvals.toml")
 
 
 @dataclass(frozen=True)
@@ -165,8 +167,10 @@ def _command_of(call: ToolCallRequest) -> str:
     return str(command or "")
 
 
-def approval_policy(mode: str, store: ApprovalStore, ask: Ask) -> ToolPolicy:
-    """The ToolPolicy of an approval mode; ValueError for an unknown mode."""
+def approval_policy(mode: str, store: ApprovalStore, ask: Ask,
+                    warn: Callable[[str], None] | None = None) -> ToolPolicy:
+    """The ToolPolicy of an approval mode; ValueError for an unknown mode. ``warn`` hears
+    when an "always" answer could not be saved (it still holds for this session)."""
     if mode not in APPROVAL_MODES:
         raise ValueError(f"unknown approval mode {mode!r}; use one of {', '.join(APPROVAL_MODES)}")
 
@@ -205,7 +209,12 @@ def approval_policy(mode: str, store: ApprovalStore, ask: Ask) -> ToolPolicy:
             return PolicyDecision.deny(f"approval prompt failed ({exc}); the call was not run")
         if answer == "always":
             for prefix in request.remember_as:
-                store.remember(prefix)
+                try:
+                    store.remember(prefix)
+                except (WorkspaceError, OSError) as exc:
+                    if warn is not None:
+                        warn(f"could not save the approval of {prefix!r} to {store.path} ({exc}); "
+                             "it holds for this session only")
             return PolicyDecision.allow()
         if answer == "y":
             return PolicyDecision.allow()

@@ -9,10 +9,12 @@ checkpoints are dropped. Directories the session created are left in place, empt
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from codeloop.environments.atomic import atomic_write
+from codeloop.environments.beneath import atomic_write_beneath, parent_fd
 from codeloop.environments.errors import WorkspaceError
 from codeloop.environments.resolver import resolve_workspace_path
 from codeloop.sessions.checkpoints import Checkpoints, count_turns, sha256_of
@@ -103,13 +105,17 @@ def rewind(session_id: str, to_turn: int, workspace: Path | str | None = None) -
     restored, deleted = [], []
     for path, data in sorted(contents.items()):
         real = targets[path]
+        # Written and deleted through directory descriptors beneath the workspace: a link
+        # swapped in since the check above cannot redirect them outside it.
         if data is None:
-            if real.exists():
-                real.unlink()
+            try:
+                with parent_fd(root, real, path) as (dir_fd, name):
+                    os.unlink(name, dir_fd=dir_fd)
                 deleted.append(path)
+            except FileNotFoundError:
+                pass
         else:
-            real.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(real, data)
+            atomic_write_beneath(root, real, data, path)
             restored.append(path)
 
     cut = cut_offset(events, to_turn)
