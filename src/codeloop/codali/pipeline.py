@@ -156,7 +156,7 @@ class RolesPipeline:
             env = LocalExecutionEnvironment(self.root)
         self.env = env
         if registry is None:
-            from codeloop.index.agent_tools import index_tools
+            from codeloop.tools.index_tools import index_tools
             from codeloop.tools.sets import core_tools
 
             registry = ToolRegistry.of([*core_tools(), *index_tools(self.root)])

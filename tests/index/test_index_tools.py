@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from codeloop.environments.local import LocalExecutionEnvironment
-from codeloop.index.agent_tools import index_tools
+from codeloop.tools.index_tools import index_tools
 from codeloop.tools.pipeline import execute_tool_call
 from codeloop.tools.registry import ToolRegistry
 

@@ -6,8 +6,8 @@ for any ``ToolRegistry``; calls go through ``execute_tool_call`` like every othe
 session and whenever files changed since (an incremental build: only changed files are
 re-parsed), in a worker thread so the event loop keeps running.
 
-Layering note: this module imports the tool types from ``codeloop.tools`` (one layer up)
-so that the index owns the tools' wording; it is imported by nothing in ``index`` itself.
+It lives in ``tools`` (not ``index``) because layers only import downward: the tools layer
+uses the index, the index knows nothing of tools.
 """
 
 from __future__ import annotations
