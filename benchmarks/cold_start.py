@@ -94,11 +94,25 @@ def time_first_request(runs: int) -> list[float]:
     return times
 
 
+def compile_sources() -> None:
+    """Byte-compile codeloop's sources, as installing a wheel does for the peers.
+
+    An editable install compiles modules on first import and caches them, unless
+    ``PYTHONDONTWRITEBYTECODE`` is set (as on some CI machines): then every start would
+    compile ~80 modules (~170 ms) that a pip-installed peer never compiles."""
+    import compileall
+
+    package = ROOT / "src" / "codeloop"
+    if not compileall.compile_dir(str(package), quiet=1, workers=0):
+        raise SystemExit(f"byte-compiling {package} failed")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--no-install", action="store_true", help="skip peers whose venv is missing")
     args = parser.parse_args()
+    compile_sources()
     rows: list[tuple[str, list[float]]] = [
         ("codeloop --help", time_help([CODELOOP, "--help"], args.runs)),
         ("codeloop run --json, to 1st request", time_first_request(args.runs)),
