@@ -96,6 +96,17 @@ def test_provider_auth_error_exit_1_with_message_on_stderr(server, tmp_path) -> 
     assert "invalid api key" in done.stderr and "Traceback" not in done.stderr
 
 
+def test_auth_and_unknown_model_errors_say_what_to_fix(server, tmp_path) -> None:
+    server.replies.append(error_reply(401, "invalid api key"))
+    done = run(["x", "--base-url", server.base_url, "--sandbox", "full"], tmp_path)
+    assert done.returncode == 1 and "fix: set a valid key in OPENAI_API_KEY, or check --base-url" in done.stderr
+    server.replies.append(error_reply(404, "model 'gpt-9' not found"))
+    done = run(["x", "--base-url", server.base_url, "--model", "gpt-9", "--sandbox", "full"], tmp_path)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "model 'gpt-9' or its endpoint was not found" in done.stderr
+    assert "fix: pass a model this provider serves with --model ID" in done.stderr
+
+
 def test_on_risk_without_terminal_refuses_risky_command_and_says_how(server, tmp_path) -> None:
     server.replies.extend([tool_reply("shell", {"command": "rm -rf build"}), text_reply("ok")])
     (tmp_path / "build").mkdir()

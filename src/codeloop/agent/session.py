@@ -44,7 +44,7 @@ from codeloop.agent.subagents import SubagentManager, subagent_tools
 from codeloop.agent.text_tool_calls import parse_text_tool_calls
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.llm import constrained
-from codeloop.llm.errors import AuthenticationError, ContextLengthError, SDKError, StreamError
+from codeloop.llm.errors import AuthenticationError, ContextLengthError, NotFoundError, SDKError, StreamError
 from codeloop.llm.types import Message, Request, Response, StreamEvent, StreamEventType, ToolCall
 from codeloop.llm.types import ToolDefinition as LLMToolDefinition
 from codeloop.profiles.base import ProviderProfile, to_llm_tool
@@ -484,6 +484,8 @@ class Session:
     async def _fail(self, exc: Exception) -> None:
         if isinstance(exc, AuthenticationError):
             what = "authentication failed (check the API key)"
+        elif isinstance(exc, NotFoundError):
+            what = f"model {self.profile.model!r} or its endpoint was not found (check the model id and base URL)"
         elif isinstance(exc, SDKError):
             what = "the model provider failed"
         else:

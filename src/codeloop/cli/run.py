@@ -105,6 +105,18 @@ def choose_model(
     return ModelChoice(provider, profile or PROVIDER_PROFILE[provider], model, base_url or env_url, api_key, local)
 
 
+def fix_hints(choice: ModelChoice) -> dict[str, str]:
+    """What to change when the provider refuses the key or does not know the model,
+    naming the variable, flag or setting (by error type of the ``error`` event)."""
+    keys = " or ".join(PROVIDER_KEYS.get(choice.provider, ("OPENAI_API_KEY",)))
+    where = "--base-url (or base_url in .codeloop/config.toml)"
+    return {
+        "AuthenticationError": f"set a valid key in {keys}" + (f", or check {where}" if choice.base_url else ""),
+        "NotFoundError": ("pass a model this provider serves with --model ID (or set model in "
+                          f".codeloop/config.toml or ~/.config/codeloop/config.toml); check {where}"),
+    }
+
+
 def build_client(choice: ModelChoice) -> Any:
     """A Client holding the one adapter the choice needs."""
     from codeloop.llm.client import Client
@@ -281,6 +293,8 @@ class Renderer:
         if live_status is None:
             live_status = mode == "rich" and err.is_terminal and not err.is_dumb_terminal
         self.status = StatusLine(err, lambda: self.usage, lambda: self.model) if live_status else None
+        self.hints: dict[str, str] = {}
+        """Fix for an error type (``AuthenticationError``: which variable to set ...)."""
 
     def summary(self) -> str:
         """One line for the end of an input: calls, tokens, elapsed time, cost when the
@@ -300,7 +314,7 @@ class Renderer:
             sys.stdout.write(json.dumps(ev.event_to_json(event), default=str) + "\n")
             sys.stdout.flush()
             if isinstance(event, ev.ErrorEvent):
-                self.err.print(f"[red]error:[/] {escape(event.message)}")
+                self._print_error(event)
             return
         if isinstance(event, ev.AssistantTextEnd):
             self.final_text = event.text
@@ -352,7 +366,13 @@ class Renderer:
         elif isinstance(event, ev.WarningEvent | ev.LoopDetection | ev.TurnLimit | ev.SteeringInjected):
             self.err.print(f"[yellow]{escape(_describe(event))}[/]")
         elif isinstance(event, ev.ErrorEvent):
-            self.err.print(f"[red]error:[/] {escape(event.message)}")
+            self._print_error(event)
+
+    def _print_error(self, event: ev.ErrorEvent) -> None:
+        self.err.print(f"[red]error:[/] {escape(event.message)}")
+        hint = self.hints.get(event.error_type)
+        if hint:
+            self.err.print(f"  [yellow]fix:[/] {escape(hint)}")
 
     def _activity(self, text: str) -> None:
         if self.status is not None:
@@ -696,6 +716,7 @@ def register(app: typer.Typer) -> None:
             err.print(f"[red]error:[/] {escape(str(exc))}")
             raise typer.Exit(2) from None
         renderer = Renderer(mode, Console(highlight=False, soft_wrap=True), err)
+        renderer.hints = fix_hints(settings.choice)
         log_id: str | None = None
         try:
             if task is None:
