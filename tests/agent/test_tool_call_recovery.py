@@ -65,3 +65,28 @@ async def test_text_profile_stops_generation_after_a_call(harness) -> None:
     assert h.adapter.requests[0].stop_sequences == ["</tool>", "<tool_result"]
     assert h.adapter.requests[0].temperature == 0.0  # deterministic for small local models
     assert "cut" in (h.of(ev.ToolCallEnd)[0].output or "")
+
+
+async def test_text_profile_caps_each_reply_to_a_quarter_of_the_window(harness) -> None:
+    h = harness("text", [text_response("hi")])
+    await h.session.submit("x")
+    assert h.adapter.requests[0].max_tokens == h.session.profile.context_window_size // 4 == 2048
+
+
+async def test_a_call_cut_by_the_output_limit_is_not_run_and_the_model_is_told(harness, tmp_path) -> None:
+    cut = '<tool name="write_file">\n<file_path>app.py</file_path>\n<content>\nprint("one")\nprint("tw'
+    whole = '<tool name="write_file">\n<file_path>app.py</file_path>\n<content>\nprint("one")\n</content>\n'
+    h = harness("text", [text_response(cut, finish="length"), text_response(whole), text_response("done")])
+    await h.session.submit("write app.py")
+    first, second = h.of(ev.ToolCallEnd)
+    assert first.is_error and "cut off at the output limit (2048 tokens)" in (first.error or "")
+    assert "Send the call again, shorter" in (h.adapter.requests[1].messages[-1].text)
+    assert not second.is_error and (tmp_path / "app.py").read_text() == 'print("one")\n'  # never half a file
+
+
+async def test_a_cut_reply_whose_call_is_complete_still_runs(harness) -> None:
+    # A small model that repeats blank lines after a whole call until the limit.
+    rambling = '<tool name="shell">\n<command>echo whole</command>\n' + "\n" * 40
+    h = harness("text", [text_response(rambling, finish="length"), text_response("ok")])
+    await h.session.submit("x")
+    assert "whole" in (h.of(ev.ToolCallEnd)[0].output or "")

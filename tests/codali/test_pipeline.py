@@ -8,6 +8,7 @@ from codeloop.codali.critic import judge, outside_plan, parse_verdict
 from codeloop.codali.pipeline import ModelChoice, PipelineConfig, RolesPipeline, parse_plan_targets
 from codeloop.llm.adapters.scripted import ScriptedAdapter, text_response, tool_call_response
 from codeloop.llm.client import Client
+from codeloop.llm.errors import error_from_status_code
 from codeloop.llm.types import Request
 
 LIBRARIAN_REQUEST = """I need the page first.
@@ -112,7 +113,7 @@ async def test_history_is_summarized_by_the_cheaper_model_at_90_percent(repo: Pa
         text_response(PLAN), text_response("Nothing to do."), text_response("status: PASS"),
     ])
     cfg = PipelineConfig(*(ModelChoice("role-model", context_window=1000),) * 4,
-                         summarizer=ModelChoice("cheap-model"), keep_recent_messages=1)
+                         summarizer=ModelChoice("cheap-model"), keep_recent_messages=1, max_output_tokens=100)
     result = await RolesPipeline(Client({"scripted": adapter}), repo, cfg).run("task")
     assert result.compactions >= 1
     summarizer_call = adapter.requests[1]
@@ -121,6 +122,19 @@ async def test_history_is_summarized_by_the_cheaper_model_at_90_percent(repo: Pa
     assert after.model == "role-model"
     assert "Summary of the conversation so far:\nSUMMARY-OF-EARLIER-TURNS" in texts(after)
     assert big not in texts(after)
+
+
+async def test_a_prompt_the_server_finds_too_long_is_compacted_and_asked_once_more(repo: Path) -> None:
+    # The estimate said it fits; llama.cpp disagrees (HTTP 500 "Context size has been exceeded.").
+    too_long = error_from_status_code(500, "Context size has been exceeded.", provider="scripted")
+    adapter = ScriptedAdapter([
+        text_response("Brief."), too_long, text_response("SHORTER"),  # the summarizer's answer
+        text_response(PLAN), text_response("Nothing to do."), text_response("status: PASS"),
+    ])
+    cfg = PipelineConfig.single("m", keep_recent_messages=1)
+    result = await RolesPipeline(Client({"scripted": adapter}), repo, cfg).run("task")
+    assert result.status == "PASS" and result.compactions == 1
+    assert "Summary of the conversation so far:\nSHORTER" in texts(adapter.requests[3])
 
 
 async def test_each_role_uses_its_own_model(repo: Path) -> None:

@@ -73,6 +73,17 @@ def test_6_5_429_insufficient_quota_is_not_retryable() -> None:
     assert type(err) is E.QuotaExceededError and not err.retryable
 
 
+def test_llama_cpp_context_size_errors_are_context_length_and_not_retried() -> None:
+    # llama-server answers 500 when generation fills its context, 400 when the prompt does.
+    full = E.error_from_status_code(500, "Context size has been exceeded.", provider="openai_compatible")
+    assert type(full) is E.ContextLengthError and not full.retryable
+    prompt = E.error_from_status_code(400, "the request exceeds the available context size, try increasing it",
+                                      provider="openai_compatible", error_code="exceed_context_size_error")
+    assert type(prompt) is E.ContextLengthError
+    # Other 5xx wording never turns a server error into a client error.
+    assert type(E.error_from_status_code(500, "model not found", provider="p")) is E.ServerError
+
+
 def test_6_5_status_wins_over_message_for_unambiguous_codes() -> None:
     assert type(E.error_from_status_code(401, "model not found", provider="p")) is E.AuthenticationError
 

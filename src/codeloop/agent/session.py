@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import re
 import time
 import uuid
 from collections import deque
@@ -55,6 +56,10 @@ from codeloop.tools.truncation import DEFAULT_TOOL_LIMITS, FALLBACK_CHAR_LIMIT
 
 CHARS_PER_TOKEN = 4
 """The §5.5 estimate: 1 token ≈ 4 characters."""
+
+
+_ENDS_COMPLETE = re.compile(r"(</[A-Za-z_][\w.-]*>|\}|```)\s*$")
+"""A reply cut by the output limit still holds whole calls when it ends like this."""
 
 
 class SessionState(StrEnum):
@@ -305,6 +310,7 @@ class Session:
             provider_options=self.profile.provider_options(),
             stop_sequences=list(self.profile.stop_sequences) or None,
             temperature=self.profile.temperature,
+            max_tokens=self.profile.max_output_tokens,
         )
 
     async def _call_model(self) -> Response:
@@ -338,7 +344,16 @@ class Session:
         if not recover:
             return []
         schemas = {d.name: d.parameters for d in self._tools().definitions()}
-        return list(parse_text_tool_calls(response.text, schemas).calls)
+        recovered = list(parse_text_tool_calls(response.text, schemas).calls)
+        if response.finish_reason.reason == "length" and not _ENDS_COMPLETE.search(response.text):
+            # Cut off by the output limit in the middle of a call: its last argument may be
+            # truncated (half a file), so nothing runs and the model is told to resend it.
+            limit = f" ({self.profile.max_output_tokens} tokens)" if self.profile.max_output_tokens else ""
+            cut = (f"Your reply was cut off at the output limit{limit} before this {{name}} call was "
+                   "complete, so it was not run. Send the call again, shorter: one tool call, no other text "
+                   "(for a big file, write part of it and add the rest with edit_file).")
+            recovered = [dataclasses.replace(c, parse_error=cut.format(name=c.name)) for c in recovered]
+        return recovered
 
     def _answer_of(self, response: Response) -> str:
         """In constrained mode, the assistant text to keep: the final answer's text; nothing

@@ -23,7 +23,7 @@ from typing import Any
 
 from codeloop.codali.answer import answer_request
 from codeloop.codali.critic import CriticResult, judge
-from codeloop.codali.history import History, transcript
+from codeloop.codali.history import CHARS_PER_TOKEN, History, transcript
 from codeloop.codali.prompts import ARCHITECT, BUILDER, CRITIC, LIBRARIAN, SUMMARIZER
 from codeloop.codali.request import AgentRequestError, parse_agent_request
 from codeloop.codali.yamlish import YamlishError, parse_block, plain
@@ -31,6 +31,7 @@ from codeloop.environments.base import ExecutionEnvironment
 from codeloop.index import CodeIndex, normalize_path
 from codeloop.index.ignore import walk_repository
 from codeloop.llm.client import Client
+from codeloop.llm.errors import ContextLengthError
 from codeloop.llm.types import Message, Request, Response
 from codeloop.llm.types import ToolDefinition as LLMToolDefinition
 from codeloop.tools.pipeline import execute_tool_call
@@ -171,6 +172,11 @@ class RolesPipeline:
 
     async def _summarize(self, text: str) -> str:
         choice = self.config.summarizer
+        # The transcript must fit the summarizer's own window: keep its most recent part.
+        window = choice.context_window
+        room = (window - min(self.config.max_output_tokens or 0, window // 2)) * CHARS_PER_TOKEN * 3 // 4
+        if len(text) > room:
+            text = f"[earlier part of the conversation left out]\n{text[-room:]}"
         response = await self.client.complete(Request(
             model=choice.model, provider=choice.provider,
             messages=[Message.system(SUMMARIZER), Message.user(text)], max_tokens=self.config.max_output_tokens))
@@ -178,11 +184,24 @@ class RolesPipeline:
 
     async def _complete(self, choice: ModelChoice, system: str,
                         tools: list[LLMToolDefinition] | None = None) -> Response:
-        if await self.history.fit(self._summarize, len(system), choice.context_window):
+        # The prompt and the reply share the window.
+        budget = choice.context_window - min(self.config.max_output_tokens or 0, choice.context_window // 2)
+        if await self.history.fit(self._summarize, len(system), budget):
             self._emit("history_compacted", {"messages": len(self.history.messages)})
-        return await self.client.complete(Request(
-            model=choice.model, provider=choice.provider, tools=tools, max_tokens=self.config.max_output_tokens,
-            messages=[Message.system(system), *self.history.messages]))
+
+        def request() -> Request:
+            return Request(model=choice.model, provider=choice.provider, tools=tools,
+                           max_tokens=self.config.max_output_tokens,
+                           messages=[Message.system(system), *self.history.messages])
+
+        try:
+            return await self.client.complete(request())
+        except ContextLengthError:
+            # The estimate was short of the real count: compact now and ask once more.
+            if not await self.history.fit(self._summarize, len(system), budget, force=True):
+                raise
+            self._emit("history_compacted", {"messages": len(self.history.messages)})
+            return await self.client.complete(request())
 
     async def _role_turn(self, role: str, choice: ModelChoice, system: str, instruction: str) -> str:
         """Ask ``role`` until it answers without an AGENT_REQUEST; answer each request."""

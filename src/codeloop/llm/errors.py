@@ -203,7 +203,9 @@ def is_retryable(exc: BaseException) -> bool:
 
 
 _MESSAGE_SIGNALS: tuple[tuple[tuple[str, ...], type[ProviderError]], ...] = (
-    (("context length", "context_length", "too many tokens", "maximum context"), ContextLengthError),
+    # llama.cpp: "Context size has been exceeded." (HTTP 500), "exceed_context_size_error" (400).
+    (("context length", "context_length", "too many tokens", "maximum context", "context size",
+      "exceed_context_size"), ContextLengthError),
     (("content filter", "content_filter", "safety"), ContentFilterError),
     (("insufficient_quota", "quota"), QuotaExceededError),
     (("not found", "does not exist"), NotFoundError),
@@ -270,7 +272,7 @@ def error_from_status_code(
         cls = ServerError
     if cls is None and grpc_status:
         cls = _GRPC_CLASSES.get(grpc_status.upper())
-    if cls is None or (status_code in _AMBIGUOUS):
+    if cls is None or cls is ServerError or (status_code in _AMBIGUOUS):
         hinted = classify_message(f"{message} {error_code or ''}")
         if hinted is not None and (cls is None or _sharpens(cls, hinted)):
             cls = hinted
@@ -293,6 +295,9 @@ def _sharpens(status_cls: type[SDKError], hinted: type[ProviderError]) -> bool:
     """Whether a message signal may override the status class."""
     if status_cls is RateLimitError:
         return hinted is QuotaExceededError
+    if status_cls is ServerError:
+        # A server failing because the input is too long will fail again on retry.
+        return hinted is ContextLengthError
     return status_cls is InvalidRequestError and hinted in (
         ContextLengthError, ContentFilterError, QuotaExceededError
     )

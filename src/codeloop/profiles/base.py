@@ -64,6 +64,10 @@ class ProviderProfile:
     small model cannot invent the tool's result."""
     options: dict[str, Any] = field(default_factory=dict)
     """``provider_options`` sent with every request (beta headers, safety settings...)."""
+    max_output_tokens: int | None = None
+    """Most tokens one reply may have (``max_tokens``); None = the provider's default. The
+    ``text`` profile caps replies: a small model stuck repeating itself would otherwise
+    generate until the server's context is full and the request fails."""
     @property
     def compact(self) -> bool:
         """True when the context window is small enough to prefer the compact prompt."""

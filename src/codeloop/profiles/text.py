@@ -63,5 +63,7 @@ def create_text_profile(
         tool_call_recovery=True,
         stop_sequences=("</tool>", "<tool_result"),
         temperature=0.0,
+        # A quarter of the window: room for an answer or a small file, never the whole window.
+        max_output_tokens=max(512, context_window_size // 4),
         default_command_timeout_ms=OPENAI_SHELL_TIMEOUT_MS,
     )
