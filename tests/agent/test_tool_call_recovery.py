@@ -90,3 +90,28 @@ async def test_a_cut_reply_whose_call_is_complete_still_runs(harness) -> None:
     h = harness("text", [text_response(rambling, finish="length"), text_response("ok")])
     await h.session.submit("x")
     assert "whole" in (h.of(ev.ToolCallEnd)[0].output or "")
+
+
+async def test_an_empty_reply_after_a_tool_result_is_answered_with_a_nudge(harness) -> None:
+    call = '<tool name="shell">\n<command>echo hi</command>\n'
+    h = harness("text", [text_response(call), text_response(""), text_response("All done.")])
+    await h.session.submit("x")
+    nudges = h.of(ev.SteeringInjected)
+    assert [n.content for n in nudges] == ["Your reply was empty. Continue the task: call a tool, or give your "
+                                           "final answer."]
+    assert h.adapter.requests[2].messages[-1].text.startswith("Your reply was empty.")
+    assert h.session.last_text == "All done." and h.session.end_reason == "completed"
+
+
+async def test_empty_replies_are_nudged_at_most_twice_per_input(harness) -> None:
+    call = '<tool name="shell">\n<command>echo hi</command>\n'
+    h = harness("text", [text_response(call), text_response(""), text_response(" "), text_response("")])
+    await h.session.submit("x")
+    assert len(h.of(ev.SteeringInjected)) == 2 and len(h.adapter.requests) == 4
+    assert h.session.end_reason == "completed"
+
+
+async def test_an_empty_answer_without_tools_is_not_nudged(harness) -> None:
+    h = harness("text", [text_response("")])
+    await h.session.submit("x")
+    assert h.of(ev.SteeringInjected) == [] and len(h.adapter.requests) == 1

@@ -60,6 +60,9 @@ def test_json_output_is_one_schema_valid_event_per_line(server, tmp_path) -> Non
     assert len({e["session_id"] for e in events}) == 1
     assert (tmp_path / "hello.py").read_text() == 'print("Hello")\n'
     assert server.requests[0].get("tools") is None  # the text profile teaches tools in the prompt
+    system = server.requests[0]["messages"][0]["content"]
+    # Its small window gets the core tools only: no subagent tools to describe.
+    assert "## read_file" in system and "spawn_agent" not in system
 
 
 def test_native_tool_calls_with_anthropic_profile_and_rich_output(server, tmp_path) -> None:

@@ -58,6 +58,11 @@ CHARS_PER_TOKEN = 4
 """The §5.5 estimate: 1 token ≈ 4 characters."""
 
 
+EMPTY_REPLY = "Your reply was empty. Continue the task: call a tool, or give your final answer."
+"""Sent when the model answers a tool result with nothing."""
+MAX_EMPTY_REPLIES = 2
+"""Empty replies per input answered with EMPTY_REPLY; the next one ends the input."""
+
 _ENDS_COMPLETE = re.compile(r"(</[A-Za-z_][\w.-]*>|\}|```)\s*$")
 """A reply cut by the output limit still holds whole calls when it ends like this."""
 
@@ -255,6 +260,7 @@ class Session:
         self._drain_steering()
         rounds = 0
         warned_context = False
+        empty_replies = 0
         while True:
             if rounds >= self.config.max_tool_rounds_per_input:
                 self._emit(ev.TurnLimit, round=rounds)
@@ -278,6 +284,14 @@ class Session:
                        tool_call_count=len(calls), input_tokens=usage.input_tokens,
                        output_tokens=usage.output_tokens, cache_read_tokens=usage.cache_read_tokens or 0)
             warned_context = warned_context or self._check_context()
+            if not calls and not text.strip() and rounds and empty_replies < MAX_EMPTY_REPLIES:
+                # Small models sometimes answer a tool result with nothing (often they start
+                # to write the result themselves and hit a stop sequence). Nothing is not a
+                # final answer: ask them to go on.
+                empty_replies += 1
+                self.history.append(SteeringTurn(EMPTY_REPLY))
+                self._emit(ev.SteeringInjected, content=EMPTY_REPLY)
+                continue
             if not calls:
                 return "completed"
 

@@ -463,11 +463,14 @@ class Runner:
         policy = approval_policy(s.approval, ApprovalStore(s.root), self.terminal.ask,
                                  warn=lambda message: self.err.print(f"[yellow]warning: {escape(message)}[/]"))
         # Issue 10: OpenAI-compatible servers (local models) often write calls as text.
+        profile = create_profile(s.choice.profile, s.choice.model)
         config = SessionConfig(max_turns=s.max_turns,
                                tool_call_recovery=True if s.choice.provider == "openai_compatible" else None,
-                               constrained_decoding=s.constrained)
-        session = Session(create_profile(s.choice.profile, s.choice.model), self.environment, config, self.client,
-                          policy=policy)
+                               constrained_decoding=s.constrained,
+                               # A small window (compact prompt) gets no subagent tools: four more
+                               # tools to describe, and a small model cannot delegate well.
+                               max_subagent_depth=0 if profile.compact else SessionConfig.max_subagent_depth)
+        session = Session(profile, self.environment, config, self.client, policy=policy)
         if resume is not None:
             session.id = resume  # events (--json, the log) carry the id --resume and rewind take
         self.recording = record_session(session, s.root, resume=resume,
