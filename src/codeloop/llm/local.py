@@ -5,7 +5,7 @@ returns the base URL (``http://127.0.0.1:PORT/v1``) of a healthy server for the 
 installing and starting one when needed (progress on stderr). ``scripts/local-llm`` is the
 command-line face (``python -m codeloop.llm.local install|serve|stop|status``).
 
-The server runs with ``--jinja -t 2 -c 8192 --seed 42 --no-cache-prompt`` on a free
+The server runs with ``--jinja -t 2 -c 8192 -np 1 --seed 42 --no-cache-prompt`` on a free
 loopback port: with the prompt cache off and temperature 0 its outputs repeat run to run.
 It is started in its own session (process group) so ``stop`` ends it and its children;
 its pid, port and model sit in ``server-<model>.json`` under the models directory, and the
@@ -39,7 +39,10 @@ from codeloop.llm.local_install import (
     weights_path,
 )
 
-SERVER_FLAGS = ("--jinja", "-t", "2", "-c", "8192", "--seed", "42", "--no-cache-prompt")
+# One slot (-np 1): every request gets the whole 8k context. With llama.cpp's default of
+# four slots sharing one KV cache, concurrent requests (an agent and its subagents, a test
+# run beside a benchmark) can together fill it and fail with "Context size has been exceeded".
+SERVER_FLAGS = ("--jinja", "-t", "2", "-c", "8192", "-np", "1", "--seed", "42", "--no-cache-prompt")
 HEALTH_TIMEOUT = 180.0
 
 
