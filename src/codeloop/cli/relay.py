@@ -21,7 +21,6 @@ import typer
 # The relay engine is imported inside each command so that `codeloop --help` and the other
 # faces do not pay for it (cold start, docs/cli.md).
 if TYPE_CHECKING:
-    from codeloop.relay.clipboard import copy_file_to_clipboard
     from codeloop.relay.config import RelayConfig
     from codeloop.relay.engine import (
         StepReport,
@@ -220,6 +219,8 @@ def _print_done(config: RelayConfig, state: SessionState, skipped: int) -> None:
 
 
 async def _copy(config: RelayConfig, path: Path) -> str | None:
+    from codeloop.relay.clipboard import copy_file_to_clipboard
+
     return await copy_file_to_clipboard(path) if config.clipboard else None
 
 
