@@ -30,6 +30,7 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -107,12 +108,17 @@ def run_one(agent: str, template: str, task_dir: Path, base_url: str, model: str
                 "MSWEA_CONFIGURED": "true", "MSWEA_COST_TRACKING": "ignore_errors"})
     start = time.monotonic()
     note = ""
+    proc = subprocess.Popen(command, shell=True, cwd=workdir, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL, start_new_session=True)
     try:
-        done = subprocess.run(command, shell=True, cwd=workdir, env=env, capture_output=True, text=True,
-                              timeout=timeout, stdin=subprocess.DEVNULL, start_new_session=True)
-        if done.returncode != 0:
-            note = f"exit {done.returncode}: {(done.stderr or done.stdout).strip()[-160:]}"
+        stdout, stderr = proc.communicate(timeout=timeout)
+        if proc.returncode != 0:
+            note = f"exit {proc.returncode}: {(stderr or stdout).strip()[-160:]}"
     except subprocess.TimeoutExpired:
+        # Kill the agent's whole process group: killing only the shell would leave the agent
+        # running (and sending requests to the shared model server) during the next tasks.
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
         note = f"timed out after {timeout}s"
     seconds = time.monotonic() - start
     check = subprocess.run(["bash", str(task_dir / "check.sh")], cwd=workdir, capture_output=True, timeout=60)
