@@ -227,7 +227,8 @@ def test_rewind_with_the_printed_session_id_undoes_the_runs_file_changes(server,
     from test_run_cli import CODELOOP
 
     (workspace / "notes.txt").write_bytes(b"original\r\n")
-    server.replies.extend([tool_reply("write_file", {"file_path": "notes.txt", "content": "changed"}),
+    server.replies.extend([tool_reply("read_file", {"file_path": "notes.txt"}),
+                           tool_reply("write_file", {"file_path": "notes.txt", "content": "changed"}),
                            text_reply("rewrote it")])
     done = run(["rewrite notes", "--base-url", server.base_url, *BASE], workspace)
     assert done.returncode == 0, done.stderr

@@ -78,3 +78,37 @@ async def test_3_3_oversized_image_is_refused_before_reading(ws: Workspace) -> N
     result = await ws.call("read_file", {"file_path": "huge.png"})
     assert result.is_error and "over the 10000000-byte limit" in result.output
     assert result.images == ()
+
+
+async def _in_session(ws: Workspace, session: str, name: str, args: dict[str, object]):  # type: ignore[no-untyped-def]
+    from codeloop.tools import ToolContext, execute_tool_call
+
+    return await execute_tool_call(ws.registry, name, args, ws.env, ctx=ToolContext(session_id=session))
+
+
+async def test_write_file_in_a_session_refuses_to_replace_a_file_it_has_not_read(ws: Workspace) -> None:
+    original = '{\n  "host": "localhost",\n  "port": 80\n}\n'
+    ws.write("settings.json", original)
+    refused = await _in_session(ws, "s-unread", "write_file", {"file_path": "settings.json",
+                                                                "content": '{"port": 8080}\n'})
+    assert refused.is_error and ws.read("settings.json").startswith(b'{\n  "host"')  # nothing lost
+    assert refused.output.startswith(f"settings.json already exists ({len(original)} bytes) and you have not read it in this "
+                                     "session. write_file replaces the whole file: call read_file on settings.json")
+    assert not (await _in_session(ws, "s-unread", "read_file", {"file_path": "./settings.json"})).is_error
+    done = await _in_session(ws, "s-unread", "write_file", {"file_path": "settings.json", "content": "{}\n"})
+    assert not done.is_error and ws.read("settings.json") == b"{}\n"
+
+
+async def test_write_file_creates_new_files_and_rewrites_its_own_without_reading(ws: Workspace) -> None:
+    first = await _in_session(ws, "s-new", "write_file", {"file_path": "new/a.py", "content": "x = 1\n"})
+    again = await _in_session(ws, "s-new", "write_file", {"file_path": "new/a.py", "content": "x = 2\n"})
+    assert not first.is_error and not again.is_error and ws.read("new/a.py") == b"x = 2\n"
+    # What one session has read does not count for another.
+    other = await _in_session(ws, "s-other", "write_file", {"file_path": "new/a.py", "content": "x = 3\n"})
+    assert other.is_error and ws.read("new/a.py") == b"x = 2\n"
+
+
+async def test_write_file_outside_a_session_is_not_checked(ws: Workspace) -> None:
+    ws.write("a.txt", "old\n")
+    result = await ws.call("write_file", {"file_path": "a.txt", "content": "new\n"})  # codeloop tool, spaces
+    assert not result.is_error and ws.read("a.txt") == b"new\n"

@@ -15,11 +15,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from codeloop.agent.session import Session
 from codeloop.sessions.checkpoints import Checkpoints, count_turns
 from codeloop.sessions.history import rebuild_history
-from codeloop.sessions.log import SessionLog, load_events
+from codeloop.sessions.log import LoggedEvent, SessionLog, load_events
 
 
 @dataclass
@@ -42,6 +43,23 @@ class Recording:
         self.log.close()
 
 
+def _remember_seen_files(session: Session, events: list[LoggedEvent]) -> None:
+    """Files the resumed conversation read or wrote count as seen by the new session, so
+    write_file does not ask the model to read them again (``tools.files.SEEN_FILES``)."""
+    from codeloop.tools.files import SEEN_FILES
+
+    started: dict[str, tuple[str, dict[str, Any]]] = {}
+    root = session.environment.working_directory()
+    for event in events:
+        if event.kind == "tool_call_start":
+            started[str(event.data.get("call_id"))] = (str(event.data.get("tool_name")),
+                                                       dict(event.data.get("arguments") or {}))
+        elif event.kind == "tool_call_end" and not event.data.get("error"):
+            name, args = started.get(str(event.data.get("call_id")), ("", {}))
+            if name in ("read_file", "write_file") and isinstance(args.get("file_path"), str):
+                SEEN_FILES.saw_path(session.id, root, args["file_path"])
+
+
 def record_session(session: Session, workspace: Path | str, *, resume: str | None = None,
                    on_error: Callable[[Exception], None] = lambda exc: None) -> Recording:
     """Attach logging and checkpoints to ``session``; with ``resume``, first load that log's
@@ -57,6 +75,7 @@ def record_session(session: Session, workspace: Path | str, *, resume: str | Non
         for turn_ in rebuild_history(events):
             session.history.append(turn_)
         turn = count_turns(events)
+        _remember_seen_files(session, events)
     log = SessionLog(log_id)
     checkpoints = Checkpoints(log_id, workspace, turn=turn)
     checkpoints.install(session.profile.tool_registry)

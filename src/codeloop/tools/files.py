@@ -7,6 +7,8 @@ by the environment's resolver.
 
 from __future__ import annotations
 
+import posixpath
+from collections import OrderedDict
 from typing import Any
 
 from codeloop.environments.base import ExecutionEnvironment
@@ -56,9 +58,51 @@ def _image_type(path: str) -> str | None:
     return IMAGE_TYPES.get(path[dot:].lower()) if dot >= 0 else None
 
 
+class SeenFiles:
+    """Files each session has read or written, so write_file can refuse to replace a file the
+    model has never looked at (a small model "sets a key" in a JSON file by writing a new file
+    holding only that key). Bounded per process; sessions without an id are not tracked."""
+
+    def __init__(self, limit: int = 4096) -> None:
+        self._seen: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._limit = limit
+
+    @staticmethod
+    def _key(session_id: str, root: str, path: str) -> tuple[str, str]:
+        root = root.rstrip("/")
+        if path.startswith(root + "/"):
+            path = path[len(root) + 1:]
+        return session_id, posixpath.normpath(path)
+
+    def saw(self, ctx: ToolContext, env: ExecutionEnvironment, path: str) -> None:
+        if ctx.session_id is not None:
+            self.saw_path(ctx.session_id, env.working_directory(), path)
+
+    def saw_path(self, session_id: str, root: str, path: str) -> None:
+        """Record that ``session_id`` (working in ``root``) has read or written ``path``."""
+        key = self._key(session_id, root, path)
+        self._seen.pop(key, None)
+        self._seen[key] = None
+        while len(self._seen) > self._limit:
+            self._seen.popitem(last=False)
+
+    def seen(self, ctx: ToolContext, env: ExecutionEnvironment, path: str) -> bool:
+        return ctx.session_id is None or self._key(ctx.session_id, env.working_directory(), path) in self._seen
+
+
+SEEN_FILES = SeenFiles()
+"""Shared by read_file, read_many_files, write_file and edit_file of every registry."""
+
+
 async def read_file(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:
     """Line-numbered text; images as image data; binary files refused (spec §3.3)."""
     path: str = args["file_path"]
+    output = await _read_file(path, args, env)
+    SEEN_FILES.saw(ctx, env, path)
+    return output
+
+
+async def _read_file(path: str, args: dict[str, Any], env: ExecutionEnvironment) -> ToolOutput:
     offset: int = args.get("offset") or 1
     limit: int = args.get("limit") or DEFAULT_READ_LIMIT
     media_type = _image_type(path)
@@ -102,6 +146,7 @@ async def read_many_files(args: dict[str, Any], env: ExecutionEnvironment, ctx: 
     for path in paths[:MAX_MANY_FILES]:
         try:
             sections.append(f"--- {path} ---\n{await env.read_file(path)}")
+            SEEN_FILES.saw(ctx, env, path)
         except WorkspaceError as exc:
             sections.append(f"--- {path} ---\n[skipped: {exc}]")
     if skipped:
@@ -110,9 +155,19 @@ async def read_many_files(args: dict[str, Any], env: ExecutionEnvironment, ctx: 
 
 
 async def write_file(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> str:
-    """Atomically create or replace a file, parents included; report bytes written."""
-    written = await env.write_file(args["file_path"], args["content"])
-    return f"Wrote {written} bytes to {args['file_path']}"
+    """Atomically create or replace a file, parents included; report bytes written. In a
+    session, an existing file must have been read (or written) by it first, as Claude Code
+    requires: replacing a file unseen loses what the model did not know was there."""
+    path: str = args["file_path"]
+    if not SEEN_FILES.seen(ctx, env, path) and await env.file_exists(path):
+        size = (await env.stat(path)).size
+        raise ToolError(
+            f"{path} already exists ({size} bytes) and you have not read it in this session. write_file "
+            f"replaces the whole file: call read_file on {path} first, then write its complete new content "
+            "keeping what should stay (or change just a part with edit_file).")
+    written = await env.write_file(path, args["content"])
+    SEEN_FILES.saw(ctx, env, path)
+    return f"Wrote {written} bytes to {path}"
 
 
 async def list_dir(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> str:
