@@ -42,6 +42,10 @@ class SessionConfig:
     tool_call_recovery: bool | None = None
     """codeloop (issue 10): run tool calls written as text when a reply has no structured
     call; None = the profile decides (on for OpenAI-compatible servers and ``text``)."""
+    check_claims: bool | None = None
+    """codeloop (issue 10): before a final answer ends an input, check once that the files it
+    says were created, changed or deleted were (:mod:`codeloop.agent.claims`), and send the
+    model back when not; None = on for small context windows (the compact prompt)."""
     context_warning_ratio: float = 0.8
     """Fraction of the context window at which the §5.5 warning fires."""
     constrained_decoding: str = "off"

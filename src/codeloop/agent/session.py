@@ -27,6 +27,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from codeloop.agent import events as ev
+from codeloop.agent.claims import READ_ONLY_TOOLS, claim_note, unbacked
 from codeloop.agent.config import SessionConfig
 from codeloop.agent.history import (
     AssistantTurn,
@@ -261,6 +262,9 @@ class Session:
         rounds = 0
         warned_context = False
         empty_replies = 0
+        claims_checked = False
+        touched: list[str] = []
+        """Arguments of this input's successful calls that can change files (backs claims)."""
         while True:
             if rounds >= self.config.max_tool_rounds_per_input:
                 self._emit(ev.TurnLimit, round=rounds)
@@ -292,15 +296,34 @@ class Session:
                 self.history.append(SteeringTurn(EMPTY_REPLY))
                 self._emit(ev.SteeringInjected, content=EMPTY_REPLY)
                 continue
+            if not calls and not claims_checked and self._checks_claims():
+                claims_checked = True
+                note = await self._unbacked_claims(text, touched)
+                if note:
+                    # A small model's "I have created result.txt" with no call behind it would
+                    # end the task with a false report; one reminder usually gets the call made.
+                    self.history.append(SteeringTurn(note))
+                    self._emit(ev.SteeringInjected, content=note)
+                    continue
             if not calls:
                 return "completed"
 
             rounds += 1
             results = await self._execute_tool_calls(calls)
+            touched += [str(call.arguments) for call, result in zip(calls, results, strict=True)
+                        if not result.is_error and call.name not in READ_ONLY_TOOLS]
             self.history.append(ToolResultsTurn(tuple(results)))
             self._fit_history()
             self._drain_steering()
             self._check_loop()
+
+    def _checks_claims(self) -> bool:
+        check = self.config.check_claims
+        return self.profile.compact if check is None else check
+
+    async def _unbacked_claims(self, text: str, touched: list[str]) -> str:
+        found = await unbacked(text, touched, self.environment.file_exists)
+        return claim_note(found) if found else ""
 
     def _request(self) -> Request:
         registry = self._tools()
