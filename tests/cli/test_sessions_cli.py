@@ -9,10 +9,10 @@ import pytest
 from typer.testing import CliRunner
 
 from codeloop.agent import events as ev
-from codeloop.cli.main import _register, app
+from codeloop.cli.app import app, register
 from codeloop.sessions import Checkpoints, SessionLog
 
-_register()
+register()
 runner = CliRunner()
 
 

@@ -1,53 +1,41 @@
-"""The ``codeloop`` command: one Typer app, one sub-app or command per face.
+"""Entry point of the ``codeloop`` console script.
 
-Each face's commands live in their own module (``cli/tool.py``, ``cli/relay.py``, ...)
-and register themselves here; this module only wires them together.
+``codeloop --help`` is the first thing most people run, and importing typer and click alone
+costs more than the interpreter's own start. The root help is therefore also kept as text
+(:mod:`codeloop.cli.root_help`) and printed without importing either, when the output would
+be identical: the program is called ``codeloop`` and the terminal is at least as wide as
+click's 80-column cap. ``tests/cli/test_root_help.py`` renders the real help and fails when
+the text drifts. Every other invocation goes through the Typer app (:mod:`codeloop.cli.app`).
 """
 
 from __future__ import annotations
 
-import typer
+import os
+import sys
 
-app = typer.Typer(
-    name="codeloop",
-    help="codeloop: a coding-agent engine. Example: codeloop run \"add a --verbose flag to cli.py\"",
-    no_args_is_help=True,
-    rich_markup_mode=None,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
+CLICK_MAX_WIDTH = 80
+"""click formats help at ``min(terminal columns, 80) - 2``: at 80 columns or more it is fixed."""
 
 
-@app.callback()
-def _root() -> None:
-    """codeloop: a coding-agent engine. Example: codeloop run 'add a --verbose flag to cli.py'"""
+def _help_is_the_stored_text(argv: list[str]) -> bool:
+    if argv[1:] != ["--help"] or os.path.basename(argv[0]) != "codeloop":
+        return False
+    import shutil  # click measures the terminal this way (COLUMNS first, then the tty)
 
-
-@app.command()
-def version() -> None:
-    """Print the codeloop version. Example: codeloop version"""
-    from importlib.metadata import version as _v
-
-    typer.echo(_v("codeloop"))
-
-
-def _register() -> None:
-    # Imports are explicit (no plugin strings) so "what runs here?" has one answer.
-    from codeloop.cli import codali, index, relay, run, sessions, spaces, tool
-
-    tool.register(app)
-    run.register(app)
-    relay.register(app)
-    spaces.register(app)
-    index.register(app)
-    codali.register(app)
-    sessions.register(app)
+    return shutil.get_terminal_size().columns >= CLICK_MAX_WIDTH
 
 
 def main() -> None:
-    """Entry point of the console script."""
-    _register()
-    app()
+    """Run ``codeloop`` with ``sys.argv``."""
+    if _help_is_the_stored_text(sys.argv):
+        from codeloop.cli.root_help import ROOT_HELP
+
+        sys.stdout.write(ROOT_HELP)
+        sys.stdout.flush()
+        return
+    from codeloop.cli.app import run_app
+
+    run_app()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,27 @@
+"""The text of ``codeloop --help`` at 80 columns or more, printed without importing typer.
+
+Generated from the Typer app; ``tests/cli/test_root_help.py`` fails when it drifts and prints
+the new text to paste here.
+"""
+
+ROOT_HELP = """\
+Usage: codeloop [OPTIONS] COMMAND [ARGS]...
+
+  codeloop: a coding-agent engine. Example: codeloop run "add a --verbose flag
+  to cli.py"
+
+Options:
+  --help  Show this message and exit.
+
+Commands:
+  version      Print the codeloop version.
+  apply-patch  Apply a v4a patch exactly as codex does.
+  tool         Run one tool through the full pipeline, as a model's call...
+  run          Run the coding agent on TASK in a workspace, or chat with...
+  rewind       Restore the files and conversation of a session to the end...
+  relay        Drive a workspace from any chat model by copy and paste:...
+  spaces       JSON operations/events runtime.
+  index        Local code index: full-text search, symbols, import graph.
+  codali       Context broker for stateless agents (AGENT_REQUEST v1 →...
+  sessions     Recorded sessions of 'codeloop run'.
+"""
