@@ -70,8 +70,17 @@ def test_bare_json_and_parameters_alias() -> None:
 
 
 def test_unknown_tool_becomes_error_listing_available_tools() -> None:
-    (call,) = parse_text_tool_calls('{"name": "run", "arguments": {"cmd": "ls"}}', SCHEMAS).calls
-    assert call.parse_error == "Unknown tool: run. Available tools: shell, write_file."
+    (call,) = parse_text_tool_calls('{"name": "frobnicate", "arguments": {"x": "y"}}', SCHEMAS).calls
+    assert call.parse_error == "Unknown tool: frobnicate. Available tools: shell, write_file."
+
+
+def test_an_invented_tool_gets_the_equivalent_call_with_its_own_arguments() -> None:
+    (call,) = parse_text_tool_calls('{"name": "run", "arguments": {"cmd": "ls -la"}}', SCHEMAS).calls
+    assert call.parse_error == ("Unknown tool: run. Available tools: shell, write_file. To do that, call shell:\n"
+                                '<tool name="shell">\n<command>ls -la</command>\n</tool>')
+    (deleted,) = parse_text_tool_calls('<tool name="delete_file"><file_path>old data.txt</file_path></tool>',
+                                       SCHEMAS).calls
+    assert (deleted.parse_error or "").endswith("<command>rm -- 'old data.txt'</command>\n</tool>")
 
 
 def test_broken_json_in_tool_call_tags_is_an_error_not_a_crash() -> None:

@@ -209,3 +209,15 @@ async def test_call_id_travels_to_the_result() -> None:
 async def test_9_3_any_arguments_give_a_result_never_an_exception(arguments: Any) -> None:
     result = await execute_tool_call(ToolRegistry.of([_tool()]), "echo", arguments, ENV)
     assert result.is_error or result.output.startswith("echo:")
+
+
+async def test_unknown_tool_error_names_the_equivalent_call(tmp_path) -> None:
+    from codeloop.environments.local import LocalExecutionEnvironment
+    from codeloop.profiles import create_profile
+    from codeloop.tools import execute_tool_call
+
+    registry = create_profile("openai").tool_registry
+    env = LocalExecutionEnvironment(str(tmp_path))
+    result = await execute_tool_call(registry, "delete_file", {"path": "old.txt"}, env)
+    assert result.is_error
+    assert result.output.endswith('To do that, call shell with arguments {"command": "rm -- old.txt"}.')

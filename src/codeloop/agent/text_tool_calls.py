@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from codeloop.llm.types import ToolCall
+from codeloop.tools.suggestions import equivalent_call
 
 Schemas = Mapping[str, Mapping[str, Any]]
 """Tool name → JSON Schema of its arguments (the known tools)."""
@@ -67,10 +68,19 @@ def tagged_example(name: str, schema: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _unknown(name: str, schemas: Schemas, raw: str) -> ToolCall:
+def filled_example(name: str, args: Mapping[str, Any]) -> str:
+    """The tagged form of one concrete call."""
+    params = [f"<{k}>{v if isinstance(v, str) else json.dumps(v)}</{k}>" for k, v in args.items()]
+    return "\n".join([f'<tool name="{name}">', *params, "</tool>"])
+
+
+def _unknown(name: str, schemas: Schemas, raw: str, args: Mapping[str, Any] | None = None) -> ToolCall:
     known = ", ".join(sorted(schemas)) or "(none)"
-    return ToolCall(new_call_id(), name, {}, raw,
-                    parse_error=f"Unknown tool: {name}. Available tools: {known}.")
+    msg = f"Unknown tool: {name}. Available tools: {known}."
+    equivalent = equivalent_call(name, args, schemas)
+    if equivalent is not None:
+        msg += f" To do that, call {equivalent[0]}:\n{filled_example(*equivalent)}"
+    return ToolCall(new_call_id(), name, {}, raw, parse_error=msg)
 
 
 def _invalid(name: str, schemas: Schemas, raw: str, why: str) -> ToolCall:
@@ -125,7 +135,8 @@ def _checked(name: str, args: dict[str, Any], schemas: Schemas, raw: str) -> Too
 def _tagged_call(name: str, body: str, schemas: Schemas) -> ToolCall:
     raw = body
     if name not in schemas:
-        return _unknown(name, schemas, raw)
+        given = {m.group(1): _param_text(m.group(1), m.group(2)) for m in _PARAM.finditer(body)}
+        return _unknown(name, schemas, raw, given)
     props: Mapping[str, Any] = schemas[name].get("properties", {}) or {}
     args: dict[str, Any] = {}
     for match in _PARAM.finditer(body):
@@ -146,9 +157,9 @@ def _json_call(obj: Any, schemas: Schemas, raw: str) -> ToolCall | None:
     if "arguments" not in obj and "parameters" not in obj:
         return None
     name = obj["name"]
-    if name not in schemas:
-        return _unknown(name, schemas, raw)
     args = obj.get("arguments", obj.get("parameters"))
+    if name not in schemas:
+        return _unknown(name, schemas, raw, args if isinstance(args, dict) else None)
     if isinstance(args, str):
         try:
             args = json.loads(args) if args.strip() else {}

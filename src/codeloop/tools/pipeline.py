@@ -10,6 +10,7 @@ which publishes ``result.full_output`` in its ``TOOL_CALL_END`` event.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -20,6 +21,7 @@ from codeloop.tools.arguments import ArgumentError, parse_arguments, validate_ar
 from codeloop.tools.errors import ToolError
 from codeloop.tools.policy_hook import Approver, ToolCallRequest, ToolPolicy, allow_all
 from codeloop.tools.registry import RegisteredTool, ToolContext, ToolOutput, ToolRegistry, ToolResult
+from codeloop.tools.suggestions import equivalent_call
 from codeloop.tools.truncation import TruncationConfig, truncate_tool_output
 
 
@@ -42,7 +44,7 @@ async def execute_tool_call(
     ctx = ctx or ToolContext()
     started = time.monotonic()
     try:
-        tool = lookup(registry, name)
+        tool = lookup(registry, name, arguments)
         args = validate(tool, arguments)
         await check_policy(ToolCallRequest(name, args, ctx.call_id), env, policy, approver)
         produced = await execute(tool, args, env, ctx)
@@ -51,12 +53,19 @@ async def execute_tool_call(
     return truncate(name, produced, config, ctx, started)
 
 
-def lookup(registry: ToolRegistry, name: str) -> RegisteredTool:
-    """LOOKUP: the registered tool, or an error naming the available tools."""
+def lookup(registry: ToolRegistry, name: str, arguments: Mapping[str, Any] | str | None = None) -> RegisteredTool:
+    """LOOKUP: the registered tool, or an error naming the available tools (and the
+    equivalent call when the name is a common invention such as ``delete_file``)."""
     tool = registry.get(name)
     if tool is None:
         available = ", ".join(registry.names()) or "none"
-        raise _CallFailed(f"Unknown tool '{name}'. Available tools: {available}.")
+        message = f"Unknown tool '{name}'. Available tools: {available}."
+        schemas = {d.name: d.parameters for d in registry.definitions()}
+        given = arguments if isinstance(arguments, Mapping) else None
+        equivalent = equivalent_call(name, given, schemas)
+        if equivalent is not None:
+            message += f" To do that, call {equivalent[0]} with arguments {json.dumps(equivalent[1])}."
+        raise _CallFailed(message)
     return tool
 
 

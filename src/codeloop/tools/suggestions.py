@@ -1,0 +1,80 @@
+"""What a call to a tool that does not exist should have been (small models invent tools).
+
+A 1.5B model asked to delete a file calls ``delete_file``; asked to run a script, ``run`` or
+``execute_command``. "Unknown tool" plus the list of tools is often not enough for it to find
+the way, so the error names the equivalent call with the model's own arguments filled in. The
+call is only suggested, never run: the model makes it, and approval applies as usual.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Collection, Mapping
+from typing import Any
+
+_DELETE = frozenset({"delete_file", "remove_file", "delete", "remove", "rm", "unlink", "delete_files",
+                     "remove_files", "rm_file", "deletefile", "removefile"})
+_RUN = frozenset({"run", "execute", "exec", "bash", "sh", "terminal", "run_command", "execute_command",
+                  "run_shell", "shell_command", "run_bash", "command", "run_script", "execute_script",
+                  "run_python", "python", "cmd"})
+_WRITE = frozenset({"create_file", "save_file", "write", "new_file", "write_to_file", "create", "writefile"})
+_READ = frozenset({"open_file", "view_file", "cat", "read", "view", "show_file", "get_file", "readfile"})
+_EDIT = frozenset({"replace", "str_replace", "replace_in_file", "modify_file", "update_file", "edit",
+                   "str_replace_editor", "patch_file"})
+_LIST = frozenset({"list_files", "ls", "list_directory", "list", "dir", "list_dir"})
+_SEARCH = frozenset({"search", "find", "search_files", "grep_search", "find_in_files", "search_code"})
+
+_PATH_KEYS = ("file_path", "path", "filename", "file", "filepath", "target", "name")
+_COMMAND_KEYS = ("command", "cmd", "script", "code", "args")
+
+
+def _first(arguments: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
+    for key in keys:
+        value = arguments.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            return " ".join(value)
+    return None
+
+
+def equivalent_call(name: str, arguments: Mapping[str, Any] | None,
+                    schemas: Mapping[str, Mapping[str, Any]]) -> tuple[str, dict[str, Any]] | None:
+    """The available tool and arguments that do what a call to the unknown ``name`` meant,
+    or None when there is no clear equivalent. ``schemas`` maps each available tool to its
+    JSON Schema; a suggestion is made only when its parameters are that tool's."""
+    found = _equivalent(name, arguments or {}, schemas)
+    if found is None:
+        return None
+    tool, args = found
+    props = schemas[tool].get("properties", {}) or {}
+    return found if all(k in props for k in args) else None
+
+
+def _equivalent(name: str, args: Mapping[str, Any],
+                available: Collection[str]) -> tuple[str, dict[str, Any]] | None:
+    key = name.strip().lower().replace("-", "_").replace(" ", "_")
+    path = _first(args, _PATH_KEYS)
+    if key in _DELETE and "shell" in available:
+        return "shell", {"command": f"rm -- {shlex.quote(path)}" if path else "rm -- PATH"}
+    if key in _RUN and "shell" in available:
+        command = _first(args, _COMMAND_KEYS)
+        if key in ("python", "run_python") and command and "\n" not in command:
+            command = f"python3 -c {shlex.quote(command)}"
+        return "shell", {"command": command or "COMMAND"}
+    if key in _WRITE and "write_file" in available:
+        return "write_file", {"file_path": path or "PATH", "content": args.get("content", args.get("text", "..."))}
+    if key in _READ and "read_file" in available:
+        return "read_file", {"file_path": path or "PATH"}
+    if key in _EDIT and "edit_file" in available:
+        return "edit_file", {"file_path": path or "PATH", "old_string": args.get("old_string", args.get("old", "...")),
+                             "new_string": args.get("new_string", args.get("new", "..."))}
+    if key in _LIST:
+        directory = path or _first(args, ("directory", "dir")) or "."
+        if "list_dir" in available:
+            return "list_dir", {"path": directory}
+        if "glob" in available:
+            return "glob", {"pattern": "*", "path": directory}
+    if key in _SEARCH and "grep" in available:
+        return "grep", {"pattern": _first(args, ("pattern", "query", "text", "regex")) or "PATTERN"}
+    return None
