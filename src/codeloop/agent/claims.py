@@ -37,7 +37,8 @@ _CHANGE_VERBS = ("created|written|wrote|updated|modified|changed|edited|fixed|sa
 _CLAIM = re.compile(
     rf"\b(?:I|we)(?:'ve|\s+have|\s+had)?\s+(?:now\s+|also\s+|successfully\s+|just\s+|already\s+)*(?:{_CHANGE_VERBS})\b"
     rf"|\b(?:has|have)\s+(?:now\s+|also\s+)?been\s+(?:successfully\s+)?(?:{_CHANGE_VERBS})\b"
-    rf"|\b(?:was|were|is\s+now|are\s+now)\s+(?:successfully\s+)?(?:{_CHANGE_VERBS})\b"
+    rf"|\b(?:was|were|is\s+now|are\s+now)\s+(?:successfully\s+)?(?:\w+\s+and\s+)?(?:{_CHANGE_VERBS})\b"
+    r"|\b(?:written|saved|stored|wrote|saves|writes)\s+(?:it\s+|them\s+)?(?:to|in|into|as)\b"
     r"|\bnow\s+(?:contains|has|holds|prints|returns|reads|includes|defines)\b",
     re.IGNORECASE,
 )
