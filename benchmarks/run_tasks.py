@@ -42,6 +42,8 @@ HERE = Path(__file__).resolve().parent
 TASKS = HERE / "tasks"
 REPO = HERE.parent
 BENCH_VENVS = REPO / ".bench"
+WORK_ROOT = Path(tempfile.gettempdir()) / "codeloop-tasks"
+"""Where each task's workspace is made (``WORK_ROOT/<task>``), the same path on every run."""
 
 PRESETS = {
     "codeloop": (
@@ -95,8 +97,12 @@ def local_base_url(model: str) -> str:
 
 
 def run_one(agent: str, template: str, task_dir: Path, base_url: str, model: str, timeout: int) -> Outcome:
-    workdir = Path(tempfile.mkdtemp(prefix=f"task-{task_dir.name}-"))
-    shutil.copytree(task_dir / "setup", workdir, dirs_exist_ok=True)
+    # A fixed path per task, not a random temp name: the workspace path is part of the agent's
+    # prompt, and a different path alone changes what a temperature-0 model writes.
+    workdir = WORK_ROOT / task_dir.name
+    shutil.rmtree(workdir, ignore_errors=True)
+    workdir.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(task_dir / "setup", workdir)
     instruction = (task_dir / "task.txt").read_text().strip()
     command = template.format(
         task=shlex.quote(instruction), workdir=shlex.quote(str(workdir)),

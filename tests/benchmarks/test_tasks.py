@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -26,3 +27,30 @@ def test_check_fails_before_and_passes_after_the_reference_solution(task_dir: Pa
     subprocess.run(["bash", str(task_dir / "solution.sh")], cwd=work, check=True, capture_output=True)
     assert subprocess.run(check, cwd=work, capture_output=True).returncode == 0, "reference solution fails"
     assert (task_dir / "task.txt").read_text().strip()
+
+
+def _runner():  # benchmarks/ is not a package: load the script as a module
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("run_tasks", TASKS.parent / "run_tasks.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["run_tasks"] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_runner_scores_an_agent_command_in_the_same_workspace_path_every_run(tmp_path: Path) -> None:
+    run_tasks = _runner()
+    run_tasks.WORK_ROOT = tmp_path / "work"
+    task_dir = TASKS / "01_create_script"
+    log = tmp_path / "paths.txt"
+    solve = f"pwd >> {log} && bash {task_dir / 'solution.sh'}"
+    solved = run_tasks.run_one("ref", solve, task_dir, "http://127.0.0.1:1/v1", "m", 60)
+    assert solved.solved and solved.note == ""
+    idle = run_tasks.run_one("idle", f"pwd >> {log}", task_dir, "http://127.0.0.1:1/v1", "m", 60)
+    assert not idle.solved
+    first, second = log.read_text().split()
+    assert first == second == str(tmp_path / "work" / "01_create_script")  # the path is in the agent's prompt
+    stuck = run_tasks.run_one("stuck", "sleep 30", task_dir, "http://127.0.0.1:1/v1", "m", 1)
+    assert not stuck.solved and stuck.note == "timed out after 1s"
