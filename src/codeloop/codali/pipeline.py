@@ -21,6 +21,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from codeloop.agent.history import AssistantTurn, native_messages
+from codeloop.agent.text_tool_calls import parse_text_tool_calls
 from codeloop.codali.answer import answer_request
 from codeloop.codali.critic import CriticResult, judge
 from codeloop.codali.history import CHARS_PER_TOKEN, History, transcript
@@ -251,17 +253,32 @@ class RolesPipeline:
         tools = [LLMToolDefinition(d.name, d.description, dict(d.parameters)) for d in self.registry.definitions()]
         for _ in range(self.config.max_builder_steps):
             response = await self._complete(self.config.builder, BUILDER, tools)
-            self.history.add(response.message)
             calls = response.tool_calls
+            if calls or not response.text:
+                self.history.add(response.message)
+            else:
+                # Small local models write their calls as text (fenced JSON, <tool_call> tags)
+                # instead of structured tool_calls; run those, and keep them in the history as
+                # structured calls so each tool result answers a call the server knows.
+                schemas = {d.name: d.parameters for d in self.registry.definitions()}
+                calls = list(parse_text_tool_calls(response.text, schemas).calls)
+                self.history.add(native_messages(AssistantTurn(content=response.text, tool_calls=tuple(calls)))[0]
+                                 if calls else response.message)
             if not calls:
                 break
+            recovered = not response.tool_calls
             for call in calls:
-                arguments: dict[str, Any] | str = call.arguments if call.parse_error is None else (
-                    call.raw_arguments or "")
-                result = await execute_tool_call(self.registry, call.name, arguments, self.env,
-                                                 ctx=ToolContext(call_id=call.id))
-                self._emit("tool_call", {"name": call.name, "is_error": result.is_error})
-                self.history.add(Message.tool_result(call.id, result.output, result.is_error, name=call.name))
+                if recovered and call.parse_error is not None:
+                    # The recovery parser's message shows the exact valid form of the call.
+                    output, is_error = call.parse_error, True
+                else:
+                    arguments: dict[str, Any] | str = call.arguments if call.parse_error is None else (
+                        call.raw_arguments or "")
+                    result = await execute_tool_call(self.registry, call.name, arguments, self.env,
+                                                     ctx=ToolContext(call_id=call.id))
+                    output, is_error = result.output, result.is_error
+                self._emit("tool_call", {"name": call.name, "is_error": is_error})
+                self.history.add(Message.tool_result(call.id, output, is_error, name=call.name))
         after = _snapshot(self.root)
         return sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
 
