@@ -82,6 +82,20 @@ def test_a_deleted_file_that_still_exists_is_unbacked_even_if_a_call_touched_it(
     assert asyncio.run(unbacked("I have deleted gone.txt.", [], exists)) == []
 
 
+def test_an_answer_without_claims_probes_no_files() -> None:
+    probed: list[str] = []
+
+    async def exists(path: str) -> bool:
+        probed.append(path)
+        return True
+
+    text = "hello.py prints hello; main.py and utils.py import it."
+    assert asyncio.run(unbacked(text, [], exists)) == []
+    assert probed == []
+    assert asyncio.run(unbacked("I have updated utils.py.", [], exists))[0].file == "utils.py"
+    assert "utils.py" in probed
+
+
 @given(st.text(max_size=400))
 def test_any_text_is_checked_without_raising(text: str) -> None:
     found = asyncio.run(unbacked(text, [], _never))

@@ -99,6 +99,18 @@ async def test_never_ask_runs_everything_and_always_ask_asks_for_reads_too(ws: P
     assert not failed
 
 
+async def test_always_ask_runs_index_searches_without_asking_but_not_writes(ws: Path) -> None:
+    asker = Asker("n")
+    policy = approval_policy("always-ask", ApprovalStore(ws), asker)  # type: ignore[arg-type]
+    env = LocalExecutionEnvironment(ws)
+    for name in ("search_code", "find_symbol", "impact", "grep"):
+        decision = await policy(ToolCallRequest(name, {"query": "x"}, "c1"), env)
+        assert decision.action == "allow", name
+    assert asker.asked == []
+    decision = await policy(ToolCallRequest("write_file", {"file_path": "b.txt", "content": "b"}, "c2"), env)
+    assert decision.action == "deny" and len(asker.asked) == 1
+
+
 async def test_on_risk_asks_for_mcp_tools_but_not_file_tools(ws: Path) -> None:
     asker = Asker("n")
     failed, _ = await run(ws, "on-risk", asker, "srv__do", {})

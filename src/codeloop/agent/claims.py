@@ -19,12 +19,6 @@ import re
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
-READ_ONLY_TOOLS = frozenset({
-    "read_file", "read_many_files", "list_dir", "grep", "glob",
-    "search_code", "find_symbol", "impact", "wait", "list_agents",
-})
-"""Tools that cannot change the workspace: their calls back no claim of a change."""
-
 FILE_EXTENSIONS = frozenset("""
 py pyi js mjs cjs ts tsx jsx json jsonl txt md rst toml yaml yml cfg ini conf env csv tsv
 html htm css scss sh bash zsh go rs java kt c h cc cpp hpp cs rb php swift sql xml lock log
@@ -140,6 +134,9 @@ async def unbacked(
     ``touched`` holds the arguments (as text) of this input's successful calls to tools that
     can change the workspace; ``exists`` says whether a path exists in the workspace now.
     """
+    prose = _prose(text)
+    if not _CLAIM.search(prose) and not shows_changed_version(text):
+        return []  # most answers claim nothing: no file probes (a round trip each over SSH)
     touched = list(touched)
     present: dict[str, bool] = {}
 
@@ -152,7 +149,7 @@ async def unbacked(
         return present[name]
 
     # Names without a known extension count only when the file exists: collect candidates first.
-    candidates = [m.group(1).rstrip(".") for m in _NAME.finditer(_prose(text))]
+    candidates = [m.group(1).rstrip(".") for m in _NAME.finditer(prose)]
     for name in candidates:
         await is_present(name)
     known = present.copy()
@@ -171,7 +168,7 @@ async def unbacked(
                 found.append(Unbacked(name, "changed"))
                 seen.add(name)
     if shows_changed_version(text):
-        for name in file_names(_prose(text), lambda n: known.get(n, False)):
+        for name in file_names(prose, lambda n: known.get(n, False)):
             if name not in seen and await is_present(name) and not _mentioned(name, touched):
                 found.append(Unbacked(name, "shown"))
                 seen.add(name)

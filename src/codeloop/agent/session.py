@@ -27,7 +27,7 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from codeloop.agent import events as ev
-from codeloop.agent.claims import READ_ONLY_TOOLS, claim_note, unbacked
+from codeloop.agent.claims import claim_note, unbacked
 from codeloop.agent.config import SessionConfig
 from codeloop.agent.history import (
     AssistantTurn,
@@ -53,6 +53,7 @@ from codeloop.profiles.base import ProviderProfile, to_llm_tool
 from codeloop.profiles.prompts import NATIVE_COMPACT
 from codeloop.tools import ToolContext, ToolPolicy, ToolRegistry, TruncationConfig, execute_tool_call
 from codeloop.tools.policy_hook import Approver
+from codeloop.tools.registry import READ_ONLY_TOOLS
 from codeloop.tools.truncation import DEFAULT_TOOL_LIMITS, FALLBACK_CHAR_LIMIT
 
 CHARS_PER_TOKEN = 4

@@ -31,10 +31,10 @@ from codeloop.environments.errors import WorkspaceError
 from codeloop.environments.resolver import resolve_workspace_path
 from codeloop.policy import ParsedCommand, ShellParseError, split_commands
 from codeloop.tools.policy_hook import PolicyDecision, ToolCallRequest, ToolPolicy
+from codeloop.tools.registry import READ_ONLY_TOOLS
 
 Answer = Literal["y", "n", "always"]
 
-READ_ONLY_TOOLS = frozenset({"read_file", "read_many_files", "list_dir", "grep", "glob"})
 """Tools that never change anything."""
 FILE_TOOLS = frozenset({"write_file", "edit_file", "apply_patch"})
 """Tools that write inside the workspace only (the path resolver enforces it)."""

@@ -13,6 +13,11 @@ from typing import Any
 
 from codeloop.environments.base import ExecutionEnvironment, OutputCallback
 
+READ_ONLY_TOOLS = frozenset({"read_file", "read_many_files", "list_dir", "grep", "glob",
+                             "search_code", "find_symbol", "impact"})
+"""Built-in tools that cannot change the workspace: approvals run them without asking, and
+their calls back no claim of a change (:mod:`codeloop.agent.claims`)."""
+
 
 @dataclass(frozen=True)
 class ToolDefinition:
