@@ -111,9 +111,28 @@ def test_provider_failure_is_one_line_error(repo: Path, _index_dir: Path, server
     assert "Traceback" not in result.stderr
 
 
-def test_no_provider_configured(repo: Path, _index_dir: Path) -> None:
+def test_no_key_uses_the_local_model_and_names_its_sizes(repo: Path, _index_dir: Path) -> None:
+    # No key and no --base-url: the local llama.cpp model, which has no model "m". The error
+    # names the sizes it has and the other ways to pick a provider; nothing is installed.
     result = codeloop(["--task", "x", "--repo", str(repo), "--model", "m"], _index_dir)
-    assert result.returncode == 1 and "no model provider configured" in result.stderr
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "local llama.cpp model" in result.stderr and "no model 'm'" in result.stderr
+    assert "--model 0.5b" in result.stderr and "OPENAI_API_KEY" in result.stderr and "--base-url" in result.stderr
+
+
+@pytest.mark.parametrize("server", [[
+    chat_answer("Brief: hash.ts."), chat_answer(PLAN),
+    chat_answer(tool_call=("read_file", {"file_path": "src/auth/hash.ts"})),
+    chat_answer("status: PASS"),  # the critic's: one builder step, then the critic
+]], indirect=True)
+def test_limits_reach_the_model_calls(repo: Path, _index_dir: Path, server: ScriptedChatServer) -> None:
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    result = codeloop(["--task", "x", "--repo", str(repo), "--base-url", url, "--model", "m",
+                       "--max-output-tokens", "300", "--max-builder-steps", "1", "--json"], _index_dir)
+    assert result.returncode == 0, result.stderr
+    caps = {b.get("max_tokens", b.get("max_completion_tokens")) for b in server.bodies}
+    assert caps == {300}
+    assert len(server.bodies) == 4 and "tools" in server.bodies[2] and "tools" not in server.bodies[3]
 
 
 def test_empty_task(repo: Path, _index_dir: Path) -> None:

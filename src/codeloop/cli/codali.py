@@ -68,8 +68,14 @@ def run(
     builder_model: Annotated[str | None, typer.Option(help="Model of the builder.")] = None,
     critic_model: Annotated[str | None, typer.Option(help="Model of the critic.")] = None,
     summarizer_model: Annotated[str | None, typer.Option(help="Cheaper model that summarizes history.")] = None,
-    context_window: Annotated[int, typer.Option(min=512, help="Tokens; history is summarized at 90%.")] = 32_768,
+    context_window: Annotated[int | None, typer.Option(
+        min=512, help="Tokens; history is summarized at 90%. Default 32768 (8192 for the local model).")] = None,
     max_rounds: Annotated[int, typer.Option(min=1, max=20, help="Plan/build/critic loops before FAIL.")] = 3,
+    max_builder_steps: Annotated[int, typer.Option(min=1, max=200, help="Builder model calls per round.")] = 25,
+    max_context_requests: Annotated[int, typer.Option(
+        min=0, max=20, help="AGENT_REQUESTs answered per role turn.")] = 4,
+    max_output_tokens: Annotated[int | None, typer.Option(
+        min=16, help="Longest reply per model call. Default 2048 (768 for the local model).")] = None,
     check: Annotated[str | None, typer.Option(help="Command the critic runs (e.g. 'pytest -q').")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="One JSON event per line, then the result.")] = False,
 ) -> None:
@@ -90,19 +96,43 @@ def run(
         choice = choose_model(provider, None, model, base_url, dict(os.environ))
     except UsageError as exc:
         raise _fail(str(exc)) from None
-    if choice.local and not base_url:
-        raise _fail("no model provider configured: set OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY, "
-                    "or pass --base-url of an OpenAI-compatible server")
+    if choice.local:
+        # No key and no --base-url: the embedded default of `codeloop run`, the local llama.cpp model.
+        from codeloop.cli.run import LOCAL_MODEL
+        from codeloop.cli.run import ModelChoice as ProviderChoice
+        from codeloop.llm.local import ensure_local_server
+        from codeloop.llm.local_install import MODELS, LocalModelError
+
+        local_model = model or LOCAL_MODEL
+        if local_model not in MODELS:
+            raise _fail(f"no API key set, so the local llama.cpp model runs, and it has no model {local_model!r}: "
+                        f"pass --model {' or --model '.join(MODELS)}, or set OPENAI_API_KEY, ANTHROPIC_API_KEY "
+                        "or GEMINI_API_KEY, or pass --base-url of an OpenAI-compatible server")
+        typer.echo("No API key set: using the local llama.cpp model "
+                   "(first use installs it; this can take a while).", err=True)
+        try:
+            local_url = ensure_local_server(local_model)
+        except (LocalModelError, OSError) as exc:
+            raise _fail(f"the local model could not start: {exc}") from None
+        choice = ProviderChoice(choice.provider, choice.profile, MODELS[local_model].model_id, local_url, None, True)
+        model = choice.model
     main_model = model or choice.model
     roles = [librarian_model, architect_model, builder_model, critic_model]
     if main_model is None and not all(roles):
         raise _fail("no model given: pass --model (or a --<role>-model for every role)")
 
+    # The local server holds 8192 tokens, and a 1.5B model on a CPU writes a few tokens a
+    # second: a rambling reply capped at 768 tokens costs about a minute, not several.
+    window = context_window or (8192 if choice.local else 32_768)
+    output_cap = max_output_tokens or (768 if choice.local else 2048)
+
     def pick(name: str | None) -> ModelChoice:
-        return ModelChoice(name or main_model or "", choice.provider, context_window)
+        return ModelChoice(name or main_model or "", choice.provider, window)
 
     config = PipelineConfig(pick(librarian_model), pick(architect_model), pick(builder_model), pick(critic_model),
-                            pick(summarizer_model), max_rounds=max_rounds, check_command=check)
+                            pick(summarizer_model), max_rounds=max_rounds, check_command=check,
+                            max_builder_steps=max_builder_steps, max_context_requests=max_context_requests,
+                            max_output_tokens=output_cap)
 
     def on_event(kind: str, data: dict[str, object]) -> None:
         if json_out:
