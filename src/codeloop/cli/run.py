@@ -140,8 +140,12 @@ def build_client(choice: ModelChoice) -> Any:
 
         # Local models on a CPU can read a long prompt for minutes before the first token.
         timeout = AdapterTimeout(connect=10.0, request=900.0, stream_read=600.0) if choice.local else None
+        # Our llama-server runs with the prompt cache off (identical outputs run to run, for
+        # benchmarks). An agent's history only grows, and re-reading all of it at ~50 tokens/s
+        # on 2 cores costs minutes per step, so the embedded default asks for the cache.
+        extra = {"cache_prompt": True} if choice.local else None
         adapter = OpenAICompatibleAdapter(choice.base_url or "http://127.0.0.1:8080/v1", api_key=choice.api_key,
-                                          timeout=timeout)
+                                          timeout=timeout, extra_body=extra)
     return Client({choice.provider: adapter})
 
 

@@ -62,6 +62,20 @@ def simple(text: str = "Hi", **kw: object) -> Request:
     return Request(model="qwen", messages=[Message.user(text)], **kw)  # type: ignore[arg-type]
 
 
+async def test_extra_body_goes_into_every_request_and_provider_options_win(server: LoopbackServer) -> None:
+    server.reset()
+    adapter = OpenAICompatibleAdapter(f"{server.base_url}/v1", extra_body={"cache_prompt": True, "seed": 1})
+    try:
+        server.push(json_reply(completion("a")))
+        await adapter.complete(simple())
+        assert server.last.json()["cache_prompt"] is True and server.last.json()["seed"] == 1
+        server.push(json_reply(completion("b")))
+        await adapter.complete(simple(provider_options={"openai_compatible": {"cache_prompt": False}}))
+        assert server.last.json()["cache_prompt"] is False and server.last.json()["seed"] == 1
+    finally:
+        await adapter.close()
+
+
 async def test_7_10_complete_request_body_field_by_field(server: LoopbackServer, adapter: OpenAICompatibleAdapter) -> None:
     server.push(json_reply(completion("Hello!")))
     messages = [

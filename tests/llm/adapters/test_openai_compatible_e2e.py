@@ -123,3 +123,24 @@ async def test_e2e_slow_prefilled_tool_call_comes_back_structured(local_llm_15b:
         await adapter.close()
     assert resp.finish_reason.reason == "tool_calls"
     assert [(c.name, c.arguments) for c in resp.tool_calls] == [("get_weather", {"city": "Paris"})]
+
+
+async def test_e2e_cache_prompt_reuses_the_prefix_the_server_already_read(local_llm: LocalLLM) -> None:
+    # Our server runs with --no-cache-prompt; `cache_prompt` in the body (what the embedded
+    # default of `codeloop run` sends) turns reuse back on for that request. The server reports
+    # the reused tokens as usage.prompt_tokens_details.cached_tokens.
+    prompt = [Message.system("Answer briefly."), Message.user("List three colours. " * 20)]
+    cached = OpenAICompatibleAdapter(local_llm.base_url, name="llama_cpp", timeout=local_llm.timeout,
+                                     extra_body={"cache_prompt": True})
+    plain = OpenAICompatibleAdapter(local_llm.base_url, name="llama_cpp", timeout=local_llm.timeout)
+    try:
+        request = Request(model=local_llm.model, messages=prompt, temperature=0.0, max_tokens=2)
+        await cached.complete(request)
+        again = await cached.complete(request)
+        without = await plain.complete(request)
+    finally:
+        await cached.close()
+        await plain.close()
+    assert again.usage.input_tokens > 60
+    assert (again.usage.cache_read_tokens or 0) >= again.usage.input_tokens - 2
+    assert (without.usage.cache_read_tokens or 0) == 0

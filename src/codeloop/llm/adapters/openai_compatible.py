@@ -124,10 +124,14 @@ class OpenAICompatibleAdapter:
         timeout: float | AdapterTimeout | None = None,
         stream_usage: bool = True,
         transport: httpx.AsyncBaseTransport | None = None,
+        extra_body: Mapping[str, Any] | None = None,
     ) -> None:
         """``base_url`` ends at the API root (``.../v1``); ``stream_usage`` asks for usage
-        in streams with ``stream_options.include_usage`` (turn off for servers that reject it)."""
+        in streams with ``stream_options.include_usage`` (turn off for servers that reject it);
+        ``extra_body`` fields go into every request body (a server's own options, e.g.
+        llama.cpp's ``cache_prompt``); a request's ``provider_options`` override them."""
         self._name = name
+        self.extra_body = dict(extra_body or {})
         self.base_url = base_url.rstrip("/")
         if timeout is None and _is_loopback(self.base_url):
             # A model on this machine's CPU can take minutes to read a long prompt before
@@ -244,6 +248,7 @@ class OpenAICompatibleAdapter:
             body["stream"] = True
             if self.stream_usage:
                 body["stream_options"] = {"include_usage": True}
+        body.update(self.extra_body)
         options = (request.provider_options or {}).get(self._name)
         if isinstance(options, dict):
             body.update(options)
