@@ -88,7 +88,8 @@ def codeloop(args: list[str], index_dir: Path) -> subprocess.CompletedProcess[st
 def test_run_passes_and_reports_json_events(repo: Path, _index_dir: Path, server: ScriptedChatServer) -> None:
     url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     result = codeloop(["--task", "Make hash stronger", "--repo", str(repo), "--base-url", url, "--model", "m",
-                       "--architect-model", "m-arch", "--check", "test -s src/auth/hash.ts", "--json"], _index_dir)
+                       "--architect-model", "m-arch", "--check", "test -s src/auth/hash.ts", "--builder-tools", "native",
+                       "--json"], _index_dir)
     assert result.returncode == 0, result.stderr
     events = [json.loads(line) for line in result.stdout.splitlines()]
     assert events[-1] == {"kind": "result", "data": {
@@ -128,7 +129,8 @@ def test_no_key_uses_the_local_model_and_names_its_sizes(repo: Path, _index_dir:
 def test_limits_reach_the_model_calls(repo: Path, _index_dir: Path, server: ScriptedChatServer) -> None:
     url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     result = codeloop(["--task", "x", "--repo", str(repo), "--base-url", url, "--model", "m",
-                       "--max-output-tokens", "300", "--max-builder-steps", "1", "--json"], _index_dir)
+                       "--max-output-tokens", "300", "--max-builder-steps", "1", "--builder-tools", "native", "--json"],
+                      _index_dir)
     assert result.returncode == 0, result.stderr
     caps = {b.get("max_tokens", b.get("max_completion_tokens")) for b in server.bodies}
     assert caps == {300}
@@ -138,3 +140,29 @@ def test_limits_reach_the_model_calls(repo: Path, _index_dir: Path, server: Scri
 def test_empty_task(repo: Path, _index_dir: Path) -> None:
     result = codeloop(["--task", "  ", "--repo", str(repo)], _index_dir)
     assert result.returncode == 1 and "--task is empty" in result.stderr
+
+
+@pytest.mark.parametrize("server", [[
+    chat_answer("Brief: hash lives in src/auth/hash.ts."),
+    chat_answer(PLAN),
+    chat_answer('<tool name="write_file">\n<file_path>src/auth/hash.ts</file_path>\n<content>\n' + NEW_HASH
+                + "</content>\n</tool>"),
+    chat_answer("Updated hash."),
+    chat_answer("status: PASS"),
+]], indirect=True)
+def test_an_openai_compatible_builder_is_taught_its_tools_as_text(repo: Path, _index_dir: Path,
+                                                                   server: ScriptedChatServer) -> None:
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    result = codeloop(["--task", "Make hash stronger", "--repo", str(repo), "--base-url", url, "--model", "m"],
+                      _index_dir)
+    assert result.returncode == 0, result.stderr
+    assert (repo / "src/auth/hash.ts").read_text() == NEW_HASH
+    builder = server.bodies[2]
+    assert "tools" not in builder
+    assert '<tool name="TOOL_NAME">' in builder["messages"][0]["content"]
+    assert "## write_file:" in builder["messages"][0]["content"]
+
+
+def test_unknown_builder_tools_mode(repo: Path, _index_dir: Path) -> None:
+    result = codeloop(["--task", "x", "--repo", str(repo), "--builder-tools", "xml"], _index_dir)
+    assert result.returncode == 1 and "--builder-tools 'xml': use native or text" in result.stderr

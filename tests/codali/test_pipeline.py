@@ -73,6 +73,7 @@ async def test_critic_fails_touch_outside_plan_and_architect_revises(repo: Path)
         text_response("Revised: also allow the new file.\n\nplan_targets:\n  - src/public/index.html\n"
                       "  - src/other.html\n"),
         text_response("Nothing more to change."),
+        text_response("Really nothing: the file is already written."),  # after the nudge
         text_response("status: PASS"),
     ])
     result = await RolesPipeline(Client({"scripted": adapter}), repo, config()).run("Add a page")
@@ -85,7 +86,8 @@ async def test_critic_fails_touch_outside_plan_and_architect_revises(repo: Path)
 async def test_check_command_failure_fails_until_max_rounds(repo: Path) -> None:
     script = [text_response("Brief.")]
     for _ in range(2):
-        script += [text_response(PLAN), text_response("No change needed."), text_response("status: PASS")]
+        script += [text_response(PLAN), text_response("No change needed."), text_response("Still none."),
+                   text_response("status: PASS")]
     adapter = ScriptedAdapter(script)
     cfg = config(max_rounds=2, check_command="echo 'boom: 1 failed' && exit 3")
     result = await RolesPipeline(Client({"scripted": adapter}), repo, cfg).run("Make tests pass")
@@ -98,12 +100,38 @@ async def test_check_command_failure_fails_until_max_rounds(repo: Path) -> None:
 
 async def test_malformed_agent_request_is_returned_to_the_model(repo: Path) -> None:
     adapter = ScriptedAdapter([
-        text_response("AGENT_REQUEST v1\nrole: wizard\nneeds: []\n"),
+        text_response("AGENT_REQUEST v1\nrole: librarian\nneeds:\n  - type: file.read\n"),
         text_response("Brief without context."),
-        text_response(PLAN), text_response("Nothing to do."), text_response("status: PASS"),
+        text_response(PLAN), text_response("Nothing to do."), text_response("Nothing."), text_response("status: PASS"),
     ])
     await RolesPipeline(Client({"scripted": adapter}), repo, config()).run("task")
-    assert "field role: 'wizard' is not one of" in texts(adapter.requests[1])
+    assert "Codali could not parse your AGENT_REQUEST: AGENT_REQUEST line 4, field needs[0].path" in texts(
+        adapter.requests[1])
+
+
+async def test_a_wrong_role_and_one_bad_need_are_warnings_and_the_rest_is_answered(repo: Path) -> None:
+    # From a 1.5B librarian: "role: developer" and a docdex.snippet without doc_id beside a
+    # good need. Strictly that is an error and the model gave up ("I cannot fulfill this").
+    adapter = ScriptedAdapter([
+        text_response("AGENT_REQUEST v1\nrole: developer\nrequest_id: r1\nneeds:\n  - type: docdex.snippet\n"
+                      "    path: src/public/index.html\n  - type: file.read\n    path: src/public/index.html\n"),
+        text_response("Brief."),
+        text_response(PLAN), text_response("Nothing to do."), text_response("Nothing."), text_response("status: PASS"),
+    ])
+    await RolesPipeline(Client({"scripted": adapter}), repo, config()).run("task")
+    answer = texts(adapter.requests[1])
+    assert "<h1>Landing page</h1>" in answer
+    assert "role_replaced: developer -> librarian" in answer
+    assert "need_skipped: line 5, field needs[0].doc_id: required for docdex.snippet" in answer
+
+
+async def test_every_role_starts_with_the_repository_tree(repo: Path) -> None:
+    adapter = ScriptedAdapter([text_response("Brief."), text_response(PLAN), text_response("Nothing."),
+                               text_response("Nothing."), text_response("status: PASS")])
+    await RolesPipeline(Client({"scripted": adapter}), repo, config()).run("task")
+    first = texts(adapter.requests[0])
+    assert "Codali's overview of the repository" in first and 'type: "docdex.tree"' in first
+    assert "index.html" in first and "hash.ts" in first
 
 
 async def test_history_is_summarized_by_the_cheaper_model_at_90_percent(repo: Path) -> None:
@@ -111,7 +139,7 @@ async def test_history_is_summarized_by_the_cheaper_model_at_90_percent(repo: Pa
     adapter = ScriptedAdapter([
         text_response("Brief: " + big),
         text_response("SUMMARY-OF-EARLIER-TURNS"),  # the summarizer's answer
-        text_response(PLAN), text_response("Nothing to do."), text_response("status: PASS"),
+        text_response(PLAN), text_response("Nothing to do."), text_response("Nothing."), text_response("status: PASS"),
     ])
     cfg = PipelineConfig(*(ModelChoice("role-model", context_window=1000),) * 4,
                          summarizer=ModelChoice("cheap-model"), keep_recent_messages=1, max_output_tokens=100)
@@ -130,7 +158,7 @@ async def test_a_prompt_the_server_finds_too_long_is_compacted_and_asked_once_mo
     too_long = error_from_status_code(500, "Context size has been exceeded.", provider="scripted")
     adapter = ScriptedAdapter([
         text_response("Brief."), too_long, text_response("SHORTER"),  # the summarizer's answer
-        text_response(PLAN), text_response("Nothing to do."), text_response("status: PASS"),
+        text_response(PLAN), text_response("Nothing to do."), text_response("Nothing."), text_response("status: PASS"),
     ])
     cfg = PipelineConfig.single("m", keep_recent_messages=1)
     result = await RolesPipeline(Client({"scripted": adapter}), repo, cfg).run("task")
@@ -140,11 +168,11 @@ async def test_a_prompt_the_server_finds_too_long_is_compacted_and_asked_once_mo
 
 async def test_each_role_uses_its_own_model(repo: Path) -> None:
     adapter = ScriptedAdapter([text_response("Brief."), text_response(PLAN), text_response("Nothing."),
-                               text_response("status: PASS")])
+                               text_response("Nothing."), text_response("status: PASS")])
     cfg = PipelineConfig(ModelChoice("lib"), ModelChoice("arch"), ModelChoice("build"), ModelChoice("crit"),
                          ModelChoice("sum"))
     await RolesPipeline(Client({"scripted": adapter}), repo, cfg).run("task")
-    assert [r.model for r in adapter.requests] == ["lib", "arch", "build", "crit"]
+    assert [r.model for r in adapter.requests] == ["lib", "arch", "build", "build", "crit"]
 
 
 def test_plan_targets_forms() -> None:
@@ -187,3 +215,72 @@ async def test_builder_runs_tool_calls_a_small_model_writes_as_text(repo: Path) 
                for m in builder_second for p in m.content)
     errors = [str(p.tool_result.content) for m in builder_second for p in m.content if p.tool_result is not None]
     assert errors and errors[-1].startswith("Unknown tool: delete_file") and "rm -- x.txt" in errors[-1]
+
+
+def test_plan_targets_as_the_local_model_writes_them() -> None:
+    # Shapes from Qwen2.5-Coder-1.5B plans in the local e2e runs.
+    assert parse_plan_targets('Files to touch:\n- `greet.py`\n\nPlan targets:\n- "path/to/greet.py"\n') == [
+        "path/to/greet.py"]
+    assert parse_plan_targets("**Plan targets:**\n\n1. greet.py - the greeting\n2. `tests/t.py` (new)\nDone.") == [
+        "greet.py", "tests/t.py"]
+    assert parse_plan_targets("```yaml\nplan_targets:\n  - a.py\n```") == ["a.py"]
+    assert parse_plan_targets("plan_targets: greet.py") == ["greet.py"]
+    assert parse_plan_targets("plan_targets:\n\nThat is all.") is None
+
+
+def test_a_verdict_with_one_sentence_of_reasons_is_one_reason() -> None:
+    # The 1.5B critic wrote a sentence after "reasons:"; it became one reason per character.
+    text = ("status: FAIL\nreasons: The build failed: greet('a') returns 'Hello, a'.\nsuggested_fixes: \n"
+            "- Edit greet.py.\n- Run the check again.\n")
+    assert parse_verdict(text) == ("FAIL", ["The build failed: greet('a') returns 'Hello, a'."],
+                                   ["Edit greet.py.", "Run the check again."])
+    result = judge(text, [], ["greet.py"], None)
+    assert result.reasons == ("The build failed: greet('a') returns 'Hello, a'.",)
+
+
+async def test_a_builder_that_only_says_done_is_reminded_once_and_then_builds(repo: Path) -> None:
+    new_html = (repo / "src/public/index.html").read_text().replace("Landing page", "Welcome")
+    events: list[str] = []
+    adapter = ScriptedAdapter([
+        text_response("Brief."), text_response(PLAN),
+        text_response("Done."),  # no tool call, nothing changed: a small model's usual first reply
+        tool_call_response(("write_file", {"file_path": "src/public/index.html", "content": new_html})),
+        text_response("Changed the heading."),
+        text_response("status: PASS"),
+    ])
+    result = await RolesPipeline(Client({"scripted": adapter}), repo, config(),
+                                 on_event=lambda kind, data: events.append(kind)).run("Rename the heading")
+    assert result.status == "PASS" and result.touched_files == ("src/public/index.html",)
+    assert "No tool ran and nothing in the repository changed" in texts(adapter.requests[3])
+    assert events.count("builder_nudge") == 1
+
+
+async def test_plan_targets_that_miss_a_file_the_repository_has_are_sent_back(repo: Path) -> None:
+    events: list[tuple[str, dict[str, object]]] = []
+    adapter = ScriptedAdapter([
+        text_response("Brief."),
+        text_response("Edit the heading.\n\nPlan targets:\n- path/to/index.html\n- src/new_page.html\n"),
+        text_response("plan_targets:\n  - src/public/index.html\n  - src/new_page.html\n"),
+        text_response("Nothing."), text_response("Nothing."), text_response("status: PASS"),
+    ])
+    result = await RolesPipeline(Client({"scripted": adapter}), repo, config(),
+                                 on_event=lambda kind, data: events.append((kind, data))).run("Rename the heading")
+    correction = texts(adapter.requests[2])
+    assert "These plan_targets do not exist in the repository: path/to/index.html" in correction
+    assert "the repository has src/public/index.html" in correction
+    assert "src/new_page.html" not in correction.split("These plan_targets")[1]  # a new file is fine
+    assert result.plan_targets == ("src/public/index.html", "src/new_page.html")
+    assert [kind for kind, _ in events].count("plan_corrected") == 1
+
+
+async def test_the_overview_of_a_big_repository_is_cut_and_says_so(tmp_path: Path) -> None:
+    big = tmp_path / "big"
+    big.mkdir()
+    for i in range(400):
+        (big / f"module_with_a_long_name_{i:03}.py").write_text("x = 1\n")
+    adapter = ScriptedAdapter([text_response("Brief."), text_response(PLAN), text_response("Nothing."),
+                               text_response("Nothing."), text_response("status: PASS")])
+    await RolesPipeline(Client({"scripted": adapter}), big, config()).run("task")
+    first = texts(adapter.requests[0])
+    assert "module_with_a_long_name_000.py" in first and "module_with_a_long_name_399.py" not in first
+    assert "tree_truncated:" in first and "of 400 lines; ask docdex.tree with a path" in first

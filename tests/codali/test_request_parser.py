@@ -170,3 +170,17 @@ def test_flow_lists_where_scalars_belong_are_errors(text: str, field: str, fragm
     with pytest.raises(AgentRequestError) as info:
         parse_agent_request(text)
     assert info.value.field == field and fragment in str(info.value)
+
+
+def test_lenient_parse_replaces_the_role_and_skips_bad_needs_but_not_all() -> None:
+    text = ("AGENT_REQUEST v1\nrequest_id: r\nneeds:\n  - type: docdex.snippet\n    path: a.py\n"
+            "  - type: file.read\n    path: a.py\n")
+    with pytest.raises(AgentRequestError, match="field role: missing"):
+        parse_agent_request(text)
+    request = parse_agent_request(text, role="architect", skip_bad_needs=True)
+    assert request.role == "architect" and [n.type for n in request.needs] == ["file.read"]
+    assert request.warnings == ("role_replaced: (missing) -> architect",
+                                "need_skipped: line 4, field needs[0].doc_id: required for docdex.snippet")
+    only_bad = "AGENT_REQUEST v1\nrole: architect\nneeds:\n  - type: docdex.snippet\n    path: a.py\n"
+    with pytest.raises(AgentRequestError, match=r"line 4, field needs\[0\].doc_id"):
+        parse_agent_request(only_bad, role="architect", skip_bad_needs=True)

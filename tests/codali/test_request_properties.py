@@ -53,3 +53,26 @@ def test_rendered_request_round_trips(role: str, request_id: str, needs: list[di
         request = parse_agent_request(reply)
         assert (request.role, request.request_id, request.summary) == (role, request_id, summary)
         assert [{"type": n.type, **n.params} for n in request.needs] == needs
+
+
+_path = st.from_regex(r"[a-z][a-z0-9_]{0,8}(/[a-z][a-z0-9_]{0,8}){0,2}\.[a-z]{1,3}", fullmatch=True)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=300))
+def test_plan_targets_of_any_text_are_none_or_clean_paths(text: str) -> None:
+    from codeloop.codali.pipeline import parse_plan_targets
+
+    targets = parse_plan_targets(text)
+    assert targets is None or (targets and all(t and not t.startswith(("/", "`", '"')) for t in targets))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_path, min_size=1, max_size=4), st.sampled_from(["plan_targets:", "Plan targets:",
+                                                                 "**plan_targets:**", '"plan_targets":']),
+       st.sampled_from(["- {}", "- `{}`", '- "{}"', "1. {}", "* {} - why"]), _text)
+def test_plan_targets_in_any_written_shape_come_back(paths: list[str], key: str, item: str, prose: str) -> None:
+    from codeloop.codali.pipeline import parse_plan_targets
+
+    plan = f"{prose.replace('plan', 'p')}\n\n{key}\n" + "\n".join(item.format(p) for p in paths) + "\n"
+    assert parse_plan_targets(plan) == paths

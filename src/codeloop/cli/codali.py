@@ -76,6 +76,9 @@ def run(
         min=0, max=20, help="AGENT_REQUESTs answered per role turn.")] = 4,
     max_output_tokens: Annotated[int | None, typer.Option(
         min=16, help="Longest reply per model call. Default 2048 (768 for the local model).")] = None,
+    builder_tools: Annotated[str | None, typer.Option(
+        help="How the builder gets its tools: native (API tool calls) or text (taught in the prompt, "
+             "calls parsed from the reply). Default: text for openai_compatible servers, else native.")] = None,
     check: Annotated[str | None, typer.Option(help="Command the critic runs (e.g. 'pytest -q').")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="One JSON event per line, then the result.")] = False,
 ) -> None:
@@ -92,6 +95,8 @@ def run(
         raise _fail("--task is empty; say what the team should do")
     if not repo.is_dir():
         raise _fail(f"--repo {repo} is not a directory; pass the repository root")
+    if builder_tools not in (None, "native", "text"):
+        raise _fail(f"--builder-tools {builder_tools!r}: use native or text")
     try:
         choice = choose_model(provider, None, model, base_url, dict(os.environ))
     except UsageError as exc:
@@ -132,7 +137,8 @@ def run(
     config = PipelineConfig(pick(librarian_model), pick(architect_model), pick(builder_model), pick(critic_model),
                             pick(summarizer_model), max_rounds=max_rounds, check_command=check,
                             max_builder_steps=max_builder_steps, max_context_requests=max_context_requests,
-                            max_output_tokens=output_cap)
+                            max_output_tokens=output_cap,
+                            builder_text_tools=(builder_tools or choice.profile) == "text")
 
     def on_event(kind: str, data: dict[str, object]) -> None:
         if json_out:

@@ -53,29 +53,29 @@ def outside_plan(touched: list[str], plan_targets: list[str]) -> list[str]:
     return [p for p in touched if p not in files and not any(p.startswith(d) for d in dirs)]
 
 
+def _items(text: str, key: str) -> list[str]:
+    """The ``key:`` list of a verdict. Small models also write one sentence after the key
+    instead of a list; that is one item (iterating the string gave one reason per character)."""
+    start = text.find(f"{key}:")
+    if start == -1:
+        return []
+    try:
+        data = plain(parse_block(text[start:].split("\n\n")[0]))
+    except YamlishError:
+        data = {}
+    value = data.get(key) if isinstance(data, dict) else None
+    if isinstance(value, str):
+        return [value.strip()] if value.strip() else []
+    if isinstance(value, list):
+        return [str(item) for item in value if item]
+    return []
+
+
 def parse_verdict(text: str) -> tuple[str | None, list[str], list[str]]:
     """The critic model's ``status`` (``None`` if absent), reasons and suggested fixes."""
     match = _STATUS.search(text) or _BARE.search(text)
     status = match.group(1).upper() if match else None
-    reasons: list[str] = []
-    fixes: list[str] = []
-    start = text.find("reasons:")
-    if start != -1:
-        try:
-            data = plain(parse_block(text[start:].split("\n\n")[0]))
-        except YamlishError:
-            data = {}
-        if isinstance(data, dict):
-            reasons = [str(r) for r in data.get("reasons") or [] if r]
-    start = text.find("suggested_fixes:")
-    if start != -1:
-        try:
-            data = plain(parse_block(text[start:].split("\n\n")[0]))
-        except YamlishError:
-            data = {}
-        if isinstance(data, dict):
-            fixes = [str(f) for f in data.get("suggested_fixes") or [] if f]
-    return status, reasons, fixes
+    return status, _items(text, "reasons"), _items(text, "suggested_fixes")
 
 
 def judge(model_text: str, touched: list[str], plan_targets: list[str], check_failure: str | None) -> CriticResult:

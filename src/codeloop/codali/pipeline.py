@@ -15,7 +15,9 @@ A model's malformed request becomes a message it can correct, never an exception
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -26,9 +28,16 @@ from codeloop.agent.text_tool_calls import parse_text_tool_calls
 from codeloop.codali.answer import answer_request
 from codeloop.codali.critic import CriticResult, judge
 from codeloop.codali.history import CHARS_PER_TOKEN, History, transcript
-from codeloop.codali.prompts import ARCHITECT, BUILDER, CRITIC, LIBRARIAN, SUMMARIZER
-from codeloop.codali.request import AgentRequestError, parse_agent_request
-from codeloop.codali.yamlish import YamlishError, parse_block, plain
+from codeloop.codali.prompts import (
+    ARCHITECT,
+    BUILDER,
+    BUILDER_NUDGE,
+    BUILDER_TEXT_SYNTAX,
+    CRITIC,
+    LIBRARIAN,
+    SUMMARIZER,
+)
+from codeloop.codali.request import AgentRequest, AgentRequestError, Need, parse_agent_request
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.index import CodeIndex, normalize_path
 from codeloop.index.ignore import walk_repository
@@ -36,12 +45,16 @@ from codeloop.llm.client import Client
 from codeloop.llm.errors import ContextLengthError
 from codeloop.llm.types import Message, Request, Response
 from codeloop.llm.types import ToolDefinition as LLMToolDefinition
+from codeloop.profiles.text import describe_text_tools
 from codeloop.tools.pipeline import execute_tool_call
 from codeloop.tools.registry import ToolContext, ToolRegistry
 
+OVERVIEW_CHARS = 3000
+"""Most characters of the file tree that starts every run (about 750 tokens)."""
+
 PipelineEvent = Callable[[str, dict[str, Any]], None]
-"""``(kind, data)`` progress callback: role_start, agent_request, tool_call, critic_result,
-history_compacted, round_end. Must not raise."""
+"""``(kind, data)`` progress callback: role_start, agent_request, plan_corrected, tool_call,
+builder_nudge, critic_result, history_compacted, round_end. Must not raise."""
 
 
 @dataclass(frozen=True)
@@ -82,6 +95,11 @@ class PipelineConfig:
     max_output_tokens: int | None = 2048
     """Longest reply per model call: a small model that rambles to its context limit at a
     few tokens per second on a CPU would otherwise stall the run for many minutes."""
+    builder_text_tools: bool = False
+    """Teach the builder its tools in the prompt (the text profile's tagged syntax) and send
+    no native tools: for models that write their calls as text (llama.cpp, the local model)."""
+    overview: bool = True
+    """Start the history with the repository's file tree (a ``docdex.tree`` response)."""
 
     @classmethod
     def single(cls, model: str, provider: str | None = None, *, summarizer: str | None = None,
@@ -112,32 +130,53 @@ class PipelineResult:
     """The final shared history."""
 
 
+_TARGETS_KEY = re.compile(r"[\"'`*]*plan[ _-]?targets[\"'`*]*\s*:[*`]*", re.I)
+_BULLET = re.compile(r"^(?:[-*+]|\d+[.)])\s+")
+_QUOTES = "\"'`*,; "
+
+
+def _target(item: str) -> str:
+    """One list item as a path: quotes, backticks and bold marks off; a note after the path
+    (``greet.py - the greeting``, ``greet.py (main)``) dropped."""
+    item = item.strip().strip(_QUOTES)
+    item = re.split(r"\s+(?:[-–—(:#]|because\b)", item, maxsplit=1)[0]
+    return item.strip().strip(_QUOTES)
+
+
 def parse_plan_targets(text: str) -> list[str] | None:
-    """The ``plan_targets`` list at the end of a plan (YAML-like or JSON), ``None`` if absent."""
-    start = text.rfind("plan_targets")
-    if start == -1:
+    """The ``plan_targets`` list at the end of a plan, ``None`` if absent or empty.
+
+    Written by small models in many shapes: YAML-like bullets, an inline or JSON list,
+    ``Plan targets:``/``**plan_targets**:`` headings, numbered items, paths in backticks."""
+    keys = list(_TARGETS_KEY.finditer(text))
+    if not keys:
         return None
-    tail = text[start:].replace('"plan_targets"', "plan_targets").strip("`")
-    if tail.startswith("plan_targets") and ":" in tail:
-        after = tail.split(":", 1)[1].strip()
-        if after.startswith("["):
-            tail = "plan_targets: " + after.split("]", 1)[0] + "]"
-        else:
-            lines = ["plan_targets:"]
-            for line in tail.split("\n")[1:]:
-                if line.strip().startswith("-"):
-                    lines.append("  - " + line.strip()[1:].strip())
-                elif line.strip():
-                    break
-            tail = "\n".join(lines)
-    try:
-        data = plain(parse_block(tail))
-    except YamlishError:
+    after = text[keys[-1].end():].lstrip(" \t")
+    items: list[str] = []
+    if after.startswith("["):
+        body = after[1:].split("]", 1)[0]
+        try:
+            loaded = json.loads(f"[{body}]")
+            items = [str(x) for x in loaded] if isinstance(loaded, list) else []
+        except ValueError:
+            items = body.split(",")
+    else:
+        lines = after.split("\n")
+        if lines[0].strip():
+            items.append(lines[0])
+        for line in lines[1:]:
+            stripped = line.strip()
+            bullet = _BULLET.match(stripped)
+            if bullet:
+                items.append(stripped[bullet.end():])
+            elif stripped and stripped not in ("```", "}"):
+                break
+            elif items and not stripped:
+                break
+    targets = [t for t in (_target(i) for i in items) if t and t not in (".", "/")]
+    if not targets:
         return None
-    targets = data.get("plan_targets") if isinstance(data, dict) else None
-    if not isinstance(targets, list):
-        return None
-    return [normalize_path(str(t)) + ("/" if str(t).endswith("/") else "") for t in targets if t]
+    return [normalize_path(t) + ("/" if t.endswith("/") else "") for t in targets]
 
 
 def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
@@ -169,6 +208,8 @@ class RolesPipeline:
                                                                config.critic)),
                                keep_recent=config.keep_recent_messages)
         self._emit = on_event or (lambda kind, data: None)
+        self._turn_replies: list[str] = []
+        """Every reply of the last role turn (a plan_targets list may sit beside a request)."""
 
     # Model calls ------------------------------------------------------------------------
 
@@ -210,27 +251,35 @@ class RolesPipeline:
         self._emit("role_start", {"role": role})
         self.history.add(Message.user(f"[{role}] {instruction}"))
         text = ""
+        self._turn_replies = []
         for attempt in range(self.config.max_context_requests + 1):
             text = (await self._complete(choice, system)).text
+            self._turn_replies.append(text)
             self.history.add(Message.assistant(text))
             if "AGENT_REQUEST" not in text:
                 return text
             if attempt == self.config.max_context_requests:
                 self.history.add(Message.user("No more context requests in this turn; give your final answer now."))
                 text = (await self._complete(choice, system)).text
+                self._turn_replies.append(text)
                 self.history.add(Message.assistant(text))
                 return text
             try:
-                request = parse_agent_request(text)
+                # The pipeline knows who asks: a wrong role or one bad need out of several
+                # becomes a warning in the response, not a lost turn (small models do both).
+                request = parse_agent_request(text, role=role, skip_bad_needs=True)
             except AgentRequestError as exc:
                 self.history.add(Message.user(f"Codali could not parse your AGENT_REQUEST: {exc}. "
                                               "Send a corrected request, or give your final answer."))
                 continue
-            self._emit("agent_request", {"role": role, "needs": [n.type for n in request.needs]})
-            response = await answer_request(request, self.root, env=self.env, index=self.index,
-                                            content_budget=self.config.content_budget)
-            self.history.add(Message.user(response.to_text()))
+            await self._answer(role, request)
         return text
+
+    async def _answer(self, role: str, request: AgentRequest) -> None:
+        self._emit("agent_request", {"role": role, "needs": [n.type for n in request.needs]})
+        response = await answer_request(request, self.root, env=self.env, index=self.index,
+                                        content_budget=self.config.content_budget)
+        self.history.add(Message.user(response.to_text()))
 
     # Roles ------------------------------------------------------------------------------
 
@@ -238,21 +287,56 @@ class RolesPipeline:
         instruction = ("Write the plan for the task." if round_number == 1 else
                        "The critic failed the last build (see the critic.result above). Revise the plan.")
         plan = await self._role_turn("architect", self.config.architect, ARCHITECT, instruction)
-        targets = parse_plan_targets(plan)
+        targets = self._turn_targets()
+        problem = self._targets_problem(targets)
+        if problem:
+            self._emit("plan_corrected", {"problem": problem})
+            plan = await self._role_turn("architect", self.config.architect, ARCHITECT, problem)
+            targets = self._turn_targets() or targets
+        return plan, targets or []
+
+    def _turn_targets(self) -> list[str] | None:
+        """The plan_targets of the turn's final plan, else of its latest reply that had some
+        (small models write them beside an AGENT_REQUEST and leave them out of the plan)."""
+        for reply in reversed(self._turn_replies):
+            targets = parse_plan_targets(reply)
+            if targets is not None:
+                return targets
+        return None
+
+    def _targets_problem(self, targets: list[str] | None) -> str | None:
+        """What to tell the architect when its plan_targets cannot guide the builder: none at
+        all, or paths that do not exist where the repository has a file of that name (small
+        models write ``path/to/greet.py`` for ``greet.py``). New files are fine."""
         if targets is None:
-            plan = await self._role_turn("architect", self.config.architect, ARCHITECT,
-                                         "Your plan has no plan_targets list. Repeat the plan ending with "
-                                         "'plan_targets:' and one '- \"path\"' line per file.")
-            targets = parse_plan_targets(plan) or []
-        return plan, targets
+            return ("Your plan has no plan_targets list. Repeat the plan ending with "
+                    "'plan_targets:' and one '- \"path\"' line per file.")
+        by_name: dict[str, list[str]] = {}
+        for rel, _ in walk_repository(str(self.root)):
+            by_name.setdefault(rel.rsplit("/", 1)[-1], []).append(rel)
+        wrong = [(t, by_name[name]) for t in targets if not t.endswith("/")
+                 and not (self.root / t).exists() and (name := t.rsplit("/", 1)[-1]) in by_name]
+        if not wrong:
+            return None
+        listed = "; ".join(f"{t} (the repository has {', '.join(sorted(have)[:3])})" for t, have in wrong)
+        return (f"These plan_targets do not exist in the repository: {listed}. Paths are relative to the "
+                "repository root. Repeat the plan_targets list with the real paths.")
 
     async def _builder(self, targets: list[str]) -> list[str]:
         self._emit("role_start", {"role": "builder"})
         before = _snapshot(self.root)
-        self.history.add(Message.user(f"[builder] Carry out the latest plan. plan_targets: {', '.join(targets)}"))
-        tools = [LLMToolDefinition(d.name, d.description, dict(d.parameters)) for d in self.registry.definitions()]
+        named = ", ".join(targets) or "(none: the plan names no files; find them with the tools)"
+        self.history.add(Message.user(f"[builder] Carry out the latest plan. plan_targets: {named}"))
+        definitions = self.registry.definitions()
+        if self.config.builder_text_tools:
+            system = "\n\n".join([BUILDER, BUILDER_TEXT_SYNTAX, describe_text_tools(definitions, compact=True)])
+            tools = None
+        else:
+            system = BUILDER
+            tools = [LLMToolDefinition(d.name, d.description, dict(d.parameters)) for d in definitions]
+        ran_tool = nudged = False
         for _ in range(self.config.max_builder_steps):
-            response = await self._complete(self.config.builder, BUILDER, tools)
+            response = await self._complete(self.config.builder, system, tools)
             calls = response.tool_calls
             if calls or not response.text:
                 self.history.add(response.message)
@@ -264,8 +348,25 @@ class RolesPipeline:
                 calls = list(parse_text_tool_calls(response.text, schemas).calls)
                 self.history.add(native_messages(AssistantTurn(content=response.text, tool_calls=tuple(calls)))[0]
                                  if calls else response.message)
+            if not calls and "AGENT_REQUEST" in response.text:
+                # The builder is a codali role too (spec §1): it may ask for context.
+                try:
+                    await self._answer("builder", parse_agent_request(response.text, role="builder",
+                                                                      skip_bad_needs=True))
+                except AgentRequestError as exc:
+                    self.history.add(Message.user(f"Codali could not parse your AGENT_REQUEST: {exc}. "
+                                                  "Use the tools to carry out the plan."))
+                continue
             if not calls:
-                break
+                if ran_tool or nudged or _snapshot(self.root) != before:
+                    break
+                # "Done." with no tool call and nothing changed: a small model's usual first
+                # reply. One reminder, then its word is final (the critic judges the result).
+                nudged = True
+                self._emit("builder_nudge", {})
+                self.history.add(Message.user(BUILDER_NUDGE))
+                continue
+            ran_tool = True
             recovered = not response.tool_calls
             for call in calls:
                 if recovered and call.parse_error is not None:
@@ -302,9 +403,31 @@ class RolesPipeline:
         self._emit("critic_result", {"status": result.status, "reasons": list(result.reasons)})
         return result
 
+    async def _overview(self) -> str | None:
+        """The repository's file tree as a CODALI_RESPONSE, at most ``OVERVIEW_CHARS``: every
+        role then knows the real paths without asking (small models guess ``path/to/x.py``)."""
+        for depth in (3, 2, 1):
+            request = AgentRequest("librarian", "overview", (Need("docdex.tree", {"maxDepth": depth, "path": ""},
+                                                                  0, None),))
+            response = await answer_request(request, self.root, env=self.env, index=self.index)
+            tree = str(response.results[0].get("tree", "")) if response.results else ""
+            if not tree:
+                return None
+            if len(tree) <= OVERVIEW_CHARS or depth == 1:
+                if len(tree) > OVERVIEW_CHARS:
+                    cut = tree[:OVERVIEW_CHARS].rsplit("\n", 1)[0]
+                    shown = cut.count("\n") + 1
+                    response = replace(response, results=({**response.results[0], "tree": cut},),
+                                       warnings=(*response.warnings, f"tree_truncated: {shown} of "
+                                                 f"{tree.count(chr(10)) + 1} lines; ask docdex.tree with a path"))
+                return "Codali's overview of the repository (no request needed):\n" + response.to_text()
+        return None
+
     async def run(self, task: str) -> PipelineResult:
         """Run the roles on ``task`` until the critic passes or ``max_rounds`` is reached."""
         self.history.add(Message.user(f"Task: {task}"))
+        if self.config.overview and (overview := await self._overview()):
+            self.history.add(Message.user(overview))
         await self._role_turn("librarian", self.config.librarian, LIBRARIAN, "Gather context for the task.")
         plan, critic = "", None
         targets: list[str] = []

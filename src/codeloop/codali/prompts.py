@@ -24,6 +24,7 @@ context:
   summary: "why you need it"
 
 Need types: {", ".join(NEED_TYPES)}.
+Paths are relative to the repository root, exactly as in search hits and file lists.
 Codali answers with a CODALI_RESPONSE v1 holding every result and meta.warnings.
 When you have enough context, answer without any AGENT_REQUEST."""
 
@@ -33,7 +34,8 @@ Your final answer is a concise brief: relevant files with why they matter, key d
 constraints found in the docs."""
 
 ARCHITECT = f"""You are the architect of a coding team. Write a short, concrete plan for the
-task from the conversation so far (librarian brief, earlier critic results). {PROTOCOL}
+task from the conversation so far (librarian brief, earlier critic results). The plan lists
+only the edits the builder makes to files (no git, commits, reviews or notifications). {PROTOCOL}
 Your final answer is the plan, ending with the list of files the builder may touch:
 
 plan_targets:
@@ -41,8 +43,13 @@ plan_targets:
   - "path/two.py\""""
 
 BUILDER = """You are the builder of a coding team. Carry out the architect's latest plan using
-the tools: read files before changing them, change only the plan_targets, and keep changes
+the tools: read_file each plan target first, then change it with edit_file (exact old text →
+new text) or write_file (the whole new content). Change only the plan_targets and keep changes
 minimal. When done, reply with a short summary of what you changed and no tool call."""
+
+BUILDER_NUDGE = """[builder] No tool ran and nothing in the repository changed. Carry out the plan
+with the tools now: read_file, then edit_file or write_file on the plan_targets. Reply without a
+tool call only once the change is made, or to say why it cannot be made."""
 
 CRITIC = f"""You are the critic of a coding team. Check the builder's work against the task and
 the architect's plan: correctness, files touched outside plan_targets, failing checks (their
@@ -53,3 +60,18 @@ Your final answer starts with a line "status: PASS" or "status: FAIL", followed 
 SUMMARIZER = """Summarize this coding-team conversation for the team's next steps. Keep: the
 task, decisions, the current plan and plan_targets, files changed, open problems and critic
 findings, exact paths and names. Drop repeated file contents. Answer with the summary only."""
+
+BUILDER_TEXT_SYNTAX = """To use a tool, write it in your reply like this (one tool per reply):
+
+<tool name="TOOL_NAME">
+<PARAMETER_NAME>value</PARAMETER_NAME>
+</tool>
+
+Example:
+<tool name="edit_file">
+<file_path>app/settings.py</file_path>
+<old_string>DEBUG = False</old_string>
+<new_string>DEBUG = True</new_string>
+</tool>
+
+Then wait for the tool result."""

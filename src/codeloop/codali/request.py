@@ -80,18 +80,31 @@ class AgentRequest:
     """Things tolerated while parsing (``request_id_missing``), repeated in the response."""
 
 
-def parse_agent_request(reply: str) -> AgentRequest:
-    """The first ``AGENT_REQUEST`` of ``reply``; raises :class:`AgentRequestError`."""
+@dataclass(frozen=True)
+class _Leniency:
+    role: str | None = None
+    skip_bad_needs: bool = False
+
+
+def parse_agent_request(reply: str, *, role: str | None = None, skip_bad_needs: bool = False) -> AgentRequest:
+    """The first ``AGENT_REQUEST`` of ``reply``; raises :class:`AgentRequestError`.
+
+    A caller that knows who is asking (the roles pipeline) passes ``role``: a missing or
+    different role in the request is then replaced by it with a ``role_replaced`` warning
+    instead of failing. ``skip_bad_needs`` answers the valid needs and skips each invalid one
+    with a ``need_skipped`` warning holding the error; it still fails when no need is valid.
+    Both are for small models whose request is mostly right; the default is strict."""
+    leniency = _Leniency(role, skip_bad_needs)
     lines = reply.split("\n")
     for number, line in enumerate(lines, start=1):
         match = _HEADER.match(line)
         if match:
             _check_version(match, number)
-            return _after_header(lines, number)
+            return _after_header(lines, number, leniency)
     data = _find_json(reply)
     if data is not None:
         obj, start = data
-        return _from_json(obj, start)
+        return _from_json(obj, start, leniency)
     raise AgentRequestError(
         "no 'AGENT_REQUEST v1' found; start the request with a line 'AGENT_REQUEST v1' followed by "
         "role, request_id, needs and context")
@@ -103,7 +116,7 @@ def _check_version(match: re.Match[str] | None, line: int) -> None:
         raise AgentRequestError(f"unsupported version {version!r}; write 'AGENT_REQUEST v1'", line, "version")
 
 
-def _after_header(lines: list[str], header_line: int) -> AgentRequest:
+def _after_header(lines: list[str], header_line: int, leniency: _Leniency) -> AgentRequest:
     index = header_line  # 0-based index of the line after the header
     # Blank lines, an opening fence, or a repeated header ("### AGENT_REQUEST" above a fenced
     # "AGENT_REQUEST v1") may sit between the header and the body.
@@ -113,7 +126,7 @@ def _after_header(lines: list[str], header_line: int) -> AgentRequest:
         index += 1
     if index < len(lines) and lines[index].lstrip().startswith("{"):
         decoded = _decode_json_at("\n".join(lines[index:]), index + 1)
-        return _from_json(decoded, index + 1)
+        return _from_json(decoded, index + 1, leniency)
     body: list[str] = []
     end = index
     while end < len(lines):
@@ -131,7 +144,7 @@ def _after_header(lines: list[str], header_line: int) -> AgentRequest:
         raise AgentRequestError(str(exc), exc.line) from None
     if not isinstance(root.value, dict):
         raise AgentRequestError("expected 'key: value' lines (role, request_id, needs, context)", root.line)
-    return _build(root.value, header_line)
+    return _build(root.value, header_line, leniency)
 
 
 def _decode_json_at(text: str, first_line: int) -> Any:
@@ -154,7 +167,7 @@ def _find_json(reply: str) -> tuple[Any, int] | None:
     return None
 
 
-def _from_json(value: Any, line: int) -> AgentRequest:
+def _from_json(value: Any, line: int, leniency: _Leniency) -> AgentRequest:
     if not isinstance(value, dict):
         raise AgentRequestError("the JSON request must be an object with role, request_id and needs", line)
     if isinstance(value.get("AGENT_REQUEST"), dict):
@@ -165,17 +178,23 @@ def _from_json(value: Any, line: int) -> AgentRequest:
             raise AgentRequestError(f"unsupported version {version!r}; use v1", line, "version")
     wrapped = located(value, line)
     assert isinstance(wrapped.value, dict)
-    return _build(wrapped.value, line)
+    return _build(wrapped.value, line, leniency)
 
 
-def _build(fields: dict[str, Located], header_line: int) -> AgentRequest:
+def _build(fields: dict[str, Located], header_line: int, leniency: _Leniency) -> AgentRequest:
     warnings: list[str] = []
     role_node = fields.get("role")
-    if role_node is None or role_node.value in (None, ""):
+    written = "" if role_node is None or role_node.value is None else str(role_node.value).strip().lower()
+    if leniency.role is not None:
+        role = leniency.role
+        if written != role:
+            warnings.append(f"role_replaced: {written or '(missing)'} -> {role}")
+    elif role_node is None or not written:
         raise AgentRequestError(f"missing; one of {', '.join(ROLES)}", header_line, "role")
-    role = str(role_node.value).strip().lower()
-    if role not in ROLES:
+    elif written not in ROLES:
         raise AgentRequestError(f"{role_node.value!r} is not one of {', '.join(ROLES)}", role_node.line, "role")
+    else:
+        role = written
     id_node = fields.get("request_id")
     if id_node is None or id_node.value in (None, ""):
         request_id = f"req-{uuid.uuid4().hex[:12]}"
@@ -193,7 +212,20 @@ def _build(fields: dict[str, Located], header_line: int) -> AgentRequest:
         raise AgentRequestError("must be a list of '- type: ...' entries", needs_node.line, "needs")
     else:
         raw_needs = needs_node.value
-    needs = tuple(_need(item, i) for i, item in enumerate(raw_needs))
+    if leniency.skip_bad_needs:
+        kept: list[Need] = []
+        errors: list[AgentRequestError] = []
+        for i, item in enumerate(raw_needs):
+            try:
+                kept.append(_need(item, i))
+            except AgentRequestError as exc:
+                errors.append(exc)
+                warnings.append(f"need_skipped: {str(exc).removeprefix('AGENT_REQUEST ')}")
+        if errors and not kept:
+            raise errors[0]
+        needs = tuple(kept)
+    else:
+        needs = tuple(_need(item, i) for i, item in enumerate(raw_needs))
     summary, constraints = _context(fields.get("context"))
     return AgentRequest(role, request_id, needs, summary, constraints, tuple(warnings))
 

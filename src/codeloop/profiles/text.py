@@ -36,13 +36,18 @@ class TextProfile(ProviderProfile):
 
     def describe_tools(self, definitions: list[ToolDefinition]) -> str:
         """Every tool with its parameters, as the tagged syntax expects them."""
-        blocks = []
-        for d in definitions:
-            first = d.description.strip().splitlines()[0] if d.description.strip() else ""
-            if len(first) > 120 and ". " in first:
-                first = first.split(". ")[0] + "."
-            blocks.append("\n".join([f"## {d.name}: {first}", *_params(d, self.compact)]))
-        return "# Available tools\n" + "\n".join(blocks)
+        return describe_text_tools(definitions, compact=self.compact)
+
+
+def describe_text_tools(definitions: list[ToolDefinition], *, compact: bool) -> str:
+    """The ``# Available tools`` block of the text profile (also the codali builder's)."""
+    blocks = []
+    for d in definitions:
+        first = d.description.strip().splitlines()[0] if d.description.strip() else ""
+        if len(first) > 120 and ". " in first:
+            first = first.split(". ")[0] + "."
+        blocks.append("\n".join([f"## {d.name}: {first}", *_params(d, compact)]))
+    return "# Available tools\n" + "\n".join(blocks)
 
 
 def create_text_profile(
