@@ -165,4 +165,4 @@ def test_an_openai_compatible_builder_is_taught_its_tools_as_text(repo: Path, _i
 
 def test_unknown_builder_tools_mode(repo: Path, _index_dir: Path) -> None:
     result = codeloop(["--task", "x", "--repo", str(repo), "--builder-tools", "xml"], _index_dir)
-    assert result.returncode == 1 and "--builder-tools 'xml': use native or text" in result.stderr
+    assert result.returncode == 1 and "--builder-tools 'xml': use native, text or constrained" in result.stderr

@@ -284,3 +284,41 @@ async def test_the_overview_of_a_big_repository_is_cut_and_says_so(tmp_path: Pat
     first = texts(adapter.requests[0])
     assert "module_with_a_long_name_000.py" in first and "module_with_a_long_name_399.py" not in first
     assert "tree_truncated:" in first and "of 400 lines; ask docdex.tree with a path" in first
+
+
+async def test_a_constrained_builder_gets_a_schema_and_its_json_calls_run(repo: Path) -> None:
+    new_html = (repo / "src/public/index.html").read_text().replace("Landing page", "Welcome")
+    adapter = ScriptedAdapter([
+        text_response("Brief."), text_response(PLAN),
+        text_response(json.dumps({"tool": "write_file", "arguments": {"file_path": "src/public/index.html",
+                                                                      "content": new_html}})),
+        text_response(json.dumps({"tool": "write_file", "arguments": {"path": "x"}})),  # wrong argument name
+        text_response(json.dumps({"final_answer": "Changed the heading."})),
+        text_response("status: PASS"),
+    ])
+    events: list[tuple[str, dict[str, object]]] = []
+    result = await RolesPipeline(Client({"scripted": adapter}), repo, config(builder_tools="constrained"),
+                                 on_event=lambda kind, data: events.append((kind, data))).run("Rename the heading")
+    assert result.status == "PASS" and "<h1>Welcome</h1>" in (repo / "src/public/index.html").read_text()
+    builder = adapter.requests[2]
+    assert builder.tools is None and builder.response_format is not None
+    branches = builder.response_format.json_schema["anyOf"]  # type: ignore[index]
+    assert {"const": "write_file"} in [b["properties"].get("tool") for b in branches]
+    assert "# Reply format" in texts(builder)
+    assert [d["is_error"] for k, d in events if k == "tool_call"] == [False, True]
+    assert "arguments for write_file" in str(adapter.requests[4].messages[-1].content)
+
+
+def test_a_verdict_written_as_json_counts() -> None:
+    # The 1.5B critic copied the builder's JSON calls: {"name": "status", "value": "PASS", ...}.
+    assert parse_verdict('{"name": "status", "value": "PASS", "reasons": [], "suggested_fixes": []}') == (
+        "PASS", [], [])
+    assert parse_verdict('Verdict: {"status": "fail", "reasons": "greet is unchanged"}') == (
+        "FAIL", ["greet is unchanged"], [])
+    assert judge('{"status": "PASS"}', ["a.py"], ["a.py"], None).status == "PASS"
+    assert parse_verdict('{"name": "status", "value": "maybe"}')[0] is None
+
+
+def test_the_prompts_placeholder_is_not_a_target() -> None:
+    plan = 'plan_targets:\n  - "<path of a file to change, as in the repository overview>"\n  - greet.py\n'
+    assert parse_plan_targets(plan) == ["greet.py"]

@@ -77,8 +77,10 @@ def run(
     max_output_tokens: Annotated[int | None, typer.Option(
         min=16, help="Longest reply per model call. Default 2048 (768 for the local model).")] = None,
     builder_tools: Annotated[str | None, typer.Option(
-        help="How the builder gets its tools: native (API tool calls) or text (taught in the prompt, "
-             "calls parsed from the reply). Default: text for openai_compatible servers, else native.")] = None,
+        help="How the builder gets its tools: native (API tool calls), text (taught in the prompt, "
+             "calls parsed from the reply) or constrained (replies sampled under a JSON Schema: one call "
+             "or the answer; llama.cpp/vLLM). Default: constrained for the local model, text for other "
+             "openai_compatible servers, else native.")] = None,
     check: Annotated[str | None, typer.Option(help="Command the critic runs (e.g. 'pytest -q').")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="One JSON event per line, then the result.")] = False,
 ) -> None:
@@ -95,8 +97,8 @@ def run(
         raise _fail("--task is empty; say what the team should do")
     if not repo.is_dir():
         raise _fail(f"--repo {repo} is not a directory; pass the repository root")
-    if builder_tools not in (None, "native", "text"):
-        raise _fail(f"--builder-tools {builder_tools!r}: use native or text")
+    if builder_tools not in (None, "native", "text", "constrained"):
+        raise _fail(f"--builder-tools {builder_tools!r}: use native, text or constrained")
     try:
         choice = choose_model(provider, None, model, base_url, dict(os.environ))
     except UsageError as exc:
@@ -138,7 +140,8 @@ def run(
                             pick(summarizer_model), max_rounds=max_rounds, check_command=check,
                             max_builder_steps=max_builder_steps, max_context_requests=max_context_requests,
                             max_output_tokens=output_cap,
-                            builder_text_tools=(builder_tools or choice.profile) == "text")
+                            builder_tools=builder_tools or ("constrained" if choice.local else
+                                                            "text" if choice.profile == "text" else "native"))
 
     def on_event(kind: str, data: dict[str, object]) -> None:
         if json_out:

@@ -9,6 +9,7 @@ The result travels back to the architect as a ``CODALI_RESPONSE v1`` with one
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from dataclasses import dataclass, field
@@ -71,9 +72,36 @@ def _items(text: str, key: str) -> list[str]:
     return []
 
 
+def _json_verdict(text: str) -> tuple[str | None, list[str], list[str]] | None:
+    """A verdict written as JSON: ``{"status": "PASS", "reasons": [...]}``, or the shape a
+    small model copies from the builder's calls, ``{"name": "status", "value": "PASS"}``."""
+    decoder = json.JSONDecoder()
+    for match in re.finditer(r"\{", text):
+        try:
+            value, _ = decoder.raw_decode(text, match.start())
+        except ValueError:
+            continue
+        if not isinstance(value, dict):
+            continue
+        status = value.get("status")
+        if status is None and value.get("name") == "status":
+            status = value.get("value")
+        if isinstance(status, str) and status.strip().upper() in ("PASS", "FAIL"):
+            return status.strip().upper(), _listed(value.get("reasons")), _listed(value.get("suggested_fixes"))
+    return None
+
+
+def _listed(raw: object) -> list[str]:
+    if isinstance(raw, str):
+        return [raw] if raw.strip() else []
+    return [str(item) for item in raw if item] if isinstance(raw, list) else []
+
+
 def parse_verdict(text: str) -> tuple[str | None, list[str], list[str]]:
     """The critic model's ``status`` (``None`` if absent), reasons and suggested fixes."""
     match = _STATUS.search(text) or _BARE.search(text)
+    if match is None and (as_json := _json_verdict(text)) is not None:
+        return as_json
     status = match.group(1).upper() if match else None
     return status, _items(text, "reasons"), _items(text, "suggested_fixes")
 

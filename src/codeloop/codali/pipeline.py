@@ -41,9 +41,10 @@ from codeloop.codali.request import AgentRequest, AgentRequestError, Need, parse
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.index import CodeIndex, normalize_path
 from codeloop.index.ignore import walk_repository
+from codeloop.llm import constrained
 from codeloop.llm.client import Client
 from codeloop.llm.errors import ContextLengthError
-from codeloop.llm.types import Message, Request, Response
+from codeloop.llm.types import Message, Request, Response, ResponseFormat
 from codeloop.llm.types import ToolDefinition as LLMToolDefinition
 from codeloop.profiles.text import describe_text_tools
 from codeloop.tools.pipeline import execute_tool_call
@@ -95,9 +96,11 @@ class PipelineConfig:
     max_output_tokens: int | None = 2048
     """Longest reply per model call: a small model that rambles to its context limit at a
     few tokens per second on a CPU would otherwise stall the run for many minutes."""
-    builder_text_tools: bool = False
-    """Teach the builder its tools in the prompt (the text profile's tagged syntax) and send
-    no native tools: for models that write their calls as text (llama.cpp, the local model)."""
+    builder_tools: str = "native"
+    """How the builder gets its tools: ``native`` (API tool calls), ``text`` (taught in the
+    prompt with the text profile's tagged syntax, for models that write calls as text), or
+    ``constrained`` (every reply sampled under a JSON Schema: one tool call or the final
+    answer; for llama.cpp/vLLM servers, where a small model cannot drift into prose)."""
     overview: bool = True
     """Start the history with the repository's file tree (a ``docdex.tree`` response)."""
 
@@ -173,7 +176,8 @@ def parse_plan_targets(text: str) -> list[str] | None:
                 break
             elif items and not stripped:
                 break
-    targets = [t for t in (_target(i) for i in items) if t and t not in (".", "/")]
+    # "<path of a file ...>" is the prompt's placeholder, copied by small models: not a path.
+    targets = [t for t in (_target(i) for i in items) if t and t not in (".", "/") and "<" not in t]
     if not targets:
         return None
     return [normalize_path(t) + ("/" if t.endswith("/") else "") for t in targets]
@@ -225,8 +229,8 @@ class RolesPipeline:
             messages=[Message.system(SUMMARIZER), Message.user(text)], max_tokens=self.config.max_output_tokens))
         return response.text.strip() or text[-4000:]
 
-    async def _complete(self, choice: ModelChoice, system: str,
-                        tools: list[LLMToolDefinition] | None = None) -> Response:
+    async def _complete(self, choice: ModelChoice, system: str, tools: list[LLMToolDefinition] | None = None,
+                        response_format: ResponseFormat | None = None) -> Response:
         # The prompt and the reply share the window.
         budget = choice.context_window - min(self.config.max_output_tokens or 0, choice.context_window // 2)
         if await self.history.fit(self._summarize, len(system), budget):
@@ -234,7 +238,7 @@ class RolesPipeline:
 
         def request() -> Request:
             return Request(model=choice.model, provider=choice.provider, tools=tools,
-                           max_tokens=self.config.max_output_tokens,
+                           max_tokens=self.config.max_output_tokens, response_format=response_format,
                            messages=[Message.system(system), *self.history.messages])
 
         try:
@@ -328,27 +332,38 @@ class RolesPipeline:
         named = ", ".join(targets) or "(none: the plan names no files; find them with the tools)"
         self.history.add(Message.user(f"[builder] Carry out the latest plan. plan_targets: {named}"))
         definitions = self.registry.definitions()
-        if self.config.builder_text_tools:
+        schemas = {d.name: d.parameters for d in definitions}
+        llm_tools = [LLMToolDefinition(d.name, d.description, dict(d.parameters)) for d in definitions]
+        mode = self.config.builder_tools
+        tools: list[LLMToolDefinition] | None = None
+        reply_format = None
+        if mode == "text":
             system = "\n\n".join([BUILDER, BUILDER_TEXT_SYNTAX, describe_text_tools(definitions, compact=True)])
-            tools = None
+        elif mode == "constrained":
+            system = "\n\n".join([BUILDER, constrained.describe_reply_format(llm_tools)])
+            reply_format = constrained.response_format(llm_tools)
         else:
-            system = BUILDER
-            tools = [LLMToolDefinition(d.name, d.description, dict(d.parameters)) for d in definitions]
+            system, tools = BUILDER, llm_tools
         ran_tool = nudged = False
         for _ in range(self.config.max_builder_steps):
-            response = await self._complete(self.config.builder, system, tools)
+            response = await self._complete(self.config.builder, system, tools, reply_format)
             calls = response.tool_calls
-            if calls or not response.text:
+            if mode == "constrained" and not calls:
+                reply = constrained.parse_constrained_reply(response.text, schemas)
+                calls = [reply.call] if reply.call is not None else []
+                text = reply.answer if reply.answer is not None else response.text
+                self.history.add(native_messages(AssistantTurn(content="" if calls else text,
+                                                               tool_calls=tuple(calls)))[0])
+            elif calls or not response.text:
                 self.history.add(response.message)
             else:
                 # Small local models write their calls as text (fenced JSON, <tool_call> tags)
                 # instead of structured tool_calls; run those, and keep them in the history as
                 # structured calls so each tool result answers a call the server knows.
-                schemas = {d.name: d.parameters for d in self.registry.definitions()}
                 calls = list(parse_text_tool_calls(response.text, schemas).calls)
                 self.history.add(native_messages(AssistantTurn(content=response.text, tool_calls=tuple(calls)))[0]
                                  if calls else response.message)
-            if not calls and "AGENT_REQUEST" in response.text:
+            if not calls and mode != "constrained" and "AGENT_REQUEST" in response.text:
                 # The builder is a codali role too (spec §1): it may ask for context.
                 try:
                     await self._answer("builder", parse_agent_request(response.text, role="builder",
@@ -367,7 +382,7 @@ class RolesPipeline:
                 self.history.add(Message.user(BUILDER_NUDGE))
                 continue
             ran_tool = True
-            recovered = not response.tool_calls
+            recovered = not response.tool_calls  # parsed from text: its parse_error shows the valid form
             for call in calls:
                 if recovered and call.parse_error is not None:
                     # The recovery parser's message shows the exact valid form of the call.

@@ -39,8 +39,8 @@ only the edits the builder makes to files (no git, commits, reviews or notificat
 Your final answer is the plan, ending with the list of files the builder may touch:
 
 plan_targets:
-  - "path/one.py"
-  - "path/two.py\""""
+  - "<path of a file to change, as in the repository overview>"
+  - "<one line per file>\""""
 
 BUILDER = """You are the builder of a coding team. Carry out the architect's latest plan using
 the tools: read_file each plan target first, then change it with edit_file (exact old text →
@@ -54,8 +54,8 @@ tool call only once the change is made, or to say why it cannot be made."""
 CRITIC = f"""You are the critic of a coding team. Check the builder's work against the task and
 the architect's plan: correctness, files touched outside plan_targets, failing checks (their
 results are given). {PROTOCOL}
-Your final answer starts with a line "status: PASS" or "status: FAIL", followed by
-"reasons:" and "suggested_fixes:" lists when it fails."""
+Your final answer is plain text (not JSON) starting with a line "status: PASS" or
+"status: FAIL", followed by "reasons:" and "suggested_fixes:" lists when it fails."""
 
 SUMMARIZER = """Summarize this coding-team conversation for the team's next steps. Keep: the
 task, decisions, the current plan and plan_targets, files changed, open problems and critic
