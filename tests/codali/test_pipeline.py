@@ -188,7 +188,8 @@ def test_critic_judgement() -> None:
         "FAIL", ["bug in a.py"], ["fix it"])
     assert judge("**PASS**", ["a.py"], ["a.py"], None).status == "PASS"
     silent = judge("looks fine", ["a.py"], ["a.py"], None)
-    assert silent.status == "FAIL" and silent.reasons == ("critic model gave no 'status: PASS|FAIL' line",)
+    assert silent.status == "FAIL" and silent.reasons == (
+        "critic model gave no 'status: PASS|FAIL' line (it wrote: 'looks fine')",)
 
 
 async def test_builder_runs_tool_calls_a_small_model_writes_as_text(repo: Path) -> None:
@@ -322,3 +323,16 @@ def test_a_verdict_written_as_json_counts() -> None:
 def test_the_prompts_placeholder_is_not_a_target() -> None:
     plan = 'plan_targets:\n  - "<path of a file to change, as in the repository overview>"\n  - greet.py\n'
     assert parse_plan_targets(plan) == ["greet.py"]
+
+
+async def test_a_critic_reply_without_a_verdict_is_asked_once_more(repo: Path) -> None:
+    events: list[str] = []
+    adapter = ScriptedAdapter([
+        text_response("Brief."), text_response(PLAN), text_response("Nothing."), text_response("Nothing."),
+        text_response("The build looks good to me."),  # no verdict
+        text_response("status: PASS"),
+    ])
+    result = await RolesPipeline(Client({"scripted": adapter}), repo, config(),
+                                 on_event=lambda kind, data: events.append(kind)).run("task")
+    assert result.status == "PASS" and events.count("verdict_missing") == 1
+    assert "Your reply has no verdict" in texts(adapter.requests[5])

@@ -119,7 +119,8 @@ def judge(model_text: str, touched: list[str], plan_targets: list[str], check_fa
     if status == "FAIL":
         reasons += model_reasons or ["critic model returned FAIL without reasons"]
     elif status is None:
-        reasons.append("critic model gave no 'status: PASS|FAIL' line")
+        excerpt = " ".join(model_text.split())[:160]
+        reasons.append(f"critic model gave no 'status: PASS|FAIL' line (it wrote: {excerpt!r})")
     fixes = [f"Address: {r}" for r in reasons if not r.startswith("critic model")] + model_fixes
     verdict = "FAIL" if reasons else "PASS"
     return CriticResult(verdict, tuple(reasons), tuple(fixes), tuple(touched), tuple(plan_targets),

@@ -26,7 +26,7 @@ from typing import Any
 from codeloop.agent.history import AssistantTurn, native_messages
 from codeloop.agent.text_tool_calls import parse_text_tool_calls
 from codeloop.codali.answer import answer_request
-from codeloop.codali.critic import CriticResult, judge
+from codeloop.codali.critic import CriticResult, judge, parse_verdict
 from codeloop.codali.history import CHARS_PER_TOKEN, History, transcript
 from codeloop.codali.prompts import (
     ARCHITECT,
@@ -55,7 +55,7 @@ OVERVIEW_CHARS = 3000
 
 PipelineEvent = Callable[[str, dict[str, Any]], None]
 """``(kind, data)`` progress callback: role_start, agent_request, plan_corrected, tool_call,
-builder_nudge, critic_result, history_compacted, round_end. Must not raise."""
+builder_nudge, verdict_missing, critic_result, history_compacted, round_end. Must not raise."""
 
 
 @dataclass(frozen=True)
@@ -413,6 +413,12 @@ class RolesPipeline:
         text = await self._role_turn("critic", self.config.critic, CRITIC, (
             f"Review the build. touched_files: {', '.join(touched) or '(none)'}; "
             f"plan_targets: {', '.join(targets) or '(none)'}; {check_note}"))
+        if parse_verdict(text)[0] is None:
+            # No verdict found: ask once for the exact form before the gate counts it as FAIL.
+            self._emit("verdict_missing", {"reply": text[:200]})
+            text = await self._role_turn("critic", self.config.critic, CRITIC, (
+                "Your reply has no verdict. Reply with the line 'status: PASS' or 'status: FAIL' first "
+                "(plain text, not JSON), then 'reasons:' and 'suggested_fixes:' lists if it fails."))
         result = judge(text, touched, targets, check_failure)
         self.history.add(Message.user(result.response().to_text()))
         self._emit("critic_result", {"status": result.status, "reasons": list(result.reasons)})
