@@ -336,3 +336,13 @@ async def test_a_critic_reply_without_a_verdict_is_asked_once_more(repo: Path) -
                                  on_event=lambda kind, data: events.append(kind)).run("task")
     assert result.status == "PASS" and events.count("verdict_missing") == 1
     assert "Your reply has no verdict" in texts(adapter.requests[5])
+
+
+async def test_absolute_plan_targets_inside_the_repository_become_relative(repo: Path) -> None:
+    root = str(repo.resolve())
+    adapter = ScriptedAdapter([
+        text_response("Brief."), text_response(f"Edit.\n\nplan_targets:\n  - {root}/src/public/index.html\n"),
+        text_response("Nothing."), text_response("Nothing."), text_response("status: PASS"),
+    ])
+    result = await RolesPipeline(Client({"scripted": adapter}), repo, config()).run("task")
+    assert result.plan_targets == ("src/public/index.html",)

@@ -302,10 +302,13 @@ class RolesPipeline:
     def _turn_targets(self) -> list[str] | None:
         """The plan_targets of the turn's final plan, else of its latest reply that had some
         (small models write them beside an AGENT_REQUEST and leave them out of the plan)."""
+        root = str(self.root).strip("/") + "/"
         for reply in reversed(self._turn_replies):
             targets = parse_plan_targets(reply)
             if targets is not None:
-                return targets
+                # An absolute path inside the repository (models copy meta.repo_root) is its
+                # repository-relative path; normalize_path already dropped the leading "/".
+                return [t[len(root):] if t.startswith(root) else t for t in targets]
         return None
 
     def _targets_problem(self, targets: list[str] | None) -> str | None:
