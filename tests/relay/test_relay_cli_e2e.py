@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -222,12 +221,17 @@ def test_watch_applies_replies_as_they_arrive_until_done(tmp_path: Path) -> None
     )
     try:
         (root / "inbox" / "r1.txt").write_text('[CREATE_FILE path="w.txt"]\nwatched\n[/CREATE_FILE]\n')
-        deadline = time.monotonic() + 30
-        while not list((root / "outbox").glob("*_seq0002.txt")):
-            assert time.monotonic() < deadline and proc.poll() is None, "watch did not step the reply"
-            time.sleep(0.1)
+        # Wait for watch to print the next outbox, not just to write it: a second reply that
+        # lands while the first step runs is applied in the same step, with no "Next outbox".
+        assert proc.stdout is not None
+        head: list[str] = []
+        while not any("_seq0002.txt" in line for line in head):
+            line = proc.stdout.readline()
+            assert line, "watch ended before it stepped the reply"
+            head.append(line)
         (root / "inbox" / "r2.txt").write_text("[DONE]\nwatched it\n[/DONE]\n")
-        out, err = proc.communicate(timeout=30)
+        rest, err = proc.communicate(timeout=30)
+        out = "".join(head) + rest
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
