@@ -105,23 +105,19 @@ def run(
         raise _fail(str(exc)) from None
     if choice.local:
         # No key and no --base-url: the embedded default of `codeloop run`, the local llama.cpp model.
-        from codeloop.cli.run import LOCAL_MODEL
-        from codeloop.cli.run import ModelChoice as ProviderChoice
-        from codeloop.llm.local import ensure_local_server
+        from codeloop.cli.run import LOCAL_MODEL, start_local_model
         from codeloop.llm.local_install import MODELS, LocalModelError
 
-        local_model = model or LOCAL_MODEL
-        if local_model not in MODELS:
-            raise _fail(f"no API key set, so the local llama.cpp model runs, and it has no model {local_model!r}: "
+        if (model or LOCAL_MODEL) not in MODELS:
+            raise _fail(f"no API key set, so the local llama.cpp model runs, and it has no model {model!r}: "
                         f"pass --model {' or --model '.join(MODELS)}, or set OPENAI_API_KEY, ANTHROPIC_API_KEY "
                         "or GEMINI_API_KEY, or pass --base-url of an OpenAI-compatible server")
         typer.echo("No API key set: using the local llama.cpp model "
                    "(first use installs it; this can take a while).", err=True)
         try:
-            local_url = ensure_local_server(local_model)
+            choice = start_local_model(choice)
         except (LocalModelError, OSError) as exc:
             raise _fail(f"the local model could not start: {exc}") from None
-        choice = ProviderChoice(choice.provider, choice.profile, MODELS[local_model].model_id, local_url, None, True)
         model = choice.model
     main_model = model or choice.model
     roles = [librarian_model, architect_model, builder_model, critic_model]

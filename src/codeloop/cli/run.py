@@ -105,6 +105,20 @@ def choose_model(
     return ModelChoice(provider, profile or PROVIDER_PROFILE[provider], model, base_url or env_url, api_key, local)
 
 
+def start_local_model(choice: ModelChoice) -> ModelChoice:
+    """``choice`` pointed at the local llama.cpp server of ``choice.model`` (default
+    :data:`LOCAL_MODEL`), installed and started as needed; raises LocalModelError."""
+    from codeloop.llm.local import ensure_local_server
+    from codeloop.llm.local_install import spec_for
+
+    local_model = choice.model or LOCAL_MODEL
+    spec = spec_for(local_model)
+    base_url = ensure_local_server(local_model)
+    # The served model's id (e.g. qwen2.5-coder-1.5b-instruct), not the size alias, is what
+    # the status line, the session log and the context-window lookup should see.
+    return ModelChoice(choice.provider, choice.profile, spec.model_id, base_url, None, True)
+
+
 def fix_hints(choice: ModelChoice) -> dict[str, str]:
     """What to change when the provider refuses the key or does not know the model,
     naming the variable, flag or setting (by error type of the ``error`` event)."""
@@ -434,17 +448,9 @@ class Runner:
 
         choice = self.settings.choice
         if choice.local:
-            from codeloop.llm.local import ensure_local_server
-            from codeloop.llm.local_install import MODELS
-
             self.err.print("No API key set: using the local llama.cpp model "
                            "(first use installs it; this can take a while).")
-            local_model = choice.model or LOCAL_MODEL
-            base_url = await asyncio.to_thread(ensure_local_server, local_model)
-            # The served model's id (e.g. qwen2.5-coder-1.5b-instruct), not the size alias, is
-            # what the status line, the session log and the context-window lookup should see.
-            model_id = MODELS[local_model].model_id if local_model in MODELS else local_model
-            choice = ModelChoice(choice.provider, choice.profile, model_id, base_url, None, True)
+            choice = await asyncio.to_thread(start_local_model, choice)
             self.settings = dataclasses.replace(self.settings, choice=choice)
         self.client = build_client(choice)
         self.environment = build_environment(self.settings.root, self.settings.sandbox, self.settings.network)

@@ -64,12 +64,7 @@ def _items(text: str, key: str) -> list[str]:
         data = plain(parse_block(text[start:].split("\n\n")[0]))
     except YamlishError:
         data = {}
-    value = data.get(key) if isinstance(data, dict) else None
-    if isinstance(value, str):
-        return [value.strip()] if value.strip() else []
-    if isinstance(value, list):
-        return [str(item) for item in value if item]
-    return []
+    return _listed(data.get(key) if isinstance(data, dict) else None)
 
 
 def _json_verdict(text: str) -> tuple[str | None, list[str], list[str]] | None:
@@ -92,8 +87,9 @@ def _json_verdict(text: str) -> tuple[str | None, list[str], list[str]] | None:
 
 
 def _listed(raw: object) -> list[str]:
+    """A ``reasons``/``suggested_fixes`` value as a list: one sentence is one item."""
     if isinstance(raw, str):
-        return [raw] if raw.strip() else []
+        return [raw.strip()] if raw.strip() else []
     return [str(item) for item in raw if item] if isinstance(raw, list) else []
 
 

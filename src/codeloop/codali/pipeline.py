@@ -430,22 +430,24 @@ class RolesPipeline:
     async def _overview(self) -> str | None:
         """The repository's file tree as a CODALI_RESPONSE, at most ``OVERVIEW_CHARS``: every
         role then knows the real paths without asking (small models guess ``path/to/x.py``)."""
-        for depth in (3, 2, 1):
-            request = AgentRequest("librarian", "overview", (Need("docdex.tree", {"maxDepth": depth, "path": ""},
-                                                                  0, None),))
-            response = await answer_request(request, self.root, env=self.env, index=self.index)
-            tree = str(response.results[0].get("tree", "")) if response.results else ""
-            if not tree:
-                return None
-            if len(tree) <= OVERVIEW_CHARS or depth == 1:
-                if len(tree) > OVERVIEW_CHARS:
-                    cut = tree[:OVERVIEW_CHARS].rsplit("\n", 1)[0]
-                    shown = cut.count("\n") + 1
-                    response = replace(response, results=({**response.results[0], "tree": cut},),
-                                       warnings=(*response.warnings, f"tree_truncated: {shown} of "
-                                                 f"{tree.count(chr(10)) + 1} lines; ask docdex.tree with a path"))
-                return "Codali's overview of the repository (no request needed):\n" + response.to_text()
-        return None
+        request = AgentRequest("librarian", "overview", (Need("docdex.tree", {"maxDepth": 3, "path": ""}, 0, None),))
+        response = await answer_request(request, self.root, env=self.env, index=self.index)
+        if not response.results or not response.results[0].get("tree"):
+            return None
+        result, warnings = dict(response.results[0]), list(response.warnings)
+        # The index is fresh now: shallower trees come straight from it, not through a second refresh.
+        for depth in (2, 1):
+            if len(str(result["tree"])) <= OVERVIEW_CHARS:
+                break
+            result.update(maxDepth=depth, tree=self.index.tree(depth, ""))
+        tree = str(result["tree"])
+        if len(tree) > OVERVIEW_CHARS:
+            cut = tree[:OVERVIEW_CHARS].rsplit("\n", 1)[0]
+            result["tree"] = cut
+            warnings.append(f"tree_truncated: {cut.count(chr(10)) + 1} of {tree.count(chr(10)) + 1} lines; "
+                            "ask docdex.tree with a path")
+        response = replace(response, results=(result,), warnings=tuple(warnings))
+        return "Codali's overview of the repository (no request needed):\n" + response.to_text()
 
     async def run(self, task: str) -> PipelineResult:
         """Run the roles on ``task`` until the critic passes or ``max_rounds`` is reached."""
