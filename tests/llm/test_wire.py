@@ -82,6 +82,13 @@ def test_rate_limit_headers_never_raise(headers: dict[str, str]) -> None:
     rate_limit_from_headers(headers, now=0.0)
 
 
+def test_rate_limit_counts_that_are_not_finite_are_dropped_not_raised() -> None:
+    info = rate_limit_from_headers({"x-ratelimit-remaining-requests": "INFINITY",
+                                    "x-ratelimit-limit-requests": "nan", "x-ratelimit-remaining-tokens": "12"})
+    assert info is not None
+    assert (info.requests_remaining, info.requests_limit, info.tokens_remaining) == (None, None, 12)
+
+
 def test_3_12_rate_limit_headers_openai_and_anthropic() -> None:
     info = rate_limit_from_headers({
         "x-ratelimit-limit-requests": "500", "x-ratelimit-remaining-requests": "499",

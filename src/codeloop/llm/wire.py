@@ -153,7 +153,8 @@ def _int_header(headers: Mapping[str, str], *names: str) -> int | None:
         if value is not None:
             try:
                 return int(float(value))
-            except ValueError:
+            # "inf"/"nan" parse as floats but are no count; a malformed header must never break a call
+            except (ValueError, OverflowError):
                 return None
     return None
 
@@ -174,7 +175,7 @@ def _reset_header(headers: Mapping[str, str], now: float) -> float | None:
         from datetime import datetime
 
         return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
+    except (ValueError, OverflowError, OSError):
         return None
 
 
