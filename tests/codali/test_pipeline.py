@@ -67,7 +67,8 @@ async def test_critic_fails_touch_outside_plan_and_architect_revises(repo: Path)
     adapter = ScriptedAdapter([
         text_response("Brief: nothing to fetch."),
         text_response(PLAN),
-        tool_call_response(("write_file", {"file_path": "src/other.html", "content": "<p>x</p>\n"})),
+        # The plan guard refuses write_file outside the plan; a shell command is not guarded.
+        tool_call_response(("shell", {"command": "printf '<p>x</p>\\n' > src/other.html"})),
         text_response("Done."),
         text_response("status: PASS"),  # the model is lenient; the deterministic check is not
         text_response("Revised: also allow the new file.\n\nplan_targets:\n  - src/public/index.html\n"
@@ -346,3 +347,99 @@ async def test_absolute_plan_targets_inside_the_repository_become_relative(repo:
     ])
     result = await RolesPipeline(Client({"scripted": adapter}), repo, config()).run("task")
     assert result.plan_targets == ("src/public/index.html",)
+
+
+async def test_the_builder_cannot_write_outside_the_plan_and_still_makes_the_planned_change(repo: Path) -> None:
+    new_html = (repo / "src/public/index.html").read_text().replace("Landing page", "Welcome")
+    guide = (repo / "docs/guide.md").read_bytes()
+    adapter = ScriptedAdapter([
+        text_response("Brief."), text_response(PLAN),
+        tool_call_response(("write_file", {"file_path": "docs/guide.md", "content": "# changed\n"})),
+        tool_call_response(("edit_file", {"file_path": str(repo / "src/app.py"), "old_string": "os",
+                                          "new_string": "sys"})),
+        tool_call_response(("write_file", {"file_path": "./src/public/index.html", "content": new_html})),
+        text_response("Changed the heading."),
+        text_response("status: PASS"),
+    ])
+    result = await RolesPipeline(Client({"scripted": adapter}), repo, config()).run("Rename the heading")
+    assert result.status == "PASS" and result.touched_files == ("src/public/index.html",)
+    assert (repo / "docs/guide.md").read_bytes() == guide and "import os" in (repo / "src/app.py").read_text()
+    refusal = str(adapter.requests[3].messages[-1].content)
+    assert "write_file refused: docs/guide.md is not in plan_targets (src/public/index.html)" in refusal
+    assert "edit_file refused: src/app.py is not in plan_targets" in str(adapter.requests[4].messages[-1].content)
+
+
+async def test_a_constrained_builder_may_only_name_plan_targets_in_write_calls(repo: Path) -> None:
+    adapter = ScriptedAdapter([
+        text_response("Brief."), text_response(PLAN),
+        text_response(json.dumps({"final_answer": "Nothing to do."})),
+        text_response(json.dumps({"final_answer": "Really nothing."})),
+        text_response("status: PASS"),
+    ])
+    await RolesPipeline(Client({"scripted": adapter}), repo, config(builder_tools="constrained")).run("task")
+    schema = adapter.requests[2].response_format.json_schema  # type: ignore[union-attr]
+    paths = {b["properties"]["tool"]["const"]: b["properties"]["arguments"]["properties"].get("file_path", {})
+             for b in schema["anyOf"] if "tool" in b["properties"]}  # type: ignore[index]
+    assert paths["write_file"]["enum"] == paths["edit_file"]["enum"] == ["src/public/index.html"]
+    assert "enum" not in paths["read_file"]  # reading anything stays allowed
+
+
+async def test_the_critic_sees_the_builders_changes_as_a_diff(repo: Path) -> None:
+    html = (repo / "src/public/index.html").read_text()
+    heading = next(line for line in html.splitlines() if "Landing page" in line)
+    adapter = ScriptedAdapter([
+        text_response("Brief."),
+        text_response('Plan.\n\nplan_targets:\n  - "src/public/index.html"\n  - "src/new.txt"\n'),
+        tool_call_response(("edit_file", {"file_path": "src/public/index.html", "old_string": "Landing page",
+                                          "new_string": "Welcome"})),
+        tool_call_response(("write_file", {"file_path": "src/new.txt", "content": "brand new line\n"})),
+        tool_call_response(("shell", {"command": "rm src/app.py"})),
+        text_response("Done."),
+        text_response("status: PASS"),
+    ])
+    result = await RolesPipeline(Client({"scripted": adapter}), repo, config(max_rounds=1)).run("Rename it")
+    assert result.status == "FAIL"  # src/app.py was deleted outside the plan
+    critic_prompt = adapter.requests[6].messages[-1].text
+    assert "--- a/src/public/index.html" in critic_prompt
+    assert f"-{heading}\n+{heading.replace('Landing page', 'Welcome')}" in critic_prompt
+    assert "new file: src/new.txt\nbrand new line" in critic_prompt
+    assert "deleted: src/app.py" in critic_prompt
+
+
+def test_a_long_change_description_is_cut_and_says_so(tmp_path: Path) -> None:
+    from codeloop.codali.pipeline import describe_changes
+
+    (tmp_path / "a.txt").write_text("".join(f"new line {i}\n" for i in range(2000)))
+    (tmp_path / "b.txt").write_text("changed\n")
+    whole = describe_changes(tmp_path, ["a.txt", "b.txt"], {"a.txt": "old\n"}, {"a.txt", "b.txt"}, limit=10**9)
+    assert whole.startswith("--- a/a.txt") and whole.endswith("changed (no earlier copy kept): b.txt")
+    cut = describe_changes(tmp_path, ["a.txt", "b.txt"], {"a.txt": "old\n"}, {"a.txt", "b.txt"}, limit=500)
+    assert len(cut) < 600 and whole.startswith(cut.rsplit("\n", 1)[0])
+    assert cut.endswith(f"[changes cut at 500 of {len(whole)} characters]")
+
+
+def test_a_json_verdict_keeps_its_reasons_when_it_starts_a_line() -> None:
+    verdict = '{\n  "status": "FAIL",\n  "reasons": ["greet still says Hello"],\n  "suggested_fixes": ["edit it"]\n}'
+    assert parse_verdict(verdict) == ("FAIL", ["greet still says Hello"], ["edit it"])
+    assert parse_verdict("status: FAIL\nreasons:\n  - plain list\n") == ("FAIL", ["plain list"], [])
+
+
+async def test_a_constrained_critic_is_asked_again_under_a_verdict_schema(repo: Path) -> None:
+    events: list[str] = []
+    adapter = ScriptedAdapter([
+        text_response("Brief."), text_response(PLAN),
+        text_response(json.dumps({"final_answer": "Nothing."})), text_response(json.dumps({"final_answer": "No."})),
+        text_response("The build looks fine to me."),
+        text_response(json.dumps({"status": "FAIL", "reasons": ["the heading is unchanged"],
+                                  "suggested_fixes": ["edit src/public/index.html"]})),
+    ])
+    cfg = config(builder_tools="constrained", max_rounds=1)
+    result = await RolesPipeline(Client({"scripted": adapter}), repo, cfg,
+                                 on_event=lambda kind, data: events.append(kind)).run("Rename the heading")
+    assert events.count("verdict_missing") == 1
+    again = adapter.requests[5]
+    assert again.response_format is not None and again.response_format.json_schema is not None
+    assert again.response_format.json_schema["properties"]["status"] == {"enum": ["PASS", "FAIL"]}
+    assert result.status == "FAIL" and result.critic is not None
+    assert result.critic.reasons == ("the heading is unchanged",)
+    assert "edit src/public/index.html" in result.critic.suggested_fixes

@@ -96,10 +96,14 @@ def _listed(raw: object) -> list[str]:
 def parse_verdict(text: str) -> tuple[str | None, list[str], list[str]]:
     """The critic model's ``status`` (``None`` if absent), reasons and suggested fixes."""
     match = _STATUS.search(text) or _BARE.search(text)
-    if match is None and (as_json := _json_verdict(text)) is not None:
-        return as_json
     status = match.group(1).upper() if match else None
-    return status, _items(text, "reasons"), _items(text, "suggested_fixes")
+    reasons, fixes = _items(text, "reasons"), _items(text, "suggested_fixes")
+    as_json = _json_verdict(text)
+    # The status pattern also finds '"status": "FAIL"' inside a JSON verdict, whose
+    # '"reasons": [...]' the plain-text lists do not match: the JSON's lists count then.
+    if as_json is not None and (status is None or (status == as_json[0] and not reasons and not fixes)):
+        return as_json
+    return status, reasons, fixes
 
 
 def judge(model_text: str, touched: list[str], plan_targets: list[str], check_failure: str | None) -> CriticResult:

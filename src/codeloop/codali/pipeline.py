@@ -15,6 +15,7 @@ A model's malformed request becomes a message it can correct, never an exception
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -26,7 +27,7 @@ from typing import Any
 from codeloop.agent.history import AssistantTurn, native_messages
 from codeloop.agent.text_tool_calls import parse_text_tool_calls
 from codeloop.codali.answer import answer_request
-from codeloop.codali.critic import CriticResult, judge, parse_verdict
+from codeloop.codali.critic import CriticResult, judge, outside_plan, parse_verdict
 from codeloop.codali.history import CHARS_PER_TOKEN, History, transcript
 from codeloop.codali.prompts import (
     ARCHITECT,
@@ -52,6 +53,23 @@ from codeloop.tools.registry import ToolContext, ToolRegistry
 
 OVERVIEW_CHARS = 3000
 """Most characters of the file tree that starts every run (about 750 tokens)."""
+DIFF_CHARS = 4000
+"""Most characters of the builder's changes shown to the critic (about 1,000 tokens)."""
+KEEP_TEXT_BYTES = 200_000
+"""Plan targets up to this size are kept before the build, so the critic sees a diff."""
+WRITE_TOOLS = frozenset({"write_file", "edit_file"})
+"""Tools whose ``file_path`` must be a plan target (the builder's plan guard)."""
+VERDICT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "status": {"enum": ["PASS", "FAIL"]},
+        "reasons": {"type": "array", "items": {"type": "string"}},
+        "suggested_fixes": {"type": "array", "items": {"type": "string"}},
+    },
+    "required": ["status", "reasons", "suggested_fixes"],
+    "additionalProperties": False,
+}
+"""The critic's verdict when it is asked again under a JSON Schema (constrained mode)."""
 
 PipelineEvent = Callable[[str, dict[str, Any]], None]
 """``(kind, data)`` progress callback: role_start, agent_request, plan_corrected, tool_call,
@@ -187,6 +205,56 @@ def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
     return {rel: (st.st_size, st.st_mtime_ns) for rel, st in walk_repository(str(root))}
 
 
+def _read_text(path: Path) -> str | None:
+    """The file's text, or None when it is missing, too large or not UTF-8."""
+    try:
+        if path.stat().st_size > KEEP_TEXT_BYTES:
+            return None
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def describe_changes(root: Path, touched: list[str], kept: dict[str, str], existed: set[str],
+                     limit: int = DIFF_CHARS) -> str:
+    """The builder's changes as the critic sees them: a unified diff of each touched file
+    whose earlier text is in ``kept``, the start of a file not in ``existed``, a note for
+    the rest; at most
+    ``limit`` characters, the cut stated."""
+    parts: list[str] = []
+    for rel in touched:
+        now = _read_text(root / rel)
+        if not (root / rel).exists():
+            parts.append(f"deleted: {rel}")
+        elif rel in kept and now is not None:
+            parts.append("".join(difflib.unified_diff(kept[rel].splitlines(keepends=True),
+                                                      now.splitlines(keepends=True),
+                                                      f"a/{rel}", f"b/{rel}")).rstrip("\n") or f"unchanged text: {rel}")
+        elif rel not in existed and now is not None:
+            parts.append(f"new file: {rel}\n" + "\n".join(now.splitlines()[:20]))
+        else:
+            parts.append(f"changed (no earlier copy kept): {rel}")
+    text = "\n".join(parts)
+    if len(text) > limit:
+        text = text[:limit].rsplit("\n", 1)[0] + f"\n[changes cut at {limit} of {len(text)} characters]"
+    return text
+
+
+def _restrict_paths(tools: list[LLMToolDefinition], targets: list[str]) -> list[LLMToolDefinition]:
+    """Write tools whose ``file_path`` may only be one of ``targets`` (an enum the constrained
+    sampler enforces). Left as they are when a target is a directory."""
+    if not targets or any(t.endswith("/") for t in targets):
+        return tools
+    out = []
+    for tool in tools:
+        props = tool.parameters.get("properties") or {}
+        if tool.name in WRITE_TOOLS and "file_path" in props:
+            props = {**props, "file_path": {**props["file_path"], "enum": list(targets)}}
+            tool = LLMToolDefinition(tool.name, tool.description, {**tool.parameters, "properties": props})
+        out.append(tool)
+    return out
+
+
 class RolesPipeline:
     """One run of the roles over one repository."""
 
@@ -214,6 +282,10 @@ class RolesPipeline:
         self._emit = on_event or (lambda kind, data: None)
         self._turn_replies: list[str] = []
         """Every reply of the last role turn (a plan_targets list may sit beside a request)."""
+        self._kept: dict[str, str] = {}
+        """Text of the plan targets before the last build (for the critic's diff)."""
+        self._existed: set[str] = set()
+        """Files that existed before the last build."""
 
     # Model calls ------------------------------------------------------------------------
 
@@ -329,9 +401,29 @@ class RolesPipeline:
         return (f"These plan_targets do not exist in the repository: {listed}. Paths are relative to the "
                 "repository root. Repeat the plan_targets list with the real paths.")
 
+    def _plan_guard(self, name: str, arguments: object, targets: list[str]) -> str | None:
+        """Why a write outside ``plan_targets`` is refused before it runs (the critic would
+        fail the round for it; refused now, the builder can still do the planned change)."""
+        if name not in WRITE_TOOLS or not targets or not isinstance(arguments, dict):
+            return None
+        path = arguments.get("file_path")
+        if not isinstance(path, str) or not path.strip():
+            return None
+        rel = os.path.relpath(os.path.normpath(os.path.join(self.root, path)), self.root)
+        if rel.startswith(".."):
+            return None  # outside the repository: the tool's own path check answers it
+        if not outside_plan([normalize_path(rel)], targets):
+            return None
+        return (f"{name} refused: {rel} is not in plan_targets ({', '.join(targets)}). Change only the "
+                "plan_targets; if another file must change, say so in your final reply so the architect "
+                "can revise the plan.")
+
     async def _builder(self, targets: list[str]) -> list[str]:
         self._emit("role_start", {"role": "builder"})
         before = _snapshot(self.root)
+        # Earlier text of the planned files, so the critic sees what changed as a diff.
+        self._kept = {t: text for t in targets if (text := _read_text(self.root / t)) is not None}
+        self._existed = set(before)
         named = ", ".join(targets) or "(none: the plan names no files; find them with the tools)"
         self.history.add(Message.user(f"[builder] Carry out the latest plan. plan_targets: {named}"))
         definitions = self.registry.definitions()
@@ -344,7 +436,8 @@ class RolesPipeline:
             system = "\n\n".join([BUILDER, BUILDER_TEXT_SYNTAX, describe_text_tools(definitions, compact=True)])
         elif mode == "constrained":
             system = "\n\n".join([BUILDER, constrained.describe_reply_format(llm_tools)])
-            reply_format = constrained.response_format(llm_tools)
+            # The sampler cannot write a path outside the plan: the guard below never has to.
+            reply_format = constrained.response_format(_restrict_paths(llm_tools, targets))
         else:
             system, tools = BUILDER, llm_tools
         ran_tool = nudged = False
@@ -390,6 +483,8 @@ class RolesPipeline:
                 if recovered and call.parse_error is not None:
                     # The recovery parser's message shows the exact valid form of the call.
                     output, is_error = call.parse_error, True
+                elif refused := self._plan_guard(call.name, call.arguments, targets):
+                    output, is_error = refused, True
                 else:
                     arguments: dict[str, Any] | str = call.arguments if call.parse_error is None else (
                         call.raw_arguments or "")
@@ -413,15 +508,26 @@ class RolesPipeline:
                 check_note = check_failure
             else:
                 check_note = f"check command passed: {self.config.check_command}"
+        changes = describe_changes(self.root, touched, self._kept, self._existed) if touched else "(none)"
         text = await self._role_turn("critic", self.config.critic, CRITIC, (
             f"Review the build. touched_files: {', '.join(touched) or '(none)'}; "
-            f"plan_targets: {', '.join(targets) or '(none)'}; {check_note}"))
+            f"plan_targets: {', '.join(targets) or '(none)'}; {check_note}\n"
+            f"Changes made by the builder:\n{changes}"))
         if parse_verdict(text)[0] is None:
             # No verdict found: ask once for the exact form before the gate counts it as FAIL.
             self._emit("verdict_missing", {"reply": text[:200]})
-            text = await self._role_turn("critic", self.config.critic, CRITIC, (
-                "Your reply has no verdict. Reply with the line 'status: PASS' or 'status: FAIL' first "
-                "(plain text, not JSON), then 'reasons:' and 'suggested_fixes:' lists if it fails."))
+            if self.config.builder_tools == "constrained":
+                # The server samples under JSON Schemas: the verdict cannot go missing twice.
+                self.history.add(Message.user("[critic] Your reply has no verdict. Reply with the verdict "
+                                              'as JSON: {"status": "PASS" or "FAIL", "reasons": [...], '
+                                              '"suggested_fixes": [...]}.'))
+                text = (await self._complete(self.config.critic, CRITIC, response_format=ResponseFormat(
+                    "json_schema", VERDICT_SCHEMA, strict=True))).text
+                self.history.add(Message.assistant(text))
+            else:
+                text = await self._role_turn("critic", self.config.critic, CRITIC, (
+                    "Your reply has no verdict. Reply with the line 'status: PASS' or 'status: FAIL' first "
+                    "(plain text, not JSON), then 'reasons:' and 'suggested_fixes:' lists if it fails."))
         result = judge(text, touched, targets, check_failure)
         self.history.add(Message.user(result.response().to_text()))
         self._emit("critic_result", {"status": result.status, "reasons": list(result.reasons)})
