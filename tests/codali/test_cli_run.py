@@ -166,3 +166,34 @@ def test_an_openai_compatible_builder_is_taught_its_tools_as_text(repo: Path, _i
 def test_unknown_builder_tools_mode(repo: Path, _index_dir: Path) -> None:
     result = codeloop(["--task", "x", "--repo", str(repo), "--builder-tools", "xml"], _index_dir)
     assert result.returncode == 1 and "--builder-tools 'xml': use native, text or constrained" in result.stderr
+
+
+@pytest.mark.parametrize("server", [[
+    chat_answer("Brief: hash lives in src/auth/hash.ts."),
+    chat_answer(PLAN),
+    chat_answer(tool_call=("write_file", {"file_path": "src/auth/hash.ts", "content": NEW_HASH})),
+    chat_answer("Updated hash."),
+    chat_answer("status: PASS"),
+]], indirect=True)
+def test_a_terminal_run_shows_what_each_role_says_and_writes_the_transcript(
+        repo: Path, _index_dir: Path, server: ScriptedChatServer, tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    transcript = tmp_path / "run.txt"
+    result = codeloop(["--task", "Make hash stronger", "--repo", str(repo), "--base-url", url, "--model", "m",
+                       "--builder-tools", "native", "--transcript", str(transcript)], _index_dir)
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.splitlines()
+    assert "[librarian] Brief: hash lives in src/auth/hash.ts." in lines
+    assert "[architect] Edit the hash." in lines
+    assert "[builder] (tool calls: write_file)" in lines
+    assert "[critic] status: PASS" in lines
+    text = transcript.read_text()
+    assert "Task: Make hash stronger" in text and "plan_targets:" in text and "Updated hash." in text
+
+
+def test_a_transcript_in_a_missing_directory_is_refused_before_the_run(repo: Path, _index_dir: Path,
+                                                                        tmp_path: Path) -> None:
+    result = codeloop(["--task", "x", "--repo", str(repo), "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
+                       "--transcript", str(tmp_path / "nope" / "run.txt")], _index_dir)
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert f"the directory {tmp_path / 'nope'} does not exist" in result.stderr

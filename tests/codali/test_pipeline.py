@@ -443,3 +443,35 @@ async def test_a_constrained_critic_is_asked_again_under_a_verdict_schema(repo: 
     assert result.status == "FAIL" and result.critic is not None
     assert result.critic.reasons == ("the heading is unchanged",)
     assert "edit src/public/index.html" in result.critic.suggested_fixes
+
+
+def test_need_types_copied_from_the_prompt_are_not_targets() -> None:
+    # A 1.5B architect listed the prompt's need types after the real file.
+    plan = 'plan_targets:\n  - "greet.py"\n  - "docdex.search"\n  - "file.read"\n  - "codali.run"\n'
+    assert parse_plan_targets(plan) == ["greet.py"]
+
+
+async def test_a_misplaced_target_the_task_names_is_mapped_after_one_correction(repo: Path) -> None:
+    events: list[tuple[str, dict[str, object]]] = []
+    wrong = 'Plan.\n\nplan_targets:\n  - "lib/hash.ts"\n  - "src/auth/new_helper.ts"\n'
+    adapter = ScriptedAdapter([
+        text_response("Brief."), text_response(wrong), text_response(wrong),  # told once, still wrong
+        tool_call_response(("edit_file", {"file_path": "src/auth/hash.ts", "old_string": "s.length",
+                                          "new_string": "s.length * 31"})),
+        text_response("Done."), text_response("status: PASS"),
+    ])
+    result = await RolesPipeline(Client({"scripted": adapter}), repo, config(), on_event=lambda k, d: events.append(
+        (k, d))).run("In src/auth/hash.ts, multiply the length by 31.")
+    # The task names src/auth/hash.ts: lib/hash.ts means it; the new helper stays a new file.
+    assert result.plan_targets == ("src/auth/hash.ts", "src/auth/new_helper.ts")
+    assert result.status == "PASS" and "* 31" in (repo / "src/auth/hash.ts").read_text()
+    assert ("plan_corrected", {"mapped": {"lib/hash.ts": "src/auth/hash.ts"}}) in events
+    assert "lib/hash.ts -> src/auth/hash.ts" in adapter.requests[3].messages[-2].text
+
+
+async def test_a_new_file_beside_a_same_named_one_stays_when_the_task_does_not_name_it(repo: Path) -> None:
+    plan = 'Plan.\n\nplan_targets:\n  - "lib/hash.ts"\n'
+    adapter = ScriptedAdapter([text_response("Brief."), text_response(plan), text_response(plan),
+                               text_response("Nothing."), text_response("Nothing."), text_response("status: PASS")])
+    result = await RolesPipeline(Client({"scripted": adapter}), repo, config()).run("Add a second hash module")
+    assert result.plan_targets == ("lib/hash.ts",)

@@ -50,8 +50,8 @@ def test_codali_run_changes_a_greeting_with_the_local_model(tmp_path: Path, loca
     events: list[dict[str, object]] = []
     with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True) as proc:
         assert proc.stdout is not None
-        for line in proc.stdout:  # progress as it happens: which role runs, how long it took
-            print(f"{time.monotonic() - started:7.1f}s {line.rstrip()[:240]}", flush=True)
+        for line in proc.stdout:  # progress as it happens: which role runs, what it says, how long it took
+            print(f"{time.monotonic() - started:7.1f}s {line.rstrip()[:1500]}", flush=True)
             events.append(json.loads(line))
     kinds = [e["kind"] for e in events]
     assert {"role_start", "critic_result", "result"} <= set(kinds), kinds

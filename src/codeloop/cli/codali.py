@@ -83,6 +83,8 @@ def run(
              "openai_compatible servers, else native.")] = None,
     check: Annotated[str | None, typer.Option(help="Command the critic runs (e.g. 'pytest -q').")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="One JSON event per line, then the result.")] = False,
+    transcript: Annotated[Path | None, typer.Option(
+        help="Write the run's whole shared history (every role's messages) to this file at the end.")] = None,
 ) -> None:
     """Run librarian → architect → builder → critic until the critic passes.
     Example: codeloop codali run --task "add a --verbose flag" --model gpt-4.1 --check 'pytest -q'"""
@@ -139,9 +141,17 @@ def run(
                             builder_tools=builder_tools or ("constrained" if choice.local else
                                                             "text" if choice.profile == "text" else "native"))
 
+    if transcript is not None and not transcript.parent.is_dir():
+        raise _fail(f"--transcript {transcript}: the directory {transcript.parent} does not exist")
+
     def on_event(kind: str, data: dict[str, object]) -> None:
         if json_out:
             typer.echo(json.dumps({"kind": kind, "data": data}))
+        elif kind == "reply":  # what each role says, as it says it
+            calls = data.get("tool_calls")
+            names = ", ".join(str(c) for c in calls) if isinstance(calls, list) else ""
+            said = " ".join(filter(None, [str(data["text"]).strip(), f"(tool calls: {names})" if names else ""]))
+            typer.echo(f"[{data['role']}] {said}", err=True)
         else:
             typer.echo(f"[{kind}] " + ", ".join(f"{k}={v}" for k, v in data.items()), err=True)
 
@@ -159,6 +169,10 @@ def run(
     from codeloop.codali.pipeline import PipelineResult
 
     assert isinstance(result, PipelineResult)
+    if transcript is not None:
+        from codeloop.codali.pipeline import history_transcript
+
+        transcript.write_text(history_transcript(result), encoding="utf-8")
     summary = {"status": result.status, "rounds": result.rounds, "plan_targets": list(result.plan_targets),
                "touched_files": list(result.touched_files), "history_compactions": result.compactions,
                "reasons": list(result.critic.reasons) if result.critic else []}

@@ -29,6 +29,7 @@ from codeloop.agent.text_tool_calls import parse_text_tool_calls
 from codeloop.codali.answer import answer_request
 from codeloop.codali.critic import CriticResult, judge, outside_plan, parse_verdict
 from codeloop.codali.history import CHARS_PER_TOKEN, History, transcript
+from codeloop.codali.needs import NEED_TYPES
 from codeloop.codali.prompts import (
     ARCHITECT,
     BUILDER,
@@ -72,8 +73,9 @@ VERDICT_SCHEMA: dict[str, Any] = {
 """The critic's verdict when it is asked again under a JSON Schema (constrained mode)."""
 
 PipelineEvent = Callable[[str, dict[str, Any]], None]
-"""``(kind, data)`` progress callback: role_start, agent_request, plan_corrected, tool_call,
-builder_nudge, verdict_missing, critic_result, history_compacted, round_end. Must not raise."""
+"""``(kind, data)`` progress callback: role_start, reply (each model reply: role, text,
+tool_calls), agent_request, plan_corrected, tool_call, builder_nudge, verdict_missing,
+critic_result, history_compacted, round_end. Must not raise."""
 
 
 @dataclass(frozen=True)
@@ -194,8 +196,10 @@ def parse_plan_targets(text: str) -> list[str] | None:
                 break
             elif items and not stripped:
                 break
-    # "<path of a file ...>" is the prompt's placeholder, copied by small models: not a path.
-    targets = [t for t in (_target(i) for i in items) if t and t not in (".", "/") and "<" not in t]
+    # "<path of a file ...>" is the prompt's placeholder and "docdex.search" a need type, both
+    # copied from the prompt by small models: not paths.
+    targets = [t for t in (_target(i) for i in items) if t and t not in (".", "/") and "<" not in t
+               and t not in NEED_TYPES and not t.startswith(("docdex.", "codali."))]
     if not targets:
         return None
     return [normalize_path(t) + ("/" if t.endswith("/") else "") for t in targets]
@@ -286,6 +290,7 @@ class RolesPipeline:
         """Text of the plan targets before the last build (for the critic's diff)."""
         self._existed: set[str] = set()
         """Files that existed before the last build."""
+        self._task = ""
 
     # Model calls ------------------------------------------------------------------------
 
@@ -301,8 +306,17 @@ class RolesPipeline:
             messages=[Message.system(SUMMARIZER), Message.user(text)], max_tokens=self.config.max_output_tokens))
         return response.text.strip() or text[-4000:]
 
-    async def _complete(self, choice: ModelChoice, system: str, tools: list[LLMToolDefinition] | None = None,
+    async def _complete(self, role: str, choice: ModelChoice, system: str,
+                        tools: list[LLMToolDefinition] | None = None,
                         response_format: ResponseFormat | None = None) -> Response:
+        """One model call for ``role``, its reply shown as a ``reply`` event."""
+        response = await self._call(choice, system, tools, response_format)
+        self._emit("reply", {"role": role, "text": response.text,
+                             "tool_calls": [c.name for c in response.tool_calls]})
+        return response
+
+    async def _call(self, choice: ModelChoice, system: str, tools: list[LLMToolDefinition] | None,
+                    response_format: ResponseFormat | None) -> Response:
         # The prompt and the reply share the window.
         budget = choice.context_window - min(self.config.max_output_tokens or 0, choice.context_window // 2)
         if await self.history.fit(self._summarize, len(system), budget):
@@ -329,14 +343,14 @@ class RolesPipeline:
         text = ""
         self._turn_replies = []
         for attempt in range(self.config.max_context_requests + 1):
-            text = (await self._complete(choice, system)).text
+            text = (await self._complete(role, choice, system)).text
             self._turn_replies.append(text)
             self.history.add(Message.assistant(text))
             if "AGENT_REQUEST" not in text:
                 return text
             if attempt == self.config.max_context_requests:
                 self.history.add(Message.user("No more context requests in this turn; give your final answer now."))
-                text = (await self._complete(choice, system)).text
+                text = (await self._complete(role, choice, system)).text
                 self._turn_replies.append(text)
                 self.history.add(Message.assistant(text))
                 return text
@@ -369,7 +383,24 @@ class RolesPipeline:
             self._emit("plan_corrected", {"problem": problem})
             plan = await self._role_turn("architect", self.config.architect, ARCHITECT, problem)
             targets = self._turn_targets() or targets
-        return plan, targets or []
+            if targets and (mapped := self._map_misplaced(targets)):
+                # Asked once and still wrong, while the user's task names the real file.
+                targets = [mapped.get(t, t) for t in targets]
+                self._emit("plan_corrected", {"mapped": mapped})
+                self.history.add(Message.user("Codali corrected plan_targets to the repository's paths: "
+                                              + ", ".join(f"{k} -> {v}" for k, v in mapped.items())))
+        return plan, list(dict.fromkeys(targets or []))
+
+    def _map_misplaced(self, targets: list[str]) -> dict[str, str]:
+        """Missing targets → the repository file of the same name that the task names (small
+        models write ``greet/greet.py`` for the task's ``greet.py`` even after being told).
+        A missing target the task does not point elsewhere for stays: it is a new file."""
+        named: dict[str, str] = {}
+        for rel, _ in walk_repository(str(self.root)):
+            if re.search(rf"(?<![\w/.-]){re.escape(rel)}(?![\w/-])", self._task):
+                named.setdefault(rel.rsplit("/", 1)[-1], rel)
+        return {t: named[name] for t in targets if not t.endswith("/") and not (self.root / t).exists()
+                and (name := t.rsplit("/", 1)[-1]) in named and named[name] not in targets}
 
     def _turn_targets(self) -> list[str] | None:
         """The plan_targets of the turn's final plan, else of its latest reply that had some
@@ -399,7 +430,8 @@ class RolesPipeline:
             return None
         listed = "; ".join(f"{t} (the repository has {', '.join(sorted(have)[:3])})" for t, have in wrong)
         return (f"These plan_targets do not exist in the repository: {listed}. Paths are relative to the "
-                "repository root. Repeat the plan_targets list with the real paths.")
+                "repository root. Repeat the plan_targets list with the real paths (a new file you mean to "
+                "create may stay).")
 
     def _plan_guard(self, name: str, arguments: object, targets: list[str]) -> str | None:
         """Why a write outside ``plan_targets`` is refused before it runs (the critic would
@@ -442,7 +474,7 @@ class RolesPipeline:
             system, tools = BUILDER, llm_tools
         ran_tool = nudged = False
         for _ in range(self.config.max_builder_steps):
-            response = await self._complete(self.config.builder, system, tools, reply_format)
+            response = await self._complete("builder", self.config.builder, system, tools, reply_format)
             calls = response.tool_calls
             if mode == "constrained" and not calls:
                 reply = constrained.parse_constrained_reply(response.text, schemas)
@@ -521,7 +553,7 @@ class RolesPipeline:
                 self.history.add(Message.user("[critic] Your reply has no verdict. Reply with the verdict "
                                               'as JSON: {"status": "PASS" or "FAIL", "reasons": [...], '
                                               '"suggested_fixes": [...]}.'))
-                text = (await self._complete(self.config.critic, CRITIC, response_format=ResponseFormat(
+                text = (await self._complete("critic", self.config.critic, CRITIC, response_format=ResponseFormat(
                     "json_schema", VERDICT_SCHEMA, strict=True))).text
                 self.history.add(Message.assistant(text))
             else:
@@ -557,6 +589,7 @@ class RolesPipeline:
 
     async def run(self, task: str) -> PipelineResult:
         """Run the roles on ``task`` until the critic passes or ``max_rounds`` is reached."""
+        self._task = task
         self.history.add(Message.user(f"Task: {task}"))
         if self.config.overview and (overview := await self._overview()):
             self.history.add(Message.user(overview))
