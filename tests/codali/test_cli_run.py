@@ -67,6 +67,13 @@ def server(request: pytest.FixtureRequest) -> Iterator[ScriptedChatServer]:
 
 PLAN = "Edit the hash.\n\nplan_targets:\n  - src/auth/hash.ts\n"
 NEW_HASH = "export function hash(s: string) { return s.length * 31; }\n"
+BRIEF_TO_PASS = [  # librarian brief, plan, one write, the builder's summary, the critic's PASS
+    chat_answer("Brief: hash lives in src/auth/hash.ts."),
+    chat_answer(PLAN),
+    chat_answer(tool_call=("write_file", {"file_path": "src/auth/hash.ts", "content": NEW_HASH})),
+    chat_answer("Updated hash."),
+    chat_answer("status: PASS"),
+]
 
 
 def codeloop(args: list[str], index_dir: Path) -> subprocess.CompletedProcess[str]:
@@ -79,11 +86,7 @@ def codeloop(args: list[str], index_dir: Path) -> subprocess.CompletedProcess[st
 @pytest.mark.parametrize("server", [[
     chat_answer("AGENT_REQUEST v1\nrole: librarian\nrequest_id: l1\nneeds:\n  - type: docdex.symbols\n"
                 "    file: src/auth/hash.ts\n"),
-    chat_answer("Brief: hash lives in src/auth/hash.ts."),
-    chat_answer(PLAN),
-    chat_answer(tool_call=("write_file", {"file_path": "src/auth/hash.ts", "content": NEW_HASH})),
-    chat_answer("Updated hash."),
-    chat_answer("status: PASS"),
+    *BRIEF_TO_PASS,
 ]], indirect=True)
 def test_run_passes_and_reports_json_events(repo: Path, _index_dir: Path, server: ScriptedChatServer) -> None:
     url = f"http://127.0.0.1:{server.server_address[1]}/v1"
@@ -169,11 +172,7 @@ def test_unknown_builder_tools_mode(repo: Path, _index_dir: Path) -> None:
 
 
 @pytest.mark.parametrize("server", [[
-    chat_answer("Brief: hash lives in src/auth/hash.ts."),
-    chat_answer(PLAN),
-    chat_answer(tool_call=("write_file", {"file_path": "src/auth/hash.ts", "content": NEW_HASH})),
-    chat_answer("Updated hash."),
-    chat_answer("status: PASS"),
+    *BRIEF_TO_PASS,
 ]], indirect=True)
 def test_a_terminal_run_shows_what_each_role_says_and_writes_the_transcript(
         repo: Path, _index_dir: Path, server: ScriptedChatServer, tmp_path: Path) -> None:
