@@ -319,6 +319,10 @@ def test_a_verdict_written_as_json_counts() -> None:
         "FAIL", ["greet is unchanged"], [])
     assert judge('{"status": "PASS"}', ["a.py"], ["a.py"], None).status == "PASS"
     assert parse_verdict('{"name": "status", "value": "maybe"}')[0] is None
+    # Seen in a local run after a correct build: the critic's whole reply.
+    assert parse_verdict('{"name": "pass"}') == ("PASS", [], [])
+    assert parse_verdict('{"verdict": "FAIL", "reasons": ["no test"]}') == ("FAIL", ["no test"], [])
+    assert parse_verdict('{"name": "greet"}')[0] is None  # a name that is no verdict
 
 
 def test_the_prompts_placeholder_is_not_a_target() -> None:

@@ -68,8 +68,9 @@ def _items(text: str, key: str) -> list[str]:
 
 
 def _json_verdict(text: str) -> tuple[str | None, list[str], list[str]] | None:
-    """A verdict written as JSON: ``{"status": "PASS", "reasons": [...]}``, or the shape a
-    small model copies from the builder's calls, ``{"name": "status", "value": "PASS"}``."""
+    """A verdict written as JSON: ``{"status": "PASS", "reasons": [...]}`` (or ``verdict``/
+    ``result`` for ``status``), or the shapes a small model copies from the builder's calls,
+    ``{"name": "status", "value": "PASS"}`` and ``{"name": "pass"}``."""
     decoder = json.JSONDecoder()
     for match in re.finditer(r"\{", text):
         try:
@@ -78,9 +79,11 @@ def _json_verdict(text: str) -> tuple[str | None, list[str], list[str]] | None:
             continue
         if not isinstance(value, dict):
             continue
-        status = value.get("status")
+        status = next((value[k] for k in ("status", "verdict", "result") if k in value), None)
         if status is None and value.get("name") == "status":
             status = value.get("value")
+        elif status is None and len(value) == 1 and "name" in value:
+            status = value["name"]  # {"name": "pass"}: the 1.5B critic's whole verdict, seen in a run
         if isinstance(status, str) and status.strip().upper() in ("PASS", "FAIL"):
             return status.strip().upper(), _listed(value.get("reasons")), _listed(value.get("suggested_fixes"))
     return None
