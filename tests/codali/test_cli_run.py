@@ -196,3 +196,7 @@ def test_a_transcript_in_a_missing_directory_is_refused_before_the_run(repo: Pat
                        "--transcript", str(tmp_path / "nope" / "run.txt")], _index_dir)
     assert result.returncode != 0 and "Traceback" not in result.stderr
     assert f"the directory {tmp_path / 'nope'} does not exist" in result.stderr
+    # Without a key it is refused before the local model is installed or started.
+    local = codeloop(["--task", "x", "--repo", str(repo), "--transcript", str(tmp_path / "nope" / "run.txt")],
+                     _index_dir)
+    assert local.returncode != 0 and "does not exist" in local.stderr and "local llama.cpp" not in local.stderr

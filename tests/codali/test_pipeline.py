@@ -479,3 +479,20 @@ async def test_a_new_file_beside_a_same_named_one_stays_when_the_task_does_not_n
                                text_response("Nothing."), text_response("Nothing."), text_response("status: PASS")])
     result = await RolesPipeline(Client({"scripted": adapter}), repo, config()).run("Add a second hash module")
     assert result.plan_targets == ("lib/hash.ts",)
+
+
+async def test_the_plan_guard_judges_where_a_write_lands_through_symlinks(repo: Path) -> None:
+    (repo / "src/public/alias.html").symlink_to("index.html")  # lands on a plan target
+    (repo / "src/sneaky.html").symlink_to("../docs/guide.md")  # lands outside the plan
+    guide = (repo / "docs/guide.md").read_bytes()
+    adapter = ScriptedAdapter([
+        text_response("Brief."), text_response('Plan.\n\nplan_targets:\n  - "src/public/index.html"\n'
+                                               '  - "src/sneaky.html"\n'),
+        tool_call_response(("write_file", {"file_path": "src/public/alias.html", "content": "<h1>Welcome</h1>\n"})),
+        tool_call_response(("write_file", {"file_path": "src/sneaky.html", "content": "# gone\n"})),
+        text_response("Done."), text_response("status: PASS"),
+    ])
+    await RolesPipeline(Client({"scripted": adapter}), repo, config(max_rounds=1)).run("Rename the heading")
+    assert (repo / "src/public/index.html").read_text() == "<h1>Welcome</h1>\n"
+    assert (repo / "docs/guide.md").read_bytes() == guide
+    assert "write_file refused: docs/guide.md is not in plan_targets" in str(adapter.requests[4].messages[-1].content)

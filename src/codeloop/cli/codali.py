@@ -99,6 +99,8 @@ def run(
         raise _fail("--task is empty; say what the team should do")
     if not repo.is_dir():
         raise _fail(f"--repo {repo} is not a directory; pass the repository root")
+    if transcript is not None and not transcript.parent.is_dir():
+        raise _fail(f"--transcript {transcript}: the directory {transcript.parent} does not exist")
     if builder_tools not in (None, "native", "text", "constrained"):
         raise _fail(f"--builder-tools {builder_tools!r}: use native, text or constrained")
     try:
@@ -140,9 +142,6 @@ def run(
                             max_output_tokens=output_cap,
                             builder_tools=builder_tools or ("constrained" if choice.local else
                                                             "text" if choice.profile == "text" else "native"))
-
-    if transcript is not None and not transcript.parent.is_dir():
-        raise _fail(f"--transcript {transcript}: the directory {transcript.parent} does not exist")
 
     def on_event(kind: str, data: dict[str, object]) -> None:
         if json_out:

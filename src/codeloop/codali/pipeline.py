@@ -41,6 +41,8 @@ from codeloop.codali.prompts import (
 )
 from codeloop.codali.request import AgentRequest, AgentRequestError, Need, parse_agent_request
 from codeloop.environments.base import ExecutionEnvironment
+from codeloop.environments.errors import WorkspaceError
+from codeloop.environments.resolver import relative_to_root, resolve_workspace_path
 from codeloop.index import CodeIndex, normalize_path
 from codeloop.index.ignore import walk_repository
 from codeloop.llm import constrained
@@ -396,8 +398,13 @@ class RolesPipeline:
         models write ``greet/greet.py`` for the task's ``greet.py`` even after being told).
         A missing target the task does not point elsewhere for stays: it is a new file."""
         named: dict[str, str] = {}
-        for rel, _ in walk_repository(str(self.root)):
-            if re.search(rf"(?<![\w/.-]){re.escape(rel)}(?![\w/-])", self._task):
+        for word in re.findall(r"[\w./-]+", self._task):
+            try:  # "greet.py." ends a sentence; "../x" is no repository file
+                found = resolve_workspace_path(self.root, word.rstrip("."), must_exist=True)
+            except WorkspaceError:
+                continue
+            if found.is_file():
+                rel = relative_to_root(self.root, found)
                 named.setdefault(rel.rsplit("/", 1)[-1], rel)
         return {t: named[name] for t in targets if not t.endswith("/") and not (self.root / t).exists()
                 and (name := t.rsplit("/", 1)[-1]) in named and named[name] not in targets}
@@ -441,10 +448,12 @@ class RolesPipeline:
         path = arguments.get("file_path")
         if not isinstance(path, str) or not path.strip():
             return None
-        rel = os.path.relpath(os.path.normpath(os.path.join(self.root, path)), self.root)
-        if rel.startswith(".."):
+        try:
+            # Where the write would really land (symlinks followed), as the critic will see it.
+            rel = relative_to_root(self.root, resolve_workspace_path(self.root, path))
+        except WorkspaceError:
             return None  # outside the repository: the tool's own path check answers it
-        if not outside_plan([normalize_path(rel)], targets):
+        if not outside_plan([rel], targets):
             return None
         return (f"{name} refused: {rel} is not in plan_targets ({', '.join(targets)}). Change only the "
                 "plan_targets; if another file must change, say so in your final reply so the architect "
