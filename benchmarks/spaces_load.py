@@ -175,7 +175,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="spaces-load-") as tmp:
         data = Path(tmp)
-        from codeloop.spaces.store import open_store
+        from codeloop.spaces.database import open_store
 
         store = open_store(None, data)
         key = store.create_key("load")[1]

@@ -35,9 +35,9 @@ def base_url(request: pytest.FixtureRequest) -> str:
     if "e2e_slow" not in (request.config.getoption("-m") or ""):
         pytest.skip("model-dependent smoke test: run with -m e2e_slow")
     try:
-        from codeloop.llm.local import ensure_local_server
+        from codeloop.llm.llama_server import ensure_local_server
     except ImportError as exc:
-        pytest.skip(f"codeloop.llm.local is not available ({exc})")
+        pytest.skip(f"codeloop.llm.llama_server is not available ({exc})")
     try:
         return ensure_local_server(model=MODEL)
     except Exception as exc:  # no weights / no llama-server here: say so, do not pretend

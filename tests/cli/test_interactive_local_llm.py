@@ -29,7 +29,7 @@ pytestmark = [
 def local_server(request: pytest.FixtureRequest) -> str:
     if "e2e_slow" not in (request.config.getoption("-m") or ""):
         pytest.skip("model-dependent test: run with -m e2e_slow")
-    from codeloop.llm.local import ensure_local_server
+    from codeloop.llm.llama_server import ensure_local_server
 
     try:
         return ensure_local_server(model="1.5b")  # what `codeloop run` picks without a key

@@ -164,10 +164,10 @@ def test_default_sandbox_runs_commands_in_bubblewrap_inside_workspace(server, tm
 def test_e2e_without_api_key_uses_local_llama_cpp_model(tmp_path) -> None:
     """No key set: `codeloop run` starts the local llama.cpp server and runs the text profile.
     Checks the wiring (schema-valid events, a completed or limited session), not the answer."""
-    from codeloop.llm.local_install import server_binary, weights_path
+    from codeloop.llm.llama_install import server_binary, weights_path
 
     if server_binary() is None or weights_path("0.5b") is None:
-        pytest.skip("local llama.cpp model not installed (python -m codeloop.llm.local install 0.5b)")
+        pytest.skip("local llama.cpp model not installed (python -m codeloop.llm.llama_server install 0.5b)")
     done = subprocess.run([CODELOOP, "run", "Reply with the single word OK.", "--json", "--model", "0.5b",
                            "--max-turns", "4", "--sandbox", "full", "--approval", "never-ask", "--cwd", str(tmp_path)],
                           capture_output=True, text=True, env=clean_env(), timeout=900, stdin=subprocess.DEVNULL)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from codeloop.codali.history import History
+from codeloop.codali.shared_history import History
 from codeloop.llm.types import ContentPart, Message, Role, ToolCallData
 
 

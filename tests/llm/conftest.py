@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from codeloop.llm.adapters.base import AdapterTimeout
-from codeloop.llm.local import running, start, stop
-from codeloop.llm.local_install import LocalModelError, models_dir, server_binary, spec_for, weights_path
+from codeloop.llm.llama_install import LocalModelError, models_dir, server_binary, spec_for, weights_path
+from codeloop.llm.llama_server import running, start, stop
 
 E2E_MODEL = "0.5b"
 E2E_TIMEOUT = AdapterTimeout(connect=10.0, request=900.0, stream_read=600.0)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from codeloop.llm import local
-from codeloop.llm.local_install import MODELS, LocalModelError, WeightsSpec, assemble, spec_for, weights_path
+from codeloop.llm import llama_server as local
+from codeloop.llm.llama_install import MODELS, LocalModelError, WeightsSpec, assemble, spec_for, weights_path
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from codeloop.relay.outbox import RequestedFile, WorkspaceListing, render_outbox
-from codeloop.relay.protocol import CONTINUATION_PROMPT, PROTOCOL_TEXT, PROTOCOL_VERSION
+from codeloop.relay.outbox_texts import CONTINUATION_PROMPT, PROTOCOL_TEXT, PROTOCOL_VERSION
 from codeloop.relay.results import CommandResult, format_result, truncate_output
 from codeloop.relay.session import SessionState
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 
-from codeloop.spaces.store import open_store
+from codeloop.spaces.database import open_store
 
 
 def free_port() -> int:

@@ -11,7 +11,7 @@ import pytest
 from codeloop.environments.local import LocalExecutionEnvironment
 from codeloop.policy import preset
 from codeloop.spaces.engine import ApprovalMismatchError
-from codeloop.spaces.protocol import Approval, events_message_to_json
+from codeloop.spaces.operations import Approval, events_message_to_json
 from codeloop.spaces.runs import MessageRejectedError, run_message
 
 PERMISSIVE = preset("permissive")

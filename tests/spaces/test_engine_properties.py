@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from codeloop.environments.local import LocalExecutionEnvironment
 from codeloop.policy import preset
-from codeloop.spaces.protocol import events_message_to_json
+from codeloop.spaces.operations import events_message_to_json
 from codeloop.spaces.runs import run_message
 
 PATHS = st.sampled_from(["a.txt", "d/b.bin", "d", "../x", "/abs", "a..b", "link", ""])

@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from codeloop.environments.local import LocalExecutionEnvironment
+from codeloop.spaces.operations import events_message_to_json
 from codeloop.spaces.policy_config import PolicyConfigError, build_policy
-from codeloop.spaces.protocol import events_message_to_json
 from codeloop.spaces.runs import run_message
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from codeloop.spaces.protocol import (
+from codeloop.spaces.operations import (
     CreateFileOperation,
     EditFileOperation,
     EventsMessage,

@@ -16,7 +16,7 @@ import jsonschema
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codeloop.spaces.protocol import validate_operation, validate_operations_message
+from codeloop.spaces.operations import validate_operation, validate_operations_message
 
 SCHEMA = json.loads((Path(__file__).parent / "fixtures" / "operations.schema.json").read_text())
 VALIDATOR = jsonschema.Draft7Validator(SCHEMA)

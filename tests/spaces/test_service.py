@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from codeloop.spaces.protocol import Approval
+from codeloop.spaces.database import open_store
+from codeloop.spaces.operations import Approval
 from codeloop.spaces.service import SpacesService
-from codeloop.spaces.store import open_store
 
 
 async def test_expired_spaces_are_deleted_with_their_workspace(tmp_path: Path) -> None:

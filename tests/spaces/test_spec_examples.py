@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 from codeloop.cli.spaces import register
 from codeloop.environments.local import LocalExecutionEnvironment
 from codeloop.policy import preset
-from codeloop.spaces.protocol import Approval, events_message_to_json
+from codeloop.spaces.operations import Approval, events_message_to_json
 from codeloop.spaces.runs import run_message
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -149,7 +149,7 @@ def test_cli_exec_bad_policy_preset(tmp_path: Path) -> None:
 
 
 def test_cli_keys_create_prints_a_key_the_store_accepts(tmp_path: Path) -> None:
-    from codeloop.spaces.store import open_store
+    from codeloop.spaces.database import open_store
 
     proc = _cli("keys", "create", "--name", "ci", "--data-dir", str(tmp_path), "--json")
     assert proc.exit_code == 0, proc.stderr

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from codeloop.spaces.store import SpacesStore, hash_key, open_store
+from codeloop.spaces.database import SpacesStore, hash_key, open_store
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -110,7 +110,7 @@ def run(
     if choice.local:
         # No key and no --base-url: the embedded default of `codeloop run`, the local llama.cpp model.
         from codeloop.cli.run import LOCAL_MODEL, start_local_model
-        from codeloop.llm.local_install import MODELS, LocalModelError
+        from codeloop.llm.llama_install import MODELS, LocalModelError
 
         if (model or LOCAL_MODEL) not in MODELS:
             raise _fail(f"no API key set, so the local llama.cpp model runs, and it has no model {model!r}: "

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from codeloop.relay.engine import (
         StepReport,
     )
-    from codeloop.relay.events import (
+    from codeloop.relay.progress import (
         RelayEvent,
     )
     from codeloop.relay.session import SessionState
@@ -136,7 +136,7 @@ def _indent(text: str, prefix: str = "    ") -> str:
 
 def _print_event(event: RelayEvent) -> None:
     """Human form of one event, printed as it happens."""
-    from codeloop.relay.events import (
+    from codeloop.relay.progress import (
         CommandFinished,
         ModelMessage,
         OutboxWritten,
@@ -226,7 +226,7 @@ async def _copy(config: RelayConfig, path: Path) -> str | None:
 
 def _report_json(config: RelayConfig, report: StepReport, copied: str | None) -> dict[str, Any]:
     from codeloop.relay.engine import outbox_path
-    from codeloop.relay.events import event_to_json
+    from codeloop.relay.progress import event_to_json
 
     state = report.session
     return {
@@ -319,7 +319,7 @@ def step_command(
     import asyncio
 
     from codeloop.relay.engine import RelayError, outbox_path, step
-    from codeloop.relay.events import SessionCompleted
+    from codeloop.relay.progress import SessionCompleted
 
     config = _config(
         root, inbox=inbox, outbox=outbox, sessions=sessions, timeout=timeout, output_limit=output_limit,
@@ -370,7 +370,7 @@ def watch_command(
     import asyncio
 
     from codeloop.relay.engine import RelayError, find_session, outbox_path
-    from codeloop.relay.events import SessionCompleted, event_to_json
+    from codeloop.relay.progress import SessionCompleted, event_to_json
     from codeloop.relay.watch import watch
 
     config = _config(

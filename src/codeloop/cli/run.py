@@ -108,8 +108,8 @@ def choose_model(
 def start_local_model(choice: ModelChoice) -> ModelChoice:
     """``choice`` pointed at the local llama.cpp server of ``choice.model`` (default
     :data:`LOCAL_MODEL`), installed and started as needed; raises LocalModelError."""
-    from codeloop.llm.local import ensure_local_server
-    from codeloop.llm.local_install import spec_for
+    from codeloop.llm.llama_install import spec_for
+    from codeloop.llm.llama_server import ensure_local_server
 
     local_model = choice.model or LOCAL_MODEL
     spec = spec_for(local_model)

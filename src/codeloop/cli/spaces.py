@@ -80,7 +80,7 @@ def exec_command(
 
 
 async def _exec(raw: Any, workspace: Path, policy: Any, approve: set[str], sandbox: bool) -> dict[str, Any]:
-    from codeloop.spaces.protocol import Approval, events_message_to_json
+    from codeloop.spaces.operations import Approval, events_message_to_json
     from codeloop.spaces.runs import new_run_id, run_message
     from codeloop.spaces.workspace import open_environment
 
@@ -136,7 +136,7 @@ def keys_create(
 
     Example: codeloop spaces keys create --name ci --data-dir ./spaces-data
     """
-    from codeloop.spaces.store import open_store
+    from codeloop.spaces.database import open_store
 
     try:
         store = open_store(database, data_dir)

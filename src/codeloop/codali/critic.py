@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from codeloop.codali.response import CodaliResponse
 from codeloop.codali.yamlish import YamlishError, parse_block, plain
-from codeloop.index.store import normalize_path
+from codeloop.index.code_index import normalize_path
 
 _STATUS = re.compile(r"^\W*status\W*:\W*(PASS|FAIL)\b", re.I | re.M)
 _BARE = re.compile(r"^\W*(PASS|FAIL)\b", re.M)

@@ -28,7 +28,6 @@ from codeloop.agent.history import AssistantTurn, native_messages
 from codeloop.agent.text_tool_calls import parse_text_tool_calls
 from codeloop.codali.answer import answer_request
 from codeloop.codali.critic import CriticResult, judge, outside_plan, parse_verdict
-from codeloop.codali.history import CHARS_PER_TOKEN, History, transcript
 from codeloop.codali.needs import NEED_TYPES
 from codeloop.codali.prompts import (
     ARCHITECT,
@@ -40,6 +39,7 @@ from codeloop.codali.prompts import (
     SUMMARIZER,
 )
 from codeloop.codali.request import AgentRequest, AgentRequestError, Need, parse_agent_request
+from codeloop.codali.shared_history import CHARS_PER_TOKEN, History, transcript
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import WorkspaceError
 from codeloop.environments.resolver import relative_to_root, resolve_workspace_path

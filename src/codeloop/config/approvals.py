@@ -26,9 +26,9 @@ from typing import Literal
 
 from codeloop.config.files import APPROVAL_MODES, ConfigError
 from codeloop.environments.base import ExecutionEnvironment
-from codeloop.environments.beneath import atomic_write_beneath
 from codeloop.environments.errors import WorkspaceError
 from codeloop.environments.resolver import resolve_workspace_path
+from codeloop.environments.safe_open import atomic_write_beneath
 from codeloop.policy import ParsedCommand, ShellParseError, split_commands
 from codeloop.tools.policy_hook import PolicyDecision, ToolCallRequest, ToolPolicy
 from codeloop.tools.registry import READ_ONLY_TOOLS

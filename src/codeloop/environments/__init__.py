@@ -42,13 +42,13 @@ from codeloop.environments.errors import (
     WriteDeniedError,
 )
 from codeloop.environments.local import LocalExecutionEnvironment
-from codeloop.environments.resolver import relative_to_root, resolve_workspace_path
-from codeloop.environments.runner import run_process, signal_process_group
-from codeloop.environments.wrappers import (
+from codeloop.environments.logging_and_read_only import (
     DelegatingExecutionEnvironment,
     LoggingExecutionEnvironment,
     ReadOnlyExecutionEnvironment,
 )
+from codeloop.environments.resolver import relative_to_root, resolve_workspace_path
+from codeloop.environments.runner import run_process, signal_process_group
 
 __all__ = [
     "BinaryFileError",

@@ -1,7 +1,7 @@
 """``LocalExecutionEnvironment``: tools run on this machine (loop spec §4.2).
 
 Every path goes through :func:`~codeloop.environments.resolver.resolve_workspace_path`,
-every write through :func:`~codeloop.environments.beneath.atomic_write_beneath`, every command
+every write through :func:`~codeloop.environments.safe_open.atomic_write_beneath`, every command
 through :func:`~codeloop.environments.runner.run_process`. Two hooks let a subclass
 (``SandboxedExecutionEnvironment``) change behaviour without copying it:
 ``build_argv`` (how a command line becomes a process) and ``check_write`` (called before
@@ -29,7 +29,6 @@ from codeloop.environments.base import (
     GrepOptions,
     OutputCallback,
 )
-from codeloop.environments.beneath import atomic_write_beneath, read_bytes_beneath
 from codeloop.environments.envfilter import filter_environment
 from codeloop.environments.errors import (
     BinaryFileError,
@@ -44,6 +43,7 @@ from codeloop.environments.errors import (
 from codeloop.environments.patterns import workspace_glob_pattern
 from codeloop.environments.resolver import check_path_syntax, relative_to_root, resolve_workspace_path
 from codeloop.environments.runner import run_process, signal_process_group
+from codeloop.environments.safe_open import atomic_write_beneath, read_bytes_beneath
 
 BINARY_SNIFF_BYTES = 8192
 """A NUL byte within this many leading bytes makes a file binary."""
@@ -137,7 +137,7 @@ class LocalExecutionEnvironment:
         self._env_source: tuple[str, dict[bytes, bytes]] | None = None
         self.allow_hardlinks = False
         """Read files that have several hard links (one of which may lie outside the
-        workspace); off by default, see ``codeloop.environments.beneath``."""
+        workspace); off by default, see ``codeloop.environments.safe_open``."""
 
     # Hooks for subclasses -----------------------------------------------------------
 

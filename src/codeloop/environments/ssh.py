@@ -46,7 +46,6 @@ from codeloop.environments.base import (
     GrepOptions,
     OutputCallback,
 )
-from codeloop.environments.beneath import hardlink_refusal
 from codeloop.environments.envfilter import is_secret_name
 from codeloop.environments.errors import (
     FileNotFoundInWorkspaceError,
@@ -61,6 +60,7 @@ from codeloop.environments.local import decode_text, slice_lines
 from codeloop.environments.patterns import workspace_glob_pattern
 from codeloop.environments.resolver import check_path_syntax
 from codeloop.environments.runner import DRAIN_TIMEOUT_S, _Capture
+from codeloop.environments.safe_open import hardlink_refusal
 
 try:  # asyncssh is the [ssh] extra.
     import asyncssh
@@ -122,7 +122,7 @@ class SSHExecutionEnvironment:
         self._bundle: str | None = None
         self._last_links = 0
         self.allow_hardlinks = False
-        """Read files with several hard links (see ``codeloop.environments.beneath``)."""
+        """Read files with several hard links (see ``codeloop.environments.safe_open``)."""
 
     # -- lifecycle -----------------------------------------------------------------
     async def initialize(self) -> None:

@@ -10,6 +10,7 @@ Usage::
     index.impact("src/app/session.py") # inbound/outbound imports
 """
 
+from codeloop.index.code_index import CodeIndex, normalize_path
 from codeloop.index.errors import CodeIndexError, IndexNotBuiltError, NotIndexedError
 from codeloop.index.models import (
     BuildReport,
@@ -21,7 +22,6 @@ from codeloop.index.models import (
     as_json,
 )
 from codeloop.index.schema import db_path_for, index_dir
-from codeloop.index.store import CodeIndex, normalize_path
 
 __all__ = [
     "BuildReport",

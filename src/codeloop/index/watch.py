@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 from watchfiles import watch
 
+from codeloop.index.code_index import CodeIndex
 from codeloop.index.models import BuildReport
-from codeloop.index.store import CodeIndex
 
 
 def watch_index(index: CodeIndex, on_build: Callable[[BuildReport], None],

@@ -29,8 +29,8 @@ from codeloop.relay.commands import (
 )
 from codeloop.relay.config import RelayConfig, RelayConfigError, load_config
 from codeloop.relay.engine import RelayError, StepReport, resume, start_session, step
+from codeloop.relay.outbox_texts import PROTOCOL_VERSION
 from codeloop.relay.parser import parse_inbox
-from codeloop.relay.protocol import PROTOCOL_VERSION
 from codeloop.relay.results import CommandResult
 from codeloop.relay.serializer import serialize_commands
 from codeloop.relay.session import SessionState

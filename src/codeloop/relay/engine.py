@@ -38,7 +38,11 @@ from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import WorkspaceError
 from codeloop.relay.commands import Done, Message, ReadFile
 from codeloop.relay.config import RelayConfig
-from codeloop.relay.events import (
+from codeloop.relay.executor import ExecutionLimits, execute_command, recover_effect
+from codeloop.relay.journal import JournalError, StepJournal
+from codeloop.relay.outbox import RequestedFile, render_outbox
+from codeloop.relay.parser import parse_inbox
+from codeloop.relay.progress import (
     CommandFinished,
     EventSink,
     ModelMessage,
@@ -48,10 +52,6 @@ from codeloop.relay.events import (
     ReplyStarted,
     SessionCompleted,
 )
-from codeloop.relay.executor import ExecutionLimits, execute_command, recover_effect
-from codeloop.relay.journal import JournalError, StepJournal
-from codeloop.relay.outbox import RequestedFile, render_outbox
-from codeloop.relay.parser import parse_inbox
 from codeloop.relay.results import CommandResult
 from codeloop.relay.session import (
     SessionFileError,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from codeloop.relay.protocol import CONTINUATION_PROMPT, PROTOCOL_TEXT
+from codeloop.relay.outbox_texts import CONTINUATION_PROMPT, PROTOCOL_TEXT
 from codeloop.relay.results import CommandResult, format_result
 from codeloop.relay.session import SessionState
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from codeloop.environments.atomic import atomic_write
-from codeloop.relay.protocol import PROTOCOL_VERSION
+from codeloop.relay.outbox_texts import PROTOCOL_VERSION
 from codeloop.relay.results import CommandResult
 
 SESSION_ID = re.compile(r"[0-9a-f]{8}")

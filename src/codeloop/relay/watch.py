@@ -15,7 +15,7 @@ from watchfiles import awatch
 
 from codeloop.relay.config import RelayConfig
 from codeloop.relay.engine import StepReport, pending_replies, step
-from codeloop.relay.events import EventSink
+from codeloop.relay.progress import EventSink
 
 SETTLE_S = 0.3
 """A reply must stay unchanged this long before it is read."""

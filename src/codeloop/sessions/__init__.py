@@ -15,11 +15,11 @@ Public API::
 from codeloop.sessions.catalog import SessionInfo, latest_session, list_sessions, session_info
 from codeloop.sessions.checkpoints import Checkpoints, FileChange
 from codeloop.sessions.export import to_markdown
-from codeloop.sessions.history import rebuild_history
 from codeloop.sessions.log import LoggedEvent, SessionLog, SessionLogWarning, events_to_jsonl, load_events
 from codeloop.sessions.recorder import Recording, record_session
+from codeloop.sessions.replay import rebuild_history
 from codeloop.sessions.rewind import RewindRefusedError, RewindResult, rewind
-from codeloop.sessions.store import STATE_DIR_VARIABLE, SessionNotFoundError, sessions_dir
+from codeloop.sessions.state_dir import STATE_DIR_VARIABLE, SessionNotFoundError, sessions_dir
 
 __all__ = [
     "STATE_DIR_VARIABLE",

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codeloop.sessions.log import LoggedEvent, parse_log
-from codeloop.sessions.store import existing_log_path, sessions_dir
+from codeloop.sessions.state_dir import existing_log_path, sessions_dir
 
 _HEAD = 256 * 1024
 _TAIL = 64 * 1024

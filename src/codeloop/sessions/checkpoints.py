@@ -30,7 +30,7 @@ from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import WorkspaceError
 from codeloop.environments.resolver import resolve_workspace_path
 from codeloop.sessions.log import LoggedEvent
-from codeloop.sessions.store import checkpoints_path
+from codeloop.sessions.state_dir import checkpoints_path
 from codeloop.tools.errors import PatchError
 from codeloop.tools.patch_parser import AddFile, DeleteFile, UpdateFile, parse_patch
 from codeloop.tools.registry import RegisteredTool, ToolContext, ToolOutput, ToolRegistry

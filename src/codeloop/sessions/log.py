@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from codeloop.agent.events import EventKind, SessionEvent, event_to_json
-from codeloop.sessions.store import check_session_id, existing_log_path, log_path
+from codeloop.sessions.state_dir import check_session_id, existing_log_path, log_path
 
 DELTA_KINDS = frozenset({EventKind.ASSISTANT_TEXT_DELTA.value, EventKind.TOOL_CALL_OUTPUT_DELTA.value})
 """Kinds skipped unless ``SessionLog(record_deltas=True)``."""

@@ -19,8 +19,8 @@ from typing import Any
 
 from codeloop.agent.session import Session
 from codeloop.sessions.checkpoints import Checkpoints, count_turns
-from codeloop.sessions.history import rebuild_history
 from codeloop.sessions.log import LoggedEvent, SessionLog, load_events
+from codeloop.sessions.replay import rebuild_history
 
 
 @dataclass

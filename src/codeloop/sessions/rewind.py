@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from codeloop.environments.atomic import atomic_write
-from codeloop.environments.beneath import atomic_write_beneath, parent_fd
 from codeloop.environments.errors import WorkspaceError
 from codeloop.environments.resolver import resolve_workspace_path
+from codeloop.environments.safe_open import atomic_write_beneath, parent_fd
 from codeloop.sessions.checkpoints import Checkpoints, count_turns, sha256_of
 from codeloop.sessions.log import LoggedEvent, load_events
-from codeloop.sessions.store import existing_log_path
+from codeloop.sessions.state_dir import existing_log_path
 
 _NEXT_TURN_KINDS = frozenset({"assistant_text_start", "assistant_text_end", "user_input",
                               "steering_injected", "loop_detection"})

@@ -9,8 +9,7 @@ Public API::
     create_app(store, ...), open_store(database, data_dir)              (HTTP service)
 """
 
-from codeloop.spaces.policy_config import PolicyConfigError, build_policy
-from codeloop.spaces.protocol import (
+from codeloop.spaces.operations import (
     Approval,
     EventsMessage,
     OperationsMessage,
@@ -20,6 +19,7 @@ from codeloop.spaces.protocol import (
     validate_operation,
     validate_operations_message,
 )
+from codeloop.spaces.policy_config import PolicyConfigError, build_policy
 from codeloop.spaces.runs import MessageRejectedError, run_message
 
 __all__ = [

@@ -24,7 +24,7 @@ from urllib.parse import quote
 import httpx
 from pydantic import BaseModel, ConfigDict
 
-from codeloop.spaces.protocol import EventsMessage
+from codeloop.spaces.operations import EventsMessage
 
 
 class Space(BaseModel):

@@ -8,7 +8,7 @@ Contract of :func:`execute_run`:
   (category ``validation``) and is skipped; a policy ``deny`` yields ``policyDenied``;
 - a policy ``ask`` yields ``approvalRequired`` and pauses: the outcome is
   ``awaiting_approval`` with ``cursor`` on that operation. Calling again with an
-  :class:`~codeloop.spaces.protocol.Approval` for it executes it once without asking
+  :class:`~codeloop.spaces.operations.Approval` for it executes it once without asking
   (``approved``) or emits ``policyDenied`` (``denied``), then continues;
 - an unexpected failure of the runtime itself yields an ``error`` event (category
   ``system``) and ends the run with status ``error``.
@@ -37,7 +37,7 @@ from codeloop.environments.errors import (
     WorkspaceError,
 )
 from codeloop.policy import Decision, Policy, evaluate_command, evaluate_path
-from codeloop.spaces.protocol import (
+from codeloop.spaces.operations import (
     Approval,
     ApprovalDetails,
     ApprovalRequiredEvent,

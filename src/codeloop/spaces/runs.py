@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.policy import Policy
 from codeloop.spaces.engine import RunOutcome, execute_run
-from codeloop.spaces.protocol import (
+from codeloop.spaces.operations import (
     Approval,
     EventsMessage,
     RunStatus,

@@ -44,11 +44,11 @@ from starlette.routing import Route
 
 from codeloop.environments.errors import FileNotFoundInWorkspaceError, NotAFileError, WorkspaceError
 from codeloop.policy import evaluate_path
+from codeloop.spaces.database import RunRecord, SpaceRecord, SpacesStore, open_store
+from codeloop.spaces.operations import Approval, EventsMessage, OperationsMessage, path_problem
 from codeloop.spaces.policy_config import PolicyConfigError
-from codeloop.spaces.protocol import Approval, EventsMessage, OperationsMessage, path_problem
 from codeloop.spaces.runs import MessageRejectedError
 from codeloop.spaces.service import DEFAULT_TTL_S, MAX_TTL_S, ServiceError, SpacesService
-from codeloop.spaces.store import RunRecord, SpaceRecord, SpacesStore, open_store
 
 log = logging.getLogger(__name__)
 MAX_BODY_BYTES = 16 * 1024 * 1024

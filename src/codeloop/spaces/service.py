@@ -1,6 +1,6 @@
 """What the spaces HTTP API does, without HTTP: spaces, runs, approvals, cancellation.
 
-Every state change is written to the :class:`~codeloop.spaces.store.SpacesStore` as it
+Every state change is written to the :class:`~codeloop.spaces.database.SpacesStore` as it
 happens (each event, then where the run stopped), so a run paused for approval can be
 resumed after a restart, or by another server sharing a PostgreSQL store. A resume first
 moves the run atomically from ``awaiting_approval`` to ``running`` in the store, so an
@@ -23,11 +23,11 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from codeloop.policy import Policy
+from codeloop.spaces.database import RunRecord, SpaceRecord, SpacesStore
 from codeloop.spaces.engine import execute_run, now_iso
+from codeloop.spaces.operations import Approval, ErrorEvent, event_to_json
 from codeloop.spaces.policy_config import build_policy
-from codeloop.spaces.protocol import Approval, ErrorEvent, event_to_json
 from codeloop.spaces.runs import new_run_id, parse_message, wire_status
-from codeloop.spaces.store import RunRecord, SpaceRecord, SpacesStore
 from codeloop.spaces.workspace import SpaceEnvironment, open_environment
 
 T = TypeVar("T")

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from codeloop.environments.base import ExecutionEnvironment
+from codeloop.index.code_index import CodeIndex
 from codeloop.index.errors import CodeIndexError
 from codeloop.index.models import ImpactReport, SearchHit, Symbol
-from codeloop.index.store import CodeIndex
 from codeloop.tools.registry import RegisteredTool, ToolContext, ToolDefinition, ToolOutput, object_schema
 
 SEARCH_CODE = ToolDefinition(

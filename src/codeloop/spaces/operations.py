@@ -24,7 +24,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from codeloop.spaces.events import (
+from codeloop.spaces.event_models import (
     Approval,
     ApprovalDetails,
     ApprovalRequiredEvent,

@@ -1,7 +1,7 @@
 """Wire models of the events a run produces (spaces protocol §Event Types, §Error Handling).
 
 The events message is what the runtime answers; ``event_to_json`` gives the wire form (unset
-optional fields left out). Split from :mod:`codeloop.spaces.protocol` (operations and their
+optional fields left out). Split from :mod:`codeloop.spaces.operations` (operations and their
 validation), which re-exports these names.
 """
 

@@ -3,7 +3,7 @@
 :func:`ensure_local_server` is what ``codeloop run`` calls when no API key is set: it
 returns the base URL (``http://127.0.0.1:PORT/v1``) of a healthy server for the model,
 installing and starting one when needed (progress on stderr). ``scripts/local-llm`` is the
-command-line face (``python -m codeloop.llm.local install|serve|stop|status``).
+command-line face (``python -m codeloop.llm.llama_server install|serve|stop|status``).
 
 The server runs with ``--jinja -t 2 -c 8192 -np 1 --seed 42 --no-cache-prompt`` on a free
 loopback port: with the prompt cache off and temperature 0 its outputs repeat run to run.
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import httpx
 
-from codeloop.llm.local_install import (
+from codeloop.llm.llama_install import (
     MODELS,
     LocalModelError,
     Progress,
