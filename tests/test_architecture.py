@@ -1,0 +1,167 @@
+"""Architecture rules that import contracts cannot express (docs/architecture.md).
+
+``lint-imports`` ([tool.importlinter] in pyproject.toml) checks who imports whom. These tests
+read the source with ``ast`` and check what a module *does*:
+
+- only the runner starts a process, apart from a short list of named exceptions;
+- a face (cli, relay, spaces, codali) changes the workspace only through the tool pipeline,
+  never by calling an ``ExecutionEnvironment``'s write/delete/exec methods itself.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "codeloop"
+
+RUNNER = "environments/runner.py"
+"""The one place where a workspace command's process is started and killed."""
+
+PROCESS_EXCEPTIONS = {
+    "environments/sandbox.py": "the bubblewrap probe: runs `bwrap ... /bin/true` once to learn whether a "
+    "sandbox can exist here, before any sandboxed environment (and its runner) is built",
+    "environments/ssh.py": "the SSH environment: asyncssh starts processes on the remote host (its own "
+    "wrapper puts them in a process group and kills that group); nothing starts locally",
+    "llm/llama_install.py": "the llama-server installer: pip and the built binary's --version, run on the "
+    "host outside any workspace; llm/ must not import environments/ (import contract llm-standalone)",
+    "llm/llama_server.py": "the llama-server launcher: a daemon that outlives the command "
+    "(start_new_session, stopped by pid from `scripts/local-llm stop`), not a workspace command",
+    "mcp/connection.py": "MCP stdio servers: the `mcp` library's stdio_client starts the server process "
+    "and owns its lifetime; codeloop only hands it the configured command",
+}
+"""Modules other than the runner that may start a process, each with its reason."""
+
+PROCESS_MODULES = {"subprocess", "pty", "multiprocessing", "asyncssh", "pexpect", "mcp.client.stdio"}
+"""Importing one of these is starting a process (or preparing to)."""
+
+OS_PROCESS_PREFIXES = ("fork", "exec", "spawn", "posix_spawn")
+OS_PROCESS_NAMES = {"system", "popen", "forkpty"}
+ASYNCIO_PROCESS_NAMES = {"create_subprocess_exec", "create_subprocess_shell", "subprocess_exec", "subprocess_shell"}
+
+FACES = ("cli", "relay", "spaces", "codali")
+
+WORKSPACE_EFFECTS = {"write_file", "delete_file", "exec_command", "run_process"}
+"""ExecutionEnvironment's write/delete/exec methods, and the runner itself."""
+
+FACE_EFFECT_EXCEPTIONS = {
+    "relay/clipboard.py": "copies the outbox to the user's clipboard with the host's clipboard tool "
+    "(run_process); it touches no workspace file, so no tool call is involved",
+}
+"""Face modules that may call those methods for good, each with its reason."""
+
+# remove when the ops branch lands: these faces still write, delete and run commands in the
+# workspace themselves instead of through tools/pipeline.execute_tool_call (redesign issue 18,
+# "every face's operation goes through execute_tool_call"). Delete each entry as its file moves
+# onto tools/; the test then holds that file to the rule.
+FACES_NOT_YET_ON_THE_PIPELINE = {
+    "relay/executor.py",
+    "spaces/engine.py",
+    "spaces/server.py",
+    "codali/pipeline.py",
+}
+
+
+def _modules() -> list[tuple[str, ast.Module]]:
+    return [
+        (path.relative_to(SRC).as_posix(), ast.parse(path.read_text("utf-8"), str(path)))
+        for path in sorted(SRC.rglob("*.py"))
+    ]
+
+
+def _line(finding: str) -> int:
+    return int(finding.split(":", 1)[0])
+
+
+def _is_os_process_name(name: str) -> bool:
+    return name in OS_PROCESS_NAMES or name.startswith(OS_PROCESS_PREFIXES)
+
+
+def process_starts(tree: ast.Module) -> list[str]:
+    """Each place in ``tree`` that starts a process, as ``line: what``."""
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [f"{node.lineno}: import {a.name}" for a in node.names if a.name in PROCESS_MODULES
+                      or a.name.split(".")[0] in PROCESS_MODULES]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module in PROCESS_MODULES or node.module.split(".")[0] in PROCESS_MODULES:
+                found.append(f"{node.lineno}: from {node.module} import ...")
+            elif node.module == "os":
+                found += [f"{node.lineno}: from os import {a.name}" for a in node.names
+                          if _is_os_process_name(a.name)]
+            elif node.module == "asyncio":
+                found += [f"{node.lineno}: from asyncio import {a.name}" for a in node.names
+                          if a.name in ASYNCIO_PROCESS_NAMES]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            attr, owner = node.func.attr, node.func.value
+            if isinstance(owner, ast.Name) and owner.id == "os" and _is_os_process_name(attr):
+                found.append(f"{node.lineno}: os.{attr}()")
+            elif attr in ASYNCIO_PROCESS_NAMES:
+                found.append(f"{node.lineno}: .{attr}()")
+    return sorted(found, key=_line)
+
+
+def workspace_effects(tree: ast.Module) -> list[str]:
+    """Each call in ``tree`` of an ExecutionEnvironment write/delete/exec method, as ``line: what``."""
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if name in WORKSPACE_EFFECTS:
+                found.append(f"{node.lineno}: {name}()")
+    return sorted(found, key=_line)
+
+
+def test_only_the_runner_and_the_named_exceptions_start_processes() -> None:
+    starts = {rel: process_starts(tree) for rel, tree in _modules()}
+    allowed = {RUNNER, *PROCESS_EXCEPTIONS}
+    offenders = {rel: where for rel, where in starts.items() if where and rel not in allowed}
+    assert not offenders, (
+        "only environments/runner.py starts processes (docs/architecture.md, 'Where a process starts "
+        f"and dies'); run the command through the environment, or add a named exception with its reason: {offenders}"
+    )
+    stale = sorted(rel for rel in allowed if not starts.get(rel))
+    assert not stale, f"these modules no longer start a process; remove them from PROCESS_EXCEPTIONS: {stale}"
+
+
+def test_faces_change_the_workspace_only_through_the_tool_pipeline() -> None:
+    effects = {rel: workspace_effects(tree) for rel, tree in _modules() if rel.split("/")[0] in FACES}
+    allowed = set(FACE_EFFECT_EXCEPTIONS) | FACES_NOT_YET_ON_THE_PIPELINE
+    offenders = {rel: where for rel, where in effects.items() if where and rel not in allowed}
+    assert not offenders, (
+        "a face writes, deletes or runs in the workspace itself; make it a tool call through "
+        f"tools/pipeline.execute_tool_call (docs/architecture.md, 'Where a call is approved'): {offenders}"
+    )
+    stale = sorted(rel for rel in allowed if not effects.get(rel))
+    assert not stale, (
+        f"these face modules no longer call the environment directly; remove them from the allow-list: {stale}"
+    )
+
+
+def test_the_scanners_see_every_form_of_a_process_start_and_a_workspace_effect() -> None:
+    # The two tests above pass on an empty finding; this one proves the scanners find things.
+    source = (
+        "import subprocess as sp\nfrom os import execvp\nimport asyncio, os\nfrom mcp.client.stdio import stdio_client\n"
+        "async def f(env, loop):\n"
+        "    os.fork(); os.posix_spawn('x', [], {}); os.system('x')\n"
+        "    await asyncio.create_subprocess_exec('x'); await loop.subprocess_shell(None, 'x')\n"
+        "    await env.write_file('a', 'b'); await env.delete_file('a'); await env.exec_command('x')\n"
+        "    os.kill(1, 9); os.getpid(); env.read_file('a')\n"
+    )
+    tree = ast.parse(source)
+    assert [w.split(": ", 1)[1] for w in process_starts(tree)] == [
+        "import subprocess", "from os import execvp", "from mcp.client.stdio import ...",
+        "os.fork()", "os.posix_spawn()", "os.system()", ".create_subprocess_exec()", ".subprocess_shell()",
+    ]
+    assert [w.split(": ", 1)[1] for w in workspace_effects(tree)] == [
+        "write_file()", "delete_file()", "exec_command()",
+    ]
+
+
+def test_the_architecture_doc_names_every_exception() -> None:
+    doc = (SRC.parents[1] / "docs" / "architecture.md").read_text("utf-8")
+    listed = {RUNNER, *PROCESS_EXCEPTIONS, *FACE_EFFECT_EXCEPTIONS, *FACES_NOT_YET_ON_THE_PIPELINE}
+    missing = sorted(rel for rel in listed if f"`{rel}`" not in doc)
+    assert not missing, f"docs/architecture.md does not name these exceptions; add them with their reason: {missing}"
