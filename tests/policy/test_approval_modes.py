@@ -10,7 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codeloop.environments.local import LocalExecutionEnvironment
-from codeloop.policy import ApprovalRequest, ApprovalsFileError, ApprovalStore, ToolCallRequest, approval_policy
+from codeloop.policy import (
+    ApprovalRequest,
+    ApprovalsFileError,
+    ApprovalStore,
+    ToolCallRequest,
+    approval_policy,
+)
 from codeloop.tools.files import read_file_tool, write_file_tool
 from codeloop.tools.pipeline import execute_tool_call
 from codeloop.tools.registry import RegisteredTool, ToolDefinition, ToolRegistry
