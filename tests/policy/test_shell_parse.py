@@ -78,3 +78,9 @@ def test_split_never_raises_anything_but_parse_error(line: str) -> None:
         split_commands(line)
     except ShellParseError:
         pass
+
+
+@pytest.mark.parametrize("delimiter", ["'EOF'", '"EOF"', "EOF"])
+def test_here_documents_parse_whatever_their_delimiter_quoting(delimiter: str) -> None:
+    line = f"cat > a.py <<{delimiter} && rm -rf build\nx = 1\nEOF\n"
+    assert [c.name for c in split_commands(line)] == ["cat", "rm"]

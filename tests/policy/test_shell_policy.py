@@ -9,11 +9,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codeloop.policy import (
+    READ_ONLY_COMMANDS,
     Decision,
     NetworkPolicy,
     ShellPolicy,
     evaluate_command,
+    is_read_only,
     preset,
+    split_commands,
 )
 
 CORPUS = [line for line in (Path(__file__).parent / "bypass_corpus.txt").read_text().splitlines()
@@ -130,3 +133,20 @@ def test_here_document_fed_to_a_shell_is_judged_by_its_commands() -> None:
 
 def test_here_document_fed_to_another_interpreter_asks() -> None:
     assert _standard("python3 <<EOF\nprint(1)\nEOF\n").action == "ask"
+
+
+@pytest.mark.parametrize("name", sorted(READ_ONLY_COMMANDS))
+def test_restrictive_runs_exactly_what_on_risk_approval_counts_as_read_only(name: str) -> None:
+    r = preset("restrictive")
+    line = name if name == "env" else f"{name} a.txt"  # "env a.txt" would run a.txt
+    assert evaluate_command(line, r.shell, r.network).action == "allow"
+    assert all(is_read_only(c) for c in split_commands(line))
+
+
+def test_a_writing_find_asks_in_restrictive_and_is_not_read_only() -> None:
+    r = preset("restrictive")
+    for action in ("-delete", "-fprint out.txt", "-exec cat {} ;"):
+        line = f"find . -name x {action}"
+        assert evaluate_command(line, r.shell, r.network).action == "ask", line
+        assert not is_read_only(split_commands(line)[0]), line
+    assert evaluate_command("find . -name x", r.shell, r.network).action == "allow"

@@ -86,3 +86,14 @@ def test_any_config_file_text_gives_a_config_or_a_clear_error(text: str) -> None
             load_config(str(root), environ={})
         except RelayConfigError as exc:
             assert "relay.toml" in str(exc)
+
+
+def test_policy_defaults_to_permissive_and_comes_from_file_environment_or_flag(tmp_path: Path) -> None:
+    assert load_config(str(tmp_path), environ={}).policy == "permissive"
+    (tmp_path / "relay.toml").write_text('policy = "restrictive"\n')
+    assert load_config(str(tmp_path), environ={}).policy == "restrictive"
+    assert load_config(str(tmp_path), environ={"CODELOOP_RELAY_POLICY": "standard"}).policy == "standard"
+    assert load_config(str(tmp_path), {"policy": "permissive"}, environ={}).policy == "permissive"
+    (tmp_path / "relay.toml").write_text('policy = "open"\n')
+    with pytest.raises(RelayConfigError, match="policy must be one of restrictive, standard, permissive, got 'open'"):
+        load_config(str(tmp_path), environ={})

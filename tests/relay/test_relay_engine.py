@@ -139,3 +139,23 @@ def test_missing_workspace_stops_before_taking_the_reply(tmp_path: Path) -> None
     with pytest.raises(RelayError, match="does not exist any more; restore it"):
         asyncio.run(step(config))
     assert (config.inbox_dir / "r.txt").exists()
+
+
+def test_an_approval_saved_before_a_crash_runs_the_held_command_once_on_the_next_step(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from codeloop.relay.session import load_session, save_session
+
+    config, sid = _start(tmp_path, policy="standard")
+    ws = tmp_path / "root" / "workspace"
+    (config.inbox_dir / "r.txt").write_text("[RUN_COMMAND]\necho ran >> log.txt; rm -rf build\n[/RUN_COMMAND]\n")
+    held = asyncio.run(step(config)).session.held
+    assert held is not None and held.answer is None and not (ws / "log.txt").exists()
+    # `relay approve` saves the answer first; here the process died right after that.
+    state = load_session(config.sessions_dir, sid)
+    save_session(config.sessions_dir, replace(state, held=replace(held, answer="approved")))
+    after = asyncio.run(step(config)).session
+    assert after.held is None and after.sequence_number == 2
+    asyncio.run(step(config))
+    asyncio.run(resume(config))
+    assert (ws / "log.txt").read_text() == "ran\n"

@@ -19,7 +19,7 @@ _json_values = st.recursive(
 )
 _keys = st.sampled_from(
     ["sessionId", "task", "sequenceNumber", "isComplete", "createdAt", "updatedAt", "lastResults",
-     "readFileRequests", "workspace", "summary", "protocolVersion"]
+     "readFileRequests", "workspace", "summary", "protocolVersion", "policy", "heldCommand"]
 )  # fmt: skip
 
 
@@ -53,9 +53,23 @@ def test_bad_session_id_is_refused_before_touching_files(tmp_path: Path) -> None
         load_session(tmp_path, "../../etc/passwd")
 
 
-@given(st.dictionaries(_keys, _json_values, max_size=11) | _json_values)
+@given(st.dictionaries(_keys, _json_values, max_size=13) | _json_values)
 def test_any_json_gives_a_session_or_a_value_error(data: object) -> None:
     try:
         SessionState.from_json(data)
     except ValueError:
         pass
+
+
+def test_a_held_command_and_the_policy_round_trip_and_are_checked(tmp_path: Path) -> None:
+    from codeloop.relay.approvals import HeldCommand
+
+    held = HeldCommand("3-2", 1, "rm -rf build", "Destructive command requires approval", "denied", "no")
+    state = SessionState(session_id="a1b2c3d4", task="t", workspace="/w", policy="standard", held=held)
+    save_session(tmp_path, state)
+    assert load_session(tmp_path, "a1b2c3d4") == state
+    data = json.loads((tmp_path / "a1b2c3d4.json").read_text())
+    data["heldCommand"]["answer"] = "maybe"
+    (tmp_path / "a1b2c3d4.json").write_text(json.dumps(data))
+    with pytest.raises(SessionFileError, match=r"heldCommand\.answer must be approved, denied or null"):
+        load_session(tmp_path, "a1b2c3d4")

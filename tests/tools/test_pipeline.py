@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import FileNotFoundInWorkspaceError
+from codeloop.policy import Decision, PendingApproval
 from codeloop.tools import (
-    PolicyDecision,
     RegisteredTool,
     ToolCallRequest,
     ToolContext,
@@ -24,6 +24,7 @@ from codeloop.tools import (
     ToolRegistry,
     TruncationConfig,
     execute_tool_call,
+    resume_tool_call,
 )
 
 ENV = cast(ExecutionEnvironment, object())
@@ -152,8 +153,8 @@ async def test_policy_deny_stops_the_call_with_the_reason() -> None:
         calls.append("ran")
         return "ran"
 
-    async def policy(call: ToolCallRequest, env: ExecutionEnvironment) -> PolicyDecision:
-        return PolicyDecision.deny(f"{call.arguments['file_path']} is protected")
+    async def policy(call: ToolCallRequest, env: ExecutionEnvironment) -> Decision:
+        return Decision.deny(f"{call.arguments['file_path']} is protected")
 
     tool = RegisteredTool(ToolDefinition("echo", "d", SCHEMA), run)
     result = await execute_tool_call(ToolRegistry.of([tool]), "echo", {"file_path": ".env"}, ENV, policy=policy)
@@ -163,19 +164,70 @@ async def test_policy_deny_stops_the_call_with_the_reason() -> None:
 
 
 async def test_policy_ask_without_approver_denies() -> None:
-    async def policy(call: ToolCallRequest, env: ExecutionEnvironment) -> PolicyDecision:
-        return PolicyDecision.ask("writes outside src/")
+    async def policy(call: ToolCallRequest, env: ExecutionEnvironment) -> Decision:
+        return Decision.ask("writes outside src/")
 
     result = await execute_tool_call(ToolRegistry.of([_tool()]), "echo", {"file_path": "a"}, ENV, policy=policy)
     assert result.is_error
     assert "needs approval (writes outside src/) and no approver" in result.output
 
 
+def _counting_tool(calls: list[dict[str, Any]]) -> RegisteredTool:
+    async def run(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> str:
+        calls.append(args)
+        return f"ran {args['file_path']} ({ctx.call_id})"
+
+    return RegisteredTool(ToolDefinition("echo", "d", SCHEMA), run)
+
+
+async def _ask(call: ToolCallRequest, env: ExecutionEnvironment) -> Decision:
+    return Decision.ask("writes outside src/", "test.rule")
+
+
+async def test_policy_ask_without_approver_holds_the_call_until_approved() -> None:
+    calls: list[dict[str, Any]] = []
+    registry = ToolRegistry.of([_counting_tool(calls)])
+    held = await execute_tool_call(registry, "echo", {"file_path": "a"}, ENV, policy=_ask,
+                                   ctx=ToolContext(call_id="c7"))
+    assert held.is_error and calls == [] and held.pending is not None
+    assert held.pending.call == ToolCallRequest("echo", {"file_path": "a"}, "c7")
+    assert held.pending.decision == Decision.ask("writes outside src/", "test.rule")
+    # A keeper stores it as JSON and resumes after a restart.
+    stored = PendingApproval.from_json(held.pending.to_json())
+    done = await resume_tool_call(registry, stored, ENV, approved=True)
+    assert (done.is_error, done.output, done.call_id, done.pending) == (False, "ran a (c7)", "c7", None)
+    assert calls == [{"file_path": "a"}]
+
+
+async def test_a_denied_pending_call_never_runs() -> None:
+    calls: list[dict[str, Any]] = []
+    registry = ToolRegistry.of([_counting_tool(calls)])
+    held = await execute_tool_call(registry, "echo", {"file_path": "a"}, ENV, policy=_ask)
+    assert held.pending is not None
+    refused = await resume_tool_call(registry, held.pending, ENV, approved=False)
+    assert refused.is_error and refused.output == "Tool call 'echo' was not approved (writes outside src/)."
+    assert calls == []
+
+
+async def test_a_resumed_call_is_validated_again() -> None:
+    calls: list[dict[str, Any]] = []
+    tampered = PendingApproval(ToolCallRequest("echo", {"file_path": 3}), Decision.ask("x"))
+    result = await resume_tool_call(ToolRegistry.of([_counting_tool(calls)]), tampered, ENV, approved=True)
+    assert result.is_error and "file_path" in result.output and calls == []
+
+
+@pytest.mark.parametrize("data", [None, [], {"tool": "echo"}, {"tool": "echo", "arguments": {}, "reason": 3},
+                                  {"tool": "echo", "arguments": [], "reason": "r", "call_id": None, "rule": None}])
+def test_a_malformed_stored_pending_call_is_a_clear_error(data: Any) -> None:
+    with pytest.raises(ValueError, match="pending approval"):
+        PendingApproval.from_json(data)
+
+
 async def test_policy_ask_calls_the_approver() -> None:
     asked: list[tuple[str, str]] = []
 
-    async def policy(call: ToolCallRequest, env: ExecutionEnvironment) -> PolicyDecision:
-        return PolicyDecision.ask("risky")
+    async def policy(call: ToolCallRequest, env: ExecutionEnvironment) -> Decision:
+        return Decision.ask("risky")
 
     async def approve(call: ToolCallRequest, reason: str) -> bool:
         asked.append((call.name, reason))
@@ -190,7 +242,7 @@ async def test_policy_ask_calls_the_approver() -> None:
 
 
 async def test_policy_that_raises_denies_instead_of_crashing() -> None:
-    async def policy(call: ToolCallRequest, env: ExecutionEnvironment) -> PolicyDecision:
+    async def policy(call: ToolCallRequest, env: ExecutionEnvironment) -> Decision:
         raise RuntimeError("db down")
 
     result = await execute_tool_call(ToolRegistry.of([_tool()]), "echo", {"file_path": "a"}, ENV, policy=policy)

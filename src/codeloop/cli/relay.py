@@ -1,10 +1,11 @@
 """``codeloop relay``: drive a workspace from any web chat by copy and paste.
 
-Commands: ``new``, ``step``, ``watch``, ``resume``, ``status`` (DESIGN.md "Contracts").
+Commands: ``new``, ``step``, ``watch``, ``resume``, ``status``, ``approve``, ``deny``
+(DESIGN.md "Contracts").
 Every command prints what to paste where; ``--json`` prints one JSON document instead
 (``watch --json``: one JSON event per line). Errors are one line on stderr, exit 1.
 
-About 500 lines because Typer wants every option spelled out per command (five commands
+About 600 lines because Typer wants every option spelled out per command (seven commands
 sharing ten settings) and the messages telling the user what to paste where live here,
 next to the commands that print them; the logic itself is in ``codeloop.relay``.
 """
@@ -102,6 +103,7 @@ def _config(
     max_read_chars: int | None = None,
     clipboard: bool | None = None,
     config: str | None = None,
+    policy: str | None = None,
 ) -> RelayConfig:
     from codeloop.relay.config import RelayConfigError, load_config
 
@@ -115,6 +117,7 @@ def _config(
         "max_listed_files": max_listed_files,
         "max_read_chars": max_read_chars,
         "clipboard": clipboard,
+        "policy": policy,
     }
     try:
         return load_config(root, flags, config)
@@ -218,6 +221,21 @@ def _print_done(config: RelayConfig, state: SessionState, skipped: int) -> None:
         )
 
 
+def _print_held(config: RelayConfig, state: SessionState) -> None:
+    held = state.held
+    if held is None:
+        return
+    typer.secho(f"\nWaiting for your approval ({held.id}): {held.reason}", fg=typer.colors.YELLOW, bold=True)
+    typer.echo(_indent(held.command))
+    typer.echo(f"  Run it:      codeloop relay approve {held.id}{_root_flag(config)}")
+    typer.echo(f"  Refuse it:   codeloop relay deny {held.id} --reason \"why\"{_root_flag(config)}")
+    typer.echo("  The rest of the reply runs after your answer; paste the next outbox only then.")
+
+
+def _held_json(state: SessionState) -> dict[str, Any] | None:
+    return None if state.held is None or state.held.answer is not None else state.held.to_json()
+
+
 async def _copy(config: RelayConfig, path: Path) -> str | None:
     from codeloop.relay.clipboard import copy_file_to_clipboard
 
@@ -239,6 +257,7 @@ def _report_json(config: RelayConfig, report: StepReport, copied: str | None) ->
         "outbox": None if state.is_complete else str(outbox_path(config, state)),
         "copiedWith": copied,
         "workspace": state.workspace,
+        "held": _held_json(state),
         "events": [event_to_json(e) for e in report.events],
     }
 
@@ -259,11 +278,17 @@ def new_command(
     max_read_chars: ReadOpt = None,
     config_file: ConfigOpt = None,
     clipboard: ClipOpt = None,
+    policy: Annotated[
+        str | None,
+        typer.Option("--policy", help="Policy preset judging every command: restrictive, standard or "
+                     "permissive (default; env CODELOOP_RELAY_POLICY). The session keeps it."),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Start a session and write its first outbox.
 
     Example: codeloop relay new "write a fizzbuzz.py with tests" --root ~/relay --workspace ~/code/fizz
+    Example: codeloop relay new "tidy the docs" --root ~/relay --policy standard
     """
     import asyncio
 
@@ -272,7 +297,7 @@ def new_command(
     config = _config(
         root, inbox=inbox, outbox=outbox, sessions=sessions, workspace=workspace, timeout=timeout,
         output_limit=output_limit, max_listed_files=max_listed_files, max_read_chars=max_read_chars,
-        clipboard=clipboard, config=config_file,
+        clipboard=clipboard, config=config_file, policy=policy,
     )  # fmt: skip
     try:
         state, path = asyncio.run(start_session(config, task))
@@ -287,12 +312,14 @@ def new_command(
                 "outbox": str(path),
                 "inbox": str(config.inbox_dir),
                 "workspace": state.workspace,
+                "policy": state.policy,
                 "copiedWith": copied,
             }
         )
         return
     typer.secho(f"Started relay session {state.session_id}", bold=True)
     typer.echo(f"  Workspace: {state.workspace}")
+    typer.echo(f"  Policy: {state.policy}")
     _next_steps(config, state, path, copied, watching=False)
 
 
@@ -335,6 +362,8 @@ def step_command(
         copied = asyncio.run(_copy(config, outbox_path(config, state)))
     if as_json:
         _json(_report_json(config, report, copied))
+    elif _held_json(state) is not None:
+        _print_held(config, state)
     elif state.is_complete:
         skipped = next((e.skipped_after_done for e in report.events if isinstance(e, SessionCompleted)), 0)
         _print_done(config, state, skipped)
@@ -399,7 +428,9 @@ def watch_command(
 
         async def on_step(report: StepReport) -> None:
             done = report.session
-            if not report.replies or done.is_complete:
+            if _held_json(done) is not None and not as_json:
+                _print_held(config, done)
+            if not report.replies or done.is_complete or _held_json(done) is not None:
                 return
             nxt = outbox_path(config, done)
             copied_now = await _copy(config, nxt)
@@ -469,13 +500,76 @@ def resume_command(
                 "complete": False,
                 "outbox": str(path),
                 "pendingReadFiles": list(state.read_file_requests),
+                "held": _held_json(state),
                 "copiedWith": copied,
             }
         )
         return
     typer.secho(f"Resumed session {state.session_id} at outbox #{state.sequence_number}", bold=True)
     typer.echo(f"  Task: {state.task.splitlines()[0] if state.task else ''}")
+    if _held_json(state) is not None:
+        _print_held(config, state)
+        return
     _next_steps(config, state, path, copied, watching=False)
+
+
+def _answer(held_id: str, approved: bool, note: str | None, root: str | None, session: str | None,
+            config_file: str | None, as_json: bool) -> None:
+    import asyncio
+
+    from codeloop.relay.engine import RelayError, answer_held, outbox_path
+
+    config = _config(root, config=config_file)
+    try:
+        report = asyncio.run(answer_held(config, held_id, approved, note, session,
+                                         None if as_json else _print_event))
+    except RelayError as exc:
+        _fail(str(exc))
+    state = report.session
+    if as_json:
+        _json(_report_json(config, report, None))
+    elif _held_json(state) is not None:
+        _print_held(config, state)
+    elif state.is_complete:
+        _print_done(config, state, 0)
+    else:
+        _next_steps(config, state, outbox_path(config, state), asyncio.run(_copy(config, outbox_path(config, state))),
+                    watching=False)
+
+
+@relay_app.command("approve")
+def approve_command(
+    held_id: Annotated[str, typer.Argument(help="The id 'relay step' printed (e.g. 3-2).")],
+    root: RootOpt = None,
+    session: SessionOpt = None,
+    config_file: ConfigOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run a command the session's policy held for approval (once), then the rest of its
+    reply, and write the next outbox.
+
+    Example: codeloop relay approve 3-2 --root ~/relay
+    """
+    _answer(held_id, True, None, root, session, config_file, as_json)
+
+
+@relay_app.command("deny")
+def deny_command(
+    held_id: Annotated[str, typer.Argument(help="The id 'relay step' printed (e.g. 3-2).")],
+    reason: Annotated[
+        str | None, typer.Option("--reason", help="Why, for the model (shown in the next outbox).")
+    ] = None,
+    root: RootOpt = None,
+    session: SessionOpt = None,
+    config_file: ConfigOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Refuse a command the session's policy held for approval: it never runs, the next
+    outbox tells the model why, and the rest of its reply runs.
+
+    Example: codeloop relay deny 3-2 --reason "do not delete the build cache" --root ~/relay
+    """
+    _answer(held_id, False, reason, root, session, config_file, as_json)
 
 
 @relay_app.command("status")
@@ -515,6 +609,8 @@ def status_command(
                         "updatedAt": s.updated_at,
                         "workspace": s.workspace,
                         "outbox": None if s.is_complete else str(outbox_path(config, s)),
+                        "policy": s.policy,
+                        "held": _held_json(s),
                     }
                     for s in states
                 ],
@@ -530,6 +626,8 @@ def status_command(
     for s in states:
         mark = "*" if s.session_id == active else " "
         where = "complete" if s.is_complete else f"waiting for the reply to {outbox_path(config, s).name}"
+        if s.held is not None and s.held.answer is None:
+            where = f"waiting for your approval of {s.held.id} (codeloop relay approve|deny {s.held.id})"
         task = s.task.splitlines()[0] if s.task else ""
         typer.echo(f"{mark} {s.session_id}  #{s.sequence_number:<4} {where}  {task[:60]}")
     for err in errors:

@@ -52,7 +52,6 @@ PROVIDER_KEYS = {
 PROVIDER_PROFILE = {"openai": "openai", "anthropic": "anthropic", "gemini": "gemini", "openai_compatible": "text"}
 """Default profile for each provider."""
 SANDBOX_MODES = ("read-only", "workspace-write", "full")
-APPROVAL_MODES = ("never-ask", "on-risk", "always-ask")
 LOCAL_MODEL = "1.5b"
 """Local model used without an API key (``0.5b`` is faster but rarely finishes a task)."""
 
@@ -465,7 +464,7 @@ class Runner:
         """A new Session, recorded (and resumed from ``resume``), with the MCP tools."""
         from codeloop.agent.config import SessionConfig
         from codeloop.agent.session import Session
-        from codeloop.config import ApprovalStore, approval_policy
+        from codeloop.policy import ApprovalStore, approval_policy
         from codeloop.profiles import create_profile
         from codeloop.sessions import record_session
 
@@ -639,6 +638,7 @@ def settle_options(root: Path, flags: dict[str, Any], network: str | None, err: 
                    constrained: str | None = None) -> RunSettings:
     """Merge flags > project config > user config > defaults; raises UsageError."""
     from codeloop.config import ConfigError, load_config
+    from codeloop.policy import APPROVAL_MODES
 
     try:
         cfg = load_config(root)

@@ -1,15 +1,13 @@
-"""Configuration files and approvals of ``codeloop run`` (issue 9; docs/config.md).
+"""Configuration files of ``codeloop run`` (issue 9; docs/config.md).
 
 Public API::
 
     load_config(workspace) -> CodeloopConfig       user + project config.toml; ConfigError
-    ApprovalStore(workspace)                        .codeloop/approvals.toml: is_allowed, remember
-    approval_policy(mode, store, ask) -> ToolPolicy never-ask | on-risk | always-ask
+
+The approval modes and remembered approvals live in :mod:`codeloop.policy.approval_modes`.
 """
 
-from codeloop.config.approvals import ApprovalRequest, ApprovalStore, approval_policy, is_read_only
 from codeloop.config.files import (
-    APPROVAL_MODES,
     SANDBOX_MODES,
     CodeloopConfig,
     ConfigError,
@@ -19,17 +17,14 @@ from codeloop.config.files import (
     project_config_path,
     user_config_path,
 )
+from codeloop.policy.approval_modes import APPROVAL_MODES
 
 __all__ = [
     "APPROVAL_MODES",
     "SANDBOX_MODES",
-    "ApprovalRequest",
-    "ApprovalStore",
     "CodeloopConfig",
     "ConfigError",
     "McpServerConfig",
-    "approval_policy",
-    "is_read_only",
     "load_config",
     "parse_config",
     "project_config_path",

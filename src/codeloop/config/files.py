@@ -35,11 +35,12 @@ from typing import Any
 
 import platformdirs
 
+from codeloop.policy.approval_modes import APPROVAL_MODES
+
 CONFIG_DIR_VARIABLE = "CODELOOP_CONFIG_DIR"
 """Environment variable that replaces the user config directory."""
 
 SANDBOX_MODES = ("read-only", "workspace-write", "full")
-APPROVAL_MODES = ("never-ask", "on-risk", "always-ask")
 PROFILES = ("openai", "anthropic", "gemini", "text")
 
 

@@ -6,8 +6,19 @@ Public API::
     evaluate_command(line, ShellPolicy, NetworkPolicy) -> Decision
     evaluate_path(path, "read"|"write"|"delete", FilesystemPolicy) -> Decision
     preset("restrictive"|"standard"|"permissive") -> Policy
+    is_read_only(ParsedCommand) -> bool                 READ_ONLY_COMMANDS, judged with arguments
+    approval_policy(mode, ApprovalStore, ask)           the CLI's never-ask | on-risk | always-ask
+    PendingApproval(ToolCallRequest, Decision)          a call held until a human answers
 """
 
+from codeloop.policy.approval import PendingApproval, ToolCallRequest
+from codeloop.policy.approval_modes import (
+    APPROVAL_MODES,
+    ApprovalRequest,
+    ApprovalsFileError,
+    ApprovalStore,
+    approval_policy,
+)
 from codeloop.policy.model import (
     Action,
     Decision,
@@ -19,22 +30,31 @@ from codeloop.policy.model import (
 )
 from codeloop.policy.paths import evaluate_path
 from codeloop.policy.presets import PRESET_NAMES, preset
-from codeloop.policy.shell import evaluate_command
+from codeloop.policy.shell import READ_ONLY_COMMANDS, evaluate_command, is_read_only
 from codeloop.policy.shell_parse import ParsedCommand, Redirect, ShellParseError, split_commands
 
 __all__ = [
+    "APPROVAL_MODES",
     "PRESET_NAMES",
+    "READ_ONLY_COMMANDS",
     "Action",
+    "ApprovalRequest",
+    "ApprovalStore",
+    "ApprovalsFileError",
     "Decision",
     "FilesystemPolicy",
     "NetworkPolicy",
     "ParsedCommand",
+    "PendingApproval",
     "Policy",
     "Redirect",
     "ShellParseError",
     "ShellPolicy",
+    "ToolCallRequest",
+    "approval_policy",
     "evaluate_command",
     "evaluate_path",
+    "is_read_only",
     "preset",
     "split_commands",
     "strictest",

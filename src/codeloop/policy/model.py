@@ -1,8 +1,9 @@
 """Policy values: what a workspace may do with files, commands and the network.
 
-Frozen dataclasses shared by every face (spaces policies, the CLI's approval modes). The
-decisions are made in :mod:`codeloop.policy.shell` and :mod:`codeloop.policy.paths`; the
-named presets live in :mod:`codeloop.policy.presets`.
+Frozen dataclasses shared by every face (spaces policies, relay, the CLI's approval modes
+and the tool pipeline's POLICY step all speak :class:`Decision`). The decisions are made in
+:mod:`codeloop.policy.shell` and :mod:`codeloop.policy.paths`; the named presets live in
+:mod:`codeloop.policy.presets`; the CLI's approval modes in :mod:`codeloop.policy.approval_modes`.
 """
 
 from __future__ import annotations
@@ -30,6 +31,16 @@ class Decision:
     def allow() -> Decision:
         """A plain allow."""
         return Decision("allow", "allowed")
+
+    @staticmethod
+    def deny(reason: str, rule: str | None = None, suggestion: str | None = None) -> Decision:
+        """Refuse; the caller (a model, a user) reads ``reason``."""
+        return Decision("deny", reason, rule, suggestion)
+
+    @staticmethod
+    def ask(reason: str, rule: str | None = None) -> Decision:
+        """Hold for a human's approval; ``reason`` is what the human is shown."""
+        return Decision("ask", reason, rule)
 
 
 _SEVERITY = {"allow": 0, "ask": 1, "deny": 2}

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 from codeloop.policy.model import FilesystemPolicy, NetworkPolicy, Policy, ShellPolicy
+from codeloop.policy.shell import FIND_WRITES, READ_ONLY_COMMANDS
 
 PRESET_NAMES = ("restrictive", "standard", "permissive")
 
@@ -40,10 +41,7 @@ _CATASTROPHIC = (
     r">\s*/dev/(sd|nvme|hd|vd|xvd|mmcblk)",
 )
 
-_INSPECTION = ("ls", "cat", "head", "tail", "wc", "echo", "printf", "pwd", "grep", "egrep", "fgrep", "rg",
-               "find", "sort", "uniq", "diff", "cmp", "true", "false", "test", "[", "stat", "file", "tree",
-               "basename", "dirname", "date", "which", "cut", "tr", "nl", "od", "xxd", "sha256sum",
-               "md5sum", "du", "df", "env", "printenv", "whoami", "id", "uname")
+_INSPECTION = tuple(sorted(READ_ONLY_COMMANDS | {"find"}))  # find -delete/-exec asks, below
 
 
 def preset(name: str) -> Policy:
@@ -71,7 +69,7 @@ def preset(name: str) -> Policy:
                 allowed_commands=_INSPECTION,
                 blocked_commands=_PRIVILEGED + _SYSTEM,
                 blocked_patterns=_CATASTROPHIC,
-                approval_patterns=(r"^find\s.*\s-(delete|exec|execdir|ok)(\s|$)",),
+                approval_patterns=(rf"^find\s.*\s({'|'.join(sorted(FIND_WRITES))})(\s|$)",),
                 ask_on_dynamic=False,
                 default_timeout_ms=30_000,
                 max_timeout_ms=120_000,

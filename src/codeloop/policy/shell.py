@@ -31,6 +31,33 @@ FILE_CHANGING = frozenset({"rm", "mv", "cp", "ln", "chmod", "chown", "chgrp", "t
 
 _HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
 
+READ_ONLY_COMMANDS = frozenset({
+    "ls", "cat", "head", "tail", "wc", "pwd", "echo", "printf", "grep", "egrep", "fgrep", "rg", "tree",
+    "file", "stat", "du", "df", "which", "whoami", "date", "uname", "diff", "cmp", "sort", "uniq",
+    "cut", "tr", "basename", "dirname", "realpath", "readlink", "true", "false", "test", "[", "nl",
+    "less", "more", "env", "printenv", "id", "hostname", "sha256sum", "md5sum", "column", "jq", "od", "xxd",
+})
+"""Programs that only read: the one list behind the ``restrictive`` preset and the ``on-risk``
+approval mode (``find``, ``git`` and ``sort`` are judged by their arguments in :func:`is_read_only`)."""
+
+_GIT_READ = frozenset({"status", "diff", "log", "show", "blame", "branch", "rev-parse", "ls-files", "grep", "remote"})
+FIND_WRITES = frozenset({"-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprintf", "-fls"})
+"""``find`` actions that change files or run commands."""
+
+
+def is_read_only(cmd: ParsedCommand) -> bool:
+    """True when ``cmd`` cannot change files (no writing redirection, a reading program)."""
+    if cmd.dynamic or any(r.writes and r.target not in ("/dev/null", "&1", "&2", "1", "2") for r in cmd.redirects):
+        return False
+    if cmd.name == "git":
+        sub = next((a for a in cmd.args if not a.startswith("-")), "")
+        return sub in _GIT_READ and not (sub == "branch" and any(a.startswith("-") for a in cmd.args[1:]))
+    if cmd.name == "find":
+        return not any(a in FIND_WRITES for a in cmd.args)
+    if cmd.name == "sort":
+        return not any(a.startswith("-o") or a == "--output" for a in cmd.args)
+    return cmd.name in READ_ONLY_COMMANDS
+
 
 @lru_cache(maxsize=256)
 def _rx(pattern: str) -> re.Pattern[str]:

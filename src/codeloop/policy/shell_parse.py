@@ -16,6 +16,7 @@ A line bashlex cannot parse raises :class:`ShellParseError`; callers must treat 
 from __future__ import annotations
 
 import posixpath
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +43,9 @@ _WRAPPER_ARG_OPTIONS = {
     "chrt": set(),
     "flock": {"-w", "-E"},
 }
+
+
+_QUOTED_HEREDOC = re.compile(r"""(<<-?[ \t]*)(['"])([A-Za-z_][A-Za-z0-9_]*)\2(?=[\s;&|<>)]|$)""")
 
 
 class ShellParseError(ValueError):
@@ -113,6 +117,9 @@ def _split(line: str, via: tuple[str, ...], depth: int) -> list[ParsedCommand]:
     # `codeloop run` would otherwise pay at start even when no shell line is judged.
     import bashlex
 
+    # bashlex wants a quoted here-document delimiter (<<'EOF') quoted on its closing line
+    # too; the quotes only stop expansion in the body, which bashlex does not parse anyway.
+    line = _QUOTED_HEREDOC.sub(r"\1\3", line)
     try:
         trees = bashlex.parse(line)
     except Exception as exc:  # bashlex raises ParsingError, NotImplementedError, IndexError...

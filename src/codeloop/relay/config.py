@@ -17,6 +17,7 @@ Config file (TOML), every key optional::
     max_listed_files = 2000       # files listed in an outbox (0 = all)
     max_read_chars = 100000       # characters of a READ_FILE shown (0 = all)
     clipboard = true              # copy each new outbox to the clipboard when possible
+    policy = "permissive"         # only used by 'relay new': the session keeps its policy
 """
 
 from __future__ import annotations
@@ -28,11 +29,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from codeloop.policy import PRESET_NAMES
+
 ENV_PREFIX = "CODELOOP_RELAY_"
 CONFIG_FILE_NAME = "relay.toml"
 
 _INT_KEYS = {"output_limit": 0, "max_listed_files": 0, "max_read_chars": 0}
 _DIR_KEYS = ("workspace", "inbox", "outbox", "sessions")
+
+DEFAULT_POLICY = "permissive"
+"""The policy of a new session: runs what the relay always ran except privilege escalation
+(sudo, su, ...), wiping the disk, git hook writes and lines it cannot judge (docs/relay.md)."""
 
 
 class RelayConfigError(ValueError):
@@ -63,6 +70,8 @@ class RelayConfig:
     """Characters of one requested file shown; 0 shows all."""
     clipboard: bool = True
     """Copy each new outbox to the clipboard when a clipboard tool exists."""
+    policy: str = DEFAULT_POLICY
+    """Policy preset of a new session (``codeloop.policy.preset``); a session keeps its own."""
 
     @property
     def processing_dir(self) -> Path:
@@ -123,7 +132,11 @@ def _parse_value(key: str, value: Any, source: str) -> Any:
         if text in ("0", "false", "no", "off"):
             return False
         raise RelayConfigError(f"{source}: clipboard must be true or false, got {value!r}")
-    known = ", ".join((*_DIR_KEYS, "timeout", *_INT_KEYS, "clipboard"))
+    if key == "policy":
+        if value not in PRESET_NAMES:
+            raise RelayConfigError(f"{source}: policy must be one of {', '.join(PRESET_NAMES)}, got {value!r}")
+        return value
+    known = ", ".join((*_DIR_KEYS, "timeout", *_INT_KEYS, "clipboard", "policy"))
     raise RelayConfigError(f"{source}: unknown setting {key!r}; known settings: {known}")
 
 
@@ -165,7 +178,7 @@ def load_config(
             settings[key] = value
             if key in _DIR_KEYS:
                 sources[key] = root_path
-    for key in (*_DIR_KEYS, "timeout", *_INT_KEYS, "clipboard"):
+    for key in (*_DIR_KEYS, "timeout", *_INT_KEYS, "clipboard", "policy"):
         env_name = ENV_PREFIX + key.upper()
         if env_name in environ and environ[env_name] != "":
             settings[key] = _parse_value(key, environ[env_name], f"environment variable {env_name}")
@@ -192,4 +205,5 @@ def load_config(
         max_listed_files=settings.get("max_listed_files", 2000),
         max_read_chars=settings.get("max_read_chars", 100_000),
         clipboard=settings.get("clipboard", True),
+        policy=settings.get("policy", DEFAULT_POLICY),
     )

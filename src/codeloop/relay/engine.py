@@ -18,6 +18,13 @@ any instant loses nothing and applies nothing twice:
 The same text saved later as the answer to a newer outbox is a new reply: claims and
 journals are keyed by sequence number, never by content.
 
+A command the session's policy sends for approval (:mod:`codeloop.relay.approvals`) pauses
+step 2: the next outbox is written saying it waits, the session file records the held
+command, and the claim stays in ``inbox/processing``. :func:`answer_held` saves the
+person's answer in the session file, then finishes the same claimed reply (the journal
+replays what already ran), so the held command runs at most once, and no later reply is
+taken before it is answered.
+
 Steps on one root are serialised with an advisory lock on ``sessions/.lock`` (released by
 the kernel if the process dies).
 """
@@ -29,14 +36,16 @@ import contextlib
 import fcntl
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Literal
 
 from codeloop.environments.atomic import atomic_write
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import WorkspaceError
-from codeloop.relay.commands import Done, Message, ReadFile
+from codeloop.relay.approvals import HeldCommand, gate, waiting_result
+from codeloop.relay.commands import Done, Message, ReadFile, RelayCommand
 from codeloop.relay.config import RelayConfig
 from codeloop.relay.executor import ExecutionLimits, execute_command, recover_effect
 from codeloop.relay.journal import JournalError, StepJournal
@@ -246,7 +255,8 @@ async def start_session(
     ws.mkdir(parents=True, exist_ok=True)
     config.ensure_dirs()
     with _root_lock(config):
-        state = SessionState(session_id=new_session_id(config.sessions_dir), task=task, workspace=str(ws))
+        state = SessionState(session_id=new_session_id(config.sessions_dir), task=task, workspace=str(ws),
+                             policy=config.policy)
         env = open_workspace(ws, config)
         path = await write_outbox(config, state, env)
         save_session(config.sessions_dir, state)
@@ -314,6 +324,11 @@ async def _apply_reply(
             result = entry.result
         else:
             recovered = await recover_effect(entry.effect, env) if entry and entry.effect else None
+            gated = gate(cmd, index, state.sequence_number, state.policy, state.held) if recovered is None else None
+            if isinstance(gated, HeldCommand):
+                return await _hold(config, state, env, gated, (cmd, len(commands) - index - 1), results, reads, emit)
+            if gated is not None:
+                recovered = gated
             if recovered is None:
                 recovered = await execute_command(
                     cmd,
@@ -345,6 +360,33 @@ async def _apply_reply(
     return new_state
 
 
+async def _hold(
+    config: RelayConfig,
+    state: SessionState,
+    env: ExecutionEnvironment,
+    held: HeldCommand,
+    cmd_and_rest: tuple[RelayCommand, int],
+    results: list[CommandResult],
+    reads: list[str],
+    emit: EventSink,
+) -> SessionState:
+    """Stop the reply at a held command: the next outbox says it waits, then the session
+    file records it (a crash in between holds it again on the next step)."""
+    waiting = waiting_result(cmd_and_rest[0], held, cmd_and_rest[1])
+    emit(CommandFinished(held.index, waiting))
+    preview = state.advanced((*results, waiting), tuple(reads), None)
+    path = await write_outbox(config, preview, env)
+    state = replace(state, held=held, updated_at=utc_now())
+    save_session(config.sessions_dir, state)
+    emit(OutboxWritten(preview.session_id, preview.sequence_number, path))
+    return state
+
+
+def waiting_for_answer(state: SessionState) -> HeldCommand | None:
+    """The held command nobody has answered yet, if any."""
+    return state.held if state.held is not None and state.held.answer is None else None
+
+
 async def _step_locked(
     config: RelayConfig, state: SessionState, emit: EventSink, *, take_new: bool
 ) -> tuple[SessionState, int, bool]:
@@ -354,17 +396,18 @@ async def _step_locked(
     for stale in _claims(config, state):
         if not stale.name.startswith(_claim_prefix(state)):
             _archive(config, stale)  # committed before the crash; only the move was missing
-    while not state.is_complete:
+    while not state.is_complete and waiting_for_answer(state) is None:
         current = [c for c in _claims(config, state) if c.name.startswith(_claim_prefix(state))]
         claim: Path | bool | None = current[0] if current else None
         if claim is None and take_new:
             claim = _claim_next(config, state, emit)
+            state = replace(state, held=None)  # an answer belongs to its own reply only
         if claim is False:
             return state, applied, True
         if not isinstance(claim, Path):
             break
         state = await _apply_reply(config, state, env, claim, emit)
-        applied += 1
+        applied += waiting_for_answer(state) is None
     return state, applied, False
 
 
@@ -372,8 +415,45 @@ async def step(
     config: RelayConfig, session_id: str | None = None, on_event: EventSink | None = None
 ) -> StepReport:
     """Apply every pending reply to the session (default: the active one) and write the
-    next outbox after each; return what happened. Raises :class:`RelayError` only for
-    problems of the root itself (no session, damaged session file, lock held)."""
+    next outbox after each; return what happened. Stops at a command held for approval
+    (``report.session.held``). Raises :class:`RelayError` only for problems of the root
+    itself (no session, damaged session file, lock held)."""
+    return await _locked(config, session_id, on_event, None)
+
+
+async def answer_held(
+    config: RelayConfig,
+    held_id: str,
+    approved: bool,
+    note: str | None = None,
+    session_id: str | None = None,
+    on_event: EventSink | None = None,
+) -> StepReport:
+    """Approve or deny the held command ``held_id`` and finish the reply it belongs to
+    (the answer is saved first). :class:`RelayError` when nothing waits under that id."""
+    answer: Literal["approved", "denied"] = "approved" if approved else "denied"
+
+    def record(state: SessionState) -> SessionState:
+        held = state.held
+        if held is None or held.id != held_id:
+            waiting = f"the command waiting is {held.id}" if held else "no command is waiting for approval"
+            raise RelayError(f"session {state.session_id}: nothing waits under {held_id!r} ({waiting}); "
+                             f"see codeloop relay status --root {config.root}")
+        if held.answer not in (None, answer):
+            raise RelayError(f"{held_id} was already {held.answer}; it cannot be {answer} now")
+        state = replace(state, held=replace(held, answer=answer, note=note or held.note), updated_at=utc_now())
+        save_session(config.sessions_dir, state)  # answered before anything runs
+        return state
+
+    return await _locked(config, session_id, on_event, record)
+
+
+async def _locked(
+    config: RelayConfig,
+    session_id: str | None,
+    on_event: EventSink | None,
+    answer: Callable[[SessionState], SessionState] | None,
+) -> StepReport:
     find_session(config, session_id)  # fail before creating anything under a wrong --root
     config.ensure_dirs()
     events: list[RelayEvent] = []
@@ -390,8 +470,10 @@ async def step(
                 f"session {state.session_id} is complete ({state.summary or 'no summary'}); "
                 f'start a new one with codeloop relay new "TASK" --root {config.root}'
             )
+        if answer is not None:
+            state = answer(state)
         try:
-            state, applied, blocked = await _step_locked(config, state, emit, take_new=True)
+            state, applied, blocked = await _step_locked(config, state, emit, take_new=answer is None)
         except (WorkspaceError, OSError) as exc:
             raise RelayError(
                 f"the step stopped: {exc}; fix the cause and run it again (nothing is lost)"
@@ -418,6 +500,8 @@ async def resume(
             )
         state, _, _ = await _step_locked(config, state, on_event or (lambda _e: None), take_new=False)
         path = outbox_path(config, state)
+        if waiting_for_answer(state) is not None:  # the outbox saying what waits
+            path = config.outbox_dir / state.outbox_name(state.sequence_number + 1)
         if not path.is_file():
             path = await write_outbox(config, state, open_workspace(Path(state.workspace), config))
         if not state.is_complete:

@@ -2,7 +2,9 @@
 
 The file holds the spec's fields (``sessionId``, ``task``, ``sequenceNumber``,
 ``isComplete``, ``createdAt``, ``updatedAt``, ``lastResults``, ``readFileRequests``) plus
-ours: ``protocolVersion``, ``workspace`` (absolute path) and ``summary`` (the DONE text).
+ours: ``protocolVersion``, ``workspace`` (absolute path), ``summary`` (the DONE text),
+``policy`` (the session's policy preset) and ``heldCommand`` (a command waiting for the
+person's approval, :mod:`codeloop.relay.approvals`).
 
 Invariant: ``sequenceNumber`` is the number of the newest outbox, the one waiting for an
 answer; ``lastResults`` and ``readFileRequests`` are what that outbox shows, so the
@@ -21,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from codeloop.environments.atomic import atomic_write
+from codeloop.policy import PRESET_NAMES
+from codeloop.relay.approvals import HeldCommand
 from codeloop.relay.outbox_texts import PROTOCOL_VERSION
 from codeloop.relay.results import CommandResult
 
@@ -73,6 +77,11 @@ class SessionState:
     """The DONE summary once complete."""
     protocol_version: str = PROTOCOL_VERSION
     """Protocol version the session's outboxes follow."""
+    policy: str = "permissive"
+    """The policy preset judging every command (chosen by ``relay new``; older files: permissive)."""
+    held: HeldCommand | None = None
+    """A command of the reply to this outbox waiting for approval; the reply continues once
+    it is answered (the outbox ``sequence_number + 1`` says it is waiting meanwhile)."""
 
     def outbox_name(self, sequence: int | None = None) -> str:
         """``{sessionId}_seq{NNNN}.txt`` for ``sequence`` (default: the newest)."""
@@ -93,6 +102,7 @@ class SessionState:
                 last_results=results,
                 read_file_requests=(),
                 updated_at=utc_now(),
+                held=None,
             )
         return replace(
             self,
@@ -100,6 +110,7 @@ class SessionState:
             last_results=results,
             read_file_requests=read_requests,
             updated_at=utc_now(),
+            held=None,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -116,6 +127,8 @@ class SessionState:
             "protocolVersion": self.protocol_version,
             "workspace": self.workspace,
             "summary": self.summary,
+            "policy": self.policy,
+            "heldCommand": None if self.held is None else self.held.to_json(),
         }
 
     @classmethod
@@ -147,6 +160,10 @@ class SessionState:
             raise ValueError("field lastResults must be a list")
         if not isinstance(requests_raw, list) or not all(isinstance(p, str) for p in requests_raw):
             raise ValueError("field readFileRequests must be a list of paths")
+        policy = data.get("policy", "permissive")
+        if policy not in PRESET_NAMES:
+            raise ValueError(f"field policy must be one of {', '.join(PRESET_NAMES)}")
+        held = data.get("heldCommand")
         results = []
         for i, item in enumerate(results_raw):
             try:
@@ -165,6 +182,8 @@ class SessionState:
             read_file_requests=tuple(requests_raw),
             summary=text("summary", optional=True),
             protocol_version=text("protocolVersion", optional=True) or PROTOCOL_VERSION,
+            policy=policy,
+            held=None if held is None else HeldCommand.from_json(held),
         )
 
 

@@ -75,7 +75,7 @@ async def watch(
             continue
         last = await step(config, session_id, on_event)
         left_over = _snapshot(config)
-        if last.replies or last.blocked:
+        if last.replies or last.blocked or last.session.held is not None:
             await on_step(last)
         if last.session.is_complete:
             break

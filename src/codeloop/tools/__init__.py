@@ -1,14 +1,17 @@
 """Tools: the registry, the execution pipeline, truncation and the core tool families.
 
-Public entry points: :func:`execute_tool_call` (loop spec §3.8), :class:`ToolRegistry`,
+Public entry points: :func:`execute_tool_call` (loop spec §3.8) and
+:func:`resume_tool_call` (a call held for approval), :class:`ToolRegistry`,
 :func:`truncate_tool_output` (spec §5), and the tool sets in ``codeloop.tools.sets``.
+Policies answer with :class:`codeloop.policy.Decision`.
 """
 
 from __future__ import annotations
 
+from codeloop.policy.approval import PendingApproval, ToolCallRequest
 from codeloop.tools.errors import PatchError, ToolError
-from codeloop.tools.pipeline import execute_tool_call
-from codeloop.tools.policy_hook import Approver, PolicyDecision, ToolCallRequest, ToolPolicy
+from codeloop.tools.pipeline import execute_tool_call, resume_tool_call
+from codeloop.tools.policy_hook import Approver, ToolPolicy
 from codeloop.tools.registry import (
     Executor,
     ImageData,
@@ -31,7 +34,7 @@ __all__ = [
     "Executor",
     "ImageData",
     "PatchError",
-    "PolicyDecision",
+    "PendingApproval",
     "RegisteredTool",
     "ToolCallRequest",
     "ToolContext",
@@ -43,6 +46,7 @@ __all__ = [
     "ToolResult",
     "TruncationConfig",
     "execute_tool_call",
+    "resume_tool_call",
     "truncate_lines",
     "truncate_output",
     "truncate_tool_output",

@@ -6,6 +6,10 @@ tools, malformed arguments, denied calls and every exception of an executor beco
 ``is_error=True`` results whose text says what went wrong. (Task cancellation still
 propagates: it is the caller's decision, not the model's.) EMIT belongs to the caller,
 which publishes ``result.full_output`` in its ``TOOL_CALL_END`` event.
+
+"Needs approval" is a result, not a blocking callback (STYLE §9): when the policy asks and
+no approver is given, the call does not run and ``result.pending`` holds it; the caller
+stores it as it likes and later calls ``resume_tool_call`` with the human's answer.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Any
 
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import WorkspaceError
+from codeloop.policy.approval import PendingApproval
 from codeloop.tools.arguments import ArgumentError, parse_arguments, validate_arguments
 from codeloop.tools.errors import ToolError
 from codeloop.tools.policy_hook import Approver, ToolCallRequest, ToolPolicy, allow_all
@@ -27,6 +32,10 @@ from codeloop.tools.truncation import TruncationConfig, truncate_tool_output
 
 class _CallFailed(Exception):
     """Internal: a step ended the call with an error text for the model."""
+
+    def __init__(self, message: str, pending: PendingApproval | None = None) -> None:
+        super().__init__(message)
+        self.pending = pending
 
 
 async def execute_tool_call(
@@ -43,11 +52,37 @@ async def execute_tool_call(
     """Run one tool call through the whole pipeline; never raises for model or tool errors."""
     ctx = ctx or ToolContext()
     started = time.monotonic()
+    pending = None
     try:
         tool = lookup(registry, name, arguments)
         args = validate(tool, arguments)
         await check_policy(ToolCallRequest(name, args, ctx.call_id), env, policy, approver)
         produced = await execute(tool, args, env, ctx)
+    except _CallFailed as failure:
+        produced, pending = ToolOutput(str(failure), is_error=True), failure.pending
+    return truncate(name, produced, config, ctx, started, pending)
+
+
+async def resume_tool_call(
+    registry: ToolRegistry,
+    pending: PendingApproval,
+    env: ExecutionEnvironment,
+    *,
+    approved: bool,
+    config: TruncationConfig | None = None,
+    ctx: ToolContext | None = None,
+) -> ToolResult:
+    """Finish a call held for approval: approved, it runs (LOOKUP and VALIDATE again, for a
+    call read back from storage; POLICY is the human's answer); refused, the result says so.
+    Each call of this function runs the tool once: the caller drops ``pending`` first."""
+    ctx = ctx or ToolContext(call_id=pending.call.call_id)
+    started = time.monotonic()
+    name = pending.call.name
+    try:
+        if not approved:
+            raise _CallFailed(_not_approved(name, pending.decision.reason))
+        tool = lookup(registry, name, pending.call.arguments)
+        produced = await execute(tool, validate(tool, pending.call.arguments), env, ctx)
     except _CallFailed as failure:
         produced = ToolOutput(str(failure), is_error=True)
     return truncate(name, produced, config, ctx, started)
@@ -85,7 +120,8 @@ async def check_policy(
     policy: ToolPolicy | None,
     approver: Approver | None,
 ) -> None:
-    """POLICY: allow, deny with the policy's reason, or ask the approver."""
+    """POLICY: allow, deny with the policy's reason, or ask the approver; with no approver
+    the call fails with a :class:`PendingApproval` the caller may resume."""
     try:
         decision = await (policy or allow_all)(call, env)
     except Exception as exc:
@@ -97,14 +133,18 @@ async def check_policy(
     if approver is None:
         raise _CallFailed(
             f"Tool call '{call.name}' needs approval ({decision.reason}) and no approver is "
-            "available, so it was not run."
+            "available, so it was not run.", PendingApproval(call, decision)
         )
     try:
         approved = await approver(call, decision.reason)
     except Exception as exc:
         raise _CallFailed(f"Tool call '{call.name}' not run: asking for approval failed ({exc}).") from None
     if not approved:
-        raise _CallFailed(f"Tool call '{call.name}' was not approved ({decision.reason}).")
+        raise _CallFailed(_not_approved(call.name, decision.reason))
+
+
+def _not_approved(name: str, reason: str) -> str:
+    return f"Tool call '{name}' was not approved ({reason})."
 
 
 async def execute(
@@ -128,7 +168,8 @@ async def execute(
 
 
 def truncate(
-    name: str, produced: ToolOutput, config: TruncationConfig | None, ctx: ToolContext, started: float
+    name: str, produced: ToolOutput, config: TruncationConfig | None, ctx: ToolContext, started: float,
+    pending: PendingApproval | None = None,
 ) -> ToolResult:
     """TRUNCATE: characters then lines (spec §5.3); keep the full text beside it."""
     return ToolResult(
@@ -139,6 +180,7 @@ def truncate(
         call_id=ctx.call_id,
         images=produced.images,
         duration_ms=int((time.monotonic() - started) * 1000),
+        pending=pending,
     )
 
 

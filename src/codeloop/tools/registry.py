@@ -12,11 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from codeloop.environments.base import ExecutionEnvironment, OutputCallback
-
-READ_ONLY_TOOLS = frozenset({"read_file", "read_many_files", "list_dir", "grep", "glob",
-                             "search_code", "find_symbol", "impact"})
-"""Built-in tools that cannot change the workspace: approvals run them without asking, and
-their calls back no claim of a change (:mod:`codeloop.agent.claims`)."""
+from codeloop.policy.approval import PendingApproval
+from codeloop.policy.approval_modes import READ_ONLY_TOOLS as READ_ONLY_TOOLS  # for the agent's claims
 
 
 @dataclass(frozen=True)
@@ -94,6 +91,9 @@ class ToolResult:
     """Images produced by the tool."""
     duration_ms: int = 0
     """Time spent in the pipeline."""
+    pending: PendingApproval | None = None
+    """Set when the policy asked and no approver was there: the call did not run, and
+    ``codeloop.tools.pipeline.resume_tool_call`` runs it once approved."""
 
     @property
     def truncated(self) -> bool:

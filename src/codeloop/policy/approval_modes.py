@@ -1,14 +1,16 @@
 """Approval modes of ``codeloop run --approval`` and the per-project "always" answers (issue 9).
 
-:func:`approval_policy` builds the :class:`~codeloop.tools.policy_hook.ToolPolicy` for the
-tool pipeline. Modes:
+:func:`approval_policy` builds the POLICY step of the tool pipeline
+(:class:`~codeloop.policy.approval.ToolPolicy`); it asks the user at once through ``ask``
+and answers allow or deny. Modes:
 
 - ``never-ask``: every call runs (a trusted setup, or a sandbox does the protecting);
 - ``on-risk`` (default): shell lines run without asking when every command in them is
-  read-only (``ls``, ``cat``, ``grep``, ``git status``... with no writing redirection) or
-  starts with a remembered prefix; file tools run (the resolver keeps them in the workspace);
-  MCP tools (``server__tool``) ask unless remembered;
-- ``always-ask``: every call but the read-only file tools asks, unless remembered.
+  read-only (:func:`codeloop.policy.shell.is_read_only`: ``ls``, ``cat``, ``grep``,
+  ``git status``... with no writing redirection) or starts with a remembered prefix; file
+  tools run (the resolver keeps them in the workspace); MCP tools (``server__tool``) ask
+  unless remembered;
+- ``always-ask``: every call but the read-only tools asks, unless remembered.
 
 The answer ``always`` is stored in ``.codeloop/approvals.toml`` of the workspace as a
 command prefix (``git commit``) or an MCP tool name, and applies to later sessions.
@@ -22,48 +24,34 @@ import tomllib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from codeloop.config.files import APPROVAL_MODES, ConfigError
-from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import WorkspaceError
 from codeloop.environments.resolver import resolve_workspace_path
 from codeloop.environments.safe_open import atomic_write_beneath
-from codeloop.policy import ParsedCommand, ShellParseError, split_commands
-from codeloop.tools.policy_hook import PolicyDecision, ToolCallRequest, ToolPolicy
-from codeloop.tools.registry import READ_ONLY_TOOLS
+from codeloop.policy.approval import ToolCallRequest, ToolPolicy
+from codeloop.policy.model import Decision
+from codeloop.policy.shell import is_read_only
+from codeloop.policy.shell_parse import ParsedCommand, ShellParseError, split_commands
+
+if TYPE_CHECKING:
+    from codeloop.environments.base import ExecutionEnvironment
+
+APPROVAL_MODES = ("never-ask", "on-risk", "always-ask")
+"""Values of ``--approval`` and of ``approval`` in config.toml."""
 
 Answer = Literal["y", "n", "always"]
 
-"""Tools that never change anything."""
-FILE_TOOLS = frozenset({"write_file", "edit_file", "apply_patch"})
-"""Tools that write inside the workspace only (the path resolver enforces it)."""
+READ_ONLY_TOOLS = frozenset({"read_file", "read_many_files", "list_dir", "grep", "glob",
+                             "search_code", "find_symbol", "impact"})
+"""Built-in tools that cannot change the workspace: approvals run them without asking, and
+their calls back no claim of a change (:mod:`codeloop.agent.claims`)."""
 SHELL_TOOLS = frozenset({"shell"})
 """Tools whose ``command`` argument is a shell line."""
 
-READ_ONLY_COMMANDS = frozenset({
-    "ls", "cat", "head", "tail", "wc", "pwd", "echo", "printf", "grep", "egrep", "fgrep", "rg", "tree",
-    "file", "stat", "du", "df", "which", "whoami", "date", "uname", "diff", "cmp", "sort", "uniq",
-    "cut", "tr", "basename", "dirname", "realpath", "readlink", "true", "false", "test", "[", "nl",
-    "less", "more", "env", "printenv", "id", "hostname", "sha256sum", "md5sum", "column", "jq",
-})
-"""Programs that only read (``find`` and ``git`` are judged by their arguments)."""
-_GIT_READ = frozenset({"status", "diff", "log", "show", "blame", "branch", "rev-parse", "ls-files", "grep", "remote"})
-_FIND_WRITES = frozenset({"-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprintf", "-fls"})
 
-
-def is_read_only(cmd: ParsedCommand) -> bool:
-    """True when ``cmd`` cannot change files (no writing redirection, a reading program)."""
-    if cmd.dynamic or any(r.writes and r.target not in ("/dev/null", "&1", "&2", "1", "2") for r in cmd.redirects):
-        return False
-    if cmd.name == "git":
-        sub = next((a for a in cmd.args if not a.startswith("-")), "")
-        return sub in _GIT_READ and not (sub == "branch" and any(a.startswith("-") for a in cmd.args[1:]))
-    if cmd.name == "find":
-        return not any(a in _FIND_WRITES for a in cmd.args)
-    if cmd.name in ("sort",):
-        return not any(a.startswith("-o") or a == "--output" for a in cmd.args)
-    return cmd.name in READ_ONLY_COMMANDS
+class ApprovalsFileError(ValueError):
+    """``.codeloop/approvals.toml`` is malformed; the message names the file and the fix."""
 
 
 _SUBCOMMAND_PROGRAMS = frozenset({
@@ -103,12 +91,12 @@ class ApprovalStore:
         except FileNotFoundError:
             return
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{self.path}: invalid TOML: {exc}; fix it or delete the file "
+            raise ApprovalsFileError(f"{self.path}: invalid TOML: {exc}; fix it or delete the file "
                               "(it only holds remembered approvals)") from None
         allowed = data.get("allowed_prefixes", [])
         unknown = set(data) - {"allowed_prefixes"}
         if unknown or not (isinstance(allowed, list) and all(isinstance(p, str) for p in allowed)):
-            raise ConfigError(f"{self.path}: expected only allowed_prefixes = [\"git commit\", ...]; "
+            raise ApprovalsFileError(f"{self.path}: expected only allowed_prefixes = [\"git commit\", ...]; "
                               "fix it or delete the file")
         self.prefixes = [p for p in allowed if p.split()]
 
@@ -197,16 +185,16 @@ def approval_policy(mode: str, store: ApprovalStore, ask: Ask,
         args = json.dumps(call.arguments, ensure_ascii=False)
         return ApprovalRequest(call.name, f"{call.name} {args[:200]}", "tool call", (call.name,))
 
-    async def policy(call: ToolCallRequest, env: ExecutionEnvironment) -> PolicyDecision:
+    async def policy(call: ToolCallRequest, env: ExecutionEnvironment) -> Decision:
         request = needs(call)
         if request is None:
-            return PolicyDecision.allow()
+            return Decision.allow()
         try:
             answer = ask(request)
             if inspect.isawaitable(answer):
                 answer = await answer
         except Exception as exc:  # a broken prompt must deny, not crash the session
-            return PolicyDecision.deny(f"approval prompt failed ({exc}); the call was not run")
+            return Decision.deny(f"approval prompt failed ({exc}); the call was not run")
         if answer == "always":
             for prefix in request.remember_as:
                 try:
@@ -215,9 +203,9 @@ def approval_policy(mode: str, store: ApprovalStore, ask: Ask,
                     if warn is not None:
                         warn(f"could not save the approval of {prefix!r} to {store.path} ({exc}); "
                              "it holds for this session only")
-            return PolicyDecision.allow()
+            return Decision.allow()
         if answer == "y":
-            return PolicyDecision.allow()
-        return PolicyDecision.deny(f"the user declined: {request.summary[:200]}")
+            return Decision.allow()
+        return Decision.deny(f"the user declined: {request.summary[:200]}")
 
     return policy

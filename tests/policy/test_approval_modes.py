@@ -9,11 +9,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codeloop.config import ApprovalRequest, ApprovalStore, ConfigError, approval_policy
 from codeloop.environments.local import LocalExecutionEnvironment
+from codeloop.policy import (
+    ApprovalRequest,
+    ApprovalsFileError,
+    ApprovalStore,
+    ToolCallRequest,
+    approval_policy,
+)
 from codeloop.tools.files import read_file_tool, write_file_tool
 from codeloop.tools.pipeline import execute_tool_call
-from codeloop.tools.policy_hook import ToolCallRequest
 from codeloop.tools.registry import RegisteredTool, ToolDefinition, ToolRegistry
 from codeloop.tools.shell import shell_tool
 
@@ -132,7 +137,7 @@ async def test_a_failing_prompt_denies_the_call(ws: Path) -> None:
 def test_malformed_approvals_file_is_a_clear_error(ws: Path) -> None:
     (ws / ".codeloop").mkdir()
     (ws / ".codeloop" / "approvals.toml").write_text("allowed_prefixes = 3\n")
-    with pytest.raises(ConfigError, match="expected only allowed_prefixes"):
+    with pytest.raises(ApprovalsFileError, match="expected only allowed_prefixes"):
         ApprovalStore(ws)
 
 

@@ -1,0 +1,73 @@
+"""The POLICY step's seam: tool calls as a policy judges them, and calls held for approval.
+
+A :class:`ToolPolicy` looks at a validated call and answers a :class:`Decision`: allow,
+deny(reason) or ask(reason). Policies and approvers must not raise; if they do, the
+pipeline (``codeloop.tools.pipeline``) denies the call and says why.
+
+A call whose decision is ``ask`` either goes to an approver at once (the CLI's terminal) or
+comes back from the pipeline as a :class:`PendingApproval`: plain data a face may keep (in
+memory, a session file, a database) and resume later with approve or deny
+(``codeloop.tools.pipeline.resume_tool_call``). Running it exactly once is the keeper's
+contract: it must drop the pending call, durably, before it resumes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from codeloop.policy.model import Decision
+
+if TYPE_CHECKING:
+    from codeloop.environments.base import ExecutionEnvironment
+
+
+@dataclass(frozen=True)
+class ToolCallRequest:
+    """A call that passed LOOKUP and VALIDATE, as a policy sees it."""
+
+    name: str
+    """The tool's name."""
+    arguments: dict[str, Any] = field(default_factory=dict)
+    """Validated arguments."""
+    call_id: str | None = None
+    """The provider's id of the call, if any."""
+
+
+class ToolPolicy(Protocol):
+    """Decides on each call. Must not raise."""
+
+    def __call__(self, call: ToolCallRequest, env: ExecutionEnvironment) -> Awaitable[Decision]: ...
+
+
+Approver = Callable[[ToolCallRequest, str], Awaitable[bool]]
+"""``async (call, reason) -> approved``; asked at once for "ask" decisions. Must not raise."""
+
+
+@dataclass(frozen=True)
+class PendingApproval:
+    """A call the policy sent for approval and nobody has answered yet."""
+
+    call: ToolCallRequest
+    """What would run."""
+    decision: Decision
+    """The ``ask`` decision: its reason is what the human is shown."""
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready form, read back by :meth:`from_json`."""
+        d = self.decision
+        return {"tool": self.call.name, "arguments": self.call.arguments, "call_id": self.call.call_id,
+                "reason": d.reason, "rule": d.rule}
+
+    @staticmethod
+    def from_json(data: Any) -> PendingApproval:
+        """The pending call :meth:`to_json` wrote; ``ValueError`` naming the field when malformed."""
+        if not isinstance(data, dict):
+            raise ValueError(f"a pending approval must be a JSON object, not {type(data).__name__}")
+        for key, kinds in (("tool", str), ("arguments", dict), ("reason", str),
+                           ("call_id", (str, type(None))), ("rule", (str, type(None)))):
+            if not isinstance(data.get(key), kinds):
+                raise ValueError(f"pending approval: field {key!r} is missing or has the wrong type")
+        return PendingApproval(ToolCallRequest(data["tool"], data["arguments"], data["call_id"]),
+                               Decision.ask(data["reason"], data["rule"]))
