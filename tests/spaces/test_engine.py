@@ -154,6 +154,13 @@ async def test_shell_timeout_kills_and_reports(local_env: LocalExecutionEnvironm
     assert ev["durationMs"] < 10_000
 
 
+async def test_shell_killed_by_sighup_is_not_reported_as_unstartable(local_env: LocalExecutionEnvironment) -> None:
+    # SIGHUP makes exit code -1, which once read as "command could not be started".
+    ev = (await _run(local_env, {"type": "shell", "command": "echo hi >&2; kill -HUP $$"}))["events"][0]
+    assert (ev["success"], ev["exitCode"], ev["stderr"]) == (False, -1, "hi\n")
+    assert "error" not in ev
+
+
 async def test_policy_timeout_caps_the_requested_one(local_env: LocalExecutionEnvironment) -> None:
     from dataclasses import replace
     capped = replace(PERMISSIVE, shell=replace(PERMISSIVE.shell, max_timeout_ms=1000))

@@ -19,13 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from codeloop.environments.base import ExecutionEnvironment
-from codeloop.environments.errors import (
-    BinaryFileError,
-    FileNotFoundInWorkspaceError,
-    NotAFileError,
-    PathOutsideWorkspaceError,
-    WorkspaceError,
-)
+from codeloop.environments.errors import WorkspaceError
 from codeloop.relay.commands import (
     CreateFile,
     DeleteFile,
@@ -37,9 +31,10 @@ from codeloop.relay.commands import (
     RelayCommand,
     RunCommand,
 )
-from codeloop.relay.line_edit import LineRangeError, replace_lines, split_lines
 from codeloop.relay.orphans import MARKER_VARIABLE, kill_marked
-from codeloop.relay.results import CommandResult, truncate_output
+from codeloop.relay.results import CommandResult
+from codeloop.tools import workspace_ops as ops
+from codeloop.tools.truncation import truncate_output
 
 
 @dataclass(frozen=True)
@@ -110,20 +105,19 @@ def _failure(cmd: RelayCommand, summary: str) -> CommandResult:
     return CommandResult(cmd.name, False, summary)
 
 
-def _workspace_failure(cmd: RelayCommand, path: str, exc: Exception) -> CommandResult:
-    """Map environment errors to the spec's result lines (without host paths)."""
-    quoted = repr(path)
-    if isinstance(exc, PathOutsideWorkspaceError):
-        return _failure(cmd, f"REJECTED: Path is outside workspace: {quoted}")
-    if isinstance(exc, FileNotFoundInWorkspaceError):
-        return _failure(cmd, f"File {quoted} not found")
-    if isinstance(exc, NotAFileError):
-        return _failure(cmd, f"{quoted} is a directory, not a file")
-    if isinstance(exc, BinaryFileError):
-        return _failure(cmd, f"{quoted} is not a UTF-8 text file")
-    if isinstance(exc, WorkspaceError):
-        return _failure(cmd, f"{quoted}: {exc}")
-    return _failure(cmd, f"I/O error on {quoted}: {exc}")
+_FAILURE_TEXTS: dict[str, str] = {
+    "outside_workspace": "REJECTED: Path is outside workspace: {path}",
+    "not_found": "File {path} not found",
+    "is_directory": "{path} is a directory, not a file",
+    "not_text": "{path} is not a UTF-8 text file",
+    "io": "I/O error on {path}: {error}",
+}
+
+
+def _workspace_failure(cmd: RelayCommand, path: str, exc: ops.OperationError) -> CommandResult:
+    """The spec's result line for a failed operation (without host paths)."""
+    text = _FAILURE_TEXTS.get(exc.kind, "{path}: {error}")
+    return _failure(cmd, text.format(path=repr(path), error=exc))
 
 
 def sha256_hex(data: bytes) -> str:
@@ -131,56 +125,28 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-async def _write(
-    env: ExecutionEnvironment,
-    cmd: RelayCommand,
-    path: str,
-    data: bytes,
-    ok: CommandResult,
-    before: BeforeEffect,
-) -> CommandResult:
-    before(Effect("write", path=path, sha256=sha256_hex(data), result=ok))
-    try:
-        await env.write_file(path, data)
-    except (WorkspaceError, OSError) as exc:
-        return _workspace_failure(cmd, path, exc)
-    return ok
+def _journal_write(before: BeforeEffect, result: Callable[[bool], CommandResult]) -> ops.BeforeWrite:
+    """Journal a write (with the result to report once it happened) before it happens."""
 
+    def journal(write: ops.PlannedWrite) -> None:
+        before(Effect("write", path=write.path, sha256=sha256_hex(write.data), result=result(write.replaced)))
 
-async def _read_existing(env: ExecutionEnvironment, path: str) -> bytes:
-    """The bytes of an existing regular file; raises WorkspaceError/OSError otherwise."""
-    info = await env.stat(path)
-    if info.is_dir:
-        raise NotAFileError(f"{path} is a directory", path=path)
-    return await env.read_bytes(path)
+    return journal
 
 
 async def _create(env: ExecutionEnvironment, cmd: CreateFile, before: BeforeEffect) -> CommandResult:
+    def ok(replaced: bool) -> CommandResult:
+        return CommandResult(cmd.name, True, f"{'Replaced' if replaced else 'Created'} {cmd.path!r}")
+
     try:
-        existed = await env.file_exists(cmd.path)
-        if existed and (await env.stat(cmd.path)).is_dir:
-            raise NotAFileError(f"{cmd.path} is a directory", path=cmd.path)
-    except (WorkspaceError, OSError) as exc:
+        written = await ops.create_file(env, cmd.path, cmd.content, before_write=_journal_write(before, ok))
+    except ops.OperationError as exc:
         return _workspace_failure(cmd, cmd.path, exc)
-    verb = "Replaced" if existed else "Created"
-    ok = CommandResult(cmd.name, True, f"{verb} {cmd.path!r}")
-    return await _write(env, cmd, cmd.path, cmd.content.encode("utf-8"), ok, before)
+    return ok(written.replaced)
 
 
 async def _edit(env: ExecutionEnvironment, cmd: EditFile, before: BeforeEffect) -> CommandResult:
-    try:
-        raw = await _read_existing(env, cmd.path)
-    except (WorkspaceError, OSError) as exc:
-        return _workspace_failure(cmd, cmd.path, exc)
-    try:
-        original = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return _failure(cmd, f"{cmd.path!r} is not a UTF-8 text file; EDIT_FILE only changes text files")
-    try:
-        updated = replace_lines(original, cmd.start_line, cmd.end_line, cmd.content)
-    except LineRangeError as exc:
-        return _failure(cmd, f"Invalid line range {cmd.start_line}-{cmd.end_line} for {cmd.path!r}: {exc}")
-    added = len(split_lines(cmd.content))
+    added = len(ops.split_lines(cmd.content))
     removed = cmd.end_line - cmd.start_line + 1
     ok = CommandResult(
         cmd.name,
@@ -188,35 +154,41 @@ async def _edit(env: ExecutionEnvironment, cmd: EditFile, before: BeforeEffect) 
         f"Edited {cmd.path!r}: replaced lines {cmd.start_line}-{cmd.end_line} ({removed}) with {added} line"
         f"{'s' if added != 1 else ''}",
     )
-    return await _write(env, cmd, cmd.path, updated.encode("utf-8"), ok, before)
+    try:
+        await ops.replace_lines_in_file(env, cmd.path, cmd.start_line, cmd.end_line, cmd.content,
+                                        before_write=_journal_write(before, lambda _: ok))
+    except ops.OperationError as exc:
+        if exc.kind == "not_text":
+            return _failure(cmd, f"{cmd.path!r} is not a UTF-8 text file; EDIT_FILE only changes text files")
+        if exc.kind == "bad_range":
+            hint = "; write it with CREATE_FILE" if exc.count == 0 else ""
+            return _failure(
+                cmd, f"Invalid line range {cmd.start_line}-{cmd.end_line} for {cmd.path!r}: {exc}{hint}")
+        return _workspace_failure(cmd, cmd.path, exc)
+    return ok
 
 
 async def _delete(env: ExecutionEnvironment, cmd: DeleteFile, before: BeforeEffect) -> CommandResult:
+    ok = CommandResult(cmd.name, True, f"Deleted {cmd.path!r}")
     try:
-        info = await env.stat(cmd.path)
-        if info.is_dir:
+        await ops.delete_file(env, cmd.path, before_delete=lambda path: before(Effect("delete", path=path, result=ok)))
+    except ops.OperationError as exc:
+        if exc.kind == "is_directory":
             return _failure(
                 cmd,
                 f"{cmd.path!r} is a directory; DELETE_FILE removes files (use RUN_COMMAND rm -r for directories)",
             )
-    except (WorkspaceError, OSError) as exc:
-        return _workspace_failure(cmd, cmd.path, exc)
-    ok = CommandResult(cmd.name, True, f"Deleted {cmd.path!r}")
-    before(Effect("delete", path=cmd.path, result=ok))
-    try:
-        await env.delete_file(cmd.path)
-    except (WorkspaceError, OSError) as exc:
         return _workspace_failure(cmd, cmd.path, exc)
     return ok
 
 
 async def _read(env: ExecutionEnvironment, cmd: ReadFile) -> CommandResult:
     try:
-        info = await env.stat(cmd.path)
-    except (WorkspaceError, OSError) as exc:
+        await ops.stat_file(env, cmd.path)
+    except ops.OperationError as exc:
+        if exc.kind == "is_directory":
+            return _failure(cmd, f"{cmd.path!r} is a directory; the workspace listing shows its files")
         return _workspace_failure(cmd, cmd.path, exc)
-    if info.is_dir:
-        return _failure(cmd, f"{cmd.path!r} is a directory; the workspace listing shows its files")
     return CommandResult(cmd.name, True, f"Contents of {cmd.path!r} are under Requested File Contents")
 
 
@@ -229,24 +201,20 @@ async def _run(
 ) -> CommandResult:
     before(Effect("process", command=cmd.command, marker=marker))
     env_vars = {MARKER_VARIABLE: marker} if marker else None
-    result = await env.exec_command(cmd.command, timeout_ms=limits.timeout_ms, env_vars=env_vars)
-    output = truncate_output(result.output, limits.output_limit_chars)
+    outcome = await ops.run_command(env, cmd.command, timeout_ms=limits.timeout_ms, env_vars=env_vars)
+    output = truncate_output(outcome.output, limits.output_limit_chars, "head_tail_counted")
     shown = _shown(cmd.command)
-    if result.timed_out:
-        seconds = limits.timeout_ms / 1000
-        return CommandResult(
-            cmd.name,
-            False,
-            f"Ran {shown}: timed out after {seconds:g} s; it was stopped with all its child processes",
-            output,
-        )
-    if result.exit_code == -1 and not result.stdout:
-        return CommandResult(cmd.name, False, f"Could not run {shown}", output)
-    if result.exit_code < 0:
-        return CommandResult(cmd.name, False, f"Ran {shown}: killed by signal {-result.exit_code}", output)
-    return CommandResult(
-        cmd.name, result.exit_code == 0, f"Ran {shown} (exit code {result.exit_code})", output
-    )
+    match outcome.status:
+        case "timed_out":
+            seconds = limits.timeout_ms / 1000
+            summary = f"Ran {shown}: timed out after {seconds:g} s; it was stopped with all its child processes"
+        case "not_started":
+            summary = f"Could not run {shown}"
+        case "killed":
+            summary = f"Ran {shown}: killed by signal {outcome.signal}"
+        case _:
+            summary = f"Ran {shown} (exit code {outcome.exit_code})"
+    return CommandResult(cmd.name, outcome.status == "ok", summary, output)
 
 
 async def execute_command(

@@ -30,12 +30,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from codeloop.environments.base import ExecutionEnvironment
-from codeloop.environments.errors import (
-    FileNotFoundInWorkspaceError,
-    IsAFileError,
-    NotAFileError,
-    WorkspaceError,
-)
+from codeloop.environments.errors import WorkspaceError
 from codeloop.policy import Decision, Policy, evaluate_command, evaluate_path
 from codeloop.spaces.operations import (
     Approval,
@@ -57,6 +52,7 @@ from codeloop.spaces.operations import (
     ShellEvent,
     ShellOperation,
 )
+from codeloop.tools import workspace_ops as ops
 
 Emit = Callable[[BaseModel, int], Awaitable[None]]
 """Called with each event and the index of the next operation to run (for persistence)."""
@@ -64,6 +60,8 @@ Emit = Callable[[BaseModel, int], Awaitable[None]]
 RunState = Literal["completed", "awaiting_approval", "error", "cancelled"]
 TIMEOUT_EXIT_CODE = 124
 """Exit code reported for a timed-out command (as coreutils ``timeout`` and the spec's example)."""
+NOT_STARTED_EXIT_CODE = -1
+"""Exit code reported for a command that could not be started (the protocol's value)."""
 
 
 class ApprovalMismatchError(ValueError):
@@ -189,6 +187,11 @@ async def _one(op: Any, op_id: str, env: ExecutionEnvironment, policy: Policy, a
     return await _file_op(op, env, policy)
 
 
+_FILE_EVENTS: dict[type, type[BaseModel]] = {
+    CreateFileOperation: CreateFileEvent, ReadFileOperation: ReadFileEvent,
+    EditFileOperation: EditFileEvent, DeleteFileOperation: DeleteFileEvent}
+
+
 async def _file_op(op: Any, env: ExecutionEnvironment, policy: Policy) -> BaseModel:
     ts = now_iso()
     try:
@@ -198,21 +201,36 @@ async def _file_op(op: Any, env: ExecutionEnvironment, policy: Policy) -> BaseMo
             return await _read(op, env, policy, ts)
         if isinstance(op, EditFileOperation):
             return await _edit(op, env, policy, ts)
-        await env.delete_file(op.path)
+        await ops.delete_file(env, op.path)
         return DeleteFileEvent(timestamp=ts, operationId=op.id, path=op.path, success=True)
-    except FileNotFoundInWorkspaceError:
-        error = "File not found"
-    except (NotAFileError, IsAFileError):
-        error = "Path is a directory, not a file" if not isinstance(op, DeleteFileOperation) \
-            else "Cannot delete a directory (only files)"
-    except WorkspaceError as exc:
-        error = str(exc)
+    except ops.OperationError as exc:
+        error = _error_text(op, exc)
     except _OpFailed as exc:
         error = str(exc)
-    event_types: dict[type, type[BaseModel]] = {
-        CreateFileOperation: CreateFileEvent, ReadFileOperation: ReadFileEvent,
-        EditFileOperation: EditFileEvent, DeleteFileOperation: DeleteFileEvent}
-    return event_types[type(op)](timestamp=ts, operationId=op.id, path=op.path, success=False, error=error)
+    return _FILE_EVENTS[type(op)](timestamp=ts, operationId=op.id, path=op.path, success=False, error=error)
+
+
+def _error_text(op: Any, exc: ops.OperationError) -> str:
+    """The protocol's fixed text for a failed file operation (the message for the rest)."""
+    match exc.kind:
+        case "not_found":
+            return "File not found"
+        case "is_directory" | "not_a_directory":
+            return "Cannot delete a directory (only files)" if isinstance(op, DeleteFileOperation) \
+                else "Path is a directory, not a file"
+        case "too_large":
+            what = "content" if isinstance(op, CreateFileOperation) else "file"
+            return f"{what} is {exc.size} bytes, over the {exc.limit}-byte limit"
+        case "exists":
+            return "File already exists (set overwrite: true to replace it)"
+        case "not_text" if isinstance(op, ReadFileOperation):
+            return "File is not valid UTF-8 text; read it with encoding \"base64\""
+        case "not_text":
+            return "File is not valid UTF-8 text and cannot be edited"
+        case "empty_match" | "no_match":
+            what = "oldContent is empty" if exc.kind == "empty_match" else "oldContent not found"
+            return f"edit {(exc.edit_index or 0) + 1} of {len(op.edits)}: {what}; nothing was changed"
+    return str(exc)
 
 
 class _OpFailed(Exception):
@@ -227,53 +245,22 @@ async def _create(op: CreateFileOperation, env: ExecutionEnvironment, policy: Po
             raise _OpFailed("content is not valid base64") from None
     else:
         data = op.content.encode("utf-8", "surrogatepass")
-    if len(data) > policy.filesystem.max_file_size:
-        raise _OpFailed(f"content is {len(data)} bytes, over the {policy.filesystem.max_file_size}-byte limit")
-    if await env.file_exists(op.path):
-        if (await env.stat(op.path)).is_dir:
-            raise _OpFailed("Path is a directory, not a file")
-        if not op.overwrite:
-            raise _OpFailed("File already exists (set overwrite: true to replace it)")
-    written = await env.write_file(op.path, data)
-    return CreateFileEvent(timestamp=ts, operationId=op.id, path=op.path, success=True, bytesWritten=written)
-
-
-async def _read_checked(path: str, env: ExecutionEnvironment, policy: Policy) -> bytes:
-    info = await env.stat(path)
-    if info.is_dir:
-        raise _OpFailed("Path is a directory, not a file")
-    if info.size > policy.filesystem.max_file_size:
-        raise _OpFailed(f"file is {info.size} bytes, over the {policy.filesystem.max_file_size}-byte limit")
-    return await env.read_bytes(path)
+    written = await ops.create_file(env, op.path, data, overwrite=op.overwrite,
+                                    max_bytes=policy.filesystem.max_file_size)
+    return CreateFileEvent(timestamp=ts, operationId=op.id, path=op.path, success=True,
+                           bytesWritten=written.bytes_written)
 
 
 async def _read(op: ReadFileOperation, env: ExecutionEnvironment, policy: Policy, ts: str) -> BaseModel:
-    data = await _read_checked(op.path, env, policy)
-    if op.encoding == "base64":
-        content = base64.b64encode(data).decode("ascii")
-    else:
-        try:
-            content = data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise _OpFailed("File is not valid UTF-8 text; read it with encoding \"base64\"") from None
+    data = await ops.read_bytes(env, op.path, max_bytes=policy.filesystem.max_file_size)
+    content = base64.b64encode(data).decode("ascii") if op.encoding == "base64" else ops.decode_text(data, op.path)
     return ReadFileEvent(timestamp=ts, operationId=op.id, path=op.path, success=True, content=content,
                          encoding=op.encoding, size=len(data))
 
 
 async def _edit(op: EditFileOperation, env: ExecutionEnvironment, policy: Policy, ts: str) -> BaseModel:
-    data = await _read_checked(op.path, env, policy)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise _OpFailed("File is not valid UTF-8 text and cannot be edited") from None
-    for i, edit in enumerate(op.edits, start=1):
-        if edit.oldContent == "":
-            raise _OpFailed(f"edit {i} of {len(op.edits)}: oldContent is empty; nothing was changed")
-        at = text.find(edit.oldContent)
-        if at < 0:
-            raise _OpFailed(f"edit {i} of {len(op.edits)}: oldContent not found; nothing was changed")
-        text = text[:at] + edit.newContent + text[at + len(edit.oldContent):]
-    await env.write_file(op.path, text.encode("utf-8"))
+    edits = [ops.TextEdit(edit.oldContent, edit.newContent) for edit in op.edits]
+    await ops.replace_text_in_file(env, op.path, edits, match="first", max_bytes=policy.filesystem.max_file_size)
     return EditFileEvent(timestamp=ts, operationId=op.id, path=op.path, success=True,
                          editsApplied=len(op.edits))
 
@@ -289,17 +276,17 @@ async def _shell(op: ShellOperation, env: ExecutionEnvironment, policy: Policy) 
         except WorkspaceError as exc:
             return ShellEvent(timestamp=ts, operationId=op.id, command=op.command, success=False,
                               error=f"cwd {op.cwd!r}: {exc}")
-    result = await env.exec_command(op.command, timeout_ms=timeout, working_dir=op.cwd or None,
+    outcome = await ops.run_command(env, op.command, timeout_ms=timeout, working_dir=op.cwd or None,
                                     env_vars=dict(op.env) if op.env else None)
-    if result.exit_code == -1 and not result.timed_out and not result.stdout:
+    if outcome.status == "not_started":
         return ShellEvent(timestamp=ts, operationId=op.id, command=op.command, success=False,
-                          exitCode=-1, stdout="", stderr=result.stderr, durationMs=result.duration_ms,
-                          error="command could not be started")
-    if result.timed_out:
+                          exitCode=NOT_STARTED_EXIT_CODE, stdout="", stderr=outcome.stderr,
+                          durationMs=outcome.duration_ms, error="command could not be started")
+    if outcome.status == "timed_out":
         return ShellEvent(timestamp=ts, operationId=op.id, command=op.command, success=False,
-                          exitCode=TIMEOUT_EXIT_CODE, stdout=result.stdout, stderr=result.stderr,
-                          durationMs=result.duration_ms, timedOut=True,
+                          exitCode=TIMEOUT_EXIT_CODE, stdout=outcome.stdout, stderr=outcome.stderr,
+                          durationMs=outcome.duration_ms, timedOut=True,
                           error=f"command timed out after {timeout} ms")
-    return ShellEvent(timestamp=ts, operationId=op.id, command=op.command, success=result.exit_code == 0,
-                      exitCode=result.exit_code, stdout=result.stdout, stderr=result.stderr,
-                      durationMs=result.duration_ms)
+    return ShellEvent(timestamp=ts, operationId=op.id, command=op.command, success=outcome.status == "ok",
+                      exitCode=outcome.result.exit_code, stdout=outcome.stdout, stderr=outcome.stderr,
+                      durationMs=outcome.duration_ms)

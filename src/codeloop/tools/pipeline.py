@@ -139,6 +139,7 @@ def truncate(
         call_id=ctx.call_id,
         images=produced.images,
         duration_ms=int((time.monotonic() - started) * 1000),
+        data=produced.data,
     )
 
 

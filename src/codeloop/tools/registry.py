@@ -61,6 +61,9 @@ class ToolOutput:
     (a command that exited non-zero, a timeout)."""
     images: tuple[ImageData, ...] = ()
     """Images for multimodal models."""
+    data: Any = None
+    """The typed outcome behind ``text`` (a ``CommandOutcome``, a ``Written``), for callers
+    that format their own texts (the relay and spaces faces); never shown to a model."""
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,8 @@ class ToolResult:
     """Images produced by the tool."""
     duration_ms: int = 0
     """Time spent in the pipeline."""
+    data: Any = None
+    """The executor's typed outcome (``ToolOutput.data``); None when it did not run."""
 
     @property
     def truncated(self) -> bool:
