@@ -129,25 +129,40 @@ async def test_text_edits_are_all_or_nothing(ws: Workspace) -> None:
     assert await _kind(ops.replace_text_in_file(ws.env, "f.txt", [ops.TextEdit(" ", "_")])) == "ambiguous"
 
 
-async def test_journal_hooks_see_the_exact_change_before_it_happens(ws: Workspace) -> None:
+async def test_journal_hook_sees_the_exact_change_before_it_happens(ws: Workspace) -> None:
     ws.write("f.txt", "one\ntwo\n")
-    seen: list[tuple[str, bytes, bool, bytes]] = []
+    seen: list[tuple[ops.PlannedChange, bool]] = []
 
-    def before(write: ops.PlannedWrite) -> None:
-        seen.append((write.path, write.data, write.replaced, ws.read("f.txt")))
+    def before(change: ops.PlannedChange) -> None:
+        seen.append((change, (ws.root / "f.txt").exists() and ws.read("f.txt") == b"one\ntwo\n"))
 
-    await ops.replace_lines_in_file(ws.env, "f.txt", 2, 2, "TWO\n", before_write=before)
-    assert seen == [("f.txt", b"one\nTWO\n", True, b"one\ntwo\n")]
-    deleted: list[tuple[str, bool]] = []
-    await ops.delete_file(ws.env, "f.txt", before_delete=lambda p: deleted.append((p, (ws.root / p).exists())))
-    assert deleted == [("f.txt", True)] and not (ws.root / "f.txt").exists()
+    await ops.replace_lines_in_file(ws.env, "f.txt", 2, 2, "TWO\n", before_change=before)
+    await ops.delete_file(ws.env, "f.txt", before_change=before)
+    await ops.run_command(ws.env, "echo x > ran.txt", timeout_ms=5000, before_change=before)
+    assert seen == [
+        (ops.PlannedChange("write", "f.txt", b"one\nTWO\n", replaced=True), True),
+        (ops.PlannedChange("delete", "f.txt"), False),
+        (ops.PlannedChange("process", command="echo x > ran.txt"), False),
+    ]
+    assert not (ws.root / "f.txt").exists() and ws.read("ran.txt") == b"x\n"
+
+
+async def test_a_failing_hook_stops_the_change(ws: Workspace) -> None:
+    def refuse(change: ops.PlannedChange) -> None:
+        raise OSError("journal disk full")
+
+    with pytest.raises(OSError, match="journal disk full"):
+        await ops.create_file(ws.env, "new.txt", "x", before_change=refuse)
+    with pytest.raises(OSError, match="journal disk full"):
+        await ops.run_command(ws.env, "echo x > ran.txt", timeout_ms=5000, before_change=refuse)
+    assert not (ws.root / "new.txt").exists() and not (ws.root / "ran.txt").exists()
 
 
 async def test_delete_refuses_directories_and_missing_files_without_calling_the_hook(ws: Workspace) -> None:
     (ws.root / "dir").mkdir()
-    called: list[str] = []
-    assert await _kind(ops.delete_file(ws.env, "dir", before_delete=called.append)) == "is_directory"
-    assert await _kind(ops.delete_file(ws.env, "nope", before_delete=called.append)) == "not_found"
+    called: list[ops.PlannedChange] = []
+    assert await _kind(ops.delete_file(ws.env, "dir", before_change=called.append)) == "is_directory"
+    assert await _kind(ops.delete_file(ws.env, "nope", before_change=called.append)) == "not_found"
     assert called == [] and (ws.root / "dir").is_dir()
 
 

@@ -34,7 +34,18 @@ from codeloop.relay.commands import (
 from codeloop.relay.orphans import MARKER_VARIABLE, kill_marked
 from codeloop.relay.results import CommandResult
 from codeloop.tools import workspace_ops as ops
-from codeloop.tools.truncation import truncate_output
+from codeloop.tools.pipeline import execute_tool_call
+from codeloop.tools.registry import (
+    Executor,
+    RegisteredTool,
+    ToolContext,
+    ToolDefinition,
+    ToolOutput,
+    ToolRegistry,
+    ToolResult,
+    object_schema,
+)
+from codeloop.tools.truncation import TruncationConfig
 
 
 @dataclass(frozen=True)
@@ -105,6 +116,102 @@ def _failure(cmd: RelayCommand, summary: str) -> CommandResult:
     return CommandResult(cmd.name, False, summary)
 
 
+def sha256_hex(data: bytes) -> str:
+    """Hex SHA-256, the fingerprint journaled for writes."""
+    return hashlib.sha256(data).hexdigest()
+
+
+# -- the relay's tools: each runs one workspace operation -----------------------------------
+
+
+async def _create(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:
+    written = await ops.create_file(env, args["path"], args["content"], before_change=ctx.before_change)
+    return ToolOutput(f"wrote {written.bytes_written} bytes", data=written)
+
+
+async def _edit(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:
+    written = await ops.replace_lines_in_file(env, args["path"], args["start_line"], args["end_line"],
+                                              args["content"], before_change=ctx.before_change)
+    return ToolOutput(f"wrote {written.bytes_written} bytes", data=written)
+
+
+async def _delete(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:
+    await ops.delete_file(env, args["path"], before_change=ctx.before_change)
+    return ToolOutput("deleted", data=args["path"])
+
+
+async def _check_readable(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:
+    # Only checked now: the contents are read when the next outbox is written.
+    info = await ops.stat_file(env, args["path"])
+    return ToolOutput(f"{info.size} bytes", data=info)
+
+
+async def _run(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:
+    marker = args.get("marker")
+    outcome = await ops.run_command(env, args["command"], timeout_ms=args["timeout_ms"],
+                                    env_vars={MARKER_VARIABLE: marker} if marker else None,
+                                    before_change=ctx.before_change)
+    return ToolOutput(outcome.output, is_error=outcome.status != "ok", data=outcome)
+
+
+def _tool(name: str, run: Executor, fields: dict[str, Any], optional: tuple[str, ...] = ()) -> RegisteredTool:
+    schema = object_schema(fields, [f for f in fields if f not in optional])
+    return RegisteredTool(ToolDefinition(name, f"The relay's {name} command.", schema), run)
+
+
+_TEXT, _LINE = {"type": "string"}, {"type": "integer"}
+RELAY_TOOLS = ToolRegistry.of([
+    _tool("CREATE_FILE", _create, {"path": _TEXT, "content": _TEXT}),
+    _tool("EDIT_FILE", _edit, {"path": _TEXT, "start_line": _LINE, "end_line": _LINE, "content": _TEXT}),
+    _tool("DELETE_FILE", _delete, {"path": _TEXT}),
+    _tool("READ_FILE", _check_readable, {"path": _TEXT}),
+    _tool("RUN_COMMAND", _run, {"command": _TEXT, "timeout_ms": _LINE, "marker": _TEXT}, optional=("marker",)),
+])
+"""The relay's commands that touch the workspace, as tools; ``ToolOutput.data`` holds the
+typed outcome the relay words its results from."""
+
+
+def _truncation(limits: ExecutionLimits) -> TruncationConfig:
+    """The relay's output cut (spec: head and tail within ``output_limit_chars``)."""
+    return TruncationConfig(
+        tool_output_limits={"RUN_COMMAND": limits.output_limit_chars},
+        tool_line_limits={"RUN_COMMAND": None},
+        tool_truncation_modes={"RUN_COMMAND": "head_tail_counted"},
+    )
+
+
+def _arguments(cmd: RelayCommand, limits: ExecutionLimits, marker: str | None) -> dict[str, Any]:
+    match cmd:
+        case CreateFile():
+            return {"path": cmd.path, "content": cmd.content}
+        case EditFile():
+            return {"path": cmd.path, "start_line": cmd.start_line, "end_line": cmd.end_line, "content": cmd.content}
+        case RunCommand():
+            return {"command": cmd.command, "timeout_ms": limits.timeout_ms} | ({"marker": marker} if marker else {})
+    return {"path": getattr(cmd, "path", "")}
+
+
+# -- the spec's result texts ----------------------------------------------------------------
+
+
+def _succeeded(cmd: RelayCommand, replaced: bool) -> CommandResult:
+    """The result line of a command that did what it said."""
+    match cmd:
+        case CreateFile():
+            summary = f"{'Replaced' if replaced else 'Created'} {cmd.path!r}"
+        case EditFile():
+            added = len(ops.split_lines(cmd.content))
+            summary = (
+                f"Edited {cmd.path!r}: replaced lines {cmd.start_line}-{cmd.end_line} "
+                f"({cmd.end_line - cmd.start_line + 1}) with {added} line{'s' if added != 1 else ''}"
+            )
+        case DeleteFile():
+            summary = f"Deleted {cmd.path!r}"
+        case _:
+            summary = f"Contents of {getattr(cmd, 'path', '')!r} are under Requested File Contents"
+    return CommandResult(cmd.name, True, summary)
+
+
 _FAILURE_TEXTS: dict[str, str] = {
     "outside_workspace": "REJECTED: Path is outside workspace: {path}",
     "not_found": "File {path} not found",
@@ -114,99 +221,28 @@ _FAILURE_TEXTS: dict[str, str] = {
 }
 
 
-def _workspace_failure(cmd: RelayCommand, path: str, exc: ops.OperationError) -> CommandResult:
+def _failed(cmd: RelayCommand, path: str, exc: ops.OperationError) -> CommandResult:
     """The spec's result line for a failed operation (without host paths)."""
+    match cmd, exc.kind:
+        case EditFile(), "not_text":
+            return _failure(cmd, f"{path!r} is not a UTF-8 text file; EDIT_FILE only changes text files")
+        case EditFile(), "bad_range":
+            hint = "; write it with CREATE_FILE" if exc.count == 0 else ""
+            return _failure(cmd, f"Invalid line range {cmd.start_line}-{cmd.end_line} for {path!r}: {exc}{hint}")
+        case DeleteFile(), "is_directory":
+            return _failure(
+                cmd, f"{path!r} is a directory; DELETE_FILE removes files (use RUN_COMMAND rm -r for directories)")
+        case ReadFile(), "is_directory":
+            return _failure(cmd, f"{path!r} is a directory; the workspace listing shows its files")
     text = _FAILURE_TEXTS.get(exc.kind, "{path}: {error}")
     return _failure(cmd, text.format(path=repr(path), error=exc))
 
 
-def sha256_hex(data: bytes) -> str:
-    """Hex SHA-256, the fingerprint journaled for writes."""
-    return hashlib.sha256(data).hexdigest()
-
-
-def _journal_write(before: BeforeEffect, result: Callable[[bool], CommandResult]) -> ops.BeforeWrite:
-    """Journal a write (with the result to report once it happened) before it happens."""
-
-    def journal(write: ops.PlannedWrite) -> None:
-        before(Effect("write", path=write.path, sha256=sha256_hex(write.data), result=result(write.replaced)))
-
-    return journal
-
-
-async def _create(env: ExecutionEnvironment, cmd: CreateFile, before: BeforeEffect) -> CommandResult:
-    def ok(replaced: bool) -> CommandResult:
-        return CommandResult(cmd.name, True, f"{'Replaced' if replaced else 'Created'} {cmd.path!r}")
-
-    try:
-        written = await ops.create_file(env, cmd.path, cmd.content, before_write=_journal_write(before, ok))
-    except ops.OperationError as exc:
-        return _workspace_failure(cmd, cmd.path, exc)
-    return ok(written.replaced)
-
-
-async def _edit(env: ExecutionEnvironment, cmd: EditFile, before: BeforeEffect) -> CommandResult:
-    added = len(ops.split_lines(cmd.content))
-    removed = cmd.end_line - cmd.start_line + 1
-    ok = CommandResult(
-        cmd.name,
-        True,
-        f"Edited {cmd.path!r}: replaced lines {cmd.start_line}-{cmd.end_line} ({removed}) with {added} line"
-        f"{'s' if added != 1 else ''}",
-    )
-    try:
-        await ops.replace_lines_in_file(env, cmd.path, cmd.start_line, cmd.end_line, cmd.content,
-                                        before_write=_journal_write(before, lambda _: ok))
-    except ops.OperationError as exc:
-        if exc.kind == "not_text":
-            return _failure(cmd, f"{cmd.path!r} is not a UTF-8 text file; EDIT_FILE only changes text files")
-        if exc.kind == "bad_range":
-            hint = "; write it with CREATE_FILE" if exc.count == 0 else ""
-            return _failure(
-                cmd, f"Invalid line range {cmd.start_line}-{cmd.end_line} for {cmd.path!r}: {exc}{hint}")
-        return _workspace_failure(cmd, cmd.path, exc)
-    return ok
-
-
-async def _delete(env: ExecutionEnvironment, cmd: DeleteFile, before: BeforeEffect) -> CommandResult:
-    ok = CommandResult(cmd.name, True, f"Deleted {cmd.path!r}")
-    try:
-        await ops.delete_file(env, cmd.path, before_delete=lambda path: before(Effect("delete", path=path, result=ok)))
-    except ops.OperationError as exc:
-        if exc.kind == "is_directory":
-            return _failure(
-                cmd,
-                f"{cmd.path!r} is a directory; DELETE_FILE removes files (use RUN_COMMAND rm -r for directories)",
-            )
-        return _workspace_failure(cmd, cmd.path, exc)
-    return ok
-
-
-async def _read(env: ExecutionEnvironment, cmd: ReadFile) -> CommandResult:
-    try:
-        await ops.stat_file(env, cmd.path)
-    except ops.OperationError as exc:
-        if exc.kind == "is_directory":
-            return _failure(cmd, f"{cmd.path!r} is a directory; the workspace listing shows its files")
-        return _workspace_failure(cmd, cmd.path, exc)
-    return CommandResult(cmd.name, True, f"Contents of {cmd.path!r} are under Requested File Contents")
-
-
-async def _run(
-    env: ExecutionEnvironment,
-    cmd: RunCommand,
-    limits: ExecutionLimits,
-    before: BeforeEffect,
-    marker: str | None,
-) -> CommandResult:
-    before(Effect("process", command=cmd.command, marker=marker))
-    env_vars = {MARKER_VARIABLE: marker} if marker else None
-    outcome = await ops.run_command(env, cmd.command, timeout_ms=limits.timeout_ms, env_vars=env_vars)
-    output = truncate_output(outcome.output, limits.output_limit_chars, "head_tail_counted")
+def _ran(cmd: RunCommand, outcome: ops.CommandOutcome, output: str) -> CommandResult:
     shown = _shown(cmd.command)
     match outcome.status:
         case "timed_out":
-            seconds = limits.timeout_ms / 1000
+            seconds = outcome.timeout_ms / 1000
             summary = f"Ran {shown}: timed out after {seconds:g} s; it was stopped with all its child processes"
         case "not_started":
             summary = f"Could not run {shown}"
@@ -215,6 +251,17 @@ async def _run(
         case _:
             summary = f"Ran {shown} (exit code {outcome.exit_code})"
     return CommandResult(cmd.name, outcome.status == "ok", summary, output)
+
+
+def _translate(cmd: RelayCommand, result: ToolResult) -> CommandResult:
+    data = result.data
+    if isinstance(data, ops.OperationError):
+        return _failed(cmd, getattr(cmd, "path", ""), data)
+    if isinstance(cmd, RunCommand) and isinstance(data, ops.CommandOutcome):
+        return _ran(cmd, data, result.output)
+    if result.is_error:
+        return _failure(cmd, result.output)
+    return _succeeded(cmd, isinstance(data, ops.Written) and data.replaced)
 
 
 async def execute_command(
@@ -226,6 +273,10 @@ async def execute_command(
 ) -> CommandResult:
     """Run one command and describe its outcome; never raises for model mistakes.
 
+    Workspace commands run as tool calls through the one pipeline
+    (:func:`~codeloop.tools.pipeline.execute_tool_call`) on :data:`RELAY_TOOLS`, with the
+    relay's timeout and output cut. Each change is journaled with ``before_effect`` before
+    it happens; a journal that cannot be written stops the step (its error is raised).
     ``marker`` tags a RUN_COMMAND's processes (:mod:`codeloop.relay.orphans`).
 
     READ_FILE only checks the file here; its contents are read when the next outbox is
@@ -234,20 +285,30 @@ async def execute_command(
     match cmd:
         case ParseError():
             return _failure(cmd, f"Parse error at line {cmd.line}: {cmd.message}")
-        case CreateFile():
-            return await _create(env, cmd, before_effect)
-        case EditFile():
-            return await _edit(env, cmd, before_effect)
-        case DeleteFile():
-            return await _delete(env, cmd, before_effect)
-        case ReadFile():
-            return await _read(env, cmd)
-        case RunCommand():
-            return await _run(env, cmd, limits, before_effect, marker)
         case Message():
             return CommandResult(cmd.name, True, "Shown to the user")
         case Done():
             return CommandResult(cmd.name, True, "Task marked complete; the session has ended")
+    journal_failures: list[Exception] = []
+
+    def journal(change: ops.PlannedChange) -> None:
+        if change.kind == "process":
+            effect = Effect("process", command=change.command, marker=marker)
+        else:
+            ok = _succeeded(cmd, change.replaced)
+            sha256 = sha256_hex(change.data) if change.data is not None else None
+            effect = Effect(change.kind, path=change.path, sha256=sha256, result=ok)
+        try:
+            before_effect(effect)
+        except Exception as exc:
+            journal_failures.append(exc)
+            raise
+
+    result = await execute_tool_call(RELAY_TOOLS, cmd.name, _arguments(cmd, limits, marker), env,
+                                     config=_truncation(limits), ctx=ToolContext(before_change=journal))
+    if journal_failures:
+        raise journal_failures[0]
+    return _translate(cmd, result)
 
 
 async def recover_effect(effect: Effect, env: ExecutionEnvironment) -> CommandResult | None:

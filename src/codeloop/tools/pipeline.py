@@ -114,7 +114,7 @@ async def execute(
     try:
         produced = await tool.executor(args, env, ctx)
     except (WorkspaceError, ToolError) as exc:
-        return ToolOutput(str(exc), is_error=True)
+        return ToolOutput(str(exc), is_error=True, data=exc)
     except Exception as exc:
         return ToolOutput(describe_exception(tool.name, exc), is_error=True)
     if isinstance(produced, ToolOutput):

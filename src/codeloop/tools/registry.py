@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from codeloop.environments.base import ExecutionEnvironment, OutputCallback
+from codeloop.tools.workspace_ops import PlannedChange
 
 READ_ONLY_TOOLS = frozenset({"read_file", "read_many_files", "list_dir", "grep", "glob",
                              "search_code", "find_symbol", "impact"})
@@ -63,7 +64,8 @@ class ToolOutput:
     """Images for multimodal models."""
     data: Any = None
     """The typed outcome behind ``text`` (a ``CommandOutcome``, a ``Written``), for callers
-    that format their own texts (the relay and spaces faces); never shown to a model."""
+    that format their own texts (the relay and spaces faces); never shown to a model.
+    The pipeline sets it to the ``WorkspaceError``/``ToolError`` an executor raised."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,9 @@ class ToolContext:
     """The session the call belongs to, if any."""
     on_output: OutputCallback | None = None
     """Receives streamed command output (shell) as it arrives; must not raise."""
+    before_change: Callable[[PlannedChange], None] | None = None
+    """Called right before the tool changes the workspace or starts a process, by the
+    tools that run ``workspace_ops`` with it (the relay's, for its crash journal)."""
 
 
 @dataclass(frozen=True)
@@ -98,7 +103,8 @@ class ToolResult:
     duration_ms: int = 0
     """Time spent in the pipeline."""
     data: Any = None
-    """The executor's typed outcome (``ToolOutput.data``); None when it did not run."""
+    """The executor's typed outcome or typed error (``ToolOutput.data``); None when it did
+    not run (unknown tool, invalid arguments, denied) or failed unexpectedly."""
 
     @property
     def truncated(self) -> bool:

@@ -9,8 +9,8 @@ or a :class:`CommandOutcome`'s ``status`` into the fixed texts its spec gives.
 
 Every failure is an :class:`OperationError` (a ``WorkspaceError``, so the tool pipeline
 shows its message unchanged); nothing is written unless every check passed. Callers
-that journal their changes (the relay's crash journal) pass ``before_write`` /
-``before_delete``, called right before the change with what is about to happen.
+that journal their changes (the relay's crash journal) pass ``before_change``, called
+right before the change with what is about to happen.
 """
 
 from __future__ import annotations
@@ -230,15 +230,18 @@ def replace_lines(original: str, start_line: int, end_line: int, replacement: st
 
 
 @dataclass(frozen=True)
-class PlannedWrite:
-    """A write about to happen (given to ``before_write``)."""
+class PlannedChange:
+    """A change about to be made (given to ``before_change``)."""
 
-    path: str
-    """The path as the caller gave it."""
-    data: bytes
-    """The exact bytes about to be written."""
-    replaced: bool
-    """True when the file exists and is replaced, False when it is created."""
+    kind: Literal["write", "delete", "process"]
+    path: str | None = None
+    """The path as the caller gave it (write, delete)."""
+    data: bytes | None = None
+    """The exact bytes about to be written (write)."""
+    replaced: bool = False
+    """True when an existing file is replaced, False when one is created (write)."""
+    command: str | None = None
+    """The command about to start (process)."""
 
 
 @dataclass(frozen=True)
@@ -251,10 +254,9 @@ class Written:
     """True when an existing file was replaced."""
 
 
-BeforeWrite = Callable[[PlannedWrite], None]
-"""Called right before a write; must persist what it needs before returning."""
-BeforeDelete = Callable[[str], None]
-"""Called with the path right before a delete."""
+BeforeChange = Callable[[PlannedChange], None]
+"""Called right before a change, after every check passed; must persist what it needs
+(the relay's crash journal) before returning. If it raises, nothing is changed."""
 
 
 def _encode(path: str, content: str | bytes) -> bytes:
@@ -313,12 +315,12 @@ async def write_file(
     content: str | bytes,
     *,
     replaced: bool = True,
-    before_write: BeforeWrite | None = None,
+    before_change: BeforeChange | None = None,
 ) -> Written:
     """Atomically write ``content`` (no checks: for callers that just read the file)."""
     data = _encode(path, content)
-    if before_write is not None:
-        before_write(PlannedWrite(path, data, replaced))
+    if before_change is not None:
+        before_change(PlannedChange("write", path, data, replaced))
     async with _Translated(path):
         written = await env.write_file(path, data)
     return Written(path, written, replaced)
@@ -331,7 +333,7 @@ async def create_file(
     *,
     overwrite: bool = True,
     max_bytes: int | None = None,
-    before_write: BeforeWrite | None = None,
+    before_change: BeforeChange | None = None,
 ) -> Written:
     """Create ``path`` (parents included) or, with ``overwrite``, replace the file there.
 
@@ -350,7 +352,7 @@ async def create_file(
             raise _is_directory(path)
     if existed and not overwrite:
         raise OperationError("exists", f"{path!r} already exists", path)
-    return await write_file(env, path, data, replaced=existed, before_write=before_write)
+    return await write_file(env, path, data, replaced=existed, before_change=before_change)
 
 
 async def replace_text_in_file(
@@ -360,7 +362,7 @@ async def replace_text_in_file(
     *,
     match: MatchRule = "unique",
     max_bytes: int | None = None,
-    before_write: BeforeWrite | None = None,
+    before_change: BeforeChange | None = None,
 ) -> int:
     """Apply ``edits`` in order to the text of ``path`` and write it once; return the
     number of places changed. All or nothing: a failing edit (its ``edit_index`` set)
@@ -375,7 +377,7 @@ async def replace_text_in_file(
             exc.edit_index = index
             raise
         changed += count
-    await write_file(env, path, text, before_write=before_write)
+    await write_file(env, path, text, before_change=before_change)
     return changed
 
 
@@ -386,7 +388,7 @@ async def replace_lines_in_file(
     end_line: int,
     replacement: str,
     *,
-    before_write: BeforeWrite | None = None,
+    before_change: BeforeChange | None = None,
 ) -> Written:
     """Replace a line range of a UTF-8 file (see :func:`replace_lines`)."""
     original = await read_text(env, path)
@@ -395,14 +397,14 @@ async def replace_lines_in_file(
     except OperationError as exc:
         exc.path = path
         raise
-    return await write_file(env, path, updated, before_write=before_write)
+    return await write_file(env, path, updated, before_change=before_change)
 
 
-async def delete_file(env: ExecutionEnvironment, path: str, *, before_delete: BeforeDelete | None = None) -> None:
+async def delete_file(env: ExecutionEnvironment, path: str, *, before_change: BeforeChange | None = None) -> None:
     """Delete an existing file; directories are refused (``is_directory``)."""
     await stat_file(env, path)
-    if before_delete is not None:
-        before_delete(path)
+    if before_change is not None:
+        before_change(PlannedChange("delete", path))
     async with _Translated(path):
         await env.delete_file(path)
 
@@ -464,10 +466,18 @@ async def run_command(
     working_dir: str | None = None,
     env_vars: dict[str, str] | None = None,
     on_output: OutputCallback | None = None,
+    before_change: BeforeChange | None = None,
 ) -> CommandOutcome:
     """Run ``command`` in the workspace (the environment's shell, process group killed at
     the timeout) and classify how it ended; never raises for a failing command (a
     ``working_dir`` that is missing, outside or a file raises ``OperationError``)."""
+    if working_dir not in (None, "", "."):
+        async with _Translated(working_dir):
+            info = await env.stat(working_dir)
+        if not info.is_dir:
+            raise OperationError("not_a_directory", f"{working_dir!r} is a file, not a directory", working_dir)
+    if before_change is not None:
+        before_change(PlannedChange("process", command=command))
     async with _Translated(working_dir or "."):
         result = await env.exec_command(
             command, timeout_ms=timeout_ms, working_dir=working_dir, env_vars=env_vars, on_output=on_output)
