@@ -15,7 +15,8 @@ right before the change with what is about to happen.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal
 
@@ -115,19 +116,15 @@ def _classify(exc: Exception, path: str) -> OperationError:
     return OperationError(kind, str(exc), path)
 
 
-class _Translated:
-    """``async with _Translated(path):`` turns environment errors into OperationErrors."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-
-    async def __aenter__(self) -> None:
-        return None
-
-    async def __aexit__(self, exc_type: object, exc: BaseException | None, tb: object) -> None:
-        if isinstance(exc, OperationError) or not isinstance(exc, WorkspaceError | OSError):
-            return
-        raise _classify(exc, self.path) from exc
+@contextmanager
+def _translated(path: str) -> Iterator[None]:
+    """Turn the environment's errors inside the block into OperationErrors about ``path``."""
+    try:
+        yield
+    except OperationError:
+        raise
+    except (WorkspaceError, OSError) as exc:
+        raise _classify(exc, path) from exc
 
 
 def _is_directory(path: str) -> OperationError:
@@ -274,7 +271,7 @@ def _encode(path: str, content: str | bytes) -> bytes:
 
 async def stat_file(env: ExecutionEnvironment, path: str) -> FileStat:
     """Metadata of an existing regular file (``is_directory`` for a directory)."""
-    async with _Translated(path):
+    with _translated(path):
         info = await env.stat(path)
     if info.is_dir:
         raise _is_directory(path)
@@ -290,7 +287,7 @@ async def read_bytes(env: ExecutionEnvironment, path: str, *, max_bytes: int | N
             raise OperationError(
                 "too_large", f"{path!r} is {size} bytes, over the {max_bytes}-byte limit", path,
                 size=size, limit=max_bytes)
-    async with _Translated(path):
+    with _translated(path):
         return await env.read_bytes(path)
 
 
@@ -321,7 +318,7 @@ async def write_file(
     data = _encode(path, content)
     if before_change is not None:
         before_change(PlannedChange("write", path, data, replaced))
-    async with _Translated(path):
+    with _translated(path):
         written = await env.write_file(path, data)
     return Written(path, written, replaced)
 
@@ -345,7 +342,7 @@ async def create_file(
         raise OperationError(
             "too_large", f"the content for {path!r} is {len(data)} bytes, over the {max_bytes}-byte limit",
             path, size=len(data), limit=max_bytes)
-    async with _Translated(path):
+    with _translated(path):
         # False for a path outside the workspace: the write itself then says why.
         existed = await env.file_exists(path)
         if existed and (await env.stat(path)).is_dir:
@@ -405,7 +402,7 @@ async def delete_file(env: ExecutionEnvironment, path: str, *, before_change: Be
     await stat_file(env, path)
     if before_change is not None:
         before_change(PlannedChange("delete", path))
-    async with _Translated(path):
+    with _translated(path):
         await env.delete_file(path)
 
 
@@ -472,13 +469,13 @@ async def run_command(
     the timeout) and classify how it ended; never raises for a failing command (a
     ``working_dir`` that is missing, outside or a file raises ``OperationError``)."""
     if working_dir not in (None, "", "."):
-        async with _Translated(working_dir):
+        with _translated(working_dir):
             info = await env.stat(working_dir)
         if not info.is_dir:
             raise OperationError("not_a_directory", f"{working_dir!r} is a file, not a directory", working_dir)
     if before_change is not None:
         before_change(PlannedChange("process", command=command))
-    async with _Translated(working_dir or "."):
+    with _translated(working_dir or "."):
         result = await env.exec_command(
             command, timeout_ms=timeout_ms, working_dir=working_dir, env_vars=env_vars, on_output=on_output)
     return classify(result, timeout_ms)
