@@ -145,9 +145,14 @@ async def test_raising_callback_does_not_break_collection(tmp_path: Path) -> Non
 
 async def test_unstartable_command_is_a_result_not_an_exception(tmp_path: Path) -> None:
     r = await run_process(["/no/such/shell", "-c", "true"], cwd=tmp_path, env={}, timeout_ms=1000, limits=FAST_KILL)
-    assert r.exit_code == -1 and "/no/such/shell" in r.stderr and "No such file" in r.stderr
+    assert not r.started and "/no/such/shell" in r.stderr and "No such file" in r.stderr
     r = await run_process(["/bin/bash"], cwd=tmp_path / "missing", env={}, timeout_ms=1000, limits=FAST_KILL)
-    assert r.exit_code == -1 and "missing" in r.stderr
+    assert not r.started and "missing" in r.stderr
+
+
+async def test_a_process_killed_by_sighup_started_although_its_exit_code_is_minus_one(tmp_path: Path) -> None:
+    r = await _run("kill -HUP $$", tmp_path)
+    assert r.started and r.exit_code == -1 and not r.timed_out
 
 
 async def test_cancellation_kills_the_group(tmp_path: Path) -> None:
@@ -217,5 +222,5 @@ async def test_bad_environment_value_is_a_result_and_leaks_no_descriptor(tmp_pat
         ["/bin/bash", "-c", "true"], cwd=tmp_path, env={"X": None},  # type: ignore[dict-item]
         timeout_ms=1000, limits=FAST_KILL,
     )
-    assert r.exit_code == -1 and "Could not start" in r.stderr
+    assert not r.started and "Could not start" in r.stderr
     assert len(os.listdir("/proc/self/fd")) == before

@@ -106,6 +106,27 @@ def test_edit_keeps_crlf_and_missing_final_newline_and_rejects_range_past_end(tm
     )
 
 
+def test_edit_of_an_empty_file_points_to_create_file(tmp_path: Path) -> None:
+    config, sid = _new(tmp_path)
+    (_root(tmp_path) / "workspace" / "empty.txt").write_bytes(b"")
+    _reply(tmp_path, '[EDIT_FILE path="empty.txt" start_line="1" end_line="1"]\nx\n[/EDIT_FILE]\n')
+    _step(config)
+    second = (_root(tmp_path) / "outbox" / f"{sid}_seq0002.txt").read_text()
+    assert (
+        "[FAILED] EDIT_FILE: Invalid line range 1-1 for 'empty.txt': the file is empty, so it has no lines "
+        "to replace; write it with CREATE_FILE" in second
+    )
+
+
+def test_command_killed_by_sighup_is_reported_as_killed_not_as_unstartable(tmp_path: Path) -> None:
+    # SIGHUP makes exit code -1, which once read as "could not start".
+    config, sid = _new(tmp_path)
+    _reply(tmp_path, "[RUN_COMMAND]\nkill -HUP $$\n[/RUN_COMMAND]\n")
+    _step(config)
+    second = (_root(tmp_path) / "outbox" / f"{sid}_seq0002.txt").read_text()
+    assert "[FAILED] RUN_COMMAND: Ran 'kill -HUP $$': killed by signal 1" in second
+
+
 def test_paths_outside_workspace_are_rejected_including_symlinks(tmp_path: Path) -> None:
     config, sid = _new(tmp_path)
     secret = tmp_path / "secret.txt"

@@ -215,3 +215,48 @@ def test_journal_line_torn_by_a_crash_is_dropped_and_appends_continue(tmp_path: 
     ok = CommandResult("CREATE_FILE", True, "Created 'a.txt'")
     reopened.done(0, ok)
     assert StepJournal.open(tmp_path, "a1b2c3d4", 1, "reply.txt").entries[0].result == ok
+
+
+def test_every_change_is_journaled_before_it_happens_and_a_failing_journal_stops_it(tmp_path: Path) -> None:
+    from codeloop.environments.local import LocalExecutionEnvironment
+    from codeloop.relay.commands import CreateFile, DeleteFile, EditFile, RunCommand
+    from codeloop.relay.executor import ExecutionLimits, execute_command
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "old.txt").write_text("a\nb\n")
+    env = LocalExecutionEnvironment(ws)
+    journaled: list[tuple[Effect, list[tuple[str, bytes]]]] = []
+
+    def journal(effect: Effect) -> None:  # with the workspace as it is when the effect is journaled
+        journaled.append((effect, sorted((p.name, p.read_bytes()) for p in ws.iterdir())))
+
+    commands = [
+        CreateFile("new.txt", "hi\n"),
+        EditFile("old.txt", 2, 2, "B\n"),
+        DeleteFile("old.txt"),
+        RunCommand("echo x > ran.txt"),
+    ]
+    results = [asyncio.run(execute_command(c, env, ExecutionLimits(), journal, marker="m1")) for c in commands]
+    assert [r.success for r in results] == [True] * 4
+    new, old = ("new.txt", b"hi\n"), ("old.txt", b"a\nb\n")
+    assert [(e.kind, e.path, files) for e, files in journaled] == [
+        ("write", "new.txt", [old]),
+        ("write", "old.txt", [new, old]),
+        ("delete", "old.txt", [new, ("old.txt", b"a\nB\n")]),
+        ("process", None, [new]),
+    ]
+    assert journaled[0][0].sha256 == sha256_hex(b"hi\n") and journaled[0][0].result == results[0]
+    assert journaled[1][0].sha256 == sha256_hex(b"a\nB\n") and journaled[3][0].marker == "m1"
+
+    def broken(effect: Effect) -> None:
+        raise OSError("journal disk full")
+
+    for command in (CreateFile("other.txt", "x"), RunCommand("echo y > other.txt")):
+        try:
+            asyncio.run(execute_command(command, env, ExecutionLimits(), broken))
+        except OSError as exc:
+            assert "journal disk full" in str(exc)
+        else:
+            raise AssertionError("a journal failure must stop the step")
+    assert not (ws / "other.txt").exists()

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from codeloop.relay.outbox import RequestedFile, WorkspaceListing, render_outbox
 from codeloop.relay.outbox_texts import CONTINUATION_PROMPT, PROTOCOL_TEXT, PROTOCOL_VERSION
-from codeloop.relay.results import CommandResult, format_result, truncate_output
+from codeloop.relay.results import CommandResult, format_result
 from codeloop.relay.session import SessionState
+from codeloop.tools.truncation import truncate_output
 
 SPEC_LISTING = WorkspaceListing(
     [("src/Calculator.cs", 245), ("src/Program.cs", 180), ("tests/CalculatorTests.cs", 512)]
@@ -147,7 +148,7 @@ def test_multiline_output_is_indented_so_it_cannot_fake_a_result_line() -> None:
 
 
 def test_output_truncated_to_limit_keeps_head_and_tail() -> None:
-    out = truncate_output("H" * 5000 + "T" * 5000, 4000)
+    out = truncate_output("H" * 5000 + "T" * 5000, 4000, "head_tail_counted")
     assert len(out) <= 4000
     assert out.startswith("H" * 1900) and out.endswith("T" * 1900)
     assert "characters of output omitted" in out

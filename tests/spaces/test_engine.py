@@ -154,6 +154,23 @@ async def test_shell_timeout_kills_and_reports(local_env: LocalExecutionEnvironm
     assert ev["durationMs"] < 10_000
 
 
+async def test_shell_killed_by_sighup_is_not_reported_as_unstartable(local_env: LocalExecutionEnvironment) -> None:
+    # SIGHUP makes exit code -1, which once read as "command could not be started".
+    ev = (await _run(local_env, {"type": "shell", "command": "echo hi >&2; kill -HUP $$"}))["events"][0]
+    assert (ev["success"], ev["exitCode"], ev["stderr"]) == (False, -1, "hi\n")
+    assert "error" not in ev
+
+
+async def test_shell_cwd_that_is_a_file_or_missing_is_reported_in_the_event(local_env: LocalExecutionEnvironment) -> None:
+    (_root(local_env) / "f.txt").write_text("x")
+    out = await _run(local_env, {"type": "shell", "command": "echo no", "cwd": "f.txt"},
+                     {"type": "shell", "command": "echo no", "cwd": "nope"})
+    file_cwd, missing = out["events"]
+    assert (file_cwd["success"], file_cwd["error"]) == (False, "cwd 'f.txt' is not a directory")
+    assert missing["success"] is False and missing["error"].startswith("cwd 'nope': ")
+    assert "stdout" not in file_cwd and "stdout" not in missing
+
+
 async def test_policy_timeout_caps_the_requested_one(local_env: LocalExecutionEnvironment) -> None:
     from dataclasses import replace
     capped = replace(PERMISSIVE, shell=replace(PERMISSIVE.shell, max_timeout_ms=1000))

@@ -24,16 +24,20 @@ from codeloop.codali.request import AgentRequest, Need
 from codeloop.codali.response import CodaliResponse
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import (
-    BinaryFileError,
     FileNotFoundInWorkspaceError,
-    NotAFileError,
     PathOutsideWorkspaceError,
     WorkspaceError,
 )
 from codeloop.index import CodeIndex, CodeIndexError, NotIndexedError
+from codeloop.tools import workspace_ops as ops
 
 WebSearch = Callable[[str], Awaitable[list[dict[str, Any]]]]
 """``async (query) -> hits``; absent by default (no network), which yields ``web_unavailable``."""
+
+
+_READ_WARNINGS = {"not_found": "file_not_found", "outside_workspace": "path_outside_repo",
+                  "not_text": "file_binary", "is_directory": "not_a_file"}
+"""The spec's warning for each kind of failed read."""
 
 
 class _Skip(Exception):
@@ -72,15 +76,13 @@ class _Answerer:
 
     async def _read(self, path: str, start: int | None = None, end: int | None = None) -> tuple[str, int]:
         try:
-            text = await self.env.read_file(path)
-        except FileNotFoundInWorkspaceError:
-            raise _Skip(f"file_not_found: {path}") from None
-        except PathOutsideWorkspaceError:
-            raise _Skip(f"path_outside_repo: {path}") from None
-        except BinaryFileError:
-            raise _Skip(f"file_binary: {path}") from None
-        except NotAFileError:
-            raise _Skip(f"not_a_file: {path}") from None
+            text = await ops.read_text(self.env, path)
+        except ops.OperationError as exc:
+            if exc.kind not in _READ_WARNINGS:
+                raise
+            raise _Skip(f"{_READ_WARNINGS[exc.kind]}: {path}") from None
+        if "\0" in text:
+            raise _Skip(f"file_binary: {path}")
         lines = text.split("\n")
         if text.endswith("\n"):
             lines.pop()

@@ -35,7 +35,8 @@ class ExecResult:
     stderr: str
     """Captured stderr, capped like ``stdout``."""
     exit_code: int
-    """Exit status; ``-N`` when killed by signal N, ``-1`` when it could not start."""
+    """Exit status; ``-N`` when killed by signal N. Meaningless when ``started`` is False
+    (it is then ``-1``, kept for callers written before ``started`` existed)."""
     timed_out: bool
     """True when the timeout fired and the process group was killed."""
     duration_ms: int
@@ -47,6 +48,10 @@ class ExecResult:
     full_output_path: str | None = None
     """A temporary file holding the complete interleaved output when it exceeded the memory
     cap; owned by the caller, who may delete it. ``None`` when ``stdout``/``stderr`` are whole."""
+    started: bool = True
+    """False when the process could not be started (no such shell, bad working directory);
+    the reason is in ``stderr``. Callers ask this, never ``exit_code``: a process killed by
+    SIGHUP also ends with ``-1``."""
 
     @property
     def output(self) -> str:

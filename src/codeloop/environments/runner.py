@@ -276,7 +276,7 @@ async def run_process(
     (``signal_process_group``); the command then ends with ``exit_code == -9``.
     ``keep_full_output=False`` skips the spill file (for callers that consume ``on_output``).
 
-    Never raises for a failing or unstartable command (``exit_code == -1`` and the reason
+    Never raises for a failing or unstartable command (``started`` False and the reason
     in ``stderr``); raises ``CancelledError`` after killing the group when cancelled.
     """
     loop = asyncio.get_running_loop()
@@ -305,6 +305,7 @@ async def run_process(
             exit_code=-1,
             timed_out=False,
             duration_ms=_elapsed_ms(start),
+            started=False,
         )
     finally:
         os.close(out_w)
@@ -379,7 +380,8 @@ async def run_process(
     return ExecResult(
         stdout=stdout,
         stderr=stderr,
-        exit_code=proc.returncode if proc.returncode is not None else -1,
+        # Not reaped within REAP_TIMEOUT_S of its SIGKILL (the only way to get here unreaped).
+        exit_code=proc.returncode if proc.returncode is not None else -signal.SIGKILL,
         timed_out=supervisor.timed_out,
         duration_ms=_elapsed_ms(start),
         stdout_bytes=capture.sizes[0],

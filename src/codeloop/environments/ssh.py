@@ -72,6 +72,17 @@ _START_LINE = "codeloop-remote-command-started"
 _BUNDLED = ("base", "errors", "patterns", "walk", "runner", "search", "remote_search")
 
 
+def _exit_signal(exit_signal: Any) -> int:
+    """The number of the signal that ended a remote process (asyncssh's ``exit_signal`` is
+    ``(name, core_dumped, message, language)``); SIGKILL when the name is unknown or the
+    connection ended without saying (the process is gone either way)."""
+    name = exit_signal[0] if isinstance(exit_signal, tuple) and exit_signal else ""
+    try:
+        return int(signal.Signals[f"SIG{name}"])
+    except KeyError:
+        return int(signal.SIGKILL)
+
+
 def _q(text: str) -> str:
     return shlex.quote(text)
 
@@ -362,8 +373,10 @@ class SSHExecutionEnvironment:
         self._running.add(pidfile)
 
         started = asyncio.Event()
+        remote_shell_up = False
 
         async def pump(stream: Any, idx: int) -> None:
+            nonlocal remote_shell_up
             pending = b"" if idx == 1 else None
             while True:
                 data = await stream.read(_READ_SIZE)
@@ -377,7 +390,9 @@ class SSHExecutionEnvironment:
                     if b"\n" not in pending:
                         continue
                     first, _, data = pending.partition(b"\n")
-                    if first != _START_LINE.encode():
+                    if first == _START_LINE.encode():
+                        remote_shell_up = True
+                    else:
                         data = pending
                     pending = None
                     started.set()
@@ -419,7 +434,7 @@ class SSHExecutionEnvironment:
             with contextlib.suppress(Exception):
                 await self._conn.run(f"rm -f {_q(pidfile)}")
         status = process.exit_status
-        exit_code = status if isinstance(status, int) else -1
+        exit_code = status if isinstance(status, int) else -_exit_signal(process.exit_signal)
         if timed_out and exit_code > 128:
             exit_code = -(exit_code - 128)
         stdout, stderr, full_path = capture.finish()
@@ -432,6 +447,7 @@ class SSHExecutionEnvironment:
             stdout_bytes=capture.sizes[0],
             stderr_bytes=capture.sizes[1],
             full_output_path=full_path,
+            started=remote_shell_up,
         )
 
     # -- search ------------------------------------------------------------------------------

@@ -19,13 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from codeloop.environments.base import ExecutionEnvironment
-from codeloop.environments.errors import (
-    BinaryFileError,
-    FileNotFoundInWorkspaceError,
-    NotAFileError,
-    PathOutsideWorkspaceError,
-    WorkspaceError,
-)
+from codeloop.environments.errors import WorkspaceError
 from codeloop.relay.commands import (
     CreateFile,
     DeleteFile,
@@ -37,9 +31,21 @@ from codeloop.relay.commands import (
     RelayCommand,
     RunCommand,
 )
-from codeloop.relay.line_edit import LineRangeError, replace_lines, split_lines
 from codeloop.relay.orphans import MARKER_VARIABLE, kill_marked
-from codeloop.relay.results import CommandResult, truncate_output
+from codeloop.relay.results import CommandResult
+from codeloop.tools import workspace_ops as ops
+from codeloop.tools.pipeline import execute_tool_call
+from codeloop.tools.registry import (
+    Executor,
+    RegisteredTool,
+    ToolContext,
+    ToolDefinition,
+    ToolOutput,
+    ToolRegistry,
+    ToolResult,
+    object_schema,
+)
+from codeloop.tools.truncation import TruncationConfig
 
 
 @dataclass(frozen=True)
@@ -110,143 +116,152 @@ def _failure(cmd: RelayCommand, summary: str) -> CommandResult:
     return CommandResult(cmd.name, False, summary)
 
 
-def _workspace_failure(cmd: RelayCommand, path: str, exc: Exception) -> CommandResult:
-    """Map environment errors to the spec's result lines (without host paths)."""
-    quoted = repr(path)
-    if isinstance(exc, PathOutsideWorkspaceError):
-        return _failure(cmd, f"REJECTED: Path is outside workspace: {quoted}")
-    if isinstance(exc, FileNotFoundInWorkspaceError):
-        return _failure(cmd, f"File {quoted} not found")
-    if isinstance(exc, NotAFileError):
-        return _failure(cmd, f"{quoted} is a directory, not a file")
-    if isinstance(exc, BinaryFileError):
-        return _failure(cmd, f"{quoted} is not a UTF-8 text file")
-    if isinstance(exc, WorkspaceError):
-        return _failure(cmd, f"{quoted}: {exc}")
-    return _failure(cmd, f"I/O error on {quoted}: {exc}")
-
-
 def sha256_hex(data: bytes) -> str:
     """Hex SHA-256, the fingerprint journaled for writes."""
     return hashlib.sha256(data).hexdigest()
 
 
-async def _write(
-    env: ExecutionEnvironment,
-    cmd: RelayCommand,
-    path: str,
-    data: bytes,
-    ok: CommandResult,
-    before: BeforeEffect,
-) -> CommandResult:
-    before(Effect("write", path=path, sha256=sha256_hex(data), result=ok))
-    try:
-        await env.write_file(path, data)
-    except (WorkspaceError, OSError) as exc:
-        return _workspace_failure(cmd, path, exc)
-    return ok
+# -- the relay's tools: each runs one workspace operation -----------------------------------
 
 
-async def _read_existing(env: ExecutionEnvironment, path: str) -> bytes:
-    """The bytes of an existing regular file; raises WorkspaceError/OSError otherwise."""
-    info = await env.stat(path)
-    if info.is_dir:
-        raise NotAFileError(f"{path} is a directory", path=path)
-    return await env.read_bytes(path)
+async def _create(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:
+    written = await ops.create_file(env, args["path"], args["content"], before_change=ctx.before_change)
+    return ToolOutput(f"wrote {written.bytes_written} bytes", data=written)
 
 
-async def _create(env: ExecutionEnvironment, cmd: CreateFile, before: BeforeEffect) -> CommandResult:
-    try:
-        existed = await env.file_exists(cmd.path)
-        if existed and (await env.stat(cmd.path)).is_dir:
-            raise NotAFileError(f"{cmd.path} is a directory", path=cmd.path)
-    except (WorkspaceError, OSError) as exc:
-        return _workspace_failure(cmd, cmd.path, exc)
-    verb = "Replaced" if existed else "Created"
-    ok = CommandResult(cmd.name, True, f"{verb} {cmd.path!r}")
-    return await _write(env, cmd, cmd.path, cmd.content.encode("utf-8"), ok, before)
+async def _edit(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:
+    written = await ops.replace_lines_in_file(env, args["path"], args["start_line"], args["end_line"],
+                                              args["content"], before_change=ctx.before_change)
+    return ToolOutput(f"wrote {written.bytes_written} bytes", data=written)
 
 
-async def _edit(env: ExecutionEnvironment, cmd: EditFile, before: BeforeEffect) -> CommandResult:
-    try:
-        raw = await _read_existing(env, cmd.path)
-    except (WorkspaceError, OSError) as exc:
-        return _workspace_failure(cmd, cmd.path, exc)
-    try:
-        original = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return _failure(cmd, f"{cmd.path!r} is not a UTF-8 text file; EDIT_FILE only changes text files")
-    try:
-        updated = replace_lines(original, cmd.start_line, cmd.end_line, cmd.content)
-    except LineRangeError as exc:
-        return _failure(cmd, f"Invalid line range {cmd.start_line}-{cmd.end_line} for {cmd.path!r}: {exc}")
-    added = len(split_lines(cmd.content))
-    removed = cmd.end_line - cmd.start_line + 1
-    ok = CommandResult(
-        cmd.name,
-        True,
-        f"Edited {cmd.path!r}: replaced lines {cmd.start_line}-{cmd.end_line} ({removed}) with {added} line"
-        f"{'s' if added != 1 else ''}",
+async def _delete(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:
+    await ops.delete_file(env, args["path"], before_change=ctx.before_change)
+    return ToolOutput("deleted", data=args["path"])
+
+
+async def _check_readable(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:
+    # Only checked now: the contents are read when the next outbox is written.
+    info = await ops.stat_file(env, args["path"])
+    return ToolOutput(f"{info.size} bytes", data=info)
+
+
+async def _run(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:
+    marker = args.get("marker")
+    outcome = await ops.run_command(env, args["command"], timeout_ms=args["timeout_ms"],
+                                    env_vars={MARKER_VARIABLE: marker} if marker else None,
+                                    before_change=ctx.before_change)
+    return ToolOutput(outcome.output, is_error=outcome.status != "ok", data=outcome)
+
+
+def _tool(name: str, run: Executor, fields: dict[str, Any], optional: tuple[str, ...] = ()) -> RegisteredTool:
+    schema = object_schema(fields, [f for f in fields if f not in optional])
+    return RegisteredTool(ToolDefinition(name, f"The relay's {name} command.", schema), run)
+
+
+_TEXT, _LINE = {"type": "string"}, {"type": "integer"}
+RELAY_TOOLS = ToolRegistry.of([
+    _tool("CREATE_FILE", _create, {"path": _TEXT, "content": _TEXT}),
+    _tool("EDIT_FILE", _edit, {"path": _TEXT, "start_line": _LINE, "end_line": _LINE, "content": _TEXT}),
+    _tool("DELETE_FILE", _delete, {"path": _TEXT}),
+    _tool("READ_FILE", _check_readable, {"path": _TEXT}),
+    _tool("RUN_COMMAND", _run, {"command": _TEXT, "timeout_ms": _LINE, "marker": _TEXT}, optional=("marker",)),
+])
+"""The relay's commands that touch the workspace, as tools; ``ToolOutput.data`` holds the
+typed outcome the relay words its results from."""
+
+
+def _truncation(limits: ExecutionLimits) -> TruncationConfig:
+    """The relay's output cut (spec: head and tail within ``output_limit_chars``)."""
+    return TruncationConfig(
+        tool_output_limits={"RUN_COMMAND": limits.output_limit_chars},
+        tool_line_limits={"RUN_COMMAND": None},
+        tool_truncation_modes={"RUN_COMMAND": "head_tail_counted"},
     )
-    return await _write(env, cmd, cmd.path, updated.encode("utf-8"), ok, before)
 
 
-async def _delete(env: ExecutionEnvironment, cmd: DeleteFile, before: BeforeEffect) -> CommandResult:
-    try:
-        info = await env.stat(cmd.path)
-        if info.is_dir:
-            return _failure(
-                cmd,
-                f"{cmd.path!r} is a directory; DELETE_FILE removes files (use RUN_COMMAND rm -r for directories)",
+def _arguments(cmd: RelayCommand, limits: ExecutionLimits, marker: str | None) -> dict[str, Any]:
+    match cmd:
+        case CreateFile():
+            return {"path": cmd.path, "content": cmd.content}
+        case EditFile():
+            return {"path": cmd.path, "start_line": cmd.start_line, "end_line": cmd.end_line, "content": cmd.content}
+        case RunCommand():
+            return {"command": cmd.command, "timeout_ms": limits.timeout_ms} | ({"marker": marker} if marker else {})
+    return {"path": getattr(cmd, "path", "")}
+
+
+# -- the spec's result texts ----------------------------------------------------------------
+
+
+def _succeeded(cmd: RelayCommand, replaced: bool) -> CommandResult:
+    """The result line of a command that did what it said."""
+    match cmd:
+        case CreateFile():
+            summary = f"{'Replaced' if replaced else 'Created'} {cmd.path!r}"
+        case EditFile():
+            added = len(ops.split_lines(cmd.content))
+            summary = (
+                f"Edited {cmd.path!r}: replaced lines {cmd.start_line}-{cmd.end_line} "
+                f"({cmd.end_line - cmd.start_line + 1}) with {added} line{'s' if added != 1 else ''}"
             )
-    except (WorkspaceError, OSError) as exc:
-        return _workspace_failure(cmd, cmd.path, exc)
-    ok = CommandResult(cmd.name, True, f"Deleted {cmd.path!r}")
-    before(Effect("delete", path=cmd.path, result=ok))
-    try:
-        await env.delete_file(cmd.path)
-    except (WorkspaceError, OSError) as exc:
-        return _workspace_failure(cmd, cmd.path, exc)
-    return ok
+        case DeleteFile():
+            summary = f"Deleted {cmd.path!r}"
+        case _:
+            summary = f"Contents of {getattr(cmd, 'path', '')!r} are under Requested File Contents"
+    return CommandResult(cmd.name, True, summary)
 
 
-async def _read(env: ExecutionEnvironment, cmd: ReadFile) -> CommandResult:
-    try:
-        info = await env.stat(cmd.path)
-    except (WorkspaceError, OSError) as exc:
-        return _workspace_failure(cmd, cmd.path, exc)
-    if info.is_dir:
-        return _failure(cmd, f"{cmd.path!r} is a directory; the workspace listing shows its files")
-    return CommandResult(cmd.name, True, f"Contents of {cmd.path!r} are under Requested File Contents")
+_FAILURE_TEXTS: dict[str, str] = {
+    "outside_workspace": "REJECTED: Path is outside workspace: {path}",
+    "not_found": "File {path} not found",
+    "is_directory": "{path} is a directory, not a file",
+    "not_text": "{path} is not a UTF-8 text file",
+    "io": "I/O error on {path}: {error}",
+}
 
 
-async def _run(
-    env: ExecutionEnvironment,
-    cmd: RunCommand,
-    limits: ExecutionLimits,
-    before: BeforeEffect,
-    marker: str | None,
-) -> CommandResult:
-    before(Effect("process", command=cmd.command, marker=marker))
-    env_vars = {MARKER_VARIABLE: marker} if marker else None
-    result = await env.exec_command(cmd.command, timeout_ms=limits.timeout_ms, env_vars=env_vars)
-    output = truncate_output(result.output, limits.output_limit_chars)
+def _failed(cmd: RelayCommand, path: str, exc: ops.OperationError) -> CommandResult:
+    """The spec's result line for a failed operation (without host paths)."""
+    match cmd, exc.kind:
+        case EditFile(), "not_text":
+            return _failure(cmd, f"{path!r} is not a UTF-8 text file; EDIT_FILE only changes text files")
+        case EditFile(), "bad_range":
+            hint = "; write it with CREATE_FILE" if exc.count == 0 else ""
+            return _failure(cmd, f"Invalid line range {cmd.start_line}-{cmd.end_line} for {path!r}: {exc}{hint}")
+        case DeleteFile(), "is_directory":
+            return _failure(
+                cmd, f"{path!r} is a directory; DELETE_FILE removes files (use RUN_COMMAND rm -r for directories)")
+        case ReadFile(), "is_directory":
+            return _failure(cmd, f"{path!r} is a directory; the workspace listing shows its files")
+    text = _FAILURE_TEXTS.get(exc.kind, "{path}: {error}")
+    return _failure(cmd, text.format(path=repr(path), error=exc))
+
+
+def _ran(cmd: RunCommand, outcome: ops.CommandOutcome, output: str) -> CommandResult:
     shown = _shown(cmd.command)
-    if result.timed_out:
-        seconds = limits.timeout_ms / 1000
-        return CommandResult(
-            cmd.name,
-            False,
-            f"Ran {shown}: timed out after {seconds:g} s; it was stopped with all its child processes",
-            output,
-        )
-    if result.exit_code == -1 and not result.stdout:
-        return CommandResult(cmd.name, False, f"Could not run {shown}", output)
-    if result.exit_code < 0:
-        return CommandResult(cmd.name, False, f"Ran {shown}: killed by signal {-result.exit_code}", output)
-    return CommandResult(
-        cmd.name, result.exit_code == 0, f"Ran {shown} (exit code {result.exit_code})", output
-    )
+    match outcome.status:
+        case "timed_out":
+            seconds = outcome.timeout_ms / 1000
+            summary = f"Ran {shown}: timed out after {seconds:g} s; it was stopped with all its child processes"
+        case "not_started":
+            summary = f"Could not run {shown}"
+        case "killed":
+            summary = f"Ran {shown}: killed by signal {outcome.signal}"
+        case _:
+            summary = f"Ran {shown} (exit code {outcome.exit_code})"
+    return CommandResult(cmd.name, outcome.status == "ok", summary, output)
+
+
+def _translate(cmd: RelayCommand, result: ToolResult) -> CommandResult:
+    data = result.data
+    if isinstance(data, ops.OperationError):
+        return _failed(cmd, getattr(cmd, "path", ""), data)
+    if isinstance(cmd, RunCommand) and isinstance(data, ops.CommandOutcome):
+        return _ran(cmd, data, result.output)
+    if result.is_error:
+        return _failure(cmd, result.output)
+    return _succeeded(cmd, isinstance(data, ops.Written) and data.replaced)
 
 
 async def execute_command(
@@ -258,6 +273,10 @@ async def execute_command(
 ) -> CommandResult:
     """Run one command and describe its outcome; never raises for model mistakes.
 
+    Workspace commands run as tool calls through the one pipeline
+    (:func:`~codeloop.tools.pipeline.execute_tool_call`) on :data:`RELAY_TOOLS`, with the
+    relay's timeout and output cut. Each change is journaled with ``before_effect`` before
+    it happens; a journal that cannot be written stops the step (its error is raised).
     ``marker`` tags a RUN_COMMAND's processes (:mod:`codeloop.relay.orphans`).
 
     READ_FILE only checks the file here; its contents are read when the next outbox is
@@ -266,20 +285,30 @@ async def execute_command(
     match cmd:
         case ParseError():
             return _failure(cmd, f"Parse error at line {cmd.line}: {cmd.message}")
-        case CreateFile():
-            return await _create(env, cmd, before_effect)
-        case EditFile():
-            return await _edit(env, cmd, before_effect)
-        case DeleteFile():
-            return await _delete(env, cmd, before_effect)
-        case ReadFile():
-            return await _read(env, cmd)
-        case RunCommand():
-            return await _run(env, cmd, limits, before_effect, marker)
         case Message():
             return CommandResult(cmd.name, True, "Shown to the user")
         case Done():
             return CommandResult(cmd.name, True, "Task marked complete; the session has ended")
+    journal_failures: list[Exception] = []
+
+    def journal(change: ops.PlannedChange) -> None:
+        if change.kind == "process":
+            effect = Effect("process", command=change.command, marker=marker)
+        else:
+            ok = _succeeded(cmd, change.replaced)
+            sha256 = sha256_hex(change.data) if change.data is not None else None
+            effect = Effect(change.kind, path=change.path, sha256=sha256, result=ok)
+        try:
+            before_effect(effect)
+        except Exception as exc:
+            journal_failures.append(exc)
+            raise
+
+    result = await execute_tool_call(RELAY_TOOLS, cmd.name, _arguments(cmd, limits, marker), env,
+                                     config=_truncation(limits), ctx=ToolContext(before_change=journal))
+    if journal_failures:
+        raise journal_failures[0]
+    return _translate(cmd, result)
 
 
 async def recover_effect(effect: Effect, env: ExecutionEnvironment) -> CommandResult | None:

@@ -39,6 +39,7 @@ from codeloop.relay.commands import (
     RelayCommand,
     RunCommand,
 )
+from codeloop.tools.workspace_ops import without_terminator
 
 _ATTR = re.compile(r"""([A-Za-z_][\w-]*)[^\S\n]*=[^\S\n]*(?:"([^"]*)"|'([^']*)'|([^\s\]"']+))""")
 # An opening tag: group 1 the name; group 2 a well-formed attribute list when the tag is
@@ -61,14 +62,6 @@ SYNTAX: dict[str, str] = {
     "DONE": "[DONE] summary [/DONE]",
 }
 """One-line syntax reminder per command, quoted in parse error messages."""
-
-
-def _strip_terminator(body: str) -> str:
-    if body.endswith("\r\n"):
-        return body[:-2]
-    if body.endswith("\n"):
-        return body[:-1]
-    return body
 
 
 def _parse_attributes(name: str, tag_rest: str) -> tuple[dict[str, str], str] | str:
@@ -129,7 +122,7 @@ def _build_with_body(name: str, attrs: dict[str, str], body: str, line: int) -> 
         return EditFile(
             path, _line_number(name, attrs, "start_line"), _line_number(name, attrs, "end_line"), body, line
         )
-    text = _strip_terminator(body)
+    text = without_terminator(body)
     if name == "RUN_COMMAND":
         if not text.strip():
             raise _BlockError(

@@ -65,18 +65,3 @@ def format_result(result: CommandResult) -> str:
         return f"{text}\n  Output: {lines[0]}"
     return f"{text}\n  Output:\n" + "\n".join(f"    {line}" for line in lines)
 
-
-def truncate_output(output: str, limit: int) -> str:
-    """Keep at most ``limit`` characters: head and tail around a marker that says how many
-    characters were left out (the end of a log holds the error, the start its context)."""
-    if limit <= 0 or len(output) <= limit:
-        return output
-
-    def marker(omitted: int) -> str:
-        return f"\n[... {omitted} characters of output omitted ...]\n"
-
-    # Sized with the largest possible count so the result never exceeds the limit.
-    keep = max(limit - len(marker(len(output))), 0)
-    head = keep // 2
-    tail = keep - head
-    return output[:head] + marker(len(output) - keep) + (output[-tail:] if tail else "")

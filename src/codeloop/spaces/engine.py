@@ -13,16 +13,18 @@ Contract of :func:`execute_run`:
 - an unexpected failure of the runtime itself yields an ``error`` event (category
   ``system``) and ends the run with status ``error``.
 
-File operations go through the :class:`~codeloop.environments.base.ExecutionEnvironment`
-(whose resolver keeps every path inside the workspace); commands through its
-``exec_command`` (process group killed on timeout).
+Each file operation and command is a tool call through
+:func:`~codeloop.tools.pipeline.execute_tool_call` (policy, approval, execution) on the
+space's registry (:func:`space_registry`), whose tools run the workspace operations of
+:mod:`codeloop.tools.workspace_ops` with the policy's limits; this module only turns the
+typed outcomes into the protocol's events and texts.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -30,13 +32,9 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from codeloop.environments.base import ExecutionEnvironment
-from codeloop.environments.errors import (
-    FileNotFoundInWorkspaceError,
-    IsAFileError,
-    NotAFileError,
-    WorkspaceError,
-)
+from codeloop.environments.errors import WorkspaceError
 from codeloop.policy import Decision, Policy, evaluate_command, evaluate_path
+from codeloop.policy.approval import ToolCallRequest, ToolPolicy
 from codeloop.spaces.operations import (
     Approval,
     ApprovalDetails,
@@ -57,6 +55,19 @@ from codeloop.spaces.operations import (
     ShellEvent,
     ShellOperation,
 )
+from codeloop.tools import workspace_ops as ops
+from codeloop.tools.errors import ToolError
+from codeloop.tools.pipeline import execute_tool_call
+from codeloop.tools.registry import (
+    Executor,
+    RegisteredTool,
+    ToolContext,
+    ToolDefinition,
+    ToolOutput,
+    ToolRegistry,
+    ToolResult,
+    object_schema,
+)
 
 Emit = Callable[[BaseModel, int], Awaitable[None]]
 """Called with each event and the index of the next operation to run (for persistence)."""
@@ -64,6 +75,8 @@ Emit = Callable[[BaseModel, int], Awaitable[None]]
 RunState = Literal["completed", "awaiting_approval", "error", "cancelled"]
 TIMEOUT_EXIT_CODE = 124
 """Exit code reported for a timed-out command (as coreutils ``timeout`` and the spec's example)."""
+NOT_STARTED_EXIT_CODE = -1
+"""Exit code reported for a command that could not be started (the protocol's value)."""
 
 
 class ApprovalMismatchError(ValueError):
@@ -100,27 +113,32 @@ def _op_type(op: Any) -> str:
     return str(op.type)
 
 
-def decide(op: Any, policy: Policy) -> Decision:
-    """The policy's verdict on one valid operation."""
-    fs = policy.filesystem
-    if isinstance(op, MessageOperation):
-        return Decision.allow()
-    if isinstance(op, CreateFileOperation):
-        return evaluate_path(op.path, "write", fs)
-    if isinstance(op, ReadFileOperation):
-        return evaluate_path(op.path, "read", fs)
-    if isinstance(op, EditFileOperation):
-        return evaluate_path(op.path, "write", fs)
-    if isinstance(op, DeleteFileOperation):
-        return evaluate_path(op.path, "delete", fs)
-    if isinstance(op, ShellOperation):
-        verdict = evaluate_command(op.command, policy.shell, policy.network)
-        if op.cwd and verdict.action != "deny":
-            cwd_verdict = evaluate_path(op.cwd, "read", fs)
+_PATH_ACCESS: dict[str, Literal["read", "write", "delete"]] = {
+    "createFile": "write", "readFile": "read", "editFile": "write", "deleteFile": "delete"}
+
+
+def decide(name: str, args: Mapping[str, Any], policy: Policy) -> Decision:
+    """The policy's verdict on one operation (its type and its arguments)."""
+    if name == "shell":
+        verdict = evaluate_command(args["command"], policy.shell, policy.network)
+        if args.get("cwd") and verdict.action != "deny":
+            cwd_verdict = evaluate_path(args["cwd"], "read", policy.filesystem)
             if cwd_verdict.action == "deny":
                 return cwd_verdict
         return verdict
-    raise AssertionError(type(op))
+    return evaluate_path(args["path"], _PATH_ACCESS[name], policy.filesystem)
+
+
+def space_policy(policy: Policy, verdicts: list[Decision]) -> ToolPolicy:
+    """The pipeline's POLICY step for a space: ``policy``'s verdict, also appended to
+    ``verdicts`` (the events need its rule and suggestion)."""
+
+    async def check(call: ToolCallRequest, env: ExecutionEnvironment) -> Decision:
+        verdict = decide(call.name, call.arguments, policy)
+        verdicts.append(verdict)
+        return verdict
+
+    return check
 
 
 async def execute_run(
@@ -173,133 +191,161 @@ async def _one(op: Any, op_id: str, env: ExecutionEnvironment, policy: Policy, a
     ts = now_iso()
     if isinstance(op, InvalidOperation):
         return ErrorEvent(timestamp=ts, operationId=op.id, category="validation", message=op.error)
-    verdict = decide(op, policy)
-    if verdict.action == "deny":
+    if isinstance(op, MessageOperation):
+        return MessageEvent(timestamp=ts, operationId=op.id)
+    verdicts: list[Decision] = []
+
+    async def approver(call: ToolCallRequest, reason: str) -> bool:
+        return approved
+
+    result = await execute_tool_call(
+        space_registry(policy), op.type, op.model_dump(exclude={"type", "id"}, exclude_none=True), env,
+        policy=space_policy(policy, verdicts), approver=approver)
+    verdict = verdicts[-1] if verdicts else None
+    if verdict is not None and verdict.action == "deny":
         return PolicyDeniedEvent(timestamp=ts, operationId=op.id, operationType=op.type,
                                  reason=verdict.reason, suggestion=verdict.suggestion)
-    if verdict.action == "ask" and not approved:
+    if verdict is not None and verdict.action == "ask" and not approved:
         return ApprovalRequiredEvent(
             timestamp=ts, operationId=op_id, operationType=op.type, reason=verdict.reason,
             details=ApprovalDetails(command=getattr(op, "command", None), path=getattr(op, "path", None),
                                     policy=verdict.rule))
-    if isinstance(op, MessageOperation):
-        return MessageEvent(timestamp=ts, operationId=op.id)
     if isinstance(op, ShellOperation):
-        return await _shell(op, env, policy)
-    return await _file_op(op, env, policy)
+        return _shell_event(op, ts, result)
+    return _file_event(op, ts, result)
 
 
-async def _file_op(op: Any, env: ExecutionEnvironment, policy: Policy) -> BaseModel:
-    ts = now_iso()
-    try:
-        if isinstance(op, CreateFileOperation):
-            return await _create(op, env, policy, ts)
-        if isinstance(op, ReadFileOperation):
-            return await _read(op, env, policy, ts)
-        if isinstance(op, EditFileOperation):
-            return await _edit(op, env, policy, ts)
-        await env.delete_file(op.path)
-        return DeleteFileEvent(timestamp=ts, operationId=op.id, path=op.path, success=True)
-    except FileNotFoundInWorkspaceError:
-        error = "File not found"
-    except (NotAFileError, IsAFileError):
-        error = "Path is a directory, not a file" if not isinstance(op, DeleteFileOperation) \
-            else "Cannot delete a directory (only files)"
-    except WorkspaceError as exc:
-        error = str(exc)
-    except _OpFailed as exc:
-        error = str(exc)
-    event_types: dict[type, type[BaseModel]] = {
-        CreateFileOperation: CreateFileEvent, ReadFileOperation: ReadFileEvent,
-        EditFileOperation: EditFileEvent, DeleteFileOperation: DeleteFileEvent}
-    return event_types[type(op)](timestamp=ts, operationId=op.id, path=op.path, success=False, error=error)
+def _error_of(result: ToolResult) -> Exception:
+    """The typed error of a failed call. A failure without one (an executor's bug, a policy
+    that raised) is the runtime's own: raised, so the run ends with a system error."""
+    if isinstance(result.data, WorkspaceError | ToolError):
+        return result.data
+    raise RuntimeError(result.output)
 
 
-class _OpFailed(Exception):
-    """An operation failed for a reason reported verbatim in its event."""
+_FILE_EVENTS: dict[type, type[BaseModel]] = {
+    CreateFileOperation: CreateFileEvent, ReadFileOperation: ReadFileEvent,
+    EditFileOperation: EditFileEvent, DeleteFileOperation: DeleteFileEvent}
 
 
-async def _create(op: CreateFileOperation, env: ExecutionEnvironment, policy: Policy, ts: str) -> BaseModel:
-    if op.encoding == "base64":
-        try:
-            data = base64.b64decode(op.content, validate=True)
-        except (binascii.Error, ValueError):
-            raise _OpFailed("content is not valid base64") from None
-    else:
-        data = op.content.encode("utf-8", "surrogatepass")
-    if len(data) > policy.filesystem.max_file_size:
-        raise _OpFailed(f"content is {len(data)} bytes, over the {policy.filesystem.max_file_size}-byte limit")
-    if await env.file_exists(op.path):
-        if (await env.stat(op.path)).is_dir:
-            raise _OpFailed("Path is a directory, not a file")
-        if not op.overwrite:
-            raise _OpFailed("File already exists (set overwrite: true to replace it)")
-    written = await env.write_file(op.path, data)
-    return CreateFileEvent(timestamp=ts, operationId=op.id, path=op.path, success=True, bytesWritten=written)
+def _file_event(op: Any, ts: str, result: ToolResult) -> BaseModel:
+    if result.is_error:
+        return _FILE_EVENTS[type(op)](timestamp=ts, operationId=op.id, path=op.path, success=False,
+                                      error=_error_text(op, _error_of(result)))
+    if isinstance(op, CreateFileOperation):
+        return CreateFileEvent(timestamp=ts, operationId=op.id, path=op.path, success=True,
+                               bytesWritten=result.data.bytes_written)
+    if isinstance(op, ReadFileOperation):
+        content, size = result.data
+        return ReadFileEvent(timestamp=ts, operationId=op.id, path=op.path, success=True, content=content,
+                             encoding=op.encoding, size=size)
+    if isinstance(op, EditFileOperation):
+        return EditFileEvent(timestamp=ts, operationId=op.id, path=op.path, success=True,
+                             editsApplied=len(op.edits))
+    return DeleteFileEvent(timestamp=ts, operationId=op.id, path=op.path, success=True)
 
 
-async def _read_checked(path: str, env: ExecutionEnvironment, policy: Policy) -> bytes:
-    info = await env.stat(path)
-    if info.is_dir:
-        raise _OpFailed("Path is a directory, not a file")
-    if info.size > policy.filesystem.max_file_size:
-        raise _OpFailed(f"file is {info.size} bytes, over the {policy.filesystem.max_file_size}-byte limit")
-    return await env.read_bytes(path)
+def _error_text(op: Any, exc: Exception) -> str:
+    """The protocol's fixed text for a failed file operation (the message for the rest)."""
+    if not isinstance(exc, ops.OperationError):
+        return str(exc)
+    match exc.kind:
+        case "not_found":
+            return "File not found"
+        case "is_directory" | "not_a_directory":
+            return "Cannot delete a directory (only files)" if isinstance(op, DeleteFileOperation) \
+                else "Path is a directory, not a file"
+        case "too_large":
+            what = "content" if isinstance(op, CreateFileOperation) else "file"
+            return f"{what} is {exc.size} bytes, over the {exc.limit}-byte limit"
+        case "exists":
+            return "File already exists (set overwrite: true to replace it)"
+        case "not_text" if isinstance(op, ReadFileOperation):
+            return "File is not valid UTF-8 text; read it with encoding \"base64\""
+        case "not_text":
+            return "File is not valid UTF-8 text and cannot be edited"
+        case "empty_match" | "no_match":
+            what = "oldContent is empty" if exc.kind == "empty_match" else "oldContent not found"
+            return f"edit {(exc.edit_index or 0) + 1} of {len(op.edits)}: {what}; nothing was changed"
+    return str(exc)
 
 
-async def _read(op: ReadFileOperation, env: ExecutionEnvironment, policy: Policy, ts: str) -> BaseModel:
-    data = await _read_checked(op.path, env, policy)
-    if op.encoding == "base64":
-        content = base64.b64encode(data).decode("ascii")
-    else:
-        try:
-            content = data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise _OpFailed("File is not valid UTF-8 text; read it with encoding \"base64\"") from None
-    return ReadFileEvent(timestamp=ts, operationId=op.id, path=op.path, success=True, content=content,
-                         encoding=op.encoding, size=len(data))
+def _shell_event(op: ShellOperation, ts: str, result: ToolResult) -> BaseModel:
+    def event(**fields: Any) -> ShellEvent:
+        return ShellEvent(timestamp=ts, operationId=op.id, command=op.command, **fields)
+
+    outcome = result.data
+    if not isinstance(outcome, ops.CommandOutcome):
+        exc = _error_of(result)
+        if isinstance(exc, ops.OperationError) and exc.kind == "not_a_directory":
+            return event(success=False, error=f"cwd {op.cwd!r} is not a directory")
+        return event(success=False, error=f"cwd {op.cwd!r}: {exc}")
+    if outcome.status == "not_started":
+        return event(success=False, exitCode=NOT_STARTED_EXIT_CODE, stdout="", stderr=outcome.stderr,
+                     durationMs=outcome.duration_ms, error="command could not be started")
+    if outcome.status == "timed_out":
+        return event(success=False, exitCode=TIMEOUT_EXIT_CODE, stdout=outcome.stdout, stderr=outcome.stderr,
+                     durationMs=outcome.duration_ms, timedOut=True,
+                     error=f"command timed out after {outcome.timeout_ms} ms")
+    return event(success=outcome.status == "ok", exitCode=outcome.result.exit_code, stdout=outcome.stdout,
+                 stderr=outcome.stderr, durationMs=outcome.duration_ms)
 
 
-async def _edit(op: EditFileOperation, env: ExecutionEnvironment, policy: Policy, ts: str) -> BaseModel:
-    data = await _read_checked(op.path, env, policy)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise _OpFailed("File is not valid UTF-8 text and cannot be edited") from None
-    for i, edit in enumerate(op.edits, start=1):
-        if edit.oldContent == "":
-            raise _OpFailed(f"edit {i} of {len(op.edits)}: oldContent is empty; nothing was changed")
-        at = text.find(edit.oldContent)
-        if at < 0:
-            raise _OpFailed(f"edit {i} of {len(op.edits)}: oldContent not found; nothing was changed")
-        text = text[:at] + edit.newContent + text[at + len(edit.oldContent):]
-    await env.write_file(op.path, text.encode("utf-8"))
-    return EditFileEvent(timestamp=ts, operationId=op.id, path=op.path, success=True,
-                         editsApplied=len(op.edits))
+# -- the space's tools: each runs one workspace operation, with the policy's limits ------------
 
 
-async def _shell(op: ShellOperation, env: ExecutionEnvironment, policy: Policy) -> BaseModel:
-    ts = now_iso()
-    timeout = min(op.timeout or policy.shell.default_timeout_ms, policy.shell.max_timeout_ms)
-    if op.cwd:
-        try:
-            if not (await env.stat(op.cwd)).is_dir:
-                return ShellEvent(timestamp=ts, operationId=op.id, command=op.command, success=False,
-                                  error=f"cwd {op.cwd!r} is not a directory")
-        except WorkspaceError as exc:
-            return ShellEvent(timestamp=ts, operationId=op.id, command=op.command, success=False,
-                              error=f"cwd {op.cwd!r}: {exc}")
-    result = await env.exec_command(op.command, timeout_ms=timeout, working_dir=op.cwd or None,
-                                    env_vars=dict(op.env) if op.env else None)
-    if result.exit_code == -1 and not result.timed_out and not result.stdout:
-        return ShellEvent(timestamp=ts, operationId=op.id, command=op.command, success=False,
-                          exitCode=-1, stdout="", stderr=result.stderr, durationMs=result.duration_ms,
-                          error="command could not be started")
-    if result.timed_out:
-        return ShellEvent(timestamp=ts, operationId=op.id, command=op.command, success=False,
-                          exitCode=TIMEOUT_EXIT_CODE, stdout=result.stdout, stderr=result.stderr,
-                          durationMs=result.duration_ms, timedOut=True,
-                          error=f"command timed out after {timeout} ms")
-    return ShellEvent(timestamp=ts, operationId=op.id, command=op.command, success=result.exit_code == 0,
-                      exitCode=result.exit_code, stdout=result.stdout, stderr=result.stderr,
-                      durationMs=result.duration_ms)
+def space_registry(policy: Policy) -> ToolRegistry:
+    """The tools of a space's operations; ``ToolOutput.data`` holds the typed outcome."""
+    max_bytes = policy.filesystem.max_file_size
+
+    async def create(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:
+        if args.get("encoding") == "base64":
+            try:
+                data = base64.b64decode(args["content"], validate=True)
+            except (binascii.Error, ValueError):
+                raise ToolError("content is not valid base64") from None
+        else:
+            data = args["content"].encode("utf-8", "surrogatepass")
+        written = await ops.create_file(env, args["path"], data, overwrite=bool(args.get("overwrite")),
+                                        max_bytes=max_bytes)
+        return ToolOutput(f"wrote {written.bytes_written} bytes", data=written)
+
+    async def read(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:
+        data = await ops.read_bytes(env, args["path"], max_bytes=max_bytes)
+        if args.get("encoding") == "base64":
+            content = base64.b64encode(data).decode("ascii")
+        else:
+            content = ops.decode_text(data, args["path"])
+        return ToolOutput(f"read {len(data)} bytes", data=(content, len(data)))
+
+    async def edit(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:
+        edits = [ops.TextEdit(e["oldContent"], e["newContent"]) for e in args["edits"]]
+        changed = await ops.replace_text_in_file(env, args["path"], edits, match="first", max_bytes=max_bytes)
+        return ToolOutput(f"applied {changed} edits", data=changed)
+
+    async def delete(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:
+        await ops.delete_file(env, args["path"])
+        return ToolOutput("deleted", data=args["path"])
+
+    async def shell(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:
+        timeout = min(args.get("timeout") or policy.shell.default_timeout_ms, policy.shell.max_timeout_ms)
+        outcome = await ops.run_command(env, args["command"], timeout_ms=timeout,
+                                        working_dir=args.get("cwd") or None, env_vars=args.get("env") or None)
+        return ToolOutput(f"command {outcome.status}", is_error=outcome.status != "ok", data=outcome)
+
+    def tool(name: str, run: Executor, fields: dict[str, Any], required: list[str]) -> RegisteredTool:
+        return RegisteredTool(ToolDefinition(name, f"The spaces {name} operation.", object_schema(fields, required)),
+                              run)
+
+    text, flag = {"type": "string"}, {"type": "boolean"}
+    encoding = {"enum": ["utf-8", "base64"]}
+    edits = {"type": "array", "items": {"type": "object"}}
+    return ToolRegistry.of([
+        tool("createFile", create, {"path": text, "content": text, "encoding": encoding, "overwrite": flag},
+             ["path", "content"]),
+        tool("readFile", read, {"path": text, "encoding": encoding}, ["path"]),
+        tool("editFile", edit, {"path": text, "edits": edits}, ["path", "edits"]),
+        tool("deleteFile", delete, {"path": text}, ["path"]),
+        tool("shell", shell, {"command": text, "cwd": text, "timeout": {"type": "integer"},
+                              "env": {"type": "object", "additionalProperties": text}}, ["command"]),
+    ])

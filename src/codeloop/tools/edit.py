@@ -18,7 +18,8 @@ from collections import OrderedDict
 from typing import Any
 
 from codeloop.environments.base import ExecutionEnvironment
-from codeloop.environments.errors import FileNotFoundInWorkspaceError, WorkspaceError
+from codeloop.environments.errors import WorkspaceError
+from codeloop.tools import workspace_ops as ops
 from codeloop.tools.errors import ToolError
 from codeloop.tools.files import number_lines
 from codeloop.tools.patch_apply import PUNCTUATION_TO_ASCII
@@ -60,7 +61,7 @@ async def _write_file_hint(env: ExecutionEnvironment, path: str, failures: int) 
     if failures < FAILURES_BEFORE_WRITE_HINT:
         return ""
     try:
-        data = await env.read_bytes(path)
+        data = await ops.read_bytes(env, path)
     except WorkspaceError:  # a missing or unreadable file already has its own error
         return ""
     lines = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
@@ -83,36 +84,42 @@ async def edit_file(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolCo
     if old == "":
         return await _create(env, path, new)
     text = await _read_text(env, path)
-    count = text.count(old)
-    if count == 1 or (count > 1 and replace_all):
-        await env.write_file(path, text.replace(old, new))
-        return f"Edited {path}: {_replacements(count)}."
-    if count > 1:
-        raise ToolError(_not_unique(path, text, old, count))
-    return await _fuzzy(env, path, text, old, new, replace_all)
+    try:
+        updated, count = ops.replace_text(text, old, new, "all" if replace_all else "unique")
+    except ops.OperationError as exc:
+        if exc.kind == "ambiguous":
+            raise ToolError(_not_unique(path, text, old, exc.count or 0)) from None
+        return await _fuzzy(env, path, text, old, new, replace_all)
+    await ops.write_file(env, path, updated)
+    return f"Edited {path}: {_replacements(count)}."
 
 
 async def _create(env: ExecutionEnvironment, path: str, new: str) -> str:
-    if await env.file_exists(path):
+    try:
+        written = await ops.create_file(env, path, new, overwrite=False)
+    except ops.OperationError as exc:
+        if exc.kind != "exists":
+            raise
         raise ToolError(
             f"old_string is empty but {path} already exists. Give the exact text to replace, "
             "or use write_file to replace the whole file."
-        )
-    written = await env.write_file(path, new)
-    return f"Created {path} ({written} bytes)."
+        ) from None
+    return f"Created {path} ({written.bytes_written} bytes)."
 
 
 async def _read_text(env: ExecutionEnvironment, path: str) -> str:
     try:
-        data = await env.read_bytes(path)
-    except FileNotFoundInWorkspaceError as exc:
-        raise ToolError(f"{exc} To create a new file, call edit_file with an empty old_string or use write_file.") from None
-    if b"\0" in data:
+        text = await ops.read_text(env, path)
+    except ops.OperationError as exc:
+        if exc.kind == "not_found":
+            raise ToolError(f"{exc} To create a new file, call edit_file with an empty old_string or use write_file.") from None
+        if exc.kind == "not_text":
+            why = "a binary file" if exc.binary else f"not valid UTF-8 text (invalid byte at offset {exc.offset})"
+            raise ToolError(f"Cannot edit {path}: it is {why}.") from None
+        raise
+    if "\0" in text:
         raise ToolError(f"Cannot edit {path}: it is a binary file.")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ToolError(f"Cannot edit {path}: it is not valid UTF-8 text (invalid byte at offset {exc.start}).") from None
+    return text
 
 
 def _replacements(count: int) -> str:
@@ -152,7 +159,7 @@ async def _fuzzy(
             pieces += [text[position:start], new]
             position = start + len(wanted)
             start = normalized.find(wanted, position)
-        await env.write_file(path, "".join(pieces) + text[position:])
+        await ops.write_file(env, path, "".join(pieces) + text[position:])
         return (
             f"Edited {path}: {_replacements(count)} (fuzzy match: old_string matched after reading "
             "curly quotes, dashes and non-breaking spaces as their ASCII forms)."
@@ -215,7 +222,7 @@ async def _fuzzy_lines(
         out += replacement
         position = start + size
     out += file_lines[position:]
-    await env.write_file(path, "\n".join(out))
+    await ops.write_file(env, path, "\n".join(out))
     spans = ", ".join(f"{m + 1}-{m + size}" for m in matches[:10])
     return (
         f"Edited {path}: {_replacements(len(matches))} (fuzzy match: old_string matched lines "

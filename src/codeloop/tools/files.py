@@ -13,6 +13,7 @@ from typing import Any
 
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import BinaryFileError, WorkspaceError
+from codeloop.tools import workspace_ops as ops
 from codeloop.tools.errors import ToolError
 from codeloop.tools.registry import (
     ImageData,
@@ -107,10 +108,12 @@ async def _read_file(path: str, args: dict[str, Any], env: ExecutionEnvironment)
     limit: int = args.get("limit") or DEFAULT_READ_LIMIT
     media_type = _image_type(path)
     if media_type is not None:
-        size = (await env.stat(path)).size
-        if size > MAX_IMAGE_BYTES:
-            raise ToolError(f"{path} is an image of {size} bytes, over the {MAX_IMAGE_BYTES}-byte limit.")
-        data = await env.read_bytes(path)
+        try:
+            data = await ops.read_bytes(env, path, max_bytes=MAX_IMAGE_BYTES)
+        except ops.OperationError as exc:
+            if exc.kind != "too_large":
+                raise
+            raise ToolError(f"{path} is an image of {exc.size} bytes, over the {MAX_IMAGE_BYTES}-byte limit.") from None
         return ToolOutput(
             f"Image file {path} ({media_type}, {len(data)} bytes) is attached.",
             images=(ImageData(media_type, data),),
@@ -165,9 +168,9 @@ async def write_file(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolC
             f"{path} already exists ({size} bytes) and you have not read it in this session. write_file "
             f"replaces the whole file: call read_file on {path} first, then write its complete new content "
             "keeping what should stay (or change just a part with edit_file).")
-    written = await env.write_file(path, args["content"])
+    written = await ops.write_file(env, path, args["content"])
     SEEN_FILES.saw(ctx, env, path)
-    return f"Wrote {written} bytes to {path}"
+    return f"Wrote {written.bytes_written} bytes to {path}"
 
 
 async def list_dir(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> str:

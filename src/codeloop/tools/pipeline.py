@@ -154,7 +154,7 @@ async def execute(
     try:
         produced = await tool.executor(args, env, ctx)
     except (WorkspaceError, ToolError) as exc:
-        return ToolOutput(str(exc), is_error=True)
+        return ToolOutput(str(exc), is_error=True, data=exc)
     except Exception as exc:
         return ToolOutput(describe_exception(tool.name, exc), is_error=True)
     if isinstance(produced, ToolOutput):
@@ -181,6 +181,7 @@ def truncate(
         images=produced.images,
         duration_ms=int((time.monotonic() - started) * 1000),
         pending=pending,
+        data=produced.data,
     )
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from codeloop.environments.base import ExecutionEnvironment, OutputCallback
 from codeloop.policy.approval import PendingApproval
 from codeloop.policy.approval_modes import READ_ONLY_TOOLS as READ_ONLY_TOOLS  # for the agent's claims
+from codeloop.tools.workspace_ops import PlannedChange
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,10 @@ class ToolOutput:
     (a command that exited non-zero, a timeout)."""
     images: tuple[ImageData, ...] = ()
     """Images for multimodal models."""
+    data: Any = None
+    """The typed outcome behind ``text`` (a ``CommandOutcome``, a ``Written``), for callers
+    that format their own texts (the relay and spaces faces); never shown to a model.
+    The pipeline sets it to the ``WorkspaceError``/``ToolError`` an executor raised."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +75,9 @@ class ToolContext:
     """The session the call belongs to, if any."""
     on_output: OutputCallback | None = None
     """Receives streamed command output (shell) as it arrives; must not raise."""
+    before_change: Callable[[PlannedChange], None] | None = None
+    """Called right before the tool changes the workspace or starts a process, by the
+    tools that run ``workspace_ops`` with it (the relay's, for its crash journal)."""
 
 
 @dataclass(frozen=True)
@@ -94,6 +102,9 @@ class ToolResult:
     pending: PendingApproval | None = None
     """Set when the policy asked and no approver was there: the call did not run, and
     ``codeloop.tools.pipeline.resume_tool_call`` runs it once approved."""
+    data: Any = None
+    """The executor's typed outcome or typed error (``ToolOutput.data``); None when it did
+    not run (unknown tool, invalid arguments, denied) or failed unexpectedly."""
 
     @property
     def truncated(self) -> bool:

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from codeloop.environments.base import ExecResult, ExecutionEnvironment
+from codeloop.environments.base import ExecutionEnvironment
 from codeloop.tools.apply_patch import apply_patch_text
 from codeloop.tools.errors import PatchError
 from codeloop.tools.registry import RegisteredTool, ToolContext, ToolDefinition, ToolOutput, object_schema
+from codeloop.tools.workspace_ops import CommandOutcome, run_command
 
 OPENAI_SHELL_TIMEOUT_MS = 10_000
 """codex and gemini-cli default (spec §3.4, §3.6)."""
@@ -32,16 +33,20 @@ def timeout_message(timeout_ms: int) -> str:
     )
 
 
-def format_exec_result(result: ExecResult, timeout_ms: int) -> ToolOutput:
-    """Output, then the timeout message if any, then exit code and duration."""
+def format_outcome(outcome: CommandOutcome) -> ToolOutput:
+    """Output, then the timeout message if any, then how it ended and the duration."""
+    result = outcome.result
     parts = [result.output.rstrip("\n")] if result.output else []
     if result.truncated:
         total = result.stdout_bytes + result.stderr_bytes
         parts.append(f"[output was {total} bytes; only its head and tail were kept]")
-    if result.timed_out:
-        parts.append(timeout_message(timeout_ms))
-    parts.append(f"[exit code: {result.exit_code}, duration: {result.duration_ms} ms]")
-    return ToolOutput("\n".join(parts), is_error=result.timed_out or result.exit_code != 0)
+    if outcome.status == "timed_out":
+        parts.append(timeout_message(outcome.timeout_ms))
+    if outcome.status == "not_started":
+        parts.append(f"[the command did not start, duration: {result.duration_ms} ms]")
+    else:
+        parts.append(f"[exit code: {result.exit_code}, duration: {result.duration_ms} ms]")
+    return ToolOutput("\n".join(parts), is_error=outcome.status != "ok", data=outcome)
 
 
 def is_apply_patch_command(command: str) -> bool:
@@ -67,8 +72,7 @@ def shell_tool(default_timeout_ms: int = OPENAI_SHELL_TIMEOUT_MS, description: s
         if is_apply_patch_command(args["command"]):
             return await _apply_patch_via_shell(args["command"], env)
         timeout_ms = min(args.get("timeout_ms") or default_timeout_ms, MAX_SHELL_TIMEOUT_MS)
-        result = await env.exec_command(args["command"], timeout_ms=timeout_ms, on_output=ctx.on_output)
-        return format_exec_result(result, timeout_ms)
+        return format_outcome(await run_command(env, args["command"], timeout_ms=timeout_ms, on_output=ctx.on_output))
 
     return RegisteredTool(
         ToolDefinition(

@@ -11,7 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-TruncationMode = Literal["head_tail", "tail"]
+TruncationMode = Literal["head_tail", "tail", "head_tail_counted"]
+"""``head_tail`` and ``tail`` carry the loop spec's warnings (§5.1); ``head_tail_counted``
+keeps head and tail around a one-line ``[... N characters of output omitted ...]`` marker
+and never exceeds the limit (the relay's RUN_COMMAND cut, relay spec "RUN_COMMAND")."""
 
 DEFAULT_TOOL_LIMITS: Mapping[str, int] = {
     "read_file": 50_000,
@@ -67,10 +70,14 @@ class TruncationConfig:
     """Character limit per tool name."""
     tool_line_limits: Mapping[str, int | None] = field(default_factory=dict)
     """Line limit per tool name; ``None`` disables line truncation for that tool."""
+    tool_truncation_modes: Mapping[str, TruncationMode] = field(default_factory=dict)
+    """Truncation mode per tool name (a face whose spec fixes its own cut sets it here)."""
 
 
 def truncate_output(output: str, max_chars: int, mode: TruncationMode) -> str:
     """Character truncation (spec §5.1): keep head and tail, or only the tail."""
+    if mode == "head_tail_counted":
+        return _cut_counted(output, max_chars)
     if len(output) <= max_chars:
         return output
     removed = len(output) - max_chars
@@ -93,7 +100,24 @@ def truncate_output(output: str, max_chars: int, mode: TruncationMode) -> str:
             + "The full output is available in the event stream.]\n\n"
             + tail
         )
-    raise ValueError(f"unknown truncation mode {mode!r}; expected 'head_tail' or 'tail'")
+    raise ValueError(f"unknown truncation mode {mode!r}; expected 'head_tail', 'tail' or 'head_tail_counted'")
+
+
+def _cut_counted(output: str, limit: int) -> str:
+    """At most ``limit`` characters: head and tail around a marker that says how many
+    characters were left out (the end of a log holds the error, the start its context);
+    ``limit <= 0`` keeps everything."""
+    if limit <= 0 or len(output) <= limit:
+        return output
+
+    def marker(omitted: int) -> str:
+        return f"\n[... {omitted} characters of output omitted ...]\n"
+
+    # Sized with the largest possible count so the result never exceeds the limit.
+    keep = max(limit - len(marker(len(output))), 0)
+    head = keep // 2
+    tail = keep - head
+    return output[:head] + marker(len(output) - keep) + (output[-tail:] if tail else "")
 
 
 def truncate_lines(output: str, max_lines: int) -> str:
@@ -122,9 +146,16 @@ def line_limit(tool_name: str, config: TruncationConfig | None = None) -> int | 
     return DEFAULT_LINE_LIMITS.get(tool_name)
 
 
+def truncation_mode(tool_name: str, config: TruncationConfig | None = None) -> TruncationMode:
+    """The truncation mode that applies to ``tool_name``."""
+    if config is not None and tool_name in config.tool_truncation_modes:
+        return config.tool_truncation_modes[tool_name]
+    return DEFAULT_TRUNCATION_MODES.get(tool_name, FALLBACK_MODE)
+
+
 def truncate_tool_output(output: str, tool_name: str, config: TruncationConfig | None = None) -> str:
     """Characters first, then lines (spec §5.3)."""
-    mode = DEFAULT_TRUNCATION_MODES.get(tool_name, FALLBACK_MODE)
+    mode = truncation_mode(tool_name, config)
     result = truncate_output(output, char_limit(tool_name, config), mode)
     max_lines = line_limit(tool_name, config)
     if max_lines is not None:

@@ -1,4 +1,4 @@
-"""EDIT_FILE line replacement: the spec's semantics and the original agent's faults we fix."""
+"""Line-range replacement (the relay's EDIT_FILE): the spec's semantics and the original agent's faults we fix."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from codeloop.relay.line_edit import LineRangeError, replace_lines, split_lines
+from codeloop.tools.workspace_ops import OperationError, replace_lines, split_lines
 
 
 def test_replaces_inclusive_one_based_range() -> None:
@@ -42,18 +42,18 @@ def test_final_newline_stays_when_present() -> None:
 
 
 def test_end_line_past_the_end_is_rejected_not_clipped() -> None:
-    with pytest.raises(LineRangeError, match="past the end of the file, which has 3 lines"):
+    with pytest.raises(OperationError, match="past the end of the file, which has 3 lines"):
         replace_lines("a\nb\nc\n", 2, 4, "X\n")
 
 
 @pytest.mark.parametrize(("start", "end"), [(0, 1), (3, 2)])
 def test_invalid_ranges_are_rejected(start: int, end: int) -> None:
-    with pytest.raises(LineRangeError):
+    with pytest.raises(OperationError):
         replace_lines("a\nb\nc\n", start, end, "X\n")
 
 
 def test_empty_file_cannot_be_edited() -> None:
-    with pytest.raises(LineRangeError, match="CREATE_FILE"):
+    with pytest.raises(OperationError, match="the file is empty"):
         replace_lines("", 1, 1, "X\n")
 
 
