@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import re
 import time
 import uuid
 from collections import deque
@@ -42,8 +41,8 @@ from codeloop.agent.history import (
 from codeloop.agent.loop_detection import detect_loop, loop_warning
 from codeloop.agent.project_docs import discover_project_docs, render_project_docs
 from codeloop.agent.prompts import gather_environment_context, render_environment
+from codeloop.agent.reply_reader import Reply, ReplyReader
 from codeloop.agent.subagents import SubagentManager, subagent_tools
-from codeloop.agent.text_tool_calls import parse_text_tool_calls
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.llm import constrained
 from codeloop.llm.errors import AuthenticationError, ContextLengthError, NotFoundError, SDKError, StreamError
@@ -64,9 +63,6 @@ EMPTY_REPLY = "Your reply was empty. Continue the task: call a tool, or give you
 """Sent when the model answers a tool result with nothing."""
 MAX_EMPTY_REPLIES = 2
 """Empty replies per input answered with EMPTY_REPLY; the next one ends the input."""
-
-_ENDS_COMPLETE = re.compile(r"(</[A-Za-z_][\w.-]*>|\}|```)\s*$")
-"""A reply cut by the output limit still holds whole calls when it ends like this."""
 
 
 class SessionState(StrEnum):
@@ -275,14 +271,13 @@ class Session:
                 return "turn_limit"
 
             response = await self._call_model()
-            calls = self._tool_calls_of(response)
-            text = self._answer_of(response) if self._constrained else response.text
+            reply = self._read(response)
+            calls, text = list(reply.calls), reply.text
             self.last_text = text
-            recovered = bool(calls) and not response.tool_calls
             self.history.append(AssistantTurn(
-                content=text, tool_calls=tuple(calls), reasoning=response.reasoning,
+                content=text, tool_calls=reply.calls, reasoning=response.reasoning,
                 usage=response.usage, response_id=response.id,
-                message=None if recovered or not self.profile.native_tool_calls else response.message,
+                message=None if reply.recovered or not self.profile.native_tool_calls else response.message,
             ))
             usage = response.usage
             self._emit(ev.AssistantTextEnd, text=text, reasoning=response.reasoning,
@@ -368,41 +363,13 @@ class Session:
             raise StreamError("the model's stream ended without a final response")
         return response
 
-    def _tool_calls_of(self, response: Response) -> list[ToolCall]:
-        if self._constrained and not response.tool_calls:
-            schemas = {d.name: d.parameters for d in self._tools().definitions()}
-            call = constrained.parse_constrained_reply(response.text, schemas).call
-            return [call] if call is not None else []
-        calls = response.tool_calls
-        if calls or not response.text:
-            return calls
+    def _read(self, response: Response) -> Reply:
         recover = self.config.tool_call_recovery
         if recover is None:
             recover = self.profile.tool_call_recovery or not self.profile.native_tool_calls
-        if not recover:
-            return []
         schemas = {d.name: d.parameters for d in self._tools().definitions()}
-        recovered = list(parse_text_tool_calls(response.text, schemas).calls)
-        if response.finish_reason.reason == "length" and not _ENDS_COMPLETE.search(response.text):
-            # Cut off by the output limit in the middle of a call: its last argument may be
-            # truncated (half a file), so nothing runs and the model is told to resend it.
-            limit = f" ({self.profile.max_output_tokens} tokens)" if self.profile.max_output_tokens else ""
-            cut = (f"Your reply was cut off at the output limit{limit} before this {{name}} call was "
-                   "complete, so it was not run. Send the call again, shorter: one tool call, no other text "
-                   "(for a big file, write part of it and add the rest with edit_file).")
-            recovered = [dataclasses.replace(c, parse_error=cut.format(name=c.name)) for c in recovered]
-        return recovered
-
-    def _answer_of(self, response: Response) -> str:
-        """In constrained mode, the assistant text to keep: the final answer's text; nothing
-        for a valid call when the history carries it as a structured call (saves the window);
-        else the raw reply (so the model sees what it wrote)."""
-        schemas = {d.name: d.parameters for d in self._tools().definitions()}
-        reply = constrained.parse_constrained_reply(response.text, schemas)
-        if reply.answer is not None:
-            return reply.answer
-        valid_call = reply.call is not None and reply.call.parse_error is None
-        return "" if valid_call and self.profile.native_tool_calls else response.text
+        return ReplyReader(schemas, recover, self._constrained, self.profile.native_tool_calls,
+                           self.profile.max_output_tokens).read(response)
 
     async def _resolve_constrained(self) -> None:
         """Decide constrained decoding once per session and say which mode is active."""

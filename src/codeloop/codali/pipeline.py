@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from codeloop.agent.history import AssistantTurn, native_messages
-from codeloop.agent.text_tool_calls import parse_text_tool_calls
+from codeloop.agent.reply_reader import ReplyReader
 from codeloop.codali.answer import answer_request
 from codeloop.codali.critic import CriticResult, judge, outside_plan, parse_verdict
 from codeloop.codali.needs import NEED_TYPES
@@ -481,25 +481,19 @@ class RolesPipeline:
             reply_format = constrained.response_format(_restrict_paths(llm_tools, targets))
         else:
             system, tools = BUILDER, llm_tools
+        reader = ReplyReader(schemas, constrained=mode == "constrained", output_limit=self.config.max_output_tokens)
         ran_tool = nudged = False
         for _ in range(self.config.max_builder_steps):
             response = await self._complete("builder", self.config.builder, system, tools, reply_format)
-            calls = response.tool_calls
-            if mode == "constrained" and not calls:
-                reply = constrained.parse_constrained_reply(response.text, schemas)
-                calls = [reply.call] if reply.call is not None else []
-                text = reply.answer if reply.answer is not None else response.text
-                self.history.add(native_messages(AssistantTurn(content="" if calls else text,
-                                                               tool_calls=tuple(calls)))[0])
-            elif calls or not response.text:
+            reply = reader.read(response)
+            calls = reply.calls
+            if calls == tuple(response.tool_calls) and reply.text == response.text:
                 self.history.add(response.message)
             else:
-                # Small local models write their calls as text (fenced JSON, <tool_call> tags)
-                # instead of structured tool_calls; run those, and keep them in the history as
-                # structured calls so each tool result answers a call the server knows.
-                calls = list(parse_text_tool_calls(response.text, schemas).calls)
-                self.history.add(native_messages(AssistantTurn(content=response.text, tool_calls=tuple(calls)))[0]
-                                 if calls else response.message)
+                # Calls read from text (small local models write fenced JSON or <tool_call> tags)
+                # or a constrained reply: kept as structured calls, so each tool result answers
+                # a call the server knows.
+                self.history.add(native_messages(AssistantTurn(content=reply.text, tool_calls=calls))[0])
             if not calls and mode != "constrained" and "AGENT_REQUEST" in response.text:
                 # The builder is a codali role too (spec §1): it may ask for context.
                 try:
@@ -519,9 +513,8 @@ class RolesPipeline:
                 self.history.add(Message.user(BUILDER_NUDGE))
                 continue
             ran_tool = True
-            recovered = not response.tool_calls  # parsed from text: its parse_error shows the valid form
             for call in calls:
-                if recovered and call.parse_error is not None:
+                if reply.recovered and call.parse_error is not None:
                     # The recovery parser's message shows the exact valid form of the call.
                     output, is_error = call.parse_error, True
                 elif refused := self._plan_guard(call.name, call.arguments, targets):
