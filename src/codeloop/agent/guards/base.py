@@ -1,15 +1,12 @@
 """The turn-guard seam (issue 18): small checks the loop runs after each reply and tool round.
 
-Small models need rescues (an empty reply nudged, a claim no call backs, a loop warned
-about) that the loop itself should not spell out. Each is a :class:`TurnGuard` in its own
-module, listed in :data:`codeloop.agent.guards.DEFAULT_GUARDS`; the session makes a fresh
-instance of each per input, so a guard may count within an input.
-
-- ``after_reply``: the first guard that does not accept decides. ``nudge`` sends its text
-  to the model as steering and calls the model again; ``end`` ends the input with its
-  reason. Later guards do not see that reply.
-- ``after_tools``: every guard sees every tool round; each nudge is sent, an ``end`` ends
-  the input.
+Small-model rescues (an empty reply nudged, a claim no call backs, a loop warned about) are
+not spelled out in the loop: each is a :class:`TurnGuard` in its own module, listed in
+:data:`codeloop.agent.guards.DEFAULT_GUARDS`. The session makes fresh guards per input (a
+guard may count within an input). ``after_reply``: the first guard that does not accept
+decides (``nudge``: its text goes to the model as steering and the model is asked again;
+``end``: the input ends with that reason); later guards do not see the reply.
+``after_tools``: every guard sees every tool round; nudges are all sent, an ``end`` ends the input.
 """
 
 from __future__ import annotations
@@ -27,7 +24,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class GuardAction:
-    """A guard's answer; build with :data:`ACCEPT`, :func:`nudge` or :func:`end`."""
+    """A guard's answer: :data:`ACCEPT`, :func:`nudge` or :func:`end`."""
 
     kind: Literal["accept", "nudge", "end"]
     text: str = ""
@@ -40,12 +37,10 @@ ACCEPT = GuardAction("accept")
 
 
 def nudge(text: str, *, event: Literal["steering", "loop_detection"] = "steering") -> GuardAction:
-    """Send ``text`` to the model (a steering turn) before it goes on."""
     return GuardAction("nudge", text, event)
 
 
 def end(reason: str) -> GuardAction:
-    """End the input now; ``reason`` becomes the ``SESSION_END`` reason."""
     return GuardAction("end", reason)
 
 
@@ -62,9 +57,7 @@ class TurnGuard:
     """Accepts everything; a guard overrides the hooks it needs. Must not raise."""
 
     async def after_reply(self, reply: Reply, turn: Turn) -> GuardAction:
-        """Called with each reply before its calls run (or before it ends the input)."""
         return ACCEPT
 
     async def after_tools(self, calls: Sequence[ToolCall], results: Sequence[CallResult], turn: Turn) -> GuardAction:
-        """Called after each tool round, once its results are in the history."""
         return ACCEPT
