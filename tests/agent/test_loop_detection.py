@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from codeloop.agent.loop_detection import detect_loop, loop_warning
+from codeloop.agent.guards.loop_warning import detect_loop, loop_warning
 
 
 def test_2_10_warning_text_is_verbatim() -> None:

@@ -496,3 +496,21 @@ async def test_the_plan_guard_judges_where_a_write_lands_through_symlinks(repo: 
     assert (repo / "src/public/index.html").read_text() == "<h1>Welcome</h1>\n"
     assert (repo / "docs/guide.md").read_bytes() == guide
     assert "write_file refused: docs/guide.md is not in plan_targets" in str(adapter.requests[4].messages[-1].content)
+
+
+async def test_a_builder_call_cut_by_the_output_limit_is_not_run_and_the_model_is_told(repo: Path) -> None:
+    # The builder reads replies like a Session: half a file written as text never lands.
+    original = (repo / "src/public/index.html").read_text()
+    cut = '<tool name="write_file">\n<file_path>src/public/index.html</file_path>\n<content>\n<h1>Wel'
+    adapter = ScriptedAdapter([
+        text_response("Brief."), text_response(PLAN),
+        text_response(cut, finish="length"),
+        text_response("Nothing more."), text_response("status: PASS"),
+    ])
+    events: list[tuple[str, dict[str, object]]] = []
+    await RolesPipeline(Client({"scripted": adapter}), repo, config(builder_tools="text", max_rounds=1),
+                        on_event=lambda kind, data: events.append((kind, data))).run("Rename the heading")
+    assert (repo / "src/public/index.html").read_text() == original
+    assert ("tool_call", {"name": "write_file", "is_error": True}) in events
+    told = str(adapter.requests[3].messages[-1].content)
+    assert "cut off at the output limit (2048 tokens)" in told and "Send the call again, shorter" in told

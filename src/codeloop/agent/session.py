@@ -18,17 +18,16 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import re
 import time
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from enum import StrEnum
 from typing import Any, Protocol
 
 from codeloop.agent import events as ev
-from codeloop.agent.claims import claim_note, unbacked
 from codeloop.agent.config import SessionConfig
+from codeloop.agent.guards import ACCEPT, DEFAULT_GUARDS, Turn, TurnGuard
 from codeloop.agent.history import (
     AssistantTurn,
     CallResult,
@@ -39,11 +38,10 @@ from codeloop.agent.history import (
     native_messages,
     text_messages,
 )
-from codeloop.agent.loop_detection import detect_loop, loop_warning
 from codeloop.agent.project_docs import discover_project_docs, render_project_docs
 from codeloop.agent.prompts import gather_environment_context, render_environment
+from codeloop.agent.reply_reader import Reply, ReplyReader
 from codeloop.agent.subagents import SubagentManager, subagent_tools
-from codeloop.agent.text_tool_calls import parse_text_tool_calls
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.llm import constrained
 from codeloop.llm.errors import AuthenticationError, ContextLengthError, NotFoundError, SDKError, StreamError
@@ -53,20 +51,11 @@ from codeloop.profiles.base import ProviderProfile, to_llm_tool
 from codeloop.profiles.prompts import NATIVE_COMPACT
 from codeloop.tools import ToolContext, ToolPolicy, ToolRegistry, TruncationConfig, execute_tool_call
 from codeloop.tools.policy_hook import Approver
-from codeloop.tools.registry import READ_ONLY_TOOLS
 from codeloop.tools.truncation import DEFAULT_TOOL_LIMITS, FALLBACK_CHAR_LIMIT
 
 CHARS_PER_TOKEN = 4
 """The §5.5 estimate: 1 token ≈ 4 characters."""
 
-
-EMPTY_REPLY = "Your reply was empty. Continue the task: call a tool, or give your final answer."
-"""Sent when the model answers a tool result with nothing."""
-MAX_EMPTY_REPLIES = 2
-"""Empty replies per input answered with EMPTY_REPLY; the next one ends the input."""
-
-_ENDS_COMPLETE = re.compile(r"(</[A-Za-z_][\w.-]*>|\}|```)\s*$")
-"""A reply cut by the output limit still holds whole calls when it ends like this."""
 
 
 class SessionState(StrEnum):
@@ -108,6 +97,7 @@ class Session:
         approver: Approver | None = None,
         depth: int = 0,
         working_subdir: str = "",
+        guards: Sequence[Callable[[], TurnGuard]] = DEFAULT_GUARDS,
     ) -> None:
         if client is None:
             raise ValueError("Session needs an LLM client: Session(profile, env, config, client)")
@@ -120,6 +110,8 @@ class Session:
         self.approver = approver
         self.depth = depth
         self.working_subdir = working_subdir
+        self.guards = tuple(guards)
+        """Makers of the turn guards (:mod:`codeloop.agent.guards`), one fresh set per input."""
         self.state = SessionState.IDLE
         self.history = History(native_messages if profile.native_tool_calls else text_messages)
         self.end_reason = ""
@@ -260,71 +252,53 @@ class Session:
         self.history.append(UserTurn(user_input))
         self._emit(ev.UserInput, content=user_input)
         self._drain_steering()
-        rounds = 0
+        turn = Turn(self)
+        guards = [make() for make in self.guards]
         warned_context = False
-        empty_replies = 0
-        claims_checked = False
-        touched: list[str] = []
-        """Arguments of this input's successful calls that can change files (backs claims)."""
         while True:
-            if rounds >= self.config.max_tool_rounds_per_input:
-                self._emit(ev.TurnLimit, round=rounds)
+            if turn.rounds >= self.config.max_tool_rounds_per_input:
+                self._emit(ev.TurnLimit, round=turn.rounds)
                 return "round_limit"
             if self.config.max_turns > 0 and self.history.turn_count >= self.config.max_turns:
                 self._emit(ev.TurnLimit, total_turns=self.history.turn_count)
                 return "turn_limit"
 
             response = await self._call_model()
-            calls = self._tool_calls_of(response)
-            text = self._answer_of(response) if self._constrained else response.text
-            self.last_text = text
-            recovered = bool(calls) and not response.tool_calls
+            reply = self._read(response)
+            self.last_text = reply.text
             self.history.append(AssistantTurn(
-                content=text, tool_calls=tuple(calls), reasoning=response.reasoning,
+                content=reply.text, tool_calls=reply.calls, reasoning=response.reasoning,
                 usage=response.usage, response_id=response.id,
-                message=None if recovered or not self.profile.native_tool_calls else response.message,
+                message=None if reply.recovered or not self.profile.native_tool_calls else response.message,
             ))
             usage = response.usage
-            self._emit(ev.AssistantTextEnd, text=text, reasoning=response.reasoning,
-                       tool_call_count=len(calls), input_tokens=usage.input_tokens,
+            self._emit(ev.AssistantTextEnd, text=reply.text, reasoning=response.reasoning,
+                       tool_call_count=len(reply.calls), input_tokens=usage.input_tokens,
                        output_tokens=usage.output_tokens, cache_read_tokens=usage.cache_read_tokens or 0)
             warned_context = warned_context or self._check_context()
-            if not calls and not text.strip() and rounds and empty_replies < MAX_EMPTY_REPLIES:
-                # Small models sometimes answer a tool result with nothing (often they start
-                # to write the result themselves and hit a stop sequence). Nothing is not a
-                # final answer: ask them to go on.
-                empty_replies += 1
-                self.history.append(SteeringTurn(EMPTY_REPLY))
-                self._emit(ev.SteeringInjected, content=EMPTY_REPLY)
+            action = ACCEPT
+            for guard in guards:
+                if (action := await guard.after_reply(reply, turn)).kind != "accept":
+                    break
+            if action.kind == "end":
+                return action.text
+            if action.kind == "nudge":
+                self._inject(action.text, action.event)
                 continue
-            if not calls and not claims_checked and self._checks_claims():
-                claims_checked = True
-                note = await self._unbacked_claims(text, touched)
-                if note:
-                    # A small model's "I have created result.txt" with no call behind it would
-                    # end the task with a false report; one reminder usually gets the call made.
-                    self.history.append(SteeringTurn(note))
-                    self._emit(ev.SteeringInjected, content=note)
-                    continue
-            if not calls:
+            if not reply.calls:
                 return "completed"
 
-            rounds += 1
-            results = await self._execute_tool_calls(calls)
-            touched += [str(call.arguments) for call, result in zip(calls, results, strict=True)
-                        if not result.is_error and call.name not in READ_ONLY_TOOLS]
+            turn.rounds += 1
+            results = await self._execute_tool_calls(list(reply.calls))
             self.history.append(ToolResultsTurn(tuple(results)))
             self._fit_history()
             self._drain_steering()
-            self._check_loop()
-
-    def _checks_claims(self) -> bool:
-        check = self.config.check_claims
-        return self.profile.compact if check is None else check
-
-    async def _unbacked_claims(self, text: str, touched: list[str]) -> str:
-        found = await unbacked(text, touched, self.environment.file_exists)
-        return claim_note(found) if found else ""
+            for guard in guards:
+                action = await guard.after_tools(reply.calls, results, turn)
+                if action.kind == "end":
+                    return action.text
+                if action.kind == "nudge":
+                    self._inject(action.text, action.event)
 
     def _request(self) -> Request:
         registry = self._tools()
@@ -368,41 +342,13 @@ class Session:
             raise StreamError("the model's stream ended without a final response")
         return response
 
-    def _tool_calls_of(self, response: Response) -> list[ToolCall]:
-        if self._constrained and not response.tool_calls:
-            schemas = {d.name: d.parameters for d in self._tools().definitions()}
-            call = constrained.parse_constrained_reply(response.text, schemas).call
-            return [call] if call is not None else []
-        calls = response.tool_calls
-        if calls or not response.text:
-            return calls
+    def _read(self, response: Response) -> Reply:
         recover = self.config.tool_call_recovery
         if recover is None:
             recover = self.profile.tool_call_recovery or not self.profile.native_tool_calls
-        if not recover:
-            return []
         schemas = {d.name: d.parameters for d in self._tools().definitions()}
-        recovered = list(parse_text_tool_calls(response.text, schemas).calls)
-        if response.finish_reason.reason == "length" and not _ENDS_COMPLETE.search(response.text):
-            # Cut off by the output limit in the middle of a call: its last argument may be
-            # truncated (half a file), so nothing runs and the model is told to resend it.
-            limit = f" ({self.profile.max_output_tokens} tokens)" if self.profile.max_output_tokens else ""
-            cut = (f"Your reply was cut off at the output limit{limit} before this {{name}} call was "
-                   "complete, so it was not run. Send the call again, shorter: one tool call, no other text "
-                   "(for a big file, write part of it and add the rest with edit_file).")
-            recovered = [dataclasses.replace(c, parse_error=cut.format(name=c.name)) for c in recovered]
-        return recovered
-
-    def _answer_of(self, response: Response) -> str:
-        """In constrained mode, the assistant text to keep: the final answer's text; nothing
-        for a valid call when the history carries it as a structured call (saves the window);
-        else the raw reply (so the model sees what it wrote)."""
-        schemas = {d.name: d.parameters for d in self._tools().definitions()}
-        reply = constrained.parse_constrained_reply(response.text, schemas)
-        if reply.answer is not None:
-            return reply.answer
-        valid_call = reply.call is not None and reply.call.parse_error is None
-        return "" if valid_call and self.profile.native_tool_calls else response.text
+        return ReplyReader(schemas, recover, self._constrained, self.profile.native_tool_calls,
+                           self.profile.max_output_tokens).read(response)
 
     async def _resolve_constrained(self) -> None:
         """Decide constrained decoding once per session and say which mode is active."""
@@ -473,16 +419,15 @@ class Session:
 
     def _drain_steering(self) -> None:
         while self._steering:
-            message = self._steering.popleft()
-            self.history.append(SteeringTurn(message))
-            self._emit(ev.SteeringInjected, content=message)
+            self._inject(self._steering.popleft())
 
-    def _check_loop(self) -> None:
-        window = self.config.loop_detection_window
-        if self.config.enable_loop_detection and detect_loop(self.history.recent_call_signatures(window), window):
-            warning = loop_warning(window)
-            self.history.append(SteeringTurn(warning))
-            self._emit(ev.LoopDetection, message=warning)
+    def _inject(self, message: str, event: str = "steering") -> None:
+        """A steering turn: the user's (§2.6), a guard's nudge, or a loop warning (§2.10)."""
+        self.history.append(SteeringTurn(message))
+        if event == "loop_detection":
+            self._emit(ev.LoopDetection, message=message)
+        else:
+            self._emit(ev.SteeringInjected, content=message)
 
     def _output_limits(self) -> dict[str, int]:
         """Per-tool character limits: the config's, and for small context windows (issue 10)

@@ -27,7 +27,6 @@ import json
 import re
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from codeloop.llm.types import ToolCall
@@ -39,14 +38,6 @@ Schemas = Mapping[str, Mapping[str, Any]]
 _TAGGED = re.compile(r"<tool\s+name\s*=\s*[\"']?([\w.-]+)[\"']?\s*>(.*?)(?:</tool>|\Z)", re.DOTALL)
 _PARAM = re.compile(r"<([A-Za-z_][\w-]*)>(.*?)</\1\s*>", re.DOTALL)
 _HERMES = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|\Z)", re.DOTALL)
-
-
-@dataclass(frozen=True)
-class ParsedReply:
-    """The tool calls found in a reply's text."""
-
-    calls: tuple[ToolCall, ...]
-    """Calls in order of appearance; malformed ones carry ``parse_error``."""
 
 
 def new_call_id() -> str:
@@ -186,8 +177,9 @@ def _json_objects(text: str) -> list[tuple[int, int, Any]]:
     return found
 
 
-def parse_text_tool_calls(text: str, schemas: Schemas) -> ParsedReply:
-    """Tool calls written in ``text``; see the module docstring for the accepted forms."""
+def parse_text_tool_calls(text: str, schemas: Schemas) -> tuple[ToolCall, ...]:
+    """Tool calls written in ``text``, in order of appearance (malformed ones carry
+    ``parse_error``); see the module docstring for the accepted forms."""
     found: list[tuple[int, ToolCall]] = []
     taken: list[tuple[int, int]] = []
 
@@ -219,11 +211,5 @@ def parse_text_tool_calls(text: str, schemas: Schemas) -> ParsedReply:
             found.append((start, call))
             taken.append((start, end))
     found.sort(key=lambda item: item[0])
-    return ParsedReply(tuple(call for _, call in found))
+    return tuple(call for _, call in found)
 
-
-def strip_tool_markup(text: str) -> str:
-    """The prose of a reply with tagged and ``<tool_call>`` blocks removed (for display)."""
-    text = _TAGGED.sub("", text)
-    text = _HERMES.sub("", text)
-    return text.strip()

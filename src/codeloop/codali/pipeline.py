@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from codeloop.agent.history import AssistantTurn, native_messages
-from codeloop.agent.text_tool_calls import parse_text_tool_calls
+from codeloop.agent.reply_reader import ReplyReader
 from codeloop.codali.answer import answer_request
 from codeloop.codali.critic import CriticResult, judge, outside_plan, parse_verdict
 from codeloop.codali.needs import NEED_TYPES
@@ -52,6 +52,7 @@ from codeloop.llm.types import Message, Request, Response, ResponseFormat
 from codeloop.llm.types import ToolDefinition as LLMToolDefinition
 from codeloop.profiles.text import describe_text_tools
 from codeloop.tools.pipeline import execute_tool_call
+from codeloop.tools.policy_hook import PolicyDecision, ToolCallRequest, ToolPolicy
 from codeloop.tools.registry import ToolContext, ToolRegistry
 
 OVERVIEW_CHARS = 3000
@@ -356,18 +357,18 @@ class RolesPipeline:
                 self._turn_replies.append(text)
                 self.history.add(Message.assistant(text))
                 return text
-            try:
-                # The pipeline knows who asks: a wrong role or one bad need out of several
-                # becomes a warning in the response, not a lost turn (small models do both).
-                request = parse_agent_request(text, role=role, skip_bad_needs=True)
-            except AgentRequestError as exc:
-                self.history.add(Message.user(f"Codali could not parse your AGENT_REQUEST: {exc}. "
-                                              "Send a corrected request, or give your final answer."))
-                continue
-            await self._answer(role, request)
+            await self._answer(role, text, "Send a corrected request, or give your final answer.")
         return text
 
-    async def _answer(self, role: str, request: AgentRequest) -> None:
+    async def _answer(self, role: str, text: str, otherwise: str) -> None:
+        """Answer the AGENT_REQUEST in ``text``; a malformed one goes back with ``otherwise``."""
+        try:
+            # The pipeline knows who asks: a wrong role or one bad need out of several
+            # becomes a warning in the response, not a lost turn (small models do both).
+            request = parse_agent_request(text, role=role, skip_bad_needs=True)
+        except AgentRequestError as exc:
+            self.history.add(Message.user(f"Codali could not parse your AGENT_REQUEST: {exc}. {otherwise}"))
+            return
         self._emit("agent_request", {"role": role, "needs": [n.type for n in request.needs]})
         response = await answer_request(request, self.root, env=self.env, index=self.index,
                                         content_budget=self.config.content_budget)
@@ -440,24 +441,27 @@ class RolesPipeline:
                 "repository root. Repeat the plan_targets list with the real paths (a new file you mean to "
                 "create may stay).")
 
-    def _plan_guard(self, name: str, arguments: object, targets: list[str]) -> str | None:
-        """Why a write outside ``plan_targets`` is refused before it runs (the critic would
-        fail the round for it; refused now, the builder can still do the planned change)."""
-        if name not in WRITE_TOOLS or not targets or not isinstance(arguments, dict):
-            return None
-        path = arguments.get("file_path")
-        if not isinstance(path, str) or not path.strip():
-            return None
-        try:
-            # Where the write would really land (symlinks followed), as the critic will see it.
-            rel = relative_to_root(self.root, resolve_workspace_path(self.root, path))
-        except WorkspaceError:
-            return None  # outside the repository: the tool's own path check answers it
-        if not outside_plan([rel], targets):
-            return None
-        return (f"{name} refused: {rel} is not in plan_targets ({', '.join(targets)}). Change only the "
-                "plan_targets; if another file must change, say so in your final reply so the architect "
-                "can revise the plan.")
+    def _plan_policy(self, targets: list[str]) -> ToolPolicy:
+        """Refuses a write outside ``targets`` before it runs (the critic would fail the round
+        for it; refused now, the builder can still make the planned change)."""
+
+        async def policy(call: ToolCallRequest, env: ExecutionEnvironment) -> PolicyDecision:
+            path = call.arguments.get("file_path")
+            if call.name not in WRITE_TOOLS or not targets or not isinstance(path, str) or not path.strip():
+                return PolicyDecision.allow()
+            try:
+                # Where the write would really land (symlinks followed), as the critic will see it.
+                rel = relative_to_root(self.root, resolve_workspace_path(self.root, path))
+            except WorkspaceError:
+                return PolicyDecision.allow()  # outside the repository: the tool's own path check answers it
+            if not outside_plan([rel], targets):
+                return PolicyDecision.allow()
+            return PolicyDecision.deny(
+                f"{call.name} refused: {rel} is not in plan_targets ({', '.join(targets)}). Change only the "
+                "plan_targets; if another file must change, say so in your final reply so the architect can "
+                "revise the plan.")
+
+        return policy
 
     async def _builder(self, targets: list[str]) -> list[str]:
         self._emit("role_start", {"role": "builder"})
@@ -477,37 +481,27 @@ class RolesPipeline:
             system = "\n\n".join([BUILDER, BUILDER_TEXT_SYNTAX, describe_text_tools(definitions, compact=True)])
         elif mode == "constrained":
             system = "\n\n".join([BUILDER, constrained.describe_reply_format(llm_tools)])
-            # The sampler cannot write a path outside the plan: the guard below never has to.
+            # The sampler cannot write a path outside the plan: the plan policy never has to.
             reply_format = constrained.response_format(_restrict_paths(llm_tools, targets))
         else:
             system, tools = BUILDER, llm_tools
+        reader = ReplyReader(schemas, constrained=mode == "constrained", output_limit=self.config.max_output_tokens)
+        policy = self._plan_policy(targets)
         ran_tool = nudged = False
         for _ in range(self.config.max_builder_steps):
             response = await self._complete("builder", self.config.builder, system, tools, reply_format)
-            calls = response.tool_calls
-            if mode == "constrained" and not calls:
-                reply = constrained.parse_constrained_reply(response.text, schemas)
-                calls = [reply.call] if reply.call is not None else []
-                text = reply.answer if reply.answer is not None else response.text
-                self.history.add(native_messages(AssistantTurn(content="" if calls else text,
-                                                               tool_calls=tuple(calls)))[0])
-            elif calls or not response.text:
+            reply = reader.read(response)
+            calls = reply.calls
+            if calls == tuple(response.tool_calls) and reply.text == response.text:
                 self.history.add(response.message)
             else:
-                # Small local models write their calls as text (fenced JSON, <tool_call> tags)
-                # instead of structured tool_calls; run those, and keep them in the history as
-                # structured calls so each tool result answers a call the server knows.
-                calls = list(parse_text_tool_calls(response.text, schemas).calls)
-                self.history.add(native_messages(AssistantTurn(content=response.text, tool_calls=tuple(calls)))[0]
-                                 if calls else response.message)
+                # Calls read from text (small local models write fenced JSON or <tool_call> tags)
+                # or a constrained reply: kept as structured calls, so each tool result answers
+                # a call the server knows.
+                self.history.add(native_messages(AssistantTurn(content=reply.text, tool_calls=calls))[0])
             if not calls and mode != "constrained" and "AGENT_REQUEST" in response.text:
                 # The builder is a codali role too (spec §1): it may ask for context.
-                try:
-                    await self._answer("builder", parse_agent_request(response.text, role="builder",
-                                                                      skip_bad_needs=True))
-                except AgentRequestError as exc:
-                    self.history.add(Message.user(f"Codali could not parse your AGENT_REQUEST: {exc}. "
-                                                  "Use the tools to carry out the plan."))
+                await self._answer("builder", response.text, "Use the tools to carry out the plan.")
                 continue
             if not calls:
                 if ran_tool or nudged or _snapshot(self.root) != before:
@@ -519,18 +513,15 @@ class RolesPipeline:
                 self.history.add(Message.user(BUILDER_NUDGE))
                 continue
             ran_tool = True
-            recovered = not response.tool_calls  # parsed from text: its parse_error shows the valid form
             for call in calls:
-                if recovered and call.parse_error is not None:
+                if reply.recovered and call.parse_error is not None:
                     # The recovery parser's message shows the exact valid form of the call.
                     output, is_error = call.parse_error, True
-                elif refused := self._plan_guard(call.name, call.arguments, targets):
-                    output, is_error = refused, True
                 else:
                     arguments: dict[str, Any] | str = call.arguments if call.parse_error is None else (
                         call.raw_arguments or "")
                     result = await execute_tool_call(self.registry, call.name, arguments, self.env,
-                                                     ctx=ToolContext(call_id=call.id))
+                                                     policy=policy, ctx=ToolContext(call_id=call.id))
                     output, is_error = result.output, result.is_error
                 self._emit("tool_call", {"name": call.name, "is_error": is_error})
                 self.history.add(Message.tool_result(call.id, output, is_error, name=call.name))

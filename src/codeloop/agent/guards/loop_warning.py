@@ -1,8 +1,12 @@
-"""Loop detection (loop spec §2.10): the last N tool calls repeat a pattern of 1, 2 or 3."""
+"""Turn guard: loop detection (loop spec §2.10): the last N tool calls repeat a pattern of 1, 2 or 3."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+
+from codeloop.agent.guards.base import ACCEPT, GuardAction, Turn, TurnGuard, nudge
+from codeloop.agent.history import CallResult
+from codeloop.llm.types import ToolCall
 
 
 def loop_warning(window: int) -> str:
@@ -26,3 +30,12 @@ def detect_loop(recent_calls: Sequence[str], window_size: int) -> bool:
         if all(calls[i:i + pattern_len] == pattern for i in range(pattern_len, window_size, pattern_len)):
             return True
     return False
+
+
+class LoopWarning(TurnGuard):
+    async def after_tools(self, calls: Sequence[ToolCall], results: Sequence[CallResult], turn: Turn) -> GuardAction:
+        config = turn.session.config
+        window = config.loop_detection_window
+        if config.enable_loop_detection and detect_loop(turn.session.history.recent_call_signatures(window), window):
+            return nudge(loop_warning(window), event="loop_detection")
+        return ACCEPT

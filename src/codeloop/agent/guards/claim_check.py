@@ -1,0 +1,38 @@
+"""Turn guard: a final answer that claims file changes no call made (issue 10, :mod:`codeloop.agent.claims`).
+
+A small model's "I have created result.txt" with no call behind it would end the task with
+a false report; checked once per input (``SessionConfig.check_claims``), one reminder
+usually gets the call made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from codeloop.agent.claims import claim_note, unbacked
+from codeloop.agent.guards.base import ACCEPT, GuardAction, Turn, TurnGuard, nudge
+from codeloop.agent.history import CallResult
+from codeloop.agent.reply_reader import Reply
+from codeloop.llm.types import ToolCall
+from codeloop.tools.registry import READ_ONLY_TOOLS
+
+
+class ClaimCheck(TurnGuard):
+    def __init__(self) -> None:
+        self.checked = False
+        self.touched: list[str] = []
+        """Arguments of this input's successful calls that can change files (they back claims)."""
+
+    async def after_reply(self, reply: Reply, turn: Turn) -> GuardAction:
+        session = turn.session
+        check = session.config.check_claims
+        if reply.calls or self.checked or not (session.profile.compact if check is None else check):
+            return ACCEPT
+        self.checked = True
+        found = await unbacked(reply.text, self.touched, session.environment.file_exists)
+        return nudge(claim_note(found)) if found else ACCEPT
+
+    async def after_tools(self, calls: Sequence[ToolCall], results: Sequence[CallResult], turn: Turn) -> GuardAction:
+        self.touched += [str(call.arguments) for call, result in zip(calls, results, strict=True)
+                         if not result.is_error and call.name not in READ_ONLY_TOOLS]
+        return ACCEPT
