@@ -7,11 +7,10 @@ file list and is done by :mod:`codeloop.index.import_resolution` after every bui
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
 
-from tree_sitter import Node, Query, QueryCursor, Tree
+from tree_sitter import Node, QueryCursor, Tree
 
-from codeloop.index.languages import grammar
+from codeloop.index.symbols import compile_query, node_text
 
 
 @dataclass(frozen=True)
@@ -59,25 +58,13 @@ _QUERIES = {
 _PY_DYNAMIC = frozenset({"__import__", "import_module"})
 
 
-@cache
-def _query(language: str) -> Query | None:
-    lang = grammar(language)
-    if lang is None or language not in _QUERIES:
-        return None
-    return Query(lang, _QUERIES[language])
-
-
-def _text(node: Node) -> str:
-    return (node.text or b"").decode("utf-8", "replace")
-
-
 def _string_literal(node: Node) -> str | None:
     """The value of a plain string literal node, ``None`` for anything computed."""
     if node.type not in {"string", "interpreted_string_literal", "raw_string_literal"}:
         return None
     if any(child.type in {"interpolation", "template_substitution"} for child in node.named_children):
         return None
-    text = _text(node)
+    text = node_text(node)
     while text[:1] in {"r", "b", "u", "f", "R", "B", "U", "F"}:
         text = text[1:]
     for quote in ('"""', "'''", '"', "'", "`"):
@@ -86,29 +73,29 @@ def _string_literal(node: Node) -> str | None:
     return None
 
 
-def _python_from(node: Node) -> RawImport:
-    module = node.child_by_field_name("module_name")
-    spec = _text(module) if module is not None else ""
-    names: list[str] = []
+def _imported_names(node: Node) -> list[str]:
+    """The names an ``import``/``from ... import`` statement binds, aliases dropped."""
+    names = []
     for child in node.children_by_field_name("name"):
         target = child.child_by_field_name("name") if child.type == "aliased_import" else child
         if target is not None:
-            names.append(_text(target))
-    return RawImport(node.start_point.row + 1, spec, False, tuple(names))
+            names.append(node_text(target))
+    return names
+
+
+def _python_from(node: Node) -> RawImport:
+    module = node.child_by_field_name("module_name")
+    spec = node_text(module) if module is not None else ""
+    return RawImport(node.start_point.row + 1, spec, False, tuple(_imported_names(node)))
 
 
 def _python_import(node: Node) -> list[RawImport]:
-    found = []
-    for child in node.children_by_field_name("name"):
-        target = child.child_by_field_name("name") if child.type == "aliased_import" else child
-        if target is not None:
-            found.append(RawImport(node.start_point.row + 1, _text(target), False))
-    return found
+    return [RawImport(node.start_point.row + 1, name, False) for name in _imported_names(node)]
 
 
 def extract_imports(language: str, tree: Tree) -> list[RawImport]:
     """Imports of ``tree`` in source order (duplicates on one line collapsed)."""
-    query = _query(language)
+    query = compile_query(language, _QUERIES[language]) if language in _QUERIES else None
     if query is None:
         return []
     found: list[RawImport] = []
@@ -118,7 +105,7 @@ def extract_imports(language: str, tree: Tree) -> list[RawImport]:
         elif "from" in caps:
             found.append(_python_from(caps["from"][0]))
         elif "fn" in caps:
-            fn, arg = _text(caps["fn"][0]), caps["arg"][0]
+            fn, arg = node_text(caps["fn"][0]), caps["arg"][0]
             if language == "python" and fn in _PY_DYNAMIC:
                 found.append(RawImport(arg.start_point.row + 1, _string_literal(arg) or "", True))
             elif language != "python" and fn == "require":
@@ -134,10 +121,10 @@ def extract_imports(language: str, tree: Tree) -> list[RawImport]:
                 found.append(RawImport(node.start_point.row + 1, value, False))
         elif "use" in caps:
             node = caps["use"][0]
-            found.append(RawImport(node.start_point.row + 1, _text(node), False))
+            found.append(RawImport(node.start_point.row + 1, node_text(node), False))
         elif "mod" in caps and caps["moditem"][0].child_by_field_name("body") is None:
             node = caps["mod"][0]
-            found.append(RawImport(node.start_point.row + 1, f"mod:{_text(node)}", False))
+            found.append(RawImport(node.start_point.row + 1, f"mod:{node_text(node)}", False))
     unique: dict[tuple[int, str, bool], RawImport] = {}
     for item in found:
         unique.setdefault((item.line, item.specifier, item.dynamic), item)

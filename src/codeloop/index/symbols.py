@@ -115,16 +115,20 @@ class RawSymbol:
 
 
 @cache
-def _query(language: str) -> Query | None:
+def compile_query(language: str, source: str) -> Query | None:
+    """``source`` compiled for ``language`` (symbols and imports); None without its grammar."""
     lang = grammar(language)
-    if lang is None or language not in QUERIES:
-        return None
-    return Query(lang, QUERIES[language])
+    return None if lang is None else Query(lang, source)
+
+
+def node_text(node: Node) -> str:
+    """A node's source text; bytes that are not UTF-8 are replaced, never an error."""
+    return (node.text or b"").decode("utf-8", "replace")
 
 
 def _type_name(node: Node) -> str:
     """The base identifier of a type node (``Foo`` for ``Foo<T>``, ``*Foo``, ``a::Foo``)."""
-    text = (node.text or b"").decode("utf-8", "replace")
+    text = node_text(node)
     for sep in ("<", "["):
         text = text.split(sep, 1)[0]
     return text.lstrip("*&").rsplit("::", 1)[-1].rsplit(".", 1)[-1].strip()
@@ -143,7 +147,7 @@ def _go_receiver(node: Node) -> str:
 
 def extract_symbols(language: str, tree: Tree) -> list[RawSymbol]:
     """Definitions of ``tree`` in source order, with qualified names from nesting."""
-    query = _query(language)
+    query = compile_query(language, QUERIES[language]) if language in QUERIES else None
     if query is None:
         return []
     found: list[tuple[int, int, str, str, Node]] = []
@@ -156,8 +160,7 @@ def extract_symbols(language: str, tree: Tree) -> list[RawSymbol]:
                 node = nodes[0]
                 kind = key[4:]
                 name_node = name_nodes[0]
-                name = _type_name(name_node) if kind == "impl" else (name_node.text or b"").decode(
-                    "utf-8", "replace")
+                name = _type_name(name_node) if kind == "impl" else node_text(name_node)
                 found.append((node.start_byte, -node.end_byte, kind, name, node))
     found.sort(key=lambda item: (item[0], item[1]))
     result: list[RawSymbol] = []

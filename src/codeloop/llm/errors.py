@@ -222,11 +222,12 @@ def classify_message(message: str) -> type[ProviderError] | None:
     return None
 
 
-_STATUS_CLASSES: dict[int, type[ProviderError]] = {
+_STATUS_CLASSES: dict[int, type[SDKError]] = {
     400: InvalidRequestError,
     401: AuthenticationError,
     403: AccessDeniedError,
     404: NotFoundError,
+    408: RequestTimeoutError,
     413: ContextLengthError,
     422: InvalidRequestError,
     429: RateLimitError,
@@ -265,8 +266,6 @@ def error_from_status_code(
     table. The message keeps the status so a user can tell what the server said.
     """
     text = f"{provider} returned HTTP {status_code}: {message}" if status_code else f"{provider}: {message}"
-    if status_code == 408:
-        return RequestTimeoutError(text, provider=provider, status_code=408, raw=raw)
     cls: type[SDKError] | None = _STATUS_CLASSES.get(status_code or 0)
     if cls is None and status_code is not None and 500 <= status_code <= 599:
         cls = ServerError
@@ -278,12 +277,9 @@ def error_from_status_code(
             cls = hinted
     if cls is RequestTimeoutError:
         return RequestTimeoutError(text, provider=provider, status_code=status_code, raw=raw)
-    if cls is None:
-        # Unknown errors default to retryable (§6.3): a false retry costs less than a false abort.
-        return ProviderError(
-            text, provider=provider, status_code=status_code, error_code=error_code,
-            retryable=True, retry_after=retry_after, raw=raw,
-        )
+    # Unknown errors are a plain ProviderError, retryable by default (§6.3): a false retry
+    # costs less than a false abort.
+    cls = cls or ProviderError
     assert issubclass(cls, ProviderError)
     return cls(
         text, provider=provider, status_code=status_code, error_code=error_code,

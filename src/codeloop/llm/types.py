@@ -30,10 +30,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from codeloop.llm.errors import SDKError
 
-JSONValue = Any
-"""Anything ``json.dumps`` accepts."""
-
-
 class Role(StrEnum):
     """Who produced a message (§3.2)."""
 

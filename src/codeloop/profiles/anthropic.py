@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from codeloop.profiles import prompts
-from codeloop.profiles.base import ProviderProfile
-from codeloop.tools.registry import ToolRegistry
+from codeloop.profiles.base import ProviderProfile, native_profile
 from codeloop.tools.sets import anthropic_tools
 from codeloop.tools.shell import ANTHROPIC_SHELL_TIMEOUT_MS
 
@@ -15,15 +14,8 @@ def create_anthropic_profile(
 ) -> ProviderProfile:
     """read_file, write_file, edit_file (old_string/new_string), shell (120 s), grep, glob;
     ``beta_headers`` go to ``provider_options.anthropic.beta_headers`` (§3.5)."""
-    return ProviderProfile(
-        id="anthropic",
-        model=model,
-        tool_registry=ToolRegistry.of(anthropic_tools()),
-        base_instructions=prompts.ANTHROPIC,
-        compact_instructions=prompts.NATIVE_COMPACT,
-        provider=provider,
-        supports_parallel_tool_calls=True,
-        context_window_size=context_window_size,
-        default_command_timeout_ms=ANTHROPIC_SHELL_TIMEOUT_MS,
-        options={"anthropic": {"beta_headers": list(beta_headers)}} if beta_headers else {},
+    return native_profile(
+        "anthropic", model, anthropic_tools(), prompts.ANTHROPIC, context_window_size=context_window_size,
+        provider=provider, default_command_timeout_ms=ANTHROPIC_SHELL_TIMEOUT_MS,
+        options={"anthropic": {"beta_headers": list(beta_headers)}} if beta_headers else None,
     )

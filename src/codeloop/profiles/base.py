@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from codeloop.llm.types import ToolDefinition as LLMToolDefinition
-from codeloop.tools.registry import ToolDefinition, ToolRegistry
+from codeloop.profiles import prompts
+from codeloop.tools.registry import RegisteredTool, ToolDefinition, ToolRegistry
 
 
 def to_llm_tool(definition: ToolDefinition) -> LLMToolDefinition:
@@ -19,7 +20,8 @@ def to_llm_tool(definition: ToolDefinition) -> LLMToolDefinition:
     return LLMToolDefinition(definition.name, definition.description, dict(definition.parameters))
 
 
-def _first_line(text: str) -> str:
+def first_line(text: str) -> str:
+    """The first line of ``text`` without surrounding blanks (a tool's one-line summary)."""
     return text.strip().splitlines()[0] if text.strip() else ""
 
 
@@ -85,7 +87,7 @@ class ProviderProfile:
         """Layer 3 of the system prompt: one line per tool (schemas travel in the request)."""
         if not definitions:
             return ""
-        lines = [f"- {d.name}: {_first_line(d.description)}" for d in definitions]
+        lines = [f"- {d.name}: {first_line(d.description)}" for d in definitions]
         return "# Tools\n" + "\n".join(lines)
 
     def build_system_prompt(
@@ -100,3 +102,24 @@ class ProviderProfile:
         if user_instructions.strip():
             layers.append("# User instructions (highest priority)\n" + user_instructions.strip())
         return "\n\n".join(layer.strip() for layer in layers if layer.strip())
+
+
+def native_profile(
+    profile_id: str, model: str, tools: list[RegisteredTool], base_instructions: str, *,
+    context_window_size: int, provider: str | None, default_command_timeout_ms: int,
+    options: dict[str, Any] | None = None,
+) -> ProviderProfile:
+    """A profile whose tools travel as the provider's native calls (openai, anthropic, gemini):
+    the shared compact prompt, parallel calls on."""
+    return ProviderProfile(
+        id=profile_id,
+        model=model,
+        tool_registry=ToolRegistry.of(tools),
+        base_instructions=base_instructions,
+        compact_instructions=prompts.NATIVE_COMPACT,
+        provider=provider,
+        supports_parallel_tool_calls=True,
+        context_window_size=context_window_size,
+        default_command_timeout_ms=default_command_timeout_ms,
+        options=options or {},
+    )

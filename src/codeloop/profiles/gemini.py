@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from codeloop.profiles import prompts
-from codeloop.profiles.base import ProviderProfile
-from codeloop.tools.registry import ToolRegistry
+from codeloop.profiles.base import ProviderProfile, native_profile
 from codeloop.tools.sets import gemini_tools
 from codeloop.tools.shell import OPENAI_SHELL_TIMEOUT_MS
 
@@ -17,15 +16,8 @@ def create_gemini_profile(
 ) -> ProviderProfile:
     """Core tools plus read_many_files and list_dir, shell 10 s; ``safety_settings`` go to
     ``provider_options.gemini`` (§3.6)."""
-    return ProviderProfile(
-        id="gemini",
-        model=model,
-        tool_registry=ToolRegistry.of(gemini_tools()),
-        base_instructions=prompts.GEMINI,
-        compact_instructions=prompts.NATIVE_COMPACT,
-        provider=provider,
-        supports_parallel_tool_calls=True,
-        context_window_size=context_window_size,
-        default_command_timeout_ms=OPENAI_SHELL_TIMEOUT_MS,
-        options={"gemini": {"safety_settings": safety_settings}} if safety_settings else {},
+    return native_profile(
+        "gemini", model, gemini_tools(), prompts.GEMINI, context_window_size=context_window_size,
+        provider=provider, default_command_timeout_ms=OPENAI_SHELL_TIMEOUT_MS,
+        options={"gemini": {"safety_settings": safety_settings}} if safety_settings else None,
     )

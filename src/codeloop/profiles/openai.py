@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from codeloop.profiles import prompts
-from codeloop.profiles.base import ProviderProfile
-from codeloop.tools.registry import ToolRegistry
+from codeloop.profiles.base import ProviderProfile, native_profile
 from codeloop.tools.sets import openai_tools
 from codeloop.tools.shell import OPENAI_SHELL_TIMEOUT_MS
 
@@ -13,14 +12,7 @@ def create_openai_profile(
     model: str = "gpt-5.2-codex", *, context_window_size: int = 400_000, provider: str | None = None
 ) -> ProviderProfile:
     """read_file, apply_patch, write_file, shell (10 s), grep, glob; parallel calls on."""
-    return ProviderProfile(
-        id="openai",
-        model=model,
-        tool_registry=ToolRegistry.of(openai_tools()),
-        base_instructions=prompts.OPENAI,
-        compact_instructions=prompts.NATIVE_COMPACT,
-        provider=provider,
-        supports_parallel_tool_calls=True,
-        context_window_size=context_window_size,
-        default_command_timeout_ms=OPENAI_SHELL_TIMEOUT_MS,
+    return native_profile(
+        "openai", model, openai_tools(), prompts.OPENAI, context_window_size=context_window_size,
+        provider=provider, default_command_timeout_ms=OPENAI_SHELL_TIMEOUT_MS,
     )

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from codeloop.profiles import prompts
-from codeloop.profiles.base import ProviderProfile
+from codeloop.profiles.base import ProviderProfile, first_line
 from codeloop.tools.registry import ToolDefinition, ToolRegistry
 from codeloop.tools.sets import core_tools
 from codeloop.tools.shell import OPENAI_SHELL_TIMEOUT_MS
@@ -43,7 +43,7 @@ def describe_text_tools(definitions: list[ToolDefinition], *, compact: bool) -> 
     """The ``# Available tools`` block of the text profile (also the codali builder's)."""
     blocks = []
     for d in definitions:
-        first = d.description.strip().splitlines()[0] if d.description.strip() else ""
+        first = first_line(d.description)
         if len(first) > 120 and ". " in first:
             first = first.split(". ")[0] + "."
         blocks.append("\n".join([f"## {d.name}: {first}", *_params(d, compact)]))

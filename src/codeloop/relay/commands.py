@@ -29,20 +29,26 @@ SELF_CLOSING: Final = frozenset({"DELETE_FILE", "READ_FILE"})
 
 
 @dataclass(frozen=True)
-class CreateFile:
+class _Located:
+    """What every command carries besides its payload."""
+
+    line: int = field(default=0, compare=False, kw_only=True)
+    """Line of the opening tag in the inbox file."""
+
+
+@dataclass(frozen=True)
+class CreateFile(_Located):
     """``[CREATE_FILE path="..."]``: create or overwrite a file, creating parents."""
 
     path: str
     """Workspace-relative path, as written by the model."""
     content: str
     """The body verbatim: every body line with its own line terminator."""
-    line: int = field(default=0, compare=False)
-    """Line of the opening tag in the inbox file."""
     name: ClassVar[str] = "CREATE_FILE"
 
 
 @dataclass(frozen=True)
-class EditFile:
+class EditFile(_Located):
     """``[EDIT_FILE path start_line end_line]``: replace lines start..end (1-based, inclusive)."""
 
     path: str
@@ -53,76 +59,62 @@ class EditFile:
     """Last line replaced (1-based, inclusive)."""
     content: str
     """Replacement lines, verbatim; may hold more or fewer lines than the range, or none."""
-    line: int = field(default=0, compare=False)
-    """Line of the opening tag in the inbox file."""
     name: ClassVar[str] = "EDIT_FILE"
 
 
 @dataclass(frozen=True)
-class DeleteFile:
+class DeleteFile(_Located):
     """``[DELETE_FILE path="..."]``: delete one file."""
 
     path: str
     """Workspace-relative path."""
-    line: int = field(default=0, compare=False)
-    """Line of the opening tag in the inbox file."""
     name: ClassVar[str] = "DELETE_FILE"
 
 
 @dataclass(frozen=True)
-class ReadFile:
+class ReadFile(_Located):
     """``[READ_FILE path="..."]``: put the file's contents into the next outbox."""
 
     path: str
     """Workspace-relative path."""
-    line: int = field(default=0, compare=False)
-    """Line of the opening tag in the inbox file."""
     name: ClassVar[str] = "READ_FILE"
 
 
 @dataclass(frozen=True)
-class RunCommand:
+class RunCommand(_Located):
     """``[RUN_COMMAND]``: run the body with ``/bin/sh -c`` in the workspace."""
 
     command: str
     """The body without its final line terminator."""
-    line: int = field(default=0, compare=False)
-    """Line of the opening tag in the inbox file."""
     name: ClassVar[str] = "RUN_COMMAND"
 
 
 @dataclass(frozen=True)
-class Message:
+class Message(_Located):
     """``[MESSAGE]``: text shown to the user."""
 
     text: str
     """The body without its final line terminator."""
-    line: int = field(default=0, compare=False)
-    """Line of the opening tag in the inbox file."""
     name: ClassVar[str] = "MESSAGE"
 
 
 @dataclass(frozen=True)
-class Done:
+class Done(_Located):
     """``[DONE]``: the task is complete; the body summarises it and the session ends."""
 
     summary: str
     """The body without its final line terminator."""
-    line: int = field(default=0, compare=False)
-    """Line of the opening tag in the inbox file."""
     name: ClassVar[str] = "DONE"
 
 
 @dataclass(frozen=True)
-class ParseError:
+class ParseError(_Located):
     """A malformed block (the spec's ``ErrorCommand``): reported, never executed."""
 
     command: str
     """The tag name of the malformed block (``EDIT_FILE``)."""
     message: str
     """What is wrong and how to write it instead."""
-    line: int = field(default=0, compare=False)
-    """Line of the opening tag in the inbox file."""
 
     @property
     def name(self) -> str:

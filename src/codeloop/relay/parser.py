@@ -110,17 +110,17 @@ class _BlockError(Exception):
 def _build_self_closing(name: str, attrs: dict[str, str], line: int) -> RelayCommand:
     path = _required(name, attrs, "path")
     if name == "DELETE_FILE":
-        return DeleteFile(path, line)
-    return ReadFile(path, line)
+        return DeleteFile(path, line=line)
+    return ReadFile(path, line=line)
 
 
 def _build_with_body(name: str, attrs: dict[str, str], body: str, line: int) -> RelayCommand:
     if name == "CREATE_FILE":
-        return CreateFile(_required(name, attrs, "path"), body, line)
+        return CreateFile(_required(name, attrs, "path"), body, line=line)
     if name == "EDIT_FILE":
         path = _required(name, attrs, "path")
         return EditFile(
-            path, _line_number(name, attrs, "start_line"), _line_number(name, attrs, "end_line"), body, line
+            path, _line_number(name, attrs, "start_line"), _line_number(name, attrs, "end_line"), body, line=line
         )
     text = without_terminator(body)
     if name == "RUN_COMMAND":
@@ -128,10 +128,10 @@ def _build_with_body(name: str, attrs: dict[str, str], body: str, line: int) -> 
             raise _BlockError(
                 "the command is empty; put the shell command between [RUN_COMMAND] and [/RUN_COMMAND]"
             )
-        return RunCommand(text, line)
+        return RunCommand(text, line=line)
     if name == "MESSAGE":
-        return Message(text, line)
-    return Done(text, line)
+        return Message(text, line=line)
+    return Done(text, line=line)
 
 
 def _find_closing(text: str, tag: str, start: int) -> tuple[int, int] | None:
@@ -178,7 +178,7 @@ def parse_inbox(text: str) -> list[RelayCommand]:
         if attr_text is None:
             parsed = _parse_attributes(name, rest)
             if isinstance(parsed, str):
-                commands.append(ParseError(name, parsed, line))
+                commands.append(ParseError(name, parsed, line=line))
                 continue
             attrs, rest = parsed
         else:
@@ -208,5 +208,5 @@ def parse_inbox(text: str) -> list[RelayCommand]:
                 pos = close_end + 1
             commands.append(_build_with_body(name, attrs, body, line))
         except _BlockError as exc:
-            commands.append(ParseError(name, str(exc), line))
+            commands.append(ParseError(name, str(exc), line=line))
     return commands

@@ -65,7 +65,6 @@ MAX_FILE_BYTES = 10 * 1024 * 1024
 MAX_COMMAND_CHARS = 4096
 MIN_TIMEOUT_MS = 1000
 MAX_TIMEOUT_MS = 3_600_000
-DEFAULT_TIMEOUT_MS = 30_000
 
 # ----------------------------------------------------------------------------- operations
 
@@ -214,14 +213,6 @@ _ALLOWED_FIELDS: dict[str, dict[str, str]] = {
     "shell": {"id": "string", "command": "string", "cwd": "string", "timeout": "timeout",
               "env": "env"},
 }
-_REQUIRED: dict[str, tuple[str, ...]] = {
-    "message": ("content",),
-    "createFile": ("path", "content"),
-    "readFile": ("path",),
-    "editFile": ("path", "edits"),
-    "deleteFile": ("path",),
-    "shell": ("command",),
-}
 _MODELS: dict[str, type[BaseModel]] = {
     "message": MessageOperation,
     "createFile": CreateFileOperation,
@@ -229,6 +220,11 @@ _MODELS: dict[str, type[BaseModel]] = {
     "editFile": EditFileOperation,
     "deleteFile": DeleteFileOperation,
     "shell": ShellOperation,
+}
+# The required fields come from the models, in declaration order, so the two cannot disagree.
+_REQUIRED: dict[str, tuple[str, ...]] = {
+    op_type: tuple(name for name, info in model.model_fields.items() if info.is_required())
+    for op_type, model in _MODELS.items()
 }
 
 
