@@ -7,8 +7,13 @@ fuzzy success says what it matched. A failure shows the current text around the
 closest line so a small model can retry with the right ``old_string``; from the second
 failed edit of the same small file in a session, the error also suggests rewriting it
 with write_file (issue 10: small models that keep missing are better off). The file is
-read as bytes and written back atomically through the environment, so line endings
-and everything outside the edit are kept byte for byte.
+read as bytes and written back atomically through the environment.
+
+Only what the edit changes is rewritten (issue 19): everything outside the match keeps
+its bytes, and inside a fuzzy match the lines that ``old_string`` and ``new_string`` have
+in common keep the file's spelling (its whitespace, quotes and line endings): tolerant
+matching decides *where* the edit goes, never what the untouched lines become. Line
+breaks of ``new_string`` are written with the file's dominant ending (CRLF in a CRLF file).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from codeloop.tools.errors import ToolError
 from codeloop.tools.files import number_lines
 from codeloop.tools.patch_apply import PUNCTUATION_TO_ASCII
 from codeloop.tools.registry import RegisteredTool, ToolContext, ToolDefinition, object_schema
+from codeloop.tools.text_endings import split_keeping_ends, text_dominant_ending, with_ending
 
 WINDOW_CONTEXT = 3
 """Lines shown above and below the closest match in a not-found error."""
@@ -85,7 +91,7 @@ async def edit_file(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolCo
     text = await _read_text(env, path)
     count = text.count(old)
     if count == 1 or (count > 1 and replace_all):
-        await env.write_file(path, text.replace(old, new))
+        await env.write_file(path, text.replace(old, replacement_text(old, old, new, text_dominant_ending(text))))
         return f"Edited {path}: {_replacements(count)}."
     if count > 1:
         raise ToolError(_not_unique(path, text, old, count))
@@ -113,6 +119,25 @@ async def _read_text(env: ExecutionEnvironment, path: str) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ToolError(f"Cannot edit {path}: it is not valid UTF-8 text (invalid byte at offset {exc.start}).") from None
+
+
+def replacement_text(matched: str, old: str, new: str, ending: str) -> str:
+    """What replaces ``matched`` (the file's text where ``old`` matched, with the same line
+    breaks): ``new``, with its line breaks written as ``ending``, except that the lines it
+    shares with ``old`` keep ``matched``'s bytes."""
+    new_lines = split_keeping_ends(new)
+    fresh = [with_ending(line, ending) for line in new_lines]
+    return "".join(keep_common_lines(split_keeping_ends(matched), split_keeping_ends(old), new_lines, fresh))
+
+
+def keep_common_lines(matched: list[str], old: list[str], new: list[str], fresh: list[str]) -> list[str]:
+    """The lines replacing ``matched`` (``matched[i]`` is the file's line where ``old[i]``
+    matched): a line of ``new`` that ``old`` also has is the file's line; any other is
+    ``fresh[j]``, the new line as written to the file."""
+    out: list[str] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        out += matched[i1:i2] if tag == "equal" else fresh[j1:j2]
+    return out
 
 
 def _replacements(count: int) -> str:
@@ -147,10 +172,12 @@ async def _fuzzy(
     if count == 1 or (count > 1 and replace_all):
         pieces: list[str] = []
         position = 0
+        ending = text_dominant_ending(text)
         start = normalized.find(wanted)
         while start >= 0:
-            pieces += [text[position:start], new]
-            position = start + len(wanted)
+            end = start + len(wanted)
+            pieces += [text[position:start], replacement_text(text[start:end], old, new, ending)]
+            position = end
             start = normalized.find(wanted, position)
         await env.write_file(path, "".join(pieces) + text[position:])
         return (
@@ -205,14 +232,14 @@ async def _fuzzy_lines(
             "or set replace_all to true."
         )
     new_lines = _trim_blank(new.split("\n")) if new.strip() else []
+    cr = "\r" if text_dominant_ending(text) == "\r\n" else ""
     out: list[str] = []
     position = 0
     for start in matches:
         out += file_lines[position:start]
-        replacement = _reindent(new_lines, _indent(old_lines[0]), _indent(file_lines[start]))
-        if all(line.endswith("\r") for line in file_lines[start : start + size]):
-            replacement = [line if line.endswith("\r") else line + "\r" for line in replacement]
-        out += replacement
+        fresh = _reindent(new_lines, _indent(old_lines[0]), _indent(file_lines[start]))
+        fresh = [line if line.endswith("\r") else line + cr for line in fresh]
+        out += keep_common_lines(file_lines[start : start + size], old_lines, new_lines, fresh)
         position = start + size
     out += file_lines[position:]
     await env.write_file(path, "\n".join(out))
