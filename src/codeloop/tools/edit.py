@@ -28,7 +28,13 @@ from codeloop.tools.errors import ToolError
 from codeloop.tools.files import number_lines
 from codeloop.tools.patch_apply import PUNCTUATION_TO_ASCII
 from codeloop.tools.registry import RegisteredTool, ToolContext, ToolDefinition, object_schema
-from codeloop.tools.text_endings import split_keeping_ends, text_dominant_ending, with_ending
+from codeloop.tools.text_endings import (
+    split_bom,
+    split_keeping_ends,
+    strip_ending,
+    text_dominant_ending,
+    with_ending,
+)
 
 WINDOW_CONTEXT = 3
 """Lines shown above and below the closest match in a not-found error."""
@@ -132,11 +138,19 @@ def replacement_text(matched: str, old: str, new: str, ending: str) -> str:
 
 def keep_common_lines(matched: list[str], old: list[str], new: list[str], fresh: list[str]) -> list[str]:
     """The lines replacing ``matched`` (``matched[i]`` is the file's line where ``old[i]``
-    matched): a line of ``new`` that ``old`` also has is the file's line; any other is
-    ``fresh[j]``, the new line as written to the file."""
+    matched): a line of ``new`` whose text ``old`` also has is the file's line; any other is
+    ``fresh[j]``, the new line as written to the file. A kept line keeps its own ending,
+    unless the new line has none (the end of the replaced text) or it had none itself.)"""
     out: list[str] = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
-        out += matched[i1:i2] if tag == "equal" else fresh[j1:j2]
+    opcodes = difflib.SequenceMatcher(None, [strip_ending(x) for x in old], [strip_ending(x) for x in new], autojunk=False)
+    for tag, i1, i2, j1, j2 in opcodes.get_opcodes():
+        if tag != "equal":
+            out += fresh[j1:j2]
+            continue
+        for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
+            text = strip_ending(matched[i])
+            own, wanted = matched[i][len(text) :], fresh[j][len(strip_ending(fresh[j])) :]
+            out.append(text + (own if own and wanted else wanted))
     return out
 
 
@@ -209,7 +223,8 @@ def _indent(line: str) -> str:
 async def _fuzzy_lines(
     env: ExecutionEnvironment, path: str, text: str, old: str, new: str, replace_all: bool
 ) -> str:
-    file_lines = text.split("\n")
+    bom, body = split_bom(text)  # a BOM is not part of the first line's text
+    file_lines = body.split("\n")
     old_lines = _trim_blank(old.split("\n"))
     keys = [_key(line) for line in file_lines]
     wanted = [_key(line) for line in old_lines]
@@ -232,22 +247,38 @@ async def _fuzzy_lines(
             "or set replace_all to true."
         )
     new_lines = _trim_blank(new.split("\n")) if new.strip() else []
-    cr = "\r" if text_dominant_ending(text) == "\r\n" else ""
+    ending = text_dominant_ending(text)
     out: list[str] = []
     position = 0
     for start in matches:
         out += file_lines[position:start]
-        fresh = _reindent(new_lines, _indent(old_lines[0]), _indent(file_lines[start]))
-        fresh = [line if line.endswith("\r") else line + cr for line in fresh]
-        out += keep_common_lines(file_lines[start : start + size], old_lines, new_lines, fresh)
+        matched = file_lines[start : start + size]
+        reindented = _reindent(new_lines, _indent(old_lines[0]), _indent(matched[0]))
+        # Lines as the exact path sees them (endings on, the last one without), so kept
+        # lines get the same endings as there; the "\n" after the match stays where it
+        # is, and so does the "\r" before it.
+        fresh = [line.removesuffix("\r") + ending for line in reindented]
+        if fresh:
+            fresh[-1] = strip_ending(fresh[-1])
+        region = keep_common_lines(_ended(matched), _ended(old_lines), _ended(new_lines), fresh)
+        last_cr = "\r" if matched[-1].endswith("\r") else ""
+        out += ("".join(region) + last_cr).split("\n") if new_lines else []
         position = start + size
     out += file_lines[position:]
-    await env.write_file(path, "\n".join(out))
+    await env.write_file(path, bom + "\n".join(out))
     spans = ", ".join(f"{m + 1}-{m + size}" for m in matches[:10])
     return (
         f"Edited {path}: {_replacements(len(matches))} (fuzzy match: old_string matched lines "
         f"{spans} when whitespace and indentation are ignored; new_string was re-indented to match)."
     )
+
+
+def _ended(lines: list[str]) -> list[str]:
+    """``lines`` (split at ``\\n``) with their endings back on, the last without one."""
+    ended = [line + "\n" for line in lines]
+    if ended:
+        ended[-1] = strip_ending(ended[-1])
+    return ended
 
 
 def _reindent(lines: list[str], old_indent: str, file_indent: str) -> list[str]:
