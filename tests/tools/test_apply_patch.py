@@ -157,3 +157,19 @@ async def test_a_absolute_paths_inside_the_workspace_are_accepted(ws: Workspace)
     assert not result.is_error, result.output
     assert result.output == f"Success. Updated the following files:\nA {target}\n"
     assert target.read_bytes() == b"x\n"
+
+
+CONTRACT = FIXTURES.parent / "codex_contract"
+
+
+@pytest.mark.parametrize("name", sorted(p.parent.name for p in CONTRACT.glob("*/patch.txt")))
+async def test_issue19_codex_contract_scenario_via_tool(name: str, ws: Workspace) -> None:
+    case = CONTRACT / name
+    shutil.copytree(case / "input", ws.root, dirs_exist_ok=True)
+    result = await ws.call("apply_patch", {"patch": (case / "patch.txt").read_bytes().decode("utf-8")})
+    assert not result.is_error, result.output
+    assert snapshot(ws.root) == snapshot(case / "expected")
+
+
+def test_issue19_all_8_contract_scenarios_are_present() -> None:
+    assert len(list(CONTRACT.glob("*/patch.txt"))) == 8
