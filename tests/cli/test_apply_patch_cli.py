@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1]))  # tests/, so the tools test package imports
-from tools.snapshot import FIXTURES, scenario_names, snapshot
+from tools.snapshot import FIXTURES, PARTIAL_SCENARIOS, scenario_names, snapshot
 
 CODELOOP = str(Path(sys.executable).with_name("codeloop"))
 
@@ -26,9 +26,24 @@ def test_a_codex_scenario_via_cli(name: str, tmp_path: Path) -> None:
     work.mkdir()
     if (case / "input").exists():
         shutil.copytree(case / "input", work, dirs_exist_ok=True)
-    result = _run("apply-patch", "--cwd", str(work), str(case / "patch.txt"))
+    mode = ["--partial"] if name in PARTIAL_SCENARIOS else []
+    result = _run("apply-patch", *mode, "--cwd", str(work), str(case / "patch.txt"))
     assert "Traceback" not in result.stderr
     assert snapshot(work) == snapshot(case / "expected")
+
+
+def test_cli_refused_patch_writes_nothing_without_partial(tmp_path: Path) -> None:
+    (tmp_path / "keep.txt").write_bytes(b"keep\n")
+    patch = (
+        "*** Begin Patch\n*** Add File: notes/ok.txt\n+ok\n*** Update File: keep.txt\n@@\n-keep\n+changed\n"
+        "*** Add File: ../outside.txt\n+x\n*** End Patch\n"
+    )
+    before = snapshot(tmp_path)
+    result = _run("apply-patch", "--cwd", str(tmp_path), "-", stdin=patch)
+    assert result.returncode == 1
+    assert result.stderr.startswith("Failed to write file ../outside.txt: ")
+    assert "Nothing was written" in result.stderr
+    assert snapshot(tmp_path) == before
 
 
 def test_cli_success_summary_from_stdin(tmp_path: Path) -> None:

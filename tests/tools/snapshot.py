@@ -22,3 +22,8 @@ def snapshot(root: Path) -> dict[str, bytes | None]:
 def scenario_names() -> list[str]:
     """Names of the scenario folders that hold a patch."""
     return sorted(p.parent.name for p in FIXTURES.glob("*/patch.txt"))
+
+
+PARTIAL_SCENARIOS = frozenset({"015_failure_after_partial_success_leaves_changes"})
+"""Scenarios that record codex's standalone binary writing hunk by hunk: runners apply
+them with the explicit partial mode (codeloop's default is all or nothing)."""

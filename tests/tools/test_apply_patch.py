@@ -1,4 +1,5 @@
-"""apply_patch behaves exactly like codex (loop spec Appendix A, codex's scenario fixtures)."""
+"""apply_patch against codex's scenario fixtures (loop spec Appendix A), and where codeloop
+departs from codex's standalone binary: a patch is all or nothing (issue 19)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from .snapshot import FIXTURES, scenario_names, snapshot
+from codeloop.tools.apply_patch import apply_patch_text
+from codeloop.tools.errors import PatchError
+from codeloop.tools.patch_apply import NOTHING_WRITTEN, PatchApplyError
+
+from .snapshot import FIXTURES, PARTIAL_SCENARIOS, scenario_names, snapshot
 from .workspace_fixture import Workspace
 
 
@@ -17,8 +22,21 @@ async def test_a_codex_scenario_via_tool(name: str, ws: Workspace) -> None:
     if (case / "input").exists():
         shutil.copytree(case / "input", ws.root, dirs_exist_ok=True)
     patch = (case / "patch.txt").read_bytes().decode("utf-8")
-    await ws.call("apply_patch", {"patch": patch})
+    if name in PARTIAL_SCENARIOS:
+        with pytest.raises(PatchError):
+            await apply_patch_text(ws.env, patch, partial=True)
+    else:
+        await ws.call("apply_patch", {"patch": patch})
     assert snapshot(ws.root) == snapshot(case / "expected")
+
+
+@pytest.mark.parametrize("name", sorted(PARTIAL_SCENARIOS))
+async def test_a_partial_scenario_via_tool_writes_nothing(name: str, ws: Workspace) -> None:
+    case = FIXTURES / name
+    before = snapshot(ws.root)
+    result = await ws.call("apply_patch", {"patch": (case / "patch.txt").read_text(encoding="utf-8")})
+    assert result.is_error and "Nothing was written" in result.output
+    assert snapshot(ws.root) == before
 
 
 def test_a_all_23_scenarios_are_present() -> None:
@@ -39,13 +57,17 @@ async def test_a_success_summary_lists_added_modified_deleted(ws: Workspace) -> 
 
 
 async def test_a_partial_success_is_reported_with_codex_message(ws: Workspace) -> None:
-    result = await ws.call(
-        "apply_patch",
-        {"patch": "*** Begin Patch\n*** Add File: created.txt\n+hello\n*** Update File: missing.txt\n@@\n-old\n+new\n*** End Patch"},
-    )
+    patch = "*** Begin Patch\n*** Add File: created.txt\n+hello\n*** Update File: missing.txt\n@@\n-old\n+new\n*** End Patch"
+    result = await ws.call("apply_patch", {"patch": patch})
     assert result.is_error
     assert result.output.startswith("Failed to read file to update missing.txt: ")
-    assert "earlier operations were applied: A created.txt" in result.output
+    assert result.output.endswith("Nothing was written: a patch applies completely or not at all. Fix it and send the whole patch again.")
+    assert not (ws.root / "created.txt").exists()
+    with pytest.raises(PatchApplyError) as caught:
+        await apply_patch_text(ws.env, patch, partial=True)
+    assert str(caught.value).startswith("Failed to read file to update missing.txt: ")
+    assert "Nothing was written" not in str(caught.value)
+    assert caught.value.partial.added == ["created.txt"]
     assert ws.read("created.txt") == b"hello\n"
 
 
@@ -53,14 +75,14 @@ async def test_a_missing_context_message_and_file_untouched(ws: Workspace) -> No
     ws.write("m.txt", "line1\nline2\n")
     result = await ws.call("apply_patch", {"patch": "*** Begin Patch\n*** Update File: m.txt\n@@\n-missing\n+x\n*** End Patch"})
     assert result.is_error
-    assert result.output == "Failed to find expected lines in m.txt:\nmissing"
+    assert result.output == "Failed to find expected lines in m.txt:\nmissing\n" + NOTHING_WRITTEN
     assert ws.read("m.txt") == b"line1\nline2\n"
 
 
 async def test_a_context_hint_not_found_message(ws: Workspace) -> None:
     ws.write("m.txt", "a\n")
     result = await ws.call("apply_patch", {"patch": "*** Begin Patch\n*** Update File: m.txt\n@@ def nope():\n-a\n+b\n*** End Patch"})
-    assert result.output == "Failed to find context 'def nope():' in m.txt"
+    assert result.output == "Failed to find context 'def nope():' in m.txt\n" + NOTHING_WRITTEN
 
 
 async def test_a_empty_patch_modifies_nothing(ws: Workspace) -> None:
@@ -87,11 +109,11 @@ async def test_a_end_of_file_marker_matches_the_last_lines(ws: Workspace) -> Non
 
 
 async def test_a_crlf_lines_outside_the_hunk_are_kept(ws: Workspace) -> None:
-    # Like codex: matched lines are replaced by the patch's lines (LF); the rest is untouched.
+    # Like codex 0.169: the file keeps its endings, the new line takes CRLF too.
     ws.write("w.txt", "one\r\ntwo\r\nthree\r\n")
-    result = await ws.call("apply_patch", {"patch": "*** Begin Patch\n*** Update File: w.txt\n@@\n-two\n+2\n*** End Patch"})
+    result = await ws.call("apply_patch", {"patch": "*** Begin Patch\n*** Update File: w.txt\n@@\n one\n-two\n+2\n*** End Patch"})
     assert not result.is_error
-    assert ws.read("w.txt") == b"one\r\n2\nthree\r\n"
+    assert ws.read("w.txt") == b"one\r\n2\r\nthree\r\n"
 
 
 async def test_a_heredoc_wrapped_patch_applies(ws: Workspace) -> None:
@@ -135,3 +157,19 @@ async def test_a_absolute_paths_inside_the_workspace_are_accepted(ws: Workspace)
     assert not result.is_error, result.output
     assert result.output == f"Success. Updated the following files:\nA {target}\n"
     assert target.read_bytes() == b"x\n"
+
+
+CONTRACT = FIXTURES.parent / "codex_contract"
+
+
+@pytest.mark.parametrize("name", sorted(p.parent.name for p in CONTRACT.glob("*/patch.txt")))
+async def test_issue19_codex_contract_scenario_via_tool(name: str, ws: Workspace) -> None:
+    case = CONTRACT / name
+    shutil.copytree(case / "input", ws.root, dirs_exist_ok=True)
+    result = await ws.call("apply_patch", {"patch": (case / "patch.txt").read_bytes().decode("utf-8")})
+    assert not result.is_error, result.output
+    assert snapshot(ws.root) == snapshot(case / "expected")
+
+
+def test_issue19_all_8_contract_scenarios_are_present() -> None:
+    assert len(list(CONTRACT.glob("*/patch.txt"))) == 8

@@ -138,3 +138,42 @@ async def test_issue10_failures_are_counted_per_file_and_per_session(ws: Workspa
     assert WRITE_HINT not in await fail("b.py", "s1")
     assert WRITE_HINT not in await fail("a.py", "s2")
     assert WRITE_HINT in await fail("a.py", "s1")
+
+
+async def test_issue19_one_crlf_line_replaced_by_two_writes_crlf(ws: Workspace) -> None:
+    ws.write("w.txt", "a\r\nb\r\nc\r\n")
+    result = await ws.call("edit_file", {"file_path": "w.txt", "old_string": "b", "new_string": "b1\nb2"})
+    assert not result.is_error, result.output
+    assert ws.read("w.txt") == b"a\r\nb1\r\nb2\r\nc\r\n"
+
+
+async def test_issue19_lf_file_keeps_lf_and_crlf_in_new_string_is_kept_as_given(ws: Workspace) -> None:
+    ws.write("l.txt", "a\nb\n")
+    result = await ws.call("edit_file", {"file_path": "l.txt", "old_string": "b", "new_string": "b1\r\nb2\nb3"})
+    assert not result.is_error, result.output
+    assert ws.read("l.txt") == b"a\nb1\r\nb2\nb3\n"
+
+
+async def test_issue19_punctuation_fuzzy_match_keeps_the_lines_it_did_not_change(ws: Workspace) -> None:
+    ws.write("q.py", "say(\u201chi\u201d)\r\nx = 1\r\nend \u2014 ok\r\n")
+    result = await ws.call(
+        "edit_file",
+        {"file_path": "q.py", "old_string": 'say("hi")\nx = 1\nend - ok', "new_string": 'say("hi")\nx = 2\nend - ok'},
+    )
+    assert not result.is_error, result.output
+    assert "fuzzy match" in result.output
+    assert ws.read("q.py") == "say(\u201chi\u201d)\r\nx = 2\r\nend \u2014 ok\r\n".encode()
+
+
+async def test_issue19_whitespace_fuzzy_match_keeps_the_lines_it_did_not_change(ws: Workspace) -> None:
+    ws.write("m.py", "class A:\n\tdef f(self):  \n\t\treturn  1\n\t# done\t\n")
+    result = await ws.call(
+        "edit_file",
+        {
+            "file_path": "m.py",
+            "old_string": "def f(self):\n    return 1\n# done",
+            "new_string": "def f(self):\n    return 2\n# done",
+        },
+    )
+    assert not result.is_error, result.output
+    assert ws.read("m.py") == b"class A:\n\tdef f(self):  \n\t    return 2\n\t# done\t\n"

@@ -35,7 +35,8 @@ def test_a_parses_every_operation() -> None:
 
 def test_a_first_chunk_may_omit_the_context_marker() -> None:
     patch = parse_patch("*** Begin Patch\n*** Update File: f.py\n import foo\n+bar\n*** End Patch")
-    assert patch.hunks == (UpdateFile("f.py", None, (UpdateChunk(None, ("import foo",), ("import foo", "bar")),)),)
+    chunk = UpdateChunk(None, ("import foo",), ("import foo", "bar"), sources=(0, -1))
+    assert patch.hunks == (UpdateFile("f.py", None, (chunk,)),)
 
 
 def test_a_end_of_file_marker_sets_the_flag() -> None:

@@ -77,8 +77,13 @@ async def _with_env(env: ExecutionEnvironment, work: Awaitable[T]) -> T:
 def apply_patch_command(
     patch_file: str = typer.Argument("-", metavar="[FILE|-]", help="Patch file, or - for stdin."),
     cwd: Path = typer.Option(Path("."), "--cwd", help="Workspace root the patch paths are relative to."),
+    partial: bool = typer.Option(
+        False,
+        "--partial",
+        help="Write hunk by hunk like codex's standalone binary: a failure leaves the earlier hunks applied.",
+    ),
 ) -> None:
-    """Apply a v4a patch exactly as codex does. Example: codeloop apply-patch --cwd repo fix.patch"""
+    """Apply a v4a patch: every file of it, or none. Example: codeloop apply-patch --cwd repo fix.patch"""
     import asyncio
 
     from codeloop.environments.errors import WorkspaceError
@@ -91,7 +96,7 @@ def apply_patch_command(
 
     env = LocalExecutionEnvironment(root)
     try:
-        outcome = asyncio.run(_with_env(env, apply_patch_text(env, text)))
+        outcome = asyncio.run(_with_env(env, apply_patch_text(env, text, partial=partial)))
     except (PatchError, WorkspaceError) as exc:
         typer.echo(str(exc), err=True)
         raise typer.Exit(1) from None

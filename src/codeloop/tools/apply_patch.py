@@ -1,7 +1,8 @@
 """The ``apply_patch`` tool (loop spec §3.4, Appendix A): codex's v4a patches.
 
 :func:`apply_patch_text` parses and applies a patch in an environment and returns the
-outcome; the tool and ``codeloop apply-patch`` both call it, so they behave alike.
+outcome; the tool and ``codeloop apply-patch`` both call it, so they behave alike. A
+patch is one change: every file of it is written, or none (see ``patch_apply``).
 """
 
 from __future__ import annotations
@@ -48,9 +49,10 @@ APPLY_PATCH_PARAMETERS: dict[str, Any] = {
 }
 
 
-async def apply_patch_text(env: ExecutionEnvironment, text: str) -> PatchOutcome:
-    """Parse and apply ``text``; raise ``PatchParseError`` or ``PatchApplyError``."""
-    return await apply_hunks(env, parse_patch(text).hunks)
+async def apply_patch_text(env: ExecutionEnvironment, text: str, *, partial: bool = False) -> PatchOutcome:
+    """Parse and apply ``text`` all or nothing (``partial=True``: hunk by hunk, as codex's
+    standalone binary does); raise ``PatchParseError`` or ``PatchApplyError``."""
+    return await apply_hunks(env, parse_patch(text).hunks, partial=partial)
 
 
 async def _run_apply_patch(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:

@@ -7,8 +7,13 @@ fuzzy success says what it matched. A failure shows the current text around the
 closest line so a small model can retry with the right ``old_string``; from the second
 failed edit of the same small file in a session, the error also suggests rewriting it
 with write_file (issue 10: small models that keep missing are better off). The file is
-read as bytes and written back atomically through the environment, so line endings
-and everything outside the edit are kept byte for byte.
+read as bytes and written back atomically through the environment.
+
+Only what the edit changes is rewritten (issue 19): everything outside the match keeps
+its bytes, and inside a fuzzy match the lines that ``old_string`` and ``new_string`` have
+in common keep the file's spelling (its whitespace, quotes and line endings): tolerant
+matching decides *where* the edit goes, never what the untouched lines become. Line
+breaks of ``new_string`` are written with the file's dominant ending (CRLF in a CRLF file).
 """
 
 from __future__ import annotations
@@ -24,6 +29,13 @@ from codeloop.tools.errors import ToolError
 from codeloop.tools.files import number_lines
 from codeloop.tools.patch_apply import PUNCTUATION_TO_ASCII
 from codeloop.tools.registry import RegisteredTool, ToolContext, ToolDefinition, object_schema
+from codeloop.tools.text_endings import (
+    split_bom,
+    split_keeping_ends,
+    strip_ending,
+    text_dominant_ending,
+    with_ending,
+)
 
 WINDOW_CONTEXT = 3
 """Lines shown above and below the closest match in a not-found error."""
@@ -84,8 +96,10 @@ async def edit_file(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolCo
     if old == "":
         return await _create(env, path, new)
     text = await _read_text(env, path)
+    ending = text_dominant_ending(text)
     try:
-        updated, count = ops.replace_text(text, old, new, "all" if replace_all else "unique")
+        updated, count = ops.replace_text(text, old, replacement_text(old, old, new, ending),
+                                          "all" if replace_all else "unique")
     except ops.OperationError as exc:
         if exc.kind == "ambiguous":
             raise ToolError(_not_unique(path, text, old, exc.count or 0)) from None
@@ -122,6 +136,33 @@ async def _read_text(env: ExecutionEnvironment, path: str) -> str:
     return text
 
 
+def replacement_text(matched: str, old: str, new: str, ending: str) -> str:
+    """What replaces ``matched`` (the file's text where ``old`` matched, with the same line
+    breaks): ``new``, with its line breaks written as ``ending``, except that the lines it
+    shares with ``old`` keep ``matched``'s bytes."""
+    new_lines = split_keeping_ends(new)
+    fresh = [with_ending(line, ending) for line in new_lines]
+    return "".join(keep_common_lines(split_keeping_ends(matched), split_keeping_ends(old), new_lines, fresh))
+
+
+def keep_common_lines(matched: list[str], old: list[str], new: list[str], fresh: list[str]) -> list[str]:
+    """The lines replacing ``matched`` (``matched[i]`` is the file's line where ``old[i]``
+    matched): a line of ``new`` whose text ``old`` also has is the file's line; any other is
+    ``fresh[j]``, the new line as written to the file. A kept line keeps its own ending,
+    unless the new line has none (the end of the replaced text) or it had none itself.)"""
+    out: list[str] = []
+    opcodes = difflib.SequenceMatcher(None, [strip_ending(x) for x in old], [strip_ending(x) for x in new], autojunk=False)
+    for tag, i1, i2, j1, j2 in opcodes.get_opcodes():
+        if tag != "equal":
+            out += fresh[j1:j2]
+            continue
+        for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
+            text = strip_ending(matched[i])
+            own, wanted = matched[i][len(text) :], fresh[j][len(strip_ending(fresh[j])) :]
+            out.append(text + (own if own and wanted else wanted))
+    return out
+
+
 def _replacements(count: int) -> str:
     return "1 replacement" if count == 1 else f"{count} replacements"
 
@@ -154,10 +195,12 @@ async def _fuzzy(
     if count == 1 or (count > 1 and replace_all):
         pieces: list[str] = []
         position = 0
+        ending = text_dominant_ending(text)
         start = normalized.find(wanted)
         while start >= 0:
-            pieces += [text[position:start], new]
-            position = start + len(wanted)
+            end = start + len(wanted)
+            pieces += [text[position:start], replacement_text(text[start:end], old, new, ending)]
+            position = end
             start = normalized.find(wanted, position)
         await ops.write_file(env, path, "".join(pieces) + text[position:])
         return (
@@ -189,7 +232,8 @@ def _indent(line: str) -> str:
 async def _fuzzy_lines(
     env: ExecutionEnvironment, path: str, text: str, old: str, new: str, replace_all: bool
 ) -> str:
-    file_lines = text.split("\n")
+    bom, body = split_bom(text)  # a BOM is not part of the first line's text
+    file_lines = body.split("\n")
     old_lines = _trim_blank(old.split("\n"))
     keys = [_key(line) for line in file_lines]
     wanted = [_key(line) for line in old_lines]
@@ -212,22 +256,38 @@ async def _fuzzy_lines(
             "or set replace_all to true."
         )
     new_lines = _trim_blank(new.split("\n")) if new.strip() else []
+    ending = text_dominant_ending(text)
     out: list[str] = []
     position = 0
     for start in matches:
         out += file_lines[position:start]
-        replacement = _reindent(new_lines, _indent(old_lines[0]), _indent(file_lines[start]))
-        if all(line.endswith("\r") for line in file_lines[start : start + size]):
-            replacement = [line if line.endswith("\r") else line + "\r" for line in replacement]
-        out += replacement
+        matched = file_lines[start : start + size]
+        reindented = _reindent(new_lines, _indent(old_lines[0]), _indent(matched[0]))
+        # Lines as the exact path sees them (endings on, the last one without), so kept
+        # lines get the same endings as there; the "\n" after the match stays where it
+        # is, and so does the "\r" before it.
+        fresh = [line.removesuffix("\r") + ending for line in reindented]
+        if fresh:
+            fresh[-1] = strip_ending(fresh[-1])
+        region = keep_common_lines(_ended(matched), _ended(old_lines), _ended(new_lines), fresh)
+        last_cr = "\r" if matched[-1].endswith("\r") else ""
+        out += ("".join(region) + last_cr).split("\n") if new_lines else []
         position = start + size
     out += file_lines[position:]
-    await ops.write_file(env, path, "\n".join(out))
+    await ops.write_file(env, path, bom + "\n".join(out))
     spans = ", ".join(f"{m + 1}-{m + size}" for m in matches[:10])
     return (
         f"Edited {path}: {_replacements(len(matches))} (fuzzy match: old_string matched lines "
         f"{spans} when whitespace and indentation are ignored; new_string was re-indented to match)."
     )
+
+
+def _ended(lines: list[str]) -> list[str]:
+    """``lines`` (split at ``\\n``) with their endings back on, the last without one."""
+    ended = [line + "\n" for line in lines]
+    if ended:
+        ended[-1] = strip_ending(ended[-1])
+    return ended
 
 
 def _reindent(lines: list[str], old_indent: str, file_indent: str) -> list[str]:

@@ -1,9 +1,20 @@
-"""Applying a parsed v4a patch to a workspace, exactly as codex does (``lib.rs``).
+"""Applying a parsed v4a patch to a workspace: all or nothing, byte-exact (issue 19).
 
-Hunks apply in order; a failure stops the patch and leaves the earlier hunks applied
-(codex's partial success, fixture 015). Every file operation goes through the
-``ExecutionEnvironment`` (so the resolver judges every path and each write is
-atomic). Updated files always end with a newline.
+The whole patch is planned first (:class:`_Plan`): every path is resolved through the
+environment (so its one resolver judges it), every file read, every new content computed,
+in patch order, against an in-memory view of the files the patch already changed. Only
+then is anything written, each file atomically through the environment; if a write fails
+midway, the files already written are restored from the plan's originals (files the patch
+created are removed). A crash (power loss, kill -9) between two writes can still leave
+the files already written: there is no journal.
+
+Hunks are located as codex does (exact, then ignoring trailing whitespace, surrounding
+whitespace, Unicode punctuation), but tolerant matching only decides *where* a hunk
+applies: context lines keep the file's bytes, only ``-`` lines are replaced, and new
+lines take the file's dominant line ending. A file keeps its BOM and final-newline state.
+
+``partial=True`` is codex's standalone binary (fixture 015): each hunk is planned and
+written on its own, so a failure leaves the earlier hunks applied.
 
 Cost is linear in file size plus patch size: the searches move forward through the
 file, the whitespace-insensitive line keys are built at most once per file and pass,
@@ -12,11 +23,13 @@ and the new file is assembled in one forward pass.
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from codeloop.environments.base import ExecutionEnvironment
-from codeloop.environments.errors import WorkspaceError
+from codeloop.environments.errors import FileNotFoundInWorkspaceError, WorkspaceError
+from codeloop.environments.local import decode_text
 from codeloop.tools.errors import PatchError
 from codeloop.tools.patch_parser import (
     RUST_WHITESPACE,
@@ -24,8 +37,14 @@ from codeloop.tools.patch_parser import (
     DeleteFile,
     Hunk,
     UpdateChunk,
-    UpdateFile,
     rust_trim,
+)
+from codeloop.tools.text_endings import (
+    dominant_ending,
+    settle_line_ends,
+    split_bom,
+    split_keeping_ends,
+    strip_ending,
 )
 
 PUNCTUATION_TO_ASCII = str.maketrans(
@@ -77,9 +96,16 @@ class PatchOutcome:
         """True when nothing was changed."""
         return not (self.added or self.modified or self.deleted)
 
+    def extend(self, other: PatchOutcome) -> None:
+        """Append ``other``'s paths (partial mode collects one hunk at a time)."""
+        self.added += other.added
+        self.modified += other.modified
+        self.deleted += other.deleted
+
 
 class PatchApplyError(PatchError):
-    """A hunk could not be applied; ``partial`` lists what earlier hunks already changed."""
+    """A hunk could not be applied; ``partial`` lists what earlier hunks already changed
+    (always empty unless the patch was applied with ``partial=True``)."""
 
     def __init__(self, message: str, partial: PatchOutcome) -> None:
         super().__init__(message)
@@ -87,37 +113,158 @@ class PatchApplyError(PatchError):
         self.partial = partial
 
 
-async def apply_hunks(env: ExecutionEnvironment, hunks: Sequence[Hunk]) -> PatchOutcome:
-    """Apply ``hunks`` in order; raise :class:`PatchApplyError` at the first failure."""
-    outcome = PatchOutcome()
+NOTHING_WRITTEN = "Nothing was written: a patch applies completely or not at all. Fix it and send the whole patch again."
+
+
+async def apply_hunks(env: ExecutionEnvironment, hunks: Sequence[Hunk], *, partial: bool = False) -> PatchOutcome:
+    """Apply ``hunks`` as one change; raise :class:`PatchApplyError` naming the first
+    refused hunk with nothing written. ``partial=True``: hunk by hunk, like codex's binary."""
     if not hunks:
-        raise PatchApplyError("No files were modified.", outcome)
+        raise PatchApplyError("No files were modified.", PatchOutcome())
+    if not partial:
+        plan = await _Plan.of(env, hunks, NOTHING_WRITTEN)
+        await plan.commit()
+        return plan.outcome
+    outcome = PatchOutcome()
     for hunk in hunks:
         try:
-            await _apply_one(env, hunk, outcome)
-        except PatchApplyError:
-            raise
-        except (WorkspaceError, PatchError, OSError) as exc:
-            raise PatchApplyError(_failure_text(hunk, exc), outcome) from exc
+            plan = await _Plan.of(env, (hunk,), "")
+            await plan.commit()
+        except PatchApplyError as exc:
+            raise PatchApplyError(exc.message, outcome) from exc
+        outcome.extend(plan.outcome)
     return outcome
 
 
-async def _apply_one(env: ExecutionEnvironment, hunk: Hunk, outcome: PatchOutcome) -> None:
-    if isinstance(hunk, AddFile):
-        await env.write_file(hunk.path, hunk.contents)
-        outcome.added.append(hunk.path)
-    elif isinstance(hunk, DeleteFile):
-        await env.delete_file(hunk.path)
-        outcome.deleted.append(hunk.path)
-    else:
-        new_contents = await derive_new_contents(env, hunk)
-        if hunk.move_path is not None:
-            await env.write_file(hunk.move_path, new_contents)
-            await env.delete_file(hunk.path)
-            outcome.modified.append(hunk.move_path)
+@dataclass
+class _File:
+    """One file the patch touches: what it held before and what it will hold (None: absent)."""
+
+    path: str
+    """The path as the patch first wrote it; every read and write uses it."""
+    original: bytes | None
+    current: bytes | None
+
+
+class _Plan:
+    """The whole patch, computed in memory before anything is written."""
+
+    def __init__(self, env: ExecutionEnvironment) -> None:
+        self.env = env
+        self.files: dict[str, _File] = {}
+        """By resolved workspace path, so ``m.txt`` and ``./m.txt`` are one file."""
+        self.outcome = PatchOutcome()
+
+    @classmethod
+    async def of(cls, env: ExecutionEnvironment, hunks: Sequence[Hunk], note: str) -> _Plan:
+        plan = cls(env)
+        for hunk in hunks:
+            try:
+                await plan.add(hunk)
+            except (WorkspaceError, PatchError, OSError) as exc:
+                text = _failure_text(hunk, exc)
+                raise PatchApplyError(f"{text}\n{note}" if note else text, PatchOutcome()) from exc
+        return plan
+
+    async def add(self, hunk: Hunk) -> None:
+        if isinstance(hunk, AddFile):
+            entry = await self._target(hunk.path)
+            entry.current = hunk.contents.encode("utf-8")
+            self.outcome.added.append(hunk.path)
+        elif isinstance(hunk, DeleteFile):
+            entry, _ = await self._existing(hunk.path)
+            entry.current = None
+            self.outcome.deleted.append(hunk.path)
         else:
-            await env.write_file(hunk.path, new_contents)
-            outcome.modified.append(hunk.path)
+            try:
+                entry, data = await self._existing(hunk.path)
+            except WorkspaceError as exc:
+                raise PatchError(f"Failed to read file to update {hunk.path}: {exc}") from None
+            new = updated_bytes(data, hunk.path, hunk.chunks)
+            destination = entry
+            if hunk.move_path is not None:
+                # Keys are resolved paths, so a move onto itself finds this same entry.
+                entry.current = None
+                destination = await self._target(hunk.move_path)
+            destination.current = new
+            self.outcome.modified.append(hunk.move_path or hunk.path)
+
+    async def _locate(self, path: str) -> tuple[str, bool | None]:
+        """The resolved workspace path and whether it is a directory (None: nothing there)."""
+        try:
+            info = await self.env.stat(path)
+            return info.path, info.is_dir
+        except FileNotFoundInWorkspaceError:
+            pass
+        parent, name = posixpath.split(path)
+        if not parent or parent == path:
+            return posixpath.normpath(path), None
+        # Components that do not exist yet are literal, so the key is the resolved parent
+        # plus the rest; a parent that is a file can never hold it.
+        parent_key, parent_is_dir = await self._locate(parent)
+        if parent_is_dir is False:
+            raise PatchError(f"Failed to write file {path}: its parent {parent} is a file, not a directory")
+        return posixpath.normpath(posixpath.join(parent_key, name)), None
+
+    async def _target(self, path: str) -> _File:
+        """The entry a write to ``path`` replaces (created with its original bytes if any)."""
+        key, is_dir = await self._locate(path)
+        entry = self.files.get(key)
+        if entry is None:
+            if is_dir:
+                raise PatchError(f"Failed to write file {path}: it is a directory")
+            original = None if is_dir is None else await self.env.read_bytes(path)
+            entry = self.files[key] = _File(path, original, original)
+        return entry
+
+    async def _existing(self, path: str) -> tuple[_File, bytes]:
+        """The entry of a file that must exist now (on disk, or after earlier hunks)."""
+        key, _ = await self._locate(path)
+        entry = self.files.get(key)
+        if entry is None:
+            data = await self.env.read_bytes(path)
+            entry = self.files[key] = _File(path, data, data)
+        if entry.current is None:
+            raise FileNotFoundInWorkspaceError(
+                f"No such file or directory: {path!r} (an earlier part of this patch deleted or moved it)",
+                path=path,
+            )
+        return entry, entry.current
+
+    async def commit(self) -> None:
+        """Write every changed file, deletions last (a move never loses its source); on a
+        failure restore what was written and raise."""
+        changed = [f for f in self.files.values() if f.current != f.original]
+        changed.sort(key=lambda f: f.current is None)
+        done: list[_File] = []
+        for entry in changed:
+            try:
+                if entry.current is None:
+                    await self.env.delete_file(entry.path)
+                else:
+                    await self.env.write_file(entry.path, entry.current)
+            except (WorkspaceError, OSError) as exc:
+                action = "delete" if entry.current is None else "write"
+                raise PatchApplyError(
+                    f"Failed to {action} file {entry.path}: {exc}\n{await self._restore(done)}", PatchOutcome()
+                ) from exc
+            done.append(entry)
+
+    async def _restore(self, done: list[_File]) -> str:
+        lost: list[str] = []
+        for entry in reversed(done):
+            try:
+                if entry.original is None:
+                    await self.env.delete_file(entry.path)
+                else:
+                    await self.env.write_file(entry.path, entry.original)
+            except (WorkspaceError, OSError) as exc:
+                lost.append(f"{entry.path} ({exc})")
+        if lost:
+            return "The patch was stopped, but these files could not be restored: " + "; ".join(lost)
+        if done:
+            return "Nothing was written: the files already written by this patch were restored."
+        return "Nothing was written."
 
 
 def _failure_text(hunk: Hunk, exc: Exception) -> str:
@@ -130,29 +277,43 @@ def _failure_text(hunk: Hunk, exc: Exception) -> str:
     return f"Failed to update file {hunk.path}: {exc}"
 
 
-async def derive_new_contents(env: ExecutionEnvironment, hunk: UpdateFile) -> str:
-    """The updated text of ``hunk.path`` (not written)."""
+def updated_bytes(data: bytes, path: str, chunks: Sequence[UpdateChunk]) -> bytes:
+    """The new bytes of a file holding ``data`` after ``chunks``: BOM, line endings and
+    final-newline state kept, untouched and context lines byte for byte."""
     try:
-        raw = await env.read_bytes(hunk.path)
-        original = raw.decode("utf-8")
-    except (WorkspaceError, OSError) as exc:
-        raise PatchError(f"Failed to read file to update {hunk.path}: {exc}") from exc
-    except UnicodeDecodeError:
-        raise PatchError(
-            f"Failed to read file to update {hunk.path}: stream did not contain valid UTF-8"
-        ) from None
-    lines = original.split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    replacements = compute_replacements(lines, hunk.path, hunk.chunks)
-    new_lines = apply_replacements(lines, replacements)
-    if not new_lines or new_lines[-1] != "":
-        new_lines.append("")
-    return "\n".join(new_lines)
+        text = decode_text(data, path)
+    except WorkspaceError as exc:
+        raise PatchError(f"Failed to read file to update {path}: {exc}") from None
+    bom, body = split_bom(text)
+    lines = split_keeping_ends(body)
+    ending = dominant_ending(lines)
+    replacements = compute_replacements([strip_ending(line) for line in lines], path, chunks)
+    new_lines = apply_replacements(lines, replacements, ending)
+    final_newline = not lines or lines[-1].endswith("\n")
+    return (bom + "".join(settle_line_ends(new_lines, ending, final_newline))).encode("utf-8")
 
 
-Replacement = tuple[int, int, Sequence[str]]
+@dataclass(frozen=True, slots=True)
+class Kept:
+    """A context line of a hunk: the file's own line ``offset`` lines into the match stays."""
+
+    offset: int
+    text: str
+    """The patch's spelling, used only where there is no file line to keep."""
+
+
+NewLine = str | Kept
+Replacement = tuple[int, int, Sequence[NewLine]]
 """``(start index, number of old lines, new lines)``."""
+
+
+def _new_lines(chunk: UpdateChunk, old_len: int) -> list[NewLine]:
+    if not chunk.sources:
+        return list(chunk.new_lines)
+    return [
+        Kept(source, text) if 0 <= source < old_len else text
+        for source, text in zip(chunk.sources, chunk.new_lines, strict=True)
+    ]
 
 
 def compute_replacements(lines: list[str], path: str, chunks: Sequence[UpdateChunk]) -> list[Replacement]:
@@ -171,11 +332,12 @@ def compute_replacements(lines: list[str], path: str, chunks: Sequence[UpdateChu
             replacements.append((at_end, 0, chunk.new_lines))
             continue
         pattern: Sequence[str] = chunk.old_lines
-        new_slice: Sequence[str] = chunk.new_lines
         found = seeker.seek(pattern, line_index, chunk.is_end_of_file)
+        new_slice = _new_lines(chunk, len(pattern))
         if found is None and pattern[-1] == "":
             pattern = pattern[:-1]
-            if new_slice and new_slice[-1] == "":
+            new_slice = _new_lines(chunk, len(pattern))
+            if chunk.new_lines and chunk.new_lines[-1] == "":
                 new_slice = new_slice[:-1]
             found = seeker.seek(pattern, line_index, chunk.is_end_of_file)
         if found is None:
@@ -187,30 +349,34 @@ def compute_replacements(lines: list[str], path: str, chunks: Sequence[UpdateChu
     return replacements
 
 
-def apply_replacements(lines: list[str], replacements: list[Replacement]) -> list[str]:
-    """Splice sorted replacements in; one forward pass when they do not overlap."""
+def apply_replacements(lines: Sequence[str], replacements: list[Replacement], ending: str = "") -> list[str]:
+    """Splice sorted replacements in; one forward pass when they do not overlap.
+
+    A :class:`Kept` line is the file's line as it is; added text gets ``ending``."""
     result: list[str] = []
     position = 0
     for start, old_len, new in replacements:
         if start < position or start + old_len > len(lines):
-            return _apply_replacements_like_codex(lines, replacements)
+            return _apply_replacements_like_codex(lines, replacements, ending)
         result.extend(lines[position:start])
-        result.extend(new)
+        result.extend(lines[start + item.offset] if isinstance(item, Kept) else item + ending for item in new)
         position = start + old_len
     result.extend(lines[position:])
     return result
 
 
-def _apply_replacements_like_codex(lines: list[str], replacements: list[Replacement]) -> list[str]:
+def _apply_replacements_like_codex(lines: Sequence[str], replacements: list[Replacement], ending: str) -> list[str]:
     """codex's reverse-order splice, for the rare overlapping case (quadratic but exact)."""
-    lines = list(lines)
+    out = list(lines)
     for start, old_len, new in reversed(replacements):
-        for _ in range(old_len):
-            if start < len(lines):
-                del lines[start]
-        for offset, line in enumerate(new):
-            lines.insert(start + offset, line)
-    return lines
+        rendered = [
+            out[start + item.offset] if isinstance(item, Kept) and start + item.offset < len(out)
+            else (item.text if isinstance(item, Kept) else item) + ending
+            for item in new
+        ]
+        del out[start : start + old_len]
+        out[start:start] = rendered
+    return out
 
 
 class _Seeker:

@@ -81,6 +81,10 @@ class UpdateChunk:
     """Context and added lines: what replaces ``old_lines``."""
     is_end_of_file: bool = False
     """True when followed by ``*** End of File``: ``old_lines`` should end the file."""
+    sources: tuple[int, ...] = ()
+    """For each of ``new_lines``: the index in ``old_lines`` of the context line it repeats,
+    or -1 for an added line. Context lines keep the file's bytes (only ``-`` lines are
+    replaced); empty means every new line is added text."""
 
 
 @dataclass(frozen=True)
@@ -220,6 +224,7 @@ def _parse_chunk(
         raise PatchParseError("Update hunk does not contain any lines", line_number + 1)
     old: list[str] = []
     new: list[str] = []
+    sources: list[int] = []
     end_of_file = False
     index = start + skip
     # The hot loop of big patches: one dispatch on the first character per line.
@@ -228,13 +233,16 @@ def _parse_chunk(
         marker = line[0] if line else ""
         if marker == " ":
             text = line[1:]
+            sources.append(len(old))
             old.append(text)
             new.append(text)
         elif marker == "+":
+            sources.append(-1)
             new.append(line[1:])
         elif marker == "-":
             old.append(line[1:])
         elif marker == "":
+            sources.append(len(old))
             old.append("")
             new.append("")
         elif line == END_OF_FILE:
@@ -253,4 +261,5 @@ def _parse_chunk(
             break
         index += 1
     parsed = index - start - skip
-    return UpdateChunk(context, tuple(old), tuple(new), end_of_file), parsed + skip
+    kept = tuple(sources) if any(source >= 0 for source in sources) else ()
+    return UpdateChunk(context, tuple(old), tuple(new), end_of_file, kept), parsed + skip
