@@ -43,7 +43,7 @@ from codeloop.environments.errors import (
 from codeloop.environments.patterns import workspace_glob_pattern
 from codeloop.environments.resolver import check_path_syntax, relative_to_root, resolve_workspace_path
 from codeloop.environments.runner import run_process, signal_process_group
-from codeloop.environments.safe_open import atomic_write_beneath, read_bytes_beneath
+from codeloop.environments.safe_open import atomic_write_beneath, read_bytes_beneath, unlink_beneath
 
 BINARY_SNIFF_BYTES = 8192
 """A NUL byte within this many leading bytes makes a file binary."""
@@ -214,7 +214,7 @@ class LocalExecutionEnvironment:
         if target.is_dir() and not target.is_symlink():
             raise NotAFileError(f"Cannot delete {path!r}: it is a directory", path=path)
         try:
-            target.unlink()
+            unlink_beneath(self._real_root(), target, path)
         except OSError as exc:
             raise _os_error(exc, path, "delete") from None
 
@@ -290,7 +290,10 @@ class LocalExecutionEnvironment:
 
     async def grep(self, pattern: str, path: str = ".", options: GrepOptions | None = None) -> str:
         start = self._search_start(path)
-        return await search.grep(str(self._real_root()), start, pattern, options or GrepOptions(), self.ripgrep)
+        return await search.grep(
+            str(self._real_root()), start, pattern, options or GrepOptions(), self.ripgrep,
+            allow_hardlinks=self.allow_hardlinks,
+        )
 
     async def glob(self, pattern: str, path: str = ".") -> list[str]:
         start = self._search_start(path, directory=True)
