@@ -21,8 +21,8 @@ OutputStream = Literal["stdout", "stderr"]
 OutputCallback = Callable[[OutputStream, str], None]
 """Called with each chunk of command output as it arrives; must not raise."""
 
-EnvPolicy = Literal["inherit-all", "core-only", "none"]
-"""How much of the host environment a command inherits (loop spec §4.2)."""
+EnvPolicy = Literal["inherit-all", "allowlist", "core-only", "none"]
+"""How much of the host environment a command inherits (loop spec §4.2, ``envfilter``)."""
 
 
 @dataclass(frozen=True)

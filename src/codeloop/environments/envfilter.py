@@ -1,27 +1,63 @@
-"""Which host environment variables a command sees (loop spec §4.2).
+"""Which host environment variables a command sees, and redaction of the secrets it does
+not (loop spec §4.2, issue 22).
 
 Policies (``EnvPolicy``):
 
-- ``inherit-all`` (default): everything except secrets, i.e. names ending in ``_API_KEY``,
-  ``_SECRET``, ``_TOKEN``, ``_PASSWORD`` or ``_CREDENTIAL`` (case-insensitive; the bare
-  names ``API_KEY``, ``SECRET``, ``TOKEN``, ``PASSWORD``, ``CREDENTIAL`` too).
+- ``inherit-all`` (default): everything except secrets (``is_secret``).
+- ``allowlist``: only :data:`CORE_VARIABLES`, ``LC_*`` and the names or ``fnmatch``
+  patterns given as ``allow``; a secret-looking variable passes only when ``allow`` names
+  it exactly.
 - ``core-only``: only :data:`CORE_VARIABLES` (and ``LC_*`` locale settings).
 - ``none``: nothing; the command starts from an empty environment (pass what it needs in
   ``env_vars``).
 
-The core variables are never dropped by the secret filter, so ``inherit-all`` and
-``core-only`` always carry them when the host has them.
+A variable is a secret when its name (case-insensitive) contains ``KEY``, ``TOKEN``,
+``SECRET``, ``PASS``, ``CREDENTIAL`` or ``PRIVATE``, ends in ``PAT``, or has one of the
+words ``PWD``, ``AUTH``, ``OAUTH``, ``CREDS``, ``DSN``, ``JWT``, ``BEARER``, ``SALT``,
+``OTP``, ``COOKIE`` (``MYSQL_PWD``, ``creds2``); or when its value is a URL with a password
+(``postgres://u:pw@host``), a private key, or starts like a well-known token
+(``ghp_``, ``github_pat_``, ``glpat-``, ``xoxb-``, ``sk-``, ``AKIA``, ``AIza``, ``hf_``, ...).
+Broad on purpose: a harmless variable filtered by mistake costs a line in ``allow``; a
+secret let through reaches every command. The core variables are never filtered, so
+``inherit-all`` and ``core-only`` always carry them when the host has them.
+
+``Redactor``: the values of the filtered secrets (and passwords inside URLs) are replaced
+by ``[REDACTED:NAME]`` in command output before it goes to a model; a command may still
+find them (in a file, in ``/proc`` of a parent outside the sandbox).
 """
 
 from __future__ import annotations
 
+import fnmatch
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from codeloop.environments.base import EnvPolicy
 
 SECRET_SUFFIXES: tuple[str, ...] = ("_API_KEY", "_SECRET", "_TOKEN", "_PASSWORD", "_CREDENTIAL")
-"""Name endings of variables that are never passed to a command (compared upper-cased)."""
+"""Name endings that were the whole filter before issue 22; all still match (kept for callers)."""
+
+SECRET_NAME_PARTS: tuple[str, ...] = ("KEY", "TOKEN", "SECRET", "PASS", "CREDENTIAL", "PRIVATE")
+"""A name containing any of these (upper-cased) is a secret."""
+
+SECRET_NAME_WORDS: frozenset[str] = frozenset(
+    {"PWD", "AUTH", "OAUTH", "CREDS", "DSN", "JWT", "BEARER", "SALT", "OTP", "COOKIE", "PAT"}
+)
+"""A name with one of these as a word (letters between other characters) is a secret."""
+
+NOT_SECRETS: frozenset[str] = frozenset({"OLDPWD", "TOKENIZERS_PARALLELISM"})
+"""Names the pattern would catch that are known settings, not secrets."""
+
+MIN_REDACTED_LENGTH = 8
+"""Shorter secret values are not redacted from output (they would match ordinary text)."""
+
+_WORDS = re.compile(r"[^A-Z]+")
+_URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*:([^/\s@]+)@")
+_SECRET_VALUE = re.compile(
+    r"-----BEGIN [A-Z ]*PRIVATE KEY-----"
+    r"|^(?:ghp_|gho_|ghu_|ghs_|ghr_|github_pat_|glpat-|xox[abprs]-|sk-|sk_live_|rk_live_|AKIA|ASIA|AIza|hf_|npm_"
+    r"|pypi-)[A-Za-z0-9_\-]{16,}"
+)
 
 CORE_VARIABLES: frozenset[str] = frozenset(
     {
@@ -42,29 +78,93 @@ CORE_VARIABLES: frozenset[str] = frozenset(
 """Variables kept by ``core-only`` and never treated as secrets (spec §4.2 "always include")."""
 
 
-_SECRET_NAME = re.compile(
-    "(?:^|_)(?:" + "|".join(suffix[1:] for suffix in SECRET_SUFFIXES) + ")$", re.IGNORECASE
-)
-
-
 def is_secret_name(name: str) -> bool:
-    """True when ``name`` looks like it holds a credential (spec §4.2 patterns)."""
-    return _SECRET_NAME.search(name) is not None and name.upper() not in CORE_VARIABLES
+    """True when ``name`` looks like it holds a credential (see the module docstring)."""
+    upper = name.upper()
+    if upper in CORE_VARIABLES or upper in NOT_SECRETS:
+        return False
+    if any(part in upper for part in SECRET_NAME_PARTS) or upper.endswith("PAT"):
+        return True
+    return not SECRET_NAME_WORDS.isdisjoint(_WORDS.split(upper))
+
+
+def is_secret_value(value: str) -> bool:
+    """True when ``value`` is a URL with a password, a private key or a well-known token."""
+    return _URL_PASSWORD.search(value) is not None or _SECRET_VALUE.search(value) is not None
+
+
+def is_secret(name: str, value: str) -> bool:
+    """True when the variable ``name=value`` must not reach a command (core variables never)."""
+    if _is_core(name):
+        return False
+    return is_secret_name(name) or is_secret_value(value)
 
 
 def _is_core(name: str) -> bool:
     return name in CORE_VARIABLES or name.startswith("LC_")
 
 
-def filter_environment(environ: Mapping[str, str], policy: EnvPolicy = "inherit-all") -> dict[str, str]:
+def filter_environment(
+    environ: Mapping[str, str], policy: EnvPolicy = "inherit-all", allow: Iterable[str] = ()
+) -> dict[str, str]:
     """Return the variables of ``environ`` a command may see under ``policy`` (spec §4.2).
 
+    ``allow`` holds names (always passed, even secret-looking ones, under ``inherit-all``
+    and ``allowlist``) and, for ``allowlist``, ``fnmatch`` patterns of further names.
     Raises ``ValueError`` for an unknown policy name.
     """
+    allowed = set(allow)
     if policy == "inherit-all":
-        return {k: v for k, v in environ.items() if not is_secret_name(k)}
+        return {k: v for k, v in environ.items() if k in allowed or not is_secret(k, v)}
+    if policy == "allowlist":
+        patterns = [p for p in allowed if any(c in p for c in "*?[")]
+        return {
+            k: v for k, v in environ.items()
+            if k in allowed
+            or (not is_secret(k, v) and (_is_core(k) or any(fnmatch.fnmatchcase(k, p) for p in patterns)))
+        }
     if policy == "core-only":
         return {k: v for k, v in environ.items() if _is_core(k)}
     if policy == "none":
         return {}
-    raise ValueError(f"Unknown environment policy {policy!r}; use 'inherit-all', 'core-only' or 'none'")
+    raise ValueError(
+        f"Unknown environment policy {policy!r}; use 'inherit-all', 'allowlist', 'core-only' or 'none'"
+    )
+
+
+class Redactor:
+    """Replaces the values of a host's secret variables in text with ``[REDACTED:NAME]``.
+
+    Example::
+
+        redact = Redactor.for_environment(os.environ)
+        shown = redact(result.output)
+    """
+
+    def __init__(self, secrets: Mapping[str, str]) -> None:
+        """``secrets`` maps each value to hide to the name shown in its place."""
+        self.names = {value: name for value, name in secrets.items() if len(value) >= MIN_REDACTED_LENGTH}
+        # Longest first, so a value containing another is replaced whole.
+        ordered = sorted(self.names, key=len, reverse=True)
+        self.pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+
+    @classmethod
+    def for_environment(cls, environ: Mapping[str, str], allow: Iterable[str] = ()) -> Redactor:
+        """A redactor for the secrets of ``environ`` (``is_secret``), except names in ``allow``."""
+        allowed = set(allow)
+        secrets: dict[str, str] = {}
+        for name, value in environ.items():
+            if name in allowed or not is_secret(name, value):
+                continue
+            secrets[value] = name
+            for password in _URL_PASSWORD.findall(value):
+                secrets[password] = name
+        return cls(secrets)
+
+    def __bool__(self) -> bool:
+        return self.pattern is not None
+
+    def __call__(self, text: str) -> str:
+        if self.pattern is None or not text:
+            return text
+        return self.pattern.sub(lambda found: f"[REDACTED:{self.names[found.group()]}]", text)

@@ -11,12 +11,13 @@ every write or delete, may raise ``WriteDeniedError``).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import errno
 import os
 import platform as _platform
 import signal
 import stat as _stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from codeloop.environments import search
@@ -29,7 +30,7 @@ from codeloop.environments.base import (
     GrepOptions,
     OutputCallback,
 )
-from codeloop.environments.envfilter import filter_environment
+from codeloop.environments.envfilter import Redactor, filter_environment
 from codeloop.environments.errors import (
     BinaryFileError,
     DecodeError,
@@ -43,7 +44,7 @@ from codeloop.environments.errors import (
 from codeloop.environments.patterns import workspace_glob_pattern
 from codeloop.environments.resolver import check_path_syntax, relative_to_root, resolve_workspace_path
 from codeloop.environments.runner import run_process, signal_process_group
-from codeloop.environments.safe_open import atomic_write_beneath, read_bytes_beneath
+from codeloop.environments.safe_open import atomic_write_beneath, read_bytes_beneath, unlink_beneath
 
 BINARY_SNIFF_BYTES = 8192
 """A NUL byte within this many leading bytes makes a file binary."""
@@ -114,8 +115,10 @@ class LocalExecutionEnvironment:
         result = await env.exec_command("pytest -q", timeout_ms=60_000)
         print(result.exit_code, result.output)
 
-    ``limits`` sets timeouts and output caps (§5.4); ``env_policy`` which host variables a
-    command sees (§4.2); ``shell`` the program given ``-c COMMAND``.
+    ``limits`` sets timeouts and output caps (§5.4); ``env_policy`` and ``env_allow`` which
+    host variables a command sees (§4.2, ``envfilter``); ``shell`` the program given
+    ``-c COMMAND``. The values of the host's secret variables are redacted from command
+    output (``ExecResult`` and ``on_output``) as ``[REDACTED:NAME]``.
     """
 
     def __init__(
@@ -125,16 +128,20 @@ class LocalExecutionEnvironment:
         limits: ExecLimits | None = None,
         env_policy: EnvPolicy = "inherit-all",
         shell: str = "/bin/bash",
+        env_allow: Sequence[str] = (),
     ) -> None:
         self.root = Path(os.path.abspath(root))
         self.limits = limits if limits is not None else ExecLimits()
         self.env_policy: EnvPolicy = env_policy
+        self.env_allow = tuple(env_allow)
+        """Host variables passed whatever their names (and, under ``allowlist``, name patterns)."""
         self.shell = shell
         self.ripgrep: str | None = search.find_rg()
         """The ``rg`` used by grep and glob; set to ``None`` to use the pure-Python fallback."""
         self._running: set[int] = set()
         self._env_cache: dict[str, str] | None = None
-        self._env_source: tuple[str, dict[bytes, bytes]] | None = None
+        self._env_source: tuple[str, tuple[str, ...], dict[bytes, bytes]] | None = None
+        self._redact = Redactor({})
         self.allow_hardlinks = False
         """Read files that have several hard links (one of which may lie outside the
         workspace); off by default, see ``codeloop.environments.safe_open``."""
@@ -154,10 +161,11 @@ class LocalExecutionEnvironment:
         # Filtering os.environ costs as much as the rest of a command's overhead; redo it
         # only when the process environment changed (compared as raw bytes, in C).
         source: dict[bytes, bytes] | None = getattr(os.environ, "_data", None)
-        key = (self.env_policy, source)
+        key = (self.env_policy, self.env_allow, source)
         if self._env_cache is None or source is None or key != self._env_source:
-            self._env_cache = filter_environment(os.environ, self.env_policy)
-            self._env_source = (self.env_policy, dict(source)) if source is not None else None
+            self._env_cache = filter_environment(os.environ, self.env_policy, self.env_allow)
+            self._redact = Redactor.for_environment(os.environ, self.env_allow)
+            self._env_source = (self.env_policy, self.env_allow, dict(source)) if source is not None else None
         env = dict(self._env_cache)
         if env_vars:
             env.update(env_vars)
@@ -214,7 +222,7 @@ class LocalExecutionEnvironment:
         if target.is_dir() and not target.is_symlink():
             raise NotAFileError(f"Cannot delete {path!r}: it is a directory", path=path)
         try:
-            target.unlink()
+            unlink_beneath(self._real_root(), target, path)
         except OSError as exc:
             raise _os_error(exc, path, "delete") from None
 
@@ -270,15 +278,24 @@ class LocalExecutionEnvironment:
         cwd = self.resolve(working_dir or ".", must_exist=True)
         if not cwd.is_dir():
             raise IsAFileError(f"Working directory {working_dir!r} is a file, not a directory", path=working_dir)
-        return await run_process(
+        env = self.command_environment(env_vars)
+        redact = self._redact
+        if redact and on_output is not None:
+            # Per chunk: a value split across two chunks is caught in the result only.
+            shown = on_output
+            on_output = lambda stream, text: shown(stream, redact(text))  # noqa: E731
+        result = await run_process(
             self.build_argv(command),
             cwd=cwd,
-            env=self.command_environment(env_vars),
+            env=env,
             timeout_ms=timeout,
             limits=self.limits,
             on_output=on_output,
             running=self._running,
         )
+        if not redact:
+            return result
+        return dataclasses.replace(result, stdout=redact(result.stdout), stderr=redact(result.stderr))
 
     # Search ------------------------------------------------------------------------------
 
@@ -290,7 +307,10 @@ class LocalExecutionEnvironment:
 
     async def grep(self, pattern: str, path: str = ".", options: GrepOptions | None = None) -> str:
         start = self._search_start(path)
-        return await search.grep(str(self._real_root()), start, pattern, options or GrepOptions(), self.ripgrep)
+        return await search.grep(
+            str(self._real_root()), start, pattern, options or GrepOptions(), self.ripgrep,
+            allow_hardlinks=self.allow_hardlinks,
+        )
 
     async def glob(self, pattern: str, path: str = ".") -> list[str]:
         start = self._search_start(path, directory=True)

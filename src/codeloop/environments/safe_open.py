@@ -11,6 +11,13 @@ check; the operation is refused with ``PathOutsideWorkspaceError`` instead of fo
 Hard links: a file with more than one link may be the same inode as a file outside the
 workspace (``ln /etc/shadow ws/x``). Reads of such files are refused by default; writes
 replace the directory entry (rename), so they never reach the other name.
+
+Files that are not regular (a FIFO, a socket, a device) are refused on every read: the
+file is opened with ``O_NONBLOCK`` and checked with ``fstat`` before any read, so opening
+a FIFO nobody writes to returns at once instead of blocking (issue 22). Every read of
+workspace content goes through here: the file tools, ``grep`` (its own reads and a check
+of every file ``rg`` reports), the code index. Deletes walk the same way
+(``unlink_beneath``), so a directory swapped for a link cannot redirect them.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from codeloop.environments.errors import PathOutsideWorkspaceError, WorkspaceError
+from codeloop.environments.errors import NotAFileError, PathOutsideWorkspaceError, WorkspaceError
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -85,20 +92,82 @@ def hardlink_refusal(shown: str, links: int) -> PathOutsideWorkspaceError:
     )
 
 
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def not_regular_refusal(shown: str, mode: int) -> NotAFileError:
+    """The error for reading something that is not a regular file (every read path uses it)."""
+    kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+    return NotAFileError(
+        f"{shown!r} is {kind}, not a regular file; it is not read (reading it could block or never end)",
+        path=shown,
+    )
+
+
+def open_regular(name: str, shown: str, *, dir_fd: int | None = None, allow_hardlinks: bool = False) -> int:
+    """Open ``name`` for reading without following a final link and without blocking;
+    return the descriptor of a regular file, or raise (non-regular, multiply linked, link)."""
+    try:
+        fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _changed(shown) from None
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise not_regular_refusal(shown, info.st_mode)
+        if info.st_nlink > 1 and not allow_hardlinks:
+            raise hardlink_refusal(shown, info.st_nlink)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def read_bytes_beneath(root: Path, resolved: Path, shown: str, *, allow_hardlinks: bool = False) -> bytes:
     """Read a regular file reached without links; refuse multiply-linked files by default."""
     with parent_fd(root, resolved, shown) as (dir_fd, name):
-        try:
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise _changed(shown) from None
-            raise
+        fd = open_regular(name, shown, dir_fd=dir_fd, allow_hardlinks=allow_hardlinks)
     with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if stat.S_ISREG(info.st_mode) and info.st_nlink > 1 and not allow_hardlinks:
-            raise hardlink_refusal(shown, info.st_nlink)
         return handle.read()
+
+
+def read_config_text(path: str) -> str | None:
+    """The text of a small configuration file (an ignore file), or None when it is
+    missing or not a regular file. Links are followed, as git and ripgrep do."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return handle.read().decode("utf-8", "replace")
+
+
+def is_plain_file_beneath(root: Path, rel: str, *, allow_hardlinks: bool = False) -> bool:
+    """True when ``rel`` (root-relative) is now a regular file reached without links and,
+    unless ``allow_hardlinks``, with a single link: what a search may show content of."""
+    try:
+        with parent_fd(root, root / rel, rel) as (dir_fd, name):
+            info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except (OSError, WorkspaceError):
+        return False
+    return stat.S_ISREG(info.st_mode) and (allow_hardlinks or info.st_nlink == 1)
+
+
+def unlink_beneath(root: Path, entry: Path, shown: str) -> None:
+    """Remove the file, link or FIFO at ``entry`` (its parent is canonical), reaching the
+    parent without following links, so a directory swapped for a link on the way is
+    refused instead of redirecting the delete outside the workspace."""
+    with parent_fd(root, entry, shown) as (dir_fd, name):
+        info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        if stat.S_ISDIR(info.st_mode):
+            raise NotAFileError(f"Cannot delete {shown!r}: it is a directory", path=shown)
+        os.unlink(name, dir_fd=dir_fd)
 
 
 def atomic_write_beneath(root: Path, resolved: Path, data: bytes, shown: str) -> None:

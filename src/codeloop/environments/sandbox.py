@@ -2,42 +2,63 @@
 
 Modes (the names codex uses):
 
-- ``read-only``: the whole host file system is mounted read-only, the workspace included;
+- ``read-only``: commands see the system's toolchain and the workspace, all read-only;
   only a private, empty ``/tmp`` is writable. File tools refuse every write *before* it
   touches the disk (``WriteDeniedError``).
 - ``workspace-write``: as ``read-only``, but the workspace is mounted read-write.
 - ``full``: no sandbox at all (a plain ``LocalExecutionEnvironment``).
 
+What a command sees is an allow-list on an empty, read-only root, never the host's ``/``:
+``/usr`` and the ``/bin``, ``/lib*`` links (``SYSTEM_PATHS``), the ``/etc`` entries
+toolchains need (``ETC_ENTRIES``), the user's toolchains (``toolchain_dirs``: what ``PATH``
+and variables such as ``PYENV_ROOT`` name), an empty read-only ``$HOME``, fresh ``/dev``,
+``/proc`` and ``/tmp``, and the workspace. Other workspaces, the rest of the home
+directory and server data directories are not there at all.
+
+Hardening (issue 22; the sandbox is the security boundary, whatever the command policy
+misses): no capabilities (``--cap-drop ALL``), no new privileges (bwrap always sets
+``PR_SET_NO_NEW_PRIVS``), no further user namespaces (``--unshare-user --disable-userns``
+where bubblewrap is 0.8 or newer), and the seccomp filter of
+:mod:`codeloop.environments.seccomp_filter` (namespaces, mounts, ptrace, keyring,
+modules, bpf, io_uring, clone3, non-native ABIs), given to ``bwrap --seccomp FD``.
+
 ``network=False`` (the default) gives each command a new, empty network namespace
 (``--unshare-net``): no route anywhere, loopback of the host included.
 
 Every command also gets a new PID namespace whose init dies with its parent
-(``--unshare-pid --die-with-parent``): when the runner kills the command's process group
-on a timeout or an abort, bubblewrap dies and the kernel kills *everything* left in the
-namespace, including processes that called ``setsid`` or daemonized. ``--new-session``
-stops a command from injecting keystrokes into the calling terminal.
+(``--unshare-pid --die-with-parent``): when the command ends, or the runner kills its
+process group on a timeout or an abort, bubblewrap dies and the kernel kills *everything*
+left in the namespace, including processes that called ``setsid`` or daemonized.
+``--new-session`` stops a command from injecting keystrokes into the calling terminal.
 
-Secrets outside the workspace: the directories in ``hidden_paths`` (by default the usual
-credential stores: ``~/.ssh``, ``~/.aws``, ``~/.gnupg``, ``~/.config/gcloud``, ...) are
-covered by empty tmpfs mounts, and files by ``/dev/null``; add your own.
+Secrets inside what is mounted: the paths in ``hidden_paths`` (by default the usual
+credential stores: ``~/.ssh``, ``~/.aws``, ``/etc/ssl/private``, ``~/.cargo/credentials``,
+...) are covered by empty tmpfs mounts, and files by ``/dev/null``; add your own.
 
 Never silently unsandboxed: ``initialize()`` (and the first command, if you skip it) runs
-a probe; when ``bwrap`` is missing or user namespaces are off, it raises
-``SandboxUnavailableError`` saying how to fix that.
+a probe of the hardened sandbox; when ``bwrap`` is missing, user namespaces are off or
+the seccomp filter cannot be built, it raises ``SandboxUnavailableError`` saying how to
+fix that.
 """
 
 from __future__ import annotations
 
+import atexit
+import fnmatch
+import functools
 import os
+import re
 import shutil
 import subprocess
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
 from codeloop.environments.base import EnvPolicy, ExecLimits
 from codeloop.environments.errors import SandboxUnavailableError, WriteDeniedError
 from codeloop.environments.local import LocalExecutionEnvironment
+from codeloop.environments.seccomp_filter import SeccompUnavailableError, bpf_program
 
 SandboxMode = Literal["read-only", "workspace-write", "full"]
 SANDBOX_MODES: tuple[SandboxMode, ...] = ("read-only", "workspace-write", "full")
@@ -58,14 +79,46 @@ DEFAULT_HIDDEN_PATHS: tuple[str, ...] = (
     "~/.config/gh",
     "~/.config/codeloop",
     "~/.local/state/codeloop",
+    "~/.cargo/credentials",
+    "~/.cargo/credentials.toml",
     "/etc/shadow",
     "/etc/gshadow",
     "/etc/ssh",
+    "/etc/ssl/private",
 )
-"""Credential stores hidden from sandboxed commands unless they are inside the workspace."""
+"""Credential stores hidden from sandboxed commands unless they are inside the workspace
+(most lie outside what is mounted at all; these cover the ones inside mounted toolchains)."""
+
+SYSTEM_PATHS: tuple[str, ...] = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+"""System toolchain directories mounted read-only (a symbolic link is recreated as one)."""
+
+ETC_ENTRIES: tuple[str, ...] = (
+    "alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "passwd", "group", "nsswitch.conf",
+    "hosts", "hostname", "resolv.conf", "host.conf", "gai.conf", "services", "protocols", "networks",
+    "localtime", "timezone", "locale.alias", "locale.conf", "ssl", "ca-certificates", "ca-certificates.conf",
+    "pki", "crypto-policies", "mime.types", "magic", "magic.mime", "os-release", "debian_version",
+    "lsb-release", "redhat-release", "bash.bashrc", "bashrc", "profile", "profile.d", "inputrc",
+    "environment", "gitconfig", "terminfo", "manpath.config", "python3*", "perl", "java-*", "jvm",
+    "maven", "fonts", "ImageMagick-*", "mke2fs.conf",
+)
+"""``/etc`` entries mounted read-only (fnmatch patterns): what toolchains, name lookup and
+TLS need. Not the rest: ``/etc`` also holds service configurations with passwords, and
+``npmrc``/``pip.conf`` may hold registry tokens."""
+
+TOOLCHAIN_VARIABLES: tuple[str, ...] = (
+    "PYENV_ROOT", "VIRTUAL_ENV", "CONDA_PREFIX", "POETRY_HOME", "GOROOT", "GOMODCACHE", "CARGO_HOME",
+    "RUSTUP_HOME", "NVM_DIR", "PNPM_HOME", "BUN_INSTALL", "DENO_DIR", "NODE_PATH", "JAVA_HOME",
+    "GRADLE_HOME", "MAVEN_HOME", "M2_HOME", "GEM_HOME", "GEM_PATH", "RBENV_ROOT", "DOTNET_ROOT",
+    "ANDROID_HOME", "ANDROID_SDK_ROOT", "FLUTTER_ROOT",
+)
+"""Host variables naming toolchain directories that commands get to see (read-only)."""
+
+_SECCOMP_FD = 9
+"""The descriptor bwrap reads the filter from (a single digit: ``sh`` redirects 0-9 only)."""
 
 _FIX = (
-    "Install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install bubblewrap) "
+    "Install bubblewrap and libseccomp's Python bindings (Debian/Ubuntu: apt-get install bubblewrap "
+    "python3-seccomp; Fedora: dnf install bubblewrap python3-libseccomp) "
     "and make sure unprivileged user namespaces are enabled "
     "(sysctl kernel.unprivileged_userns_clone=1, or on Ubuntu 24.04+ "
     "sysctl kernel.apparmor_restrict_unprivileged_userns=0). "
@@ -78,24 +131,128 @@ def find_bwrap() -> str | None:
     return shutil.which("bwrap")
 
 
+@functools.lru_cache(maxsize=8)
+def _supports_disable_userns(bwrap: str) -> bool:
+    """``--disable-userns`` came with bubblewrap 0.8.0; older ones reject it."""
+    try:
+        done = subprocess.run([bwrap, "--help"], capture_output=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return b"--disable-userns" in done.stdout + done.stderr
+
+
+def _hardening_args(bwrap: str, seccomp_fd: int) -> list[str]:
+    """Privilege arguments of every sandboxed command (module docstring, "Hardening")."""
+    args = ["--cap-drop", "ALL", "--seccomp", str(seccomp_fd)]
+    if _supports_disable_userns(bwrap):
+        # bwrap only enforces it inside a user namespace of its own.
+        args = ["--unshare-user", "--disable-userns", *args]
+    return args
+
+
+@functools.lru_cache(maxsize=1)
+def _seccomp_file() -> str:
+    """A private file holding the filter's BPF program, opened anew by each command."""
+    directory = tempfile.mkdtemp(prefix="codeloop-seccomp-")
+    path = os.path.join(directory, "filter.bpf")
+    with open(path, "wb") as out:
+        out.write(bpf_program())
+    os.chmod(path, 0o400)
+    atexit.register(shutil.rmtree, directory, True)
+    return path
+
+
+def _with_seccomp(argv: list[str]) -> list[str]:
+    """Start ``argv`` (a bwrap command line) with the filter open on ``_SECCOMP_FD``.
+
+    The runner closes every inherited descriptor, so a tiny ``sh`` opens the file and
+    ``exec``s bwrap in its place (same process, nothing left behind); bwrap reads and
+    closes it before the command starts."""
+    path = _seccomp_file()
+    if not os.path.exists(path):  # a temp cleaner removed it
+        _seccomp_file.cache_clear()
+        path = _seccomp_file()
+    return ["/bin/sh", "-c", f'exec "$@" {_SECCOMP_FD}<"$0"', path, *argv]
+
+
 def probe_bwrap(bwrap: str | None = None) -> str | None:
-    """Run a trivial sandbox; None when it works, else the reason it does not."""
+    """Run a trivial hardened sandbox; None when it works, else the reason it does not."""
     exe = bwrap or find_bwrap()
     if exe is None:
         return "bubblewrap (bwrap) is not installed"
     try:
-        done = subprocess.run(
-            [exe, "--ro-bind", "/", "/", "--unshare-pid", "--unshare-net", "--die-with-parent", "/bin/true"],
-            capture_output=True,
-            timeout=10,
-            check=False,
+        argv = _with_seccomp(
+            [exe, "--ro-bind", "/", "/", *_hardening_args(exe, _SECCOMP_FD),
+             "--unshare-pid", "--unshare-net", "--die-with-parent", "/bin/true"]
         )
+    except SeccompUnavailableError as exc:
+        return str(exc)
+    try:
+        done = subprocess.run(argv, capture_output=True, timeout=10, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bwrap could not run: {exc}"
     if done.returncode != 0:
         detail = done.stderr.decode("utf-8", "replace").strip()
         return f"bwrap cannot create a sandbox here: {detail or f'exit {done.returncode}'}"
     return None
+
+
+def _under(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
+
+
+@functools.lru_cache(maxsize=1)
+def system_mounts() -> tuple[tuple[str, str | None], ...]:
+    """``(path, symlink target or None)`` of the host's toolchain directories and the
+    ``/etc`` entries that programs need (``SYSTEM_PATHS``, ``ETC_ENTRIES``), as present
+    when first asked (the layout of ``/usr`` and ``/etc`` does not change under a session)."""
+    etc_entry = re.compile("|".join(fnmatch.translate(pattern) for pattern in ETC_ENTRIES))
+    found: list[tuple[str, str | None]] = []
+    for path in SYSTEM_PATHS:
+        if os.path.islink(path):
+            found.append((path, os.readlink(path)))
+        elif os.path.isdir(path):
+            found.append((path, None))
+    try:
+        names = sorted(os.listdir("/etc"))
+    except OSError:
+        names = []
+    for name in names:
+        if etc_entry.match(name) and os.path.exists(f"/etc/{name}"):
+            found.append((f"/etc/{name}", None))
+    return tuple(found)
+
+
+def toolchain_dirs(environ: Mapping[str, str], workspace: str) -> list[str]:
+    """Directories outside the system ones that hold the user's toolchains, mounted
+    read-only: each ``PATH`` entry (its prefix when it is a ``bin`` or ``shims`` directory,
+    so ``~/.pyenv/shims`` brings ``~/.pyenv``) and the directories named by toolchain
+    variables (``PYENV_ROOT``, ``CARGO_HOME``, ``VIRTUAL_ENV``, ``JAVA_HOME``, ...).
+
+    Never the home directory itself, ``/``, a directory holding the workspace or one
+    already under a system path."""
+    home = os.path.realpath(environ.get("HOME", "/")) if environ.get("HOME") else "/"
+    candidates: list[str] = []
+    for entry in environ.get("PATH", "").split(":"):
+        if not entry.startswith("/"):
+            continue
+        real = os.path.realpath(entry)
+        parent = os.path.dirname(real)
+        if os.path.basename(real) in ("bin", "sbin", "shims") and parent not in (home, "/", f"{home}/.local"):
+            real = parent
+        candidates.append(real)
+    for name in TOOLCHAIN_VARIABLES:
+        candidates += [os.path.realpath(v) for v in environ.get(name, "").split(":") if v.startswith("/")]
+    if any(_under(c, os.path.join(home, ".cargo")) for c in candidates) and "RUSTUP_HOME" not in environ:
+        candidates.append(os.path.join(home, ".rustup"))  # cargo's proxies need rustup's toolchains
+    chosen: list[str] = []
+    for path in candidates:
+        if path in ("/", home) or _under(workspace, path) or _under(home, path) or not os.path.isdir(path):
+            continue
+        if any(_under(path, system) for system in SYSTEM_PATHS) or any(_under(path, c) for c in chosen):
+            continue
+        chosen = [c for c in chosen if not _under(c, path)] + [path]
+    return chosen
 
 
 class SandboxedExecutionEnvironment(LocalExecutionEnvironment):
@@ -151,19 +308,46 @@ class SandboxedExecutionEnvironment(LocalExecutionEnvironment):
             )
         super().check_write(path)
 
-    def _hidden_mounts(self, workspace: str) -> list[str]:
+    def _hidden_mounts(self, workspace: str, mounted: Sequence[str]) -> list[str]:
         args: list[str] = []
         for raw in self.hidden_paths:
             target = os.path.realpath(os.path.expanduser(raw))
-            if not os.path.lexists(target):
+            if not os.path.lexists(target) or not any(_under(target, m) for m in mounted):
                 continue
             # Never hide the workspace itself or anything that contains it.
-            if workspace == target or workspace.startswith(target.rstrip("/") + "/"):
+            if _under(workspace, target):
                 continue
             if os.path.isdir(target):
                 args += ["--tmpfs", target]
             else:
                 args += ["--ro-bind", "/dev/null", target]
+        return args
+
+    def _mounts(self, workspace: str) -> list[str]:
+        """The file system a command sees: an allow-list on an empty, read-only root."""
+        args = ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        mounted: list[str] = []
+        for path, link in system_mounts():
+            if link is not None:
+                args += ["--symlink", link, path]
+            else:
+                args += ["--ro-bind", path, path]
+                mounted.append(path)
+        for path in toolchain_dirs(os.environ, workspace):
+            args += ["--ro-bind", path, path]
+            mounted.append(path)
+        home = os.environ.get("HOME", "")
+        if home.startswith("/") and not any(_under(home, m) for m in mounted) and not _under(workspace, home):
+            args += ["--dir", home]  # exists, empty and read-only, as a home without secrets
+        args += self._hidden_mounts(workspace, mounted)
+        # A mounted directory holding the workspace would show its siblings (other
+        # tenants' workspaces): cover the branch leading to it with an empty tmpfs.
+        for path in mounted:
+            if _under(workspace, path) and workspace != path:
+                below = os.path.relpath(workspace, path).split("/", 1)[0]
+                args += ["--tmpfs", os.path.join(path, below)]
+        bind = "--bind" if self.mode == "workspace-write" else "--ro-bind"
+        args += [bind, workspace, workspace, "--remount-ro", "/"]
         return args
 
     def build_argv(self, command: str) -> list[str]:
@@ -172,20 +356,11 @@ class SandboxedExecutionEnvironment(LocalExecutionEnvironment):
         self._ensure_sandbox()
         assert self._bwrap is not None
         workspace = os.path.realpath(self.working_directory())
-        argv = [
-            self._bwrap,
-            "--ro-bind", "/", "/",
-            "--dev", "/dev",
-            "--proc", "/proc",
-            "--tmpfs", "/tmp",
-        ]
-        argv += self._hidden_mounts(workspace)
-        bind = "--bind" if self.mode == "workspace-write" else "--ro-bind"
-        argv += [bind, workspace, workspace]
+        argv = [self._bwrap, *self._mounts(workspace), *_hardening_args(self._bwrap, _SECCOMP_FD)]
         argv += ["--unshare-pid", "--die-with-parent", "--new-session", "--unshare-ipc", "--unshare-uts"]
         if not self.network:
             argv.append("--unshare-net")
         # No --chdir: bwrap keeps the caller's working directory (the command's
         # working_dir inside the workspace), which exists inside the sandbox too.
         argv += ["--", *super().build_argv(command)]
-        return argv
+        return _with_seccomp(argv)

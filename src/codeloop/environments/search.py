@@ -17,15 +17,18 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 import sys
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from codeloop.environments.base import ExecLimits, GrepOptions, OutputStream
-from codeloop.environments.errors import InvalidPatternError, WorkspaceError
+from codeloop.environments.errors import FileNotFoundInWorkspaceError, InvalidPatternError, WorkspaceError
 from codeloop.environments.patterns import compile_glob
 from codeloop.environments.runner import run_process
+from codeloop.environments.safe_open import is_plain_file_beneath, open_regular, parent_fd, read_bytes_beneath
 from codeloop.environments.walk import walk_files
 
 SEARCH_TIMEOUT_MS = 120_000
@@ -159,28 +162,94 @@ def _glob_filter_matcher(glob_filter: str | None) -> Callable[[str], bool] | Non
     return lambda rel: bool(regex.match(rel.rsplit("/", 1)[-1]))
 
 
-async def grep(root: str, start_rel: str, pattern: str, options: GrepOptions, rg: str | None) -> str:
+async def grep(
+    root: str, start_rel: str, pattern: str, options: GrepOptions, rg: str | None, *, allow_hardlinks: bool = False
+) -> str:
     """Search ``start_rel`` (root-relative file or directory) for ``pattern``; see the module doc.
 
     Formats: ``content``: ``path:N:text`` (``path-N-text`` for context lines, ``--`` between
     groups); ``files_with_matches``: one path per line; ``count``: ``path:N``. Paths are
     relative to the workspace root. ``""`` when nothing matches.
+
+    Only regular files with a single link (any count with ``allow_hardlinks``) reached
+    without links are searched (``safe_open``): a file named explicitly that is not one
+    raises, and files ``rg`` reports during a walk are checked before they are shown.
     """
     if options.glob_filter is not None:
         compile_glob(options.glob_filter.lstrip("/"))
     results = _Results(options.max_results, options.output_mode == "content" and options.context_lines > 0)
-    if rg is not None:
-        await _rg_grep(rg, root, start_rel, pattern, options, results)
-    else:
-        _python_grep(root, start_rel, pattern, options, results)
+    plain = _PlainFiles(root, allow_hardlinks)
+    job = _Grep(root, start_rel, pattern, options, results, plain, plain.open_explicit(start_rel))
+    try:
+        if rg is not None:
+            await _rg_grep(rg, job)
+        else:
+            _python_grep(job)
+    finally:
+        if job.explicit_fd is not None:
+            os.close(job.explicit_fd)
     if options.output_mode == "content":
         return _finish_content(results.render(_match_suffix))
     return results.render(lambda line: True)
 
 
-async def _rg_grep(
-    rg: str, root: str, start_rel: str, pattern: str, options: GrepOptions, results: _Results
-) -> None:
+class _PlainFiles:
+    """Which root-relative paths a search may show the content of (checked once each)."""
+
+    def __init__(self, root: str, allow_hardlinks: bool) -> None:
+        self.root = Path(root)
+        self.allow_hardlinks = allow_hardlinks
+        self.known: dict[str, bool] = {}
+
+    def __call__(self, rel: str) -> bool:
+        found = self.known.get(rel)
+        if found is None:
+            found = self.known[rel] = is_plain_file_beneath(self.root, rel, allow_hardlinks=self.allow_hardlinks)
+        return found
+
+    def open_explicit(self, start_rel: str) -> int | None:
+        """A descriptor of ``start_rel`` when it names a file (checked as ``read_file`` does),
+        None for a directory."""
+        if start_rel in ("", "."):
+            return None
+        try:
+            if stat.S_ISDIR(os.lstat(self.root / start_rel).st_mode):
+                return None
+            with parent_fd(self.root, self.root / start_rel, start_rel) as (dir_fd, name):
+                return open_regular(name, start_rel, dir_fd=dir_fd, allow_hardlinks=self.allow_hardlinks)
+        except FileNotFoundError:
+            raise FileNotFoundInWorkspaceError(f"No such file or directory: {start_rel!r}", path=start_rel) from None
+        except OSError as exc:
+            raise WorkspaceError(f"Cannot search {start_rel!r}: {exc.strerror or exc}", path=start_rel) from None
+
+    def read(self, rel: str) -> bytes | None:
+        try:
+            return read_bytes_beneath(self.root, self.root / rel, rel, allow_hardlinks=self.allow_hardlinks)
+        except (OSError, WorkspaceError):
+            return None
+
+
+def _fd_path(fd: int) -> str:
+    """A path by which a child process opens the very file behind our descriptor."""
+    return f"/proc/{os.getpid()}/fd/{fd}"
+
+
+@dataclass(frozen=True)
+class _Grep:
+    """One search: where, what, and the checked descriptor of a file named explicitly."""
+
+    root: str
+    start_rel: str
+    pattern: str
+    options: GrepOptions
+    results: _Results
+    plain: _PlainFiles
+    explicit_fd: int | None
+
+
+async def _rg_grep(rg: str, job: _Grep) -> None:
+    root, start_rel, pattern, options, results = job.root, job.start_rel, job.pattern, job.options, job.results
+    plain, explicit_fd = job.plain, job.explicit_fd
     mode = options.output_mode
     args = ["--engine", "auto", "--no-messages"]
     if options.case_insensitive:
@@ -197,21 +266,32 @@ async def _rg_grep(
     else:
         args += ["--count", "--with-filename", "--null"]
     args += ["--regexp", pattern, "--"]
-    if start_rel not in ("", "."):
+    # A file named explicitly is searched through the descriptor already checked, so a
+    # link or FIFO swapped in since cannot be what rg opens.
+    given = _fd_path(explicit_fd) if explicit_fd is not None else None
+    if given is not None:
+        args.append(given)
+    elif start_rel not in ("", "."):
         args.append(start_rel)
 
     pending_separator = [False]
 
+    def shown(path: str) -> str | None:
+        if given is not None:
+            return start_rel if path == given else None
+        return path if plain(path) else None
+
     def on_line(line: str) -> None:
         if mode == "files_with_matches":
-            if line:
-                results.add(line, line, True)
+            if line and (path := shown(line)) is not None:
+                results.add(path, path, True)
             return
         if line == "--":
             pending_separator[0] = True
             return
-        path, nul, rest = line.partition("\x00")
-        if not nul:
+        raw_path, nul, rest = line.partition("\x00")
+        path = shown(raw_path) if nul else None
+        if path is None:
             return
         if mode == "count":
             results.add(path, f"{path}:{rest}", True)
@@ -239,20 +319,23 @@ async def _rg_grep(
         raise WorkspaceError(f"Search failed (rg exit {code}): {stderr.strip() or 'no message'}")
 
 
-def _python_grep(root: str, start_rel: str, pattern: str, options: GrepOptions, results: _Results) -> None:
+def _python_grep(job: _Grep) -> None:
+    root, start_rel, pattern, options, results = job.root, job.start_rel, job.pattern, job.options, job.results
+    plain, explicit_fd = job.plain, job.explicit_fd
     try:
         regex = re.compile(pattern, re.IGNORECASE if options.case_insensitive else 0)
     except (re.error, OverflowError, RecursionError) as exc:
         raise InvalidPatternError(f"Invalid regex {pattern!r}: {exc}", path=pattern) from None
     # Like rg, a file named explicitly is searched whatever the glob filter says.
-    explicit_file = start_rel not in ("", ".") and os.path.isfile(os.path.join(root, start_rel))
-    keep = None if explicit_file else _glob_filter_matcher(options.glob_filter)
-    files = sorted(walk_files(root, start_rel, keep))
+    if explicit_fd is not None:
+        files = [start_rel]
+    else:
+        files = sorted(walk_files(root, start_rel, _glob_filter_matcher(options.glob_filter)))
     shown = 0
     for rel in files:
         if shown >= options.max_results:
             break
-        lines = _text_lines(os.path.join(root, rel))
+        lines = _text_lines(_read_fd(explicit_fd) if explicit_fd is not None else plain.read(rel))
         if lines is None:
             continue
         hits = [i for i, line in enumerate(lines) if regex.search(line)]
@@ -267,13 +350,13 @@ def _python_grep(root: str, start_rel: str, pattern: str, options: GrepOptions, 
             _add_content(results, rel, lines, hits[: max(options.max_results, 1)], options.context_lines)
 
 
-def _text_lines(abs_path: str) -> list[str] | None:
-    try:
-        with open(abs_path, "rb") as fh:
-            data = fh.read()
-    except OSError:
-        return None
-    if b"\x00" in data:
+def _read_fd(fd: int) -> bytes:
+    with os.fdopen(os.dup(fd), "rb") as handle:
+        return handle.read()
+
+
+def _text_lines(data: bytes | None) -> list[str] | None:
+    if data is None or b"\x00" in data:
         return None
     lines = data.decode("utf-8", "replace").split("\n")
     if lines and lines[-1] == "":

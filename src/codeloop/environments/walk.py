@@ -12,6 +12,7 @@ import os
 from collections.abc import Callable, Iterator
 
 from codeloop.environments.patterns import IgnoreRule, is_ignored, parse_ignore_file
+from codeloop.environments.safe_open import read_config_text
 
 IGNORE_FILES = (".gitignore", ".ignore", ".rgignore")
 """Ignore files read in every directory, in increasing precedence (as ripgrep does)."""
@@ -20,22 +21,16 @@ IGNORE_FILES = (".gitignore", ".ignore", ".rgignore")
 def _read_rules(abs_dir: str, rel_dir: str) -> list[IgnoreRule]:
     rules: list[IgnoreRule] = []
     for name in IGNORE_FILES:
-        try:
-            with open(os.path.join(abs_dir, name), encoding="utf-8", errors="replace") as fh:
-                rules += parse_ignore_file(fh.read(), rel_dir)
-        except OSError:
-            continue
+        text = read_config_text(os.path.join(abs_dir, name))
+        if text is not None:
+            rules += parse_ignore_file(text, rel_dir)
     return rules
 
 
 def _root_rules(root: str, start_rel: str) -> list[IgnoreRule]:
     """Rules that apply at ``start_rel``: the root's exclude file and every ancestor's ignore files."""
-    rules: list[IgnoreRule] = []
-    try:
-        with open(os.path.join(root, ".git", "info", "exclude"), encoding="utf-8", errors="replace") as fh:
-            rules += parse_ignore_file(fh.read(), "")
-    except OSError:
-        pass
+    exclude = read_config_text(os.path.join(root, ".git", "info", "exclude"))
+    rules = parse_ignore_file(exclude, "") if exclude is not None else []
     rel = ""
     rules += _read_rules(root, rel)
     for part in [p for p in start_rel.split("/") if p not in ("", ".")][:-1]:

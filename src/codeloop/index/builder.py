@@ -18,6 +18,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from codeloop.environments.errors import WorkspaceError
+from codeloop.environments.safe_open import read_bytes_beneath
 from codeloop.index.chunks import Chunk, code_chunks, document_chunks
 from codeloop.index.ignore import walk_repository
 from codeloop.index.import_resolution import ImportResolver
@@ -119,8 +121,8 @@ def _resolve_imports(conn: sqlite3.Connection, root: Path, sources: list[str] | 
     for path in files:
         if path == "go.mod" or path.endswith("/go.mod"):
             try:
-                go_mods[path] = (root / path).read_text(encoding="utf-8", errors="replace")
-            except OSError:
+                go_mods[path] = read_bytes_beneath(root, root / path, path).decode("utf-8", "replace")
+            except (OSError, WorkspaceError):
                 continue
     resolver = ImportResolver(files, go_mods)
     query = ("SELECT imports.id, files.path, files.language, imports.line, imports.specifier, "
@@ -189,8 +191,8 @@ def _build(repo_root: str | Path, db_path: Path) -> BuildReport:
                 unchanged += 1
                 continue
             try:
-                data = (root / rel).read_bytes()
-            except OSError:
+                data = read_bytes_beneath(root, root / rel, rel)
+            except (OSError, WorkspaceError):  # not a plain file now (FIFO, hard link, link swapped in)
                 continue
             seen.add(rel)
             digest = hashlib.blake2b(data, digest_size=16).hexdigest()

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from codeloop.environments.resolver import resolve_workspace_path
+from codeloop.environments.safe_open import read_bytes_beneath
 from codeloop.index.ast_dump import syntax_tree
 from codeloop.index.builder import MAX_FILE_BYTES, build_index
 from codeloop.index.errors import IndexNotBuiltError, NotIndexedError
@@ -205,7 +206,8 @@ class CodeIndex:
     def ast(self, path: str, max_depth: int = 6, max_nodes: int = 2000) -> dict[str, Any]:
         """The syntax tree of ``path`` read from disk through the workspace resolver."""
         resolved = resolve_workspace_path(self.repo_root, path, must_exist=True)
-        return syntax_tree(normalize_path(path), resolved.read_bytes(), max_depth, max_nodes)
+        data = read_bytes_beneath(self.repo_root, resolved, path)
+        return syntax_tree(normalize_path(path), data, max_depth, max_nodes)
 
     def status(self) -> IndexStatus:
         """Whether the index exists and is current (compares mtime and size, no hashing)."""

@@ -12,6 +12,7 @@ import os
 from collections.abc import Iterator
 
 from codeloop.environments.patterns import IgnoreRule, is_ignored, parse_ignore_file
+from codeloop.environments.safe_open import read_config_text
 
 ALWAYS_SKIPPED = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv", ".mypy_cache",
                             ".ruff_cache", ".pytest_cache", ".tox"})
@@ -19,11 +20,7 @@ ALWAYS_SKIPPED = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules"
 
 
 def _read_text(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read()
-    except OSError:
-        return ""
+    return read_config_text(path) or ""
 
 
 def walk_repository(root: str) -> Iterator[tuple[str, os.stat_result]]:
