@@ -47,10 +47,10 @@ from codeloop.llm import constrained
 from codeloop.llm.errors import AuthenticationError, ContextLengthError, NotFoundError, SDKError, StreamError
 from codeloop.llm.types import Message, Request, Response, StreamEvent, StreamEventType, ToolCall
 from codeloop.llm.types import ToolDefinition as LLMToolDefinition
+from codeloop.policy.approval import Approver
 from codeloop.profiles.base import ProviderProfile, to_llm_tool
 from codeloop.profiles.prompts import NATIVE_COMPACT
 from codeloop.tools import ToolContext, ToolPolicy, ToolRegistry, TruncationConfig, execute_tool_call
-from codeloop.tools.policy_hook import Approver
 from codeloop.tools.truncation import DEFAULT_TOOL_LIMITS, FALLBACK_CHAR_LIMIT
 
 CHARS_PER_TOKEN = 4

@@ -50,9 +50,10 @@ from codeloop.llm.client import Client
 from codeloop.llm.errors import ContextLengthError
 from codeloop.llm.types import Message, Request, Response, ResponseFormat
 from codeloop.llm.types import ToolDefinition as LLMToolDefinition
+from codeloop.policy import Decision
+from codeloop.policy.approval import ToolCallRequest, ToolPolicy
 from codeloop.profiles.text import describe_text_tools
 from codeloop.tools.pipeline import execute_tool_call
-from codeloop.tools.policy_hook import PolicyDecision, ToolCallRequest, ToolPolicy
 from codeloop.tools.registry import ToolContext, ToolRegistry
 
 OVERVIEW_CHARS = 3000
@@ -445,18 +446,18 @@ class RolesPipeline:
         """Refuses a write outside ``targets`` before it runs (the critic would fail the round
         for it; refused now, the builder can still make the planned change)."""
 
-        async def policy(call: ToolCallRequest, env: ExecutionEnvironment) -> PolicyDecision:
+        async def policy(call: ToolCallRequest, env: ExecutionEnvironment) -> Decision:
             path = call.arguments.get("file_path")
             if call.name not in WRITE_TOOLS or not targets or not isinstance(path, str) or not path.strip():
-                return PolicyDecision.allow()
+                return Decision.allow()
             try:
                 # Where the write would really land (symlinks followed), as the critic will see it.
                 rel = relative_to_root(self.root, resolve_workspace_path(self.root, path))
             except WorkspaceError:
-                return PolicyDecision.allow()  # outside the repository: the tool's own path check answers it
+                return Decision.allow()  # outside the repository: the tool's own path check answers it
             if not outside_plan([rel], targets):
-                return PolicyDecision.allow()
-            return PolicyDecision.deny(
+                return Decision.allow()
+            return Decision.deny(
                 f"{call.name} refused: {rel} is not in plan_targets ({', '.join(targets)}). Change only the "
                 "plan_targets; if another file must change, say so in your final reply so the architect can "
                 "revise the plan.")

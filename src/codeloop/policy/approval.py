@@ -45,6 +45,11 @@ Approver = Callable[[ToolCallRequest, str], Awaitable[bool]]
 """``async (call, reason) -> approved``; asked at once for "ask" decisions. Must not raise."""
 
 
+async def allow_all(call: ToolCallRequest, env: ExecutionEnvironment) -> Decision:
+    """The default policy: every call is allowed."""
+    return Decision.allow()
+
+
 @dataclass(frozen=True)
 class PendingApproval:
     """A call the policy sent for approval and nobody has answered yet."""

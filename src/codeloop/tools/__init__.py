@@ -8,10 +8,9 @@ Policies answer with :class:`codeloop.policy.Decision`.
 
 from __future__ import annotations
 
-from codeloop.policy.approval import PendingApproval, ToolCallRequest
+from codeloop.policy.approval import Approver, PendingApproval, ToolCallRequest, ToolPolicy
 from codeloop.tools.errors import PatchError, ToolError
 from codeloop.tools.pipeline import execute_tool_call, resume_tool_call
-from codeloop.tools.policy_hook import Approver, ToolPolicy
 from codeloop.tools.registry import (
     Executor,
     ImageData,

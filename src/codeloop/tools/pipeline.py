@@ -21,10 +21,9 @@ from typing import Any
 
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import WorkspaceError
-from codeloop.policy.approval import PendingApproval
+from codeloop.policy.approval import Approver, PendingApproval, ToolCallRequest, ToolPolicy, allow_all
 from codeloop.tools.arguments import ArgumentError, parse_arguments, validate_arguments
 from codeloop.tools.errors import ToolError
-from codeloop.tools.policy_hook import Approver, ToolCallRequest, ToolPolicy, allow_all
 from codeloop.tools.registry import RegisteredTool, ToolContext, ToolOutput, ToolRegistry, ToolResult
 from codeloop.tools.suggestions import equivalent_call
 from codeloop.tools.truncation import TruncationConfig, truncate_tool_output
