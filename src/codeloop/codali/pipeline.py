@@ -53,6 +53,7 @@ from codeloop.llm.types import ToolDefinition as LLMToolDefinition
 from codeloop.policy import Decision
 from codeloop.policy.approval import ToolCallRequest, ToolPolicy
 from codeloop.profiles.text import describe_text_tools
+from codeloop.tools import workspace_ops as ops
 from codeloop.tools.pipeline import execute_tool_call
 from codeloop.tools.registry import ToolContext, ToolRegistry
 
@@ -533,11 +534,12 @@ class RolesPipeline:
         check_failure = None
         check_note = "no check command configured"
         if self.config.check_command:
-            run = await self.env.exec_command(self.config.check_command, timeout_ms=self.config.check_timeout_ms)
-            if run.exit_code != 0 or run.timed_out:
-                why = "timed out" if run.timed_out else f"exit {run.exit_code}"
+            run = await ops.run_command(self.env, self.config.check_command, timeout_ms=self.config.check_timeout_ms)
+            if run.status != "ok":
+                why = {"timed_out": "timed out", "not_started": "did not start",
+                       "killed": f"killed by signal {run.signal}"}.get(run.status, f"exit {run.exit_code}")
                 check_failure = (f"check command failed ({why}): {self.config.check_command}\n"
-                                 f"{run.output[-2000:]}")
+                                 f"{run.result.output[-2000:]}")
                 check_note = check_failure
             else:
                 check_note = f"check command passed: {self.config.check_command}"

@@ -294,6 +294,15 @@ def _shell_event(op: ShellOperation, ts: str, result: ToolResult) -> BaseModel:
 # -- the space's tools: each runs one workspace operation, with the policy's limits ------------
 
 
+async def run_file_operation(name: str, args: dict[str, Any], env: ExecutionEnvironment,
+                             policy: Policy) -> ToolResult:
+    """One file operation outside a run (the HTTP file endpoints), through the same tools and
+    POLICY step as a run's; an operation the policy would ask about is not run (nobody can
+    approve it there)."""
+    return await execute_tool_call(space_registry(policy), name, args, env,
+                                   policy=space_policy(policy, []))
+
+
 def space_registry(policy: Policy) -> ToolRegistry:
     """The tools of a space's operations; ``ToolOutput.data`` holds the typed outcome."""
     max_bytes = policy.filesystem.max_file_size

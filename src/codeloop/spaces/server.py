@@ -27,6 +27,7 @@ Auth: ``Authorization: Bearer <key>``; a key sees only the spaces it created (ot
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import ipaddress
 import json
@@ -43,12 +44,14 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from codeloop.environments.errors import FileNotFoundInWorkspaceError, NotAFileError, WorkspaceError
-from codeloop.policy import evaluate_path
+from codeloop.policy import Policy, evaluate_path
 from codeloop.spaces.database import RunRecord, SpaceRecord, SpacesStore, open_store
+from codeloop.spaces.engine import run_file_operation
 from codeloop.spaces.operations import Approval, EventsMessage, OperationsMessage, path_problem
 from codeloop.spaces.policy_config import PolicyConfigError
 from codeloop.spaces.runs import MessageRejectedError
 from codeloop.spaces.service import DEFAULT_TTL_S, MAX_TTL_S, ServiceError, SpacesService
+from codeloop.tools.registry import ToolResult
 
 log = logging.getLogger(__name__)
 MAX_BODY_BYTES = 16 * 1024 * 1024
@@ -251,7 +254,8 @@ class SpacesAPI:
                 # Woken by this process's runs; the timeout covers runs executed by another server.
                 await asyncio.wait_for(wake.wait(), timeout=0.5)
 
-    async def _space_path(self, request: Request, access: Literal["read", "write", "delete"]) -> tuple[Any, str]:
+    async def _space_path(self, request: Request,
+                          access: Literal["read", "write", "delete"]) -> tuple[Any, str, Policy]:
         space = await self.service.space_for(await self.owner(request), request.path_params["space_id"])
         path = request.path_params["path"]
         why = path_problem(path)
@@ -262,10 +266,10 @@ class SpacesAPI:
         if verdict.action != "allow":
             extra = "; send it as an operation in a run to ask for approval" if verdict.action == "ask" else ""
             raise ServiceError(403, "policy_denied", verdict.reason + extra)
-        return env.env, path
+        return env.env, path, policy
 
     async def get_file(self, request: Request) -> Response:
-        env, path = await self._space_path(request, "read")
+        env, path, _ = await self._space_path(request, "read")
         try:
             info = await env.stat(path)
             if info.is_dir:
@@ -279,27 +283,35 @@ class SpacesAPI:
             raise ServiceError(400, "invalid_path", str(exc)) from None
 
     async def put_file(self, request: Request) -> Response:
-        env, path = await self._space_path(request, "write")
+        env, path, policy = await self._space_path(request, "write")
         data = await request.body()
         if len(data) > MAX_BODY_BYTES:
             raise ServiceError(413, "body_too_large", f"file over {MAX_BODY_BYTES} bytes")
-        try:
-            written = await env.write_file(path, data)
-        except WorkspaceError as exc:
-            raise ServiceError(400, "invalid_path", str(exc)) from None
-        return JSONResponse({"path": path, "bytesWritten": written})
+        args = {"path": path, "content": base64.b64encode(data).decode("ascii"), "encoding": "base64",
+                "overwrite": True}
+        result = await run_file_operation("createFile", args, env, policy)
+        _raise_for(result, path)
+        return JSONResponse({"path": path, "bytesWritten": result.data.bytes_written})
 
     async def delete_file(self, request: Request) -> Response:
-        env, path = await self._space_path(request, "delete")
-        try:
-            await env.delete_file(path)
-        except FileNotFoundInWorkspaceError:
-            raise ServiceError(404, "file_not_found", f"no file {path!r} in the space") from None
-        except NotAFileError:
-            raise ServiceError(400, "not_a_file", f"{path!r} is a directory; only files can be deleted") from None
-        except WorkspaceError as exc:
-            raise ServiceError(400, "invalid_path", str(exc)) from None
+        env, path, policy = await self._space_path(request, "delete")
+        _raise_for(await run_file_operation("deleteFile", {"path": path}, env, policy), path)
         return Response(status_code=204)
+
+
+def _raise_for(result: ToolResult, path: str) -> None:
+    """The HTTP error of a failed file endpoint call."""
+    if not result.is_error:
+        return
+    error = result.data
+    kind = getattr(error, "kind", None)
+    if kind == "not_found" or isinstance(error, FileNotFoundInWorkspaceError):
+        raise ServiceError(404, "file_not_found", f"no file {path!r} in the space")
+    if kind == "is_directory" or isinstance(error, NotAFileError):
+        raise ServiceError(400, "not_a_file", f"{path!r} is a directory; only files can be changed here")
+    if kind == "too_large":
+        raise ServiceError(413, "file_too_large", str(error))
+    raise ServiceError(400, "invalid_path", str(error) if error is not None else result.output)
 
 
 ROUTES = [
