@@ -1,4 +1,4 @@
-"""HTTP helpers every adapter shares (Layer 2 of unified-llm spec §2.1, §7.5, §7.6).
+"""HTTP answers → SDK values, for the adapter flow (Layer 2 of unified-llm spec §2.1, §7.5, §7.6).
 
 The one place where ``httpx`` failures, error responses, JSON bodies and rate-limit
 headers become SDK values, so that no adapter lets an ``httpx`` exception, a
@@ -8,9 +8,9 @@ headers become SDK values, so that no adapter lets an ``httpx`` exception, a
   code, ``Retry-After``, raw body kept).
 - :func:`error_from_transport`: an ``httpx`` transport failure → NetworkError,
   RequestTimeoutError or StreamError.
-- :func:`decode_json_body`: a 2xx body that is not a JSON object → a ProviderError saying so.
+- :func:`decode_json_body`: a 2xx body that is not a JSON object → a ProviderError saying so;
+  :func:`decode_json_event`: the same for one stream event → a StreamError.
 - :func:`rate_limit_from_headers`: ``x-ratelimit-*`` / ``anthropic-ratelimit-*`` → RateLimitInfo.
-- :func:`make_http_client`: an ``httpx.AsyncClient`` with the adapter timeouts of §4.7.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from typing import Any
 
 import httpx
 
-from codeloop.llm.adapters.base import AdapterTimeout
 from codeloop.llm.errors import (
     NetworkError,
     ProviderError,
@@ -34,24 +33,6 @@ from codeloop.llm.errors import (
     parse_retry_after,
 )
 from codeloop.llm.types import RateLimitInfo
-
-
-def make_http_client(
-    base_url: str,
-    headers: Mapping[str, str],
-    timeout: AdapterTimeout,
-    transport: httpx.AsyncBaseTransport | None = None,
-) -> httpx.AsyncClient:
-    """An async client for one adapter: ``timeout.request`` bounds reads, ``connect`` connects.
-
-    Streams re-apply ``timeout.stream_read`` per request (see adapters).
-    """
-    return httpx.AsyncClient(
-        base_url=base_url.rstrip("/"),
-        headers=dict(headers),
-        timeout=httpx.Timeout(timeout.request, connect=timeout.connect),
-        transport=transport,
-    )
 
 
 def _error_fields(body: Any, text: str) -> tuple[str, str | None, str | None]:

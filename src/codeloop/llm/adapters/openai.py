@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import os
 from base64 import b64encode
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -43,22 +43,9 @@ from codeloop.llm.adapters.content_encoding import (
     parse_arguments,
     result_text,
 )
-from codeloop.llm.adapters.exchange import (
-    MALFORMED,
-    PerLoopClient,
-    open_event_stream,
-    post_json,
-    require_api_key,
-    timeout_of,
-    unexpected_shape,
-)
-from codeloop.llm.errors import (
-    InvalidRequestError,
-    SDKError,
-    StreamError,
-    error_from_status_code,
-)
-from codeloop.llm.sse import require_final_event
+from codeloop.llm.adapters.flow import MALFORMED, HTTPAdapter, WireCall, require_api_key, unexpected_shape
+from codeloop.llm.errors import InvalidRequestError, SDKError, error_from_status_code
+from codeloop.llm.sse import SSEEvent, require_final_event
 from codeloop.llm.types import (
     ContentKind,
     ContentPart,
@@ -77,12 +64,7 @@ from codeloop.llm.types import (
     Warning,
     tool_call_from_data,
 )
-from codeloop.llm.wire import (
-    decode_json_event,
-    error_from_response,
-    make_http_client,
-    rate_limit_from_headers,
-)
+from codeloop.llm.wire import decode_json_event
 
 PROVIDER = "openai"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -118,16 +100,6 @@ _QUIET_EVENTS = frozenset({
     "response.reasoning_summary_text.done",
     "response.reasoning_text.done",
 })
-
-
-def map_openai_error(response: httpx.Response, body: bytes) -> SDKError:
-    """HTTP error → §6 error: the status table, then message/code signals (§6.4, §6.5).
-
-    The body is ``{"error": {"message", "type", "param", "code"}}``; ``code`` (else
-    ``type``) becomes ``error_code`` (so a 429 ``insufficient_quota`` is a
-    QuotaExceededError), ``Retry-After`` becomes ``retry_after``.
-    """
-    return error_from_response(PROVIDER, response, body)
 
 
 def map_openai_event_error(error: Any, raw: dict[str, Any]) -> SDKError:
@@ -417,6 +389,15 @@ class _StreamState:
         self.text_started: set[str] = set()
         self.finished = False
 
+    def feed(self, sse: SSEEvent) -> list[StreamEvent]:
+        if sse.data.strip() == "[DONE]":
+            return []  # not part of the Responses wire, but some gateways add it
+        return self.on_event(decode_json_event(PROVIDER, sse.data))
+
+    def end(self) -> list[StreamEvent]:
+        require_final_event(PROVIDER, self.finished, "response.completed")
+        return []
+
     def on_event(self, data: dict[str, Any]) -> list[StreamEvent]:
         kind = str(data.get("type") or "")
         if kind == "response.created":
@@ -517,7 +498,7 @@ def _responses_url(base_url: str) -> str:
     return base + "/responses"
 
 
-class OpenAIAdapter:
+class OpenAIAdapter(HTTPAdapter):
     """The OpenAI Responses API (§7.3). Safe for concurrent use; ``close()`` when done.
 
     ``api_key`` falls back to ``OPENAI_API_KEY``; ``base_url`` to ``OPENAI_BASE_URL``, then
@@ -536,46 +517,22 @@ class OpenAIAdapter:
     ) -> None:
         key = require_api_key(PROVIDER, api_key, "OPENAI_API_KEY")
         self._url = _responses_url(base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL)
-        self._timeout = timeout_of(timeout)
         headers = {"authorization": f"Bearer {key}"}
         if organization:
             headers["openai-organization"] = organization
         headers.update(default_headers or {})
-        self._http = PerLoopClient(lambda: make_http_client("", headers, self._timeout, transport))
+        super().__init__(PROVIDER, headers=headers, timeout=timeout, transport=transport)
 
-    @property
-    def name(self) -> str:
-        return PROVIDER
+    def build_call(self, request: Request, *, stream: bool) -> WireCall:
+        body, warnings = translate_request(request, stream=stream)
+        return WireCall(self._url, body, warnings)
 
-    def supports_tool_choice(self, mode: str) -> bool:
-        return mode in ("auto", "none", "required", "named")
+    def parse_response(
+        self, body: dict[str, Any], request: Request, rate_limit: RateLimitInfo | None, warnings: list[Warning]
+    ) -> Response:
+        return parse_response(body, rate_limit=rate_limit, warnings=warnings)
 
-    async def close(self) -> None:
-        await self._http.aclose()
-
-    async def complete(self, request: Request) -> Response:
-        body, warnings = translate_request(request, stream=False)
-        answer = await post_json(
-            self._http.get(), PROVIDER, self._url, body, limits=self._timeout, map_error=map_openai_error
-        )
-        return parse_response(answer.body, rate_limit=rate_limit_from_headers(answer.headers), warnings=warnings)
-
-    async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
-        body, warnings = translate_request(request, stream=True)
-        async with open_event_stream(
-            self._http.get(), PROVIDER, self._url, body, limits=self._timeout, map_error=map_openai_error
-        ) as answer:
-            state = _StreamState(rate_limit_from_headers(answer.headers), warnings)
-            async for event in answer.events:
-                if event.data.strip() == "[DONE]":
-                    continue  # not part of the Responses wire, but some gateways add it
-                data = decode_json_event(PROVIDER, event.data)
-                try:
-                    produced = state.on_event(data)
-                except MALFORMED as exc:
-                    raise StreamError(f"openai sent a malformed {data.get('type')!r} event: {event.data[:200]!r}") from exc
-                for out in produced:
-                    yield out
-                if state.finished:
-                    return
-            require_final_event(PROVIDER, state.finished, "response.completed")
+    def new_stream_state(
+        self, request: Request, rate_limit: RateLimitInfo | None, warnings: list[Warning]
+    ) -> _StreamState:
+        return _StreamState(rate_limit, warnings)
