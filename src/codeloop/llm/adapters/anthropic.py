@@ -48,7 +48,14 @@ from codeloop.llm.adapters.content_encoding import (
     parse_arguments,
     result_text,
 )
-from codeloop.llm.adapters.flow import MALFORMED, HTTPAdapter, WireCall, require_api_key, unexpected_shape
+from codeloop.llm.adapters.flow import (
+    MALFORMED,
+    HTTPAdapter,
+    WireCall,
+    decode_json_event,
+    require_api_key,
+    unexpected_shape,
+)
 from codeloop.llm.errors import ConfigurationError, InvalidRequestError, SDKError, error_from_status_code
 from codeloop.llm.sse import SSEEvent, require_final_event
 from codeloop.llm.types import (
@@ -68,7 +75,6 @@ from codeloop.llm.types import (
     Warning,
     tool_call_from_data,
 )
-from codeloop.llm.wire import decode_json_event
 
 PROVIDER = "anthropic"
 DEFAULT_BASE_URL = "https://api.anthropic.com"

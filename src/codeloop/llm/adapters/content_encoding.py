@@ -1,6 +1,7 @@
 """Request-side helpers the native adapters share (unified-llm spec §3.5, §3.6, §7.2).
 
-- media: inline bytes or a local file path → (media type, base64); a remote URL stays a URL;
+- media: inline bytes or a local file path → (media type, base64) or a ``data:`` URI; a remote
+  URL stays a URL;
 - tool arguments: the dict-or-raw-string of :class:`ToolCallData` → JSON text or object, and
   a provider's argument string → a dict when it is a JSON object, else the string unchanged
   (the model is untrusted: bad JSON is surfaced, never raised here);
@@ -49,6 +50,12 @@ def inline_media(media: Media, default_type: str) -> tuple[str, str] | None:
             ) from exc
         media_type = media_type or mimetypes.guess_type(path)[0]
     return media_type or default_type, base64.b64encode(data).decode("ascii")
+
+
+def data_uri(media: Media, default_type: str) -> str:
+    """A ``data:`` URI for bytes or a local file; a remote URL unchanged."""
+    inline = inline_media(media, default_type)
+    return str(media.url) if inline is None else f"data:{inline[0]};base64,{inline[1]}"
 
 
 def arguments_text(arguments: dict[str, Any] | str) -> str:

@@ -56,7 +56,15 @@ from codeloop.llm.adapters.content_encoding import (
     merge_options,
     options_for,
 )
-from codeloop.llm.adapters.flow import MALFORMED, HTTPAdapter, WireCall, require_api_key, unexpected_shape
+from codeloop.llm.adapters.flow import (
+    MALFORMED,
+    HTTPAdapter,
+    WireCall,
+    decode_json_event,
+    error_from_response,
+    require_api_key,
+    unexpected_shape,
+)
 from codeloop.llm.errors import (
     ConfigurationError,
     InvalidRequestError,
@@ -86,7 +94,6 @@ from codeloop.llm.types import (
     Warning,
     tool_call_from_data,
 )
-from codeloop.llm.wire import decode_json_event, error_from_response
 
 PROVIDER = "gemini"
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"

@@ -37,13 +37,21 @@ import httpx
 from codeloop.llm.adapters.base import AdapterTimeout
 from codeloop.llm.adapters.content_encoding import (
     arguments_text,
-    inline_media,
+    data_uri,
+    is_local_path,
     merge_options,
     options_for,
     parse_arguments,
     result_text,
 )
-from codeloop.llm.adapters.flow import MALFORMED, HTTPAdapter, WireCall, require_api_key, unexpected_shape
+from codeloop.llm.adapters.flow import (
+    MALFORMED,
+    HTTPAdapter,
+    WireCall,
+    decode_json_event,
+    require_api_key,
+    unexpected_shape,
+)
 from codeloop.llm.errors import InvalidRequestError, SDKError, error_from_status_code
 from codeloop.llm.sse import SSEEvent, require_final_event
 from codeloop.llm.types import (
@@ -64,7 +72,6 @@ from codeloop.llm.types import (
     Warning,
     tool_call_from_data,
 )
-from codeloop.llm.wire import decode_json_event
 
 PROVIDER = "openai"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -135,28 +142,21 @@ def _reasoning_item(thinking: ThinkingData) -> dict[str, Any] | None:
     return item
 
 
-def _data_uri(media: Any, default_type: str) -> str:
-    inline = inline_media(media, default_type)
-    if inline is None:
-        return str(media.url)
-    return f"data:{inline[0]};base64,{inline[1]}"
-
-
 def _user_content(part: ContentPart) -> dict[str, Any] | None:
     if part.kind == ContentKind.TEXT:
         return {"type": "input_text", "text": part.text or ""}
     if part.kind == ContentKind.IMAGE and part.image is not None:
-        image: dict[str, Any] = {"type": "input_image", "image_url": _data_uri(part.image, "image/png")}
+        image: dict[str, Any] = {"type": "input_image", "image_url": data_uri(part.image, "image/png")}
         image["detail"] = part.image.detail or "auto"
         return image
     if part.kind == ContentKind.DOCUMENT and part.document is not None:
         doc = part.document
-        if doc.data is None and doc.url and not doc.url.startswith(("/", "./", "~")):
+        if doc.data is None and doc.url and not is_local_path(doc.url):
             return {"type": "input_file", "file_url": doc.url}
         return {
             "type": "input_file",
             "filename": doc.file_name or "document.pdf",
-            "file_data": _data_uri(doc, "application/pdf"),
+            "file_data": data_uri(doc, "application/pdf"),
         }
     if part.kind == ContentKind.AUDIO:
         raise InvalidRequestError(

@@ -30,8 +30,8 @@ import httpx
 
 from codeloop.llm.accumulator import StreamAccumulator
 from codeloop.llm.adapters.base import AdapterTimeout
-from codeloop.llm.adapters.content_encoding import inline_media
-from codeloop.llm.adapters.flow import HTTPAdapter, WireCall
+from codeloop.llm.adapters.content_encoding import data_uri, inline_media
+from codeloop.llm.adapters.flow import HTTPAdapter, WireCall, decode_json_event
 from codeloop.llm.errors import InvalidRequestError, ProviderError, SDKError, error_from_status_code
 from codeloop.llm.sse import SSEEvent, require_final_event
 from codeloop.llm.types import (
@@ -51,7 +51,6 @@ from codeloop.llm.types import (
     Warning,
     parse_tool_arguments,
 )
-from codeloop.llm.wire import decode_json_event
 
 _FINISH = {
     "stop": FinishReason.STOP,
@@ -156,9 +155,7 @@ class OpenAICompatibleAdapter(HTTPAdapter):
         if part.kind == ContentKind.TEXT:
             return {"type": "text", "text": part.text or ""}
         if part.kind == ContentKind.IMAGE and part.image is not None:
-            inline = inline_media(part.image, "image/png")  # bytes or a local path → data URL
-            url = part.image.url if inline is None else f"data:{inline[0]};base64,{inline[1]}"
-            image_url: dict[str, Any] = {"url": url}
+            image_url: dict[str, Any] = {"url": data_uri(part.image, "image/png")}
             if part.image.detail:
                 image_url["detail"] = part.image.detail
             return {"type": "image_url", "image_url": image_url}
