@@ -45,7 +45,6 @@ from codeloop.llm.adapters.content_encoding import (
     inline_media,
     merge_options,
     options_for,
-    parse_arguments,
     result_text,
 )
 from codeloop.llm.adapters.flow import (
@@ -73,6 +72,7 @@ from codeloop.llm.types import (
     ToolCallData,
     Usage,
     Warning,
+    tool_arguments_or_raw,
     tool_call_from_data,
 )
 
@@ -459,7 +459,7 @@ class _StreamState:
             return [StreamEvent(StreamEventType.TEXT_END, text_id=str(index))]
         if kind == "tool_use":
             raw = "".join(self.json_parts.get(index, []))
-            block["input"] = parse_arguments(raw) if raw else block.get("input") or {}
+            block["input"] = tool_arguments_or_raw(raw) if raw else block.get("input") or {}
             data = ToolCallData(str(block.get("id") or ""), str(block.get("name") or ""), block["input"])
             return [StreamEvent(StreamEventType.TOOL_CALL_END, tool_call=tool_call_from_data(data))]
         if kind == "thinking":

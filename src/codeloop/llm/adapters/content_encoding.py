@@ -2,9 +2,9 @@
 
 - media: inline bytes or a local file path → (media type, base64) or a ``data:`` URI; a remote
   URL stays a URL;
-- tool arguments: the dict-or-raw-string of :class:`ToolCallData` → JSON text or object, and
-  a provider's argument string → a dict when it is a JSON object, else the string unchanged
-  (the model is untrusted: bad JSON is surfaced, never raised here);
+- tool arguments: the dict-or-raw-string of :class:`ToolCallData` → JSON text or object
+  (the model is untrusted: bad JSON is surfaced, never raised here; parsing a provider's
+  argument string is :func:`codeloop.llm.types.tool_arguments_or_raw`);
 - tool results: structured content → text for wires that only take text;
 - ``provider_options``: merged into the native body, one level deep for dict values.
 """
@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from codeloop.llm.errors import ConfigurationError
-from codeloop.llm.types import AudioData, DocumentData, ImageData
+from codeloop.llm.types import AudioData, DocumentData, ImageData, tool_arguments_or_raw
 
 Media = ImageData | AudioData | DocumentData
 
@@ -71,19 +71,8 @@ def arguments_object(arguments: dict[str, Any] | str) -> dict[str, Any]:
     """
     if isinstance(arguments, dict):
         return arguments
-    parsed = parse_arguments(arguments)
+    parsed = tool_arguments_or_raw(arguments)
     return parsed if isinstance(parsed, dict) else {"_raw_arguments": arguments}
-
-
-def parse_arguments(raw: str) -> dict[str, Any] | str:
-    """A provider's argument string as a dict when it is a JSON object; else ``raw`` itself."""
-    if raw.strip() == "":
-        return {}
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError:
-        return raw
-    return value if isinstance(value, dict) else raw
 
 
 def result_text(content: str | dict[str, Any] | list[Any]) -> str:

@@ -41,7 +41,6 @@ from codeloop.llm.adapters.content_encoding import (
     is_local_path,
     merge_options,
     options_for,
-    parse_arguments,
     result_text,
 )
 from codeloop.llm.adapters.flow import (
@@ -70,6 +69,7 @@ from codeloop.llm.types import (
     ToolCallData,
     Usage,
     Warning,
+    tool_arguments_or_raw,
     tool_call_from_data,
 )
 
@@ -320,7 +320,7 @@ def _parts(item: dict[str, Any], warnings: list[Warning]) -> list[ContentPart]:
         return parts
     if kind == "function_call":
         raw_args = item.get("arguments")
-        arguments = parse_arguments(raw_args) if isinstance(raw_args, str) else (raw_args or {})
+        arguments = tool_arguments_or_raw(raw_args) if isinstance(raw_args, str) else (raw_args or {})
         call = ToolCallData(id=str(item.get("call_id") or item.get("id") or ""), name=str(item.get("name") or ""),
                             arguments=arguments)
         return [ContentPart.of_tool_call(call)]

@@ -49,7 +49,8 @@ from codeloop.llm.types import (
     ToolCallData,
     Usage,
     Warning,
-    parse_tool_arguments,
+    tool_arguments_or_raw,
+    tool_call_from_data,
 )
 
 _FINISH = {
@@ -278,11 +279,7 @@ class OpenAICompatibleAdapter(HTTPAdapter):
                 raise self._bad_shape("a function name in a tool call", body)
             raw = fn.get("arguments")
             raw_text = raw if isinstance(raw, str) else json.dumps(raw or {})
-            arguments: dict[str, Any] | str
-            try:
-                arguments = parse_tool_arguments(raw_text)
-            except SDKError:
-                arguments = raw_text  # Response.tool_calls reports it as parse_error for the model to fix
+            arguments = tool_arguments_or_raw(raw_text)  # Response.tool_calls reports bad JSON as parse_error
             call_id = call.get("id") or f"call_{uuid.uuid4().hex[:24]}"
             parts.append(ContentPart.of_tool_call(ToolCallData(str(call_id), fn["name"], arguments)))
         has_calls = any(p.kind == ContentKind.TOOL_CALL for p in parts)
@@ -393,11 +390,7 @@ class _ChunkState:
         if self.text_open:
             out.append(self._emit(StreamEvent(StreamEventType.TEXT_END, text_id="text_0")))
         for index, start in self.calls.items():
-            raw = "".join(self.args[index])
-            try:
-                call = ToolCall(start.id, start.name, parse_tool_arguments(raw), raw)
-            except SDKError as exc:
-                call = ToolCall(start.id, start.name, {}, raw, exc.message)
+            call = tool_call_from_data(ToolCallData(start.id, start.name, "".join(self.args[index])))
             out.append(self._emit(StreamEvent(StreamEventType.TOOL_CALL_END, tool_call=call)))
         reason = finish_reason(self.raw_finish, bool(self.calls))
         self.acc.finish_reason = reason
