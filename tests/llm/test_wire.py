@@ -1,4 +1,4 @@
-"""Shared HTTP helpers (wire.py): error bodies, JSON decoding, rate-limit headers, Retry-After."""
+"""HTTP answers → SDK values (adapters/flow.py): error bodies, JSON decoding, rate-limit headers, Retry-After."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from codeloop.llm import errors as E
-from codeloop.llm.wire import (
+from codeloop.llm.adapters.flow import (
     decode_json_body,
     decode_json_event,
     error_from_response,

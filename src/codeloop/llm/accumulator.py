@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from codeloop.llm.errors import InvalidToolCallError
 from codeloop.llm.types import (
     ContentPart,
     FinishReason,
@@ -25,7 +24,7 @@ from codeloop.llm.types import (
     ToolCallData,
     Usage,
     Warning,
-    parse_tool_arguments,
+    tool_arguments_or_raw,
 )
 
 
@@ -36,14 +35,6 @@ class _Segment:
     chunks: list[str] = field(default_factory=list)
     signature: str | None = None
     call: ToolCall | None = None
-
-
-def _parsed_or_raw(raw: str) -> dict[str, Any] | str:
-    """Arguments as a dict when they parse, else the raw string (kept for the model to see)."""
-    try:
-        return parse_tool_arguments(raw)
-    except InvalidToolCallError:
-        return raw
 
 
 class StreamAccumulator:
@@ -113,7 +104,7 @@ class StreamAccumulator:
             elif seg.call is not None:
                 call = seg.call
                 raw = "".join(seg.chunks)
-                arguments: dict[str, Any] | str = call.arguments if not raw else _parsed_or_raw(raw)
+                arguments: dict[str, Any] | str = call.arguments if not raw else tool_arguments_or_raw(raw)
                 parts.append(
                     ContentPart.of_tool_call(ToolCallData(call.id, call.name, arguments, signature=call.signature))
                 )

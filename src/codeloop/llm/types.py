@@ -516,6 +516,16 @@ def parse_tool_arguments(raw: str) -> dict[str, Any]:
     return value
 
 
+def tool_arguments_or_raw(raw: str) -> dict[str, Any] | str:
+    """``raw`` as a JSON object when it is one, else ``raw`` itself (kept for the model to see)."""
+    from codeloop.llm.errors import InvalidToolCallError
+
+    try:
+        return parse_tool_arguments(raw)
+    except InvalidToolCallError:
+        return raw
+
+
 def tool_call_from_data(data: ToolCallData) -> ToolCall:
     """The executable view of ``data``; never raises (bad arguments → ``parse_error``)."""
     if isinstance(data.arguments, dict):

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from codeloop.llm import errors as E
 from codeloop.llm.adapters.anthropic import AnthropicAdapter, _StreamState, parse_message, translate_messages
 from codeloop.llm.adapters.base import AdapterTimeout
-from codeloop.llm.adapters.exchange import MALFORMED
+from codeloop.llm.adapters.flow import MALFORMED
 from codeloop.llm.sse import SSEParser
 from codeloop.llm.types import (
     AudioData,

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codeloop.llm import errors as E
-from codeloop.llm.adapters.exchange import MALFORMED
+from codeloop.llm.adapters.flow import MALFORMED
 from codeloop.llm.adapters.gemini import GeminiAdapter, _StreamState, parse_response, translate_contents
 from codeloop.llm.sse import SSEParser
 from codeloop.llm.types import (
@@ -592,3 +592,19 @@ async def test_7_8_stream_with_key_in_query_keeps_alt_sse(wire: LoopbackServer) 
         await adapter.close()
     assert wire.last.query == {"key": "AIza-q", "alt": "sse"} and "x-goog-api-key" not in wire.last.headers
     assert events[-1].response is not None and events[-1].response.text == "ok"
+
+
+async def test_7_5_rate_limit_headers_reach_complete_and_stream_responses(
+    adapter: GeminiAdapter, wire: LoopbackServer
+) -> None:
+    """A gateway in front of Gemini may send ``x-ratelimit-*``; both paths report it (§3.12)."""
+    limits = {"x-ratelimit-limit-requests": "60", "x-ratelimit-remaining-requests": "59"}
+    reply = W.response_reply(W.response([W.text("ok")]))
+    reply.headers.update(limits)
+    streamed = W.stream_reply(W.response([W.text("ok")]))
+    streamed.headers.update(limits)
+    wire.push(reply, streamed)
+    resp = await adapter.complete(req(Message.user("q")))
+    finish = (await collect(adapter, req(Message.user("q"))))[-1].response
+    assert resp.rate_limit is not None and (resp.rate_limit.requests_limit, resp.rate_limit.requests_remaining) == (60, 59)
+    assert finish is not None and finish.rate_limit == resp.rate_limit

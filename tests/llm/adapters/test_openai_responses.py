@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codeloop.llm import errors as E
-from codeloop.llm.adapters.exchange import MALFORMED
+from codeloop.llm.adapters.flow import MALFORMED
 from codeloop.llm.adapters.openai import OpenAIAdapter, _StreamState, parse_response, translate_input
 from codeloop.llm.sse import SSEParser
 from codeloop.llm.types import (

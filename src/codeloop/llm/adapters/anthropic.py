@@ -34,7 +34,7 @@ from __future__ import annotations
 import base64
 import math
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import httpx
@@ -45,26 +45,18 @@ from codeloop.llm.adapters.content_encoding import (
     inline_media,
     merge_options,
     options_for,
-    parse_arguments,
     result_text,
 )
-from codeloop.llm.adapters.exchange import (
+from codeloop.llm.adapters.flow import (
     MALFORMED,
-    PerLoopClient,
-    open_event_stream,
-    post_json,
+    HTTPAdapter,
+    WireCall,
+    decode_json_event,
     require_api_key,
-    timeout_of,
     unexpected_shape,
 )
-from codeloop.llm.errors import (
-    ConfigurationError,
-    InvalidRequestError,
-    SDKError,
-    StreamError,
-    error_from_status_code,
-)
-from codeloop.llm.sse import require_final_event
+from codeloop.llm.errors import ConfigurationError, InvalidRequestError, SDKError, error_from_status_code
+from codeloop.llm.sse import SSEEvent, require_final_event
 from codeloop.llm.types import (
     ContentKind,
     ContentPart,
@@ -80,13 +72,8 @@ from codeloop.llm.types import (
     ToolCallData,
     Usage,
     Warning,
+    tool_arguments_or_raw,
     tool_call_from_data,
-)
-from codeloop.llm.wire import (
-    decode_json_event,
-    error_from_response,
-    make_http_client,
-    rate_limit_from_headers,
 )
 
 PROVIDER = "anthropic"
@@ -118,15 +105,6 @@ _ERROR_TYPE_STATUS = {
     "api_error": 500,
     "overloaded_error": 529,
 }
-
-
-def map_anthropic_error(response: httpx.Response, body: bytes) -> SDKError:
-    """HTTP error → §6 error: status table first, then the message signals (§6.4, §6.5).
-
-    The body is ``{"type": "error", "error": {"type", "message"}}``; ``error.type`` becomes
-    ``error_code``, ``Retry-After`` becomes ``retry_after``.
-    """
-    return error_from_response(PROVIDER, response, body)
 
 
 def map_anthropic_stream_error(data: dict[str, Any]) -> SDKError:
@@ -387,6 +365,13 @@ class _StreamState:
         self.usage: dict[str, Any] = {}
         self.finished = False
 
+    def feed(self, sse: SSEEvent) -> list[StreamEvent]:
+        return self.on_event(sse.event, decode_json_event(PROVIDER, sse.data))
+
+    def end(self) -> list[StreamEvent]:
+        require_final_event(PROVIDER, self.finished, "message_stop")
+        return []
+
     def on_event(self, name: str, data: dict[str, Any]) -> list[StreamEvent]:
         kind = data.get("type") or name
         if kind == "message_start":
@@ -474,7 +459,7 @@ class _StreamState:
             return [StreamEvent(StreamEventType.TEXT_END, text_id=str(index))]
         if kind == "tool_use":
             raw = "".join(self.json_parts.get(index, []))
-            block["input"] = parse_arguments(raw) if raw else block.get("input") or {}
+            block["input"] = tool_arguments_or_raw(raw) if raw else block.get("input") or {}
             data = ToolCallData(str(block.get("id") or ""), str(block.get("name") or ""), block["input"])
             return [StreamEvent(StreamEventType.TOOL_CALL_END, tool_call=tool_call_from_data(data))]
         if kind == "thinking":
@@ -482,12 +467,13 @@ class _StreamState:
         return []
 
 
-class AnthropicAdapter:
+class AnthropicAdapter(HTTPAdapter):
     """The Anthropic Messages API (§7.3). Safe for concurrent use; ``close()`` when done.
 
     ``api_key`` falls back to ``ANTHROPIC_API_KEY``; ``base_url`` to ``ANTHROPIC_BASE_URL``,
     then ``https://api.anthropic.com`` (a base URL already ending in ``/v1`` is accepted).
-    A missing key raises ConfigurationError here, not at the first request.
+    A missing key raises ConfigurationError here, not at the first request. ToolChoice none
+    is sent by omitting the tools (§5.3).
     """
 
     def __init__(
@@ -503,44 +489,19 @@ class AnthropicAdapter:
         key = require_api_key(PROVIDER, api_key, "ANTHROPIC_API_KEY")
         base = (base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
         self._url = base + ("/messages" if base.endswith("/v1") else "/v1/messages")
-        self._timeout = timeout_of(timeout)
         headers = {"x-api-key": key, "anthropic-version": api_version, **dict(default_headers or {})}
-        self._http = PerLoopClient(lambda: make_http_client("", headers, self._timeout, transport))
+        super().__init__(PROVIDER, headers=headers, timeout=timeout, transport=transport)
 
-    @property
-    def name(self) -> str:
-        return PROVIDER
+    def build_call(self, request: Request, *, stream: bool) -> WireCall:
+        body, headers, warnings = translate_request(request, stream=stream)
+        return WireCall(self._url, body, warnings, headers)
 
-    def supports_tool_choice(self, mode: str) -> bool:
-        """All four modes: none is sent by omitting the tools (§5.3)."""
-        return mode in ("auto", "none", "required", "named")
+    def parse_response(
+        self, body: dict[str, Any], request: Request, rate_limit: RateLimitInfo | None, warnings: list[Warning]
+    ) -> Response:
+        return parse_message(body, rate_limit=rate_limit, warnings=warnings)
 
-    async def close(self) -> None:
-        await self._http.aclose()
-
-    async def complete(self, request: Request) -> Response:
-        body, headers, warnings = translate_request(request, stream=False)
-        answer = await post_json(
-            self._http.get(), PROVIDER, self._url, body, limits=self._timeout, map_error=map_anthropic_error,
-            headers=headers,
-        )
-        return parse_message(answer.body, rate_limit=rate_limit_from_headers(answer.headers), warnings=warnings)
-
-    async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
-        body, headers, warnings = translate_request(request, stream=True)
-        async with open_event_stream(
-            self._http.get(), PROVIDER, self._url, body, limits=self._timeout, map_error=map_anthropic_error,
-            headers=headers,
-        ) as answer:
-            state = _StreamState(rate_limit_from_headers(answer.headers), warnings)
-            async for event in answer.events:
-                data = decode_json_event(PROVIDER, event.data)
-                try:
-                    produced = state.on_event(event.event, data)
-                except MALFORMED as exc:
-                    raise StreamError(f"anthropic sent a malformed {event.event!r} event: {event.data[:200]!r}") from exc
-                for out in produced:
-                    yield out
-                if state.finished:
-                    return
-            require_final_event(PROVIDER, state.finished, "message_stop")
+    def new_stream_state(
+        self, request: Request, rate_limit: RateLimitInfo | None, warnings: list[Warning]
+    ) -> _StreamState:
+        return _StreamState(rate_limit, warnings)

@@ -1,6 +1,7 @@
 """The seam every provider adapter fits (unified-llm spec §2.4, §7.1).
 
-One file per wire API implements :class:`ProviderAdapter`; nothing inherits from it.
+One file per wire API implements :class:`ProviderAdapter`; the HTTP ones get ``complete``
+and ``stream`` from :class:`~codeloop.llm.adapters.flow.HTTPAdapter` and only translate.
 Contracts:
 - ``complete`` returns a :class:`Response` or raises an :class:`~codeloop.llm.errors.SDKError`
   (never an ``httpx`` or ``KeyError``); it does not retry.

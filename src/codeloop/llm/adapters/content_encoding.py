@@ -1,9 +1,10 @@
 """Request-side helpers the native adapters share (unified-llm spec §3.5, §3.6, §7.2).
 
-- media: inline bytes or a local file path → (media type, base64); a remote URL stays a URL;
-- tool arguments: the dict-or-raw-string of :class:`ToolCallData` → JSON text or object, and
-  a provider's argument string → a dict when it is a JSON object, else the string unchanged
-  (the model is untrusted: bad JSON is surfaced, never raised here);
+- media: inline bytes or a local file path → (media type, base64) or a ``data:`` URI; a remote
+  URL stays a URL;
+- tool arguments: the dict-or-raw-string of :class:`ToolCallData` → JSON text or object
+  (the model is untrusted: bad JSON is surfaced, never raised here; parsing a provider's
+  argument string is :func:`codeloop.llm.types.tool_arguments_or_raw`);
 - tool results: structured content → text for wires that only take text;
 - ``provider_options``: merged into the native body, one level deep for dict values.
 """
@@ -18,7 +19,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from codeloop.llm.errors import ConfigurationError
-from codeloop.llm.types import AudioData, DocumentData, ImageData
+from codeloop.llm.types import AudioData, DocumentData, ImageData, tool_arguments_or_raw
 
 Media = ImageData | AudioData | DocumentData
 
@@ -51,6 +52,12 @@ def inline_media(media: Media, default_type: str) -> tuple[str, str] | None:
     return media_type or default_type, base64.b64encode(data).decode("ascii")
 
 
+def data_uri(media: Media, default_type: str) -> str:
+    """A ``data:`` URI for bytes or a local file; a remote URL unchanged."""
+    inline = inline_media(media, default_type)
+    return str(media.url) if inline is None else f"data:{inline[0]};base64,{inline[1]}"
+
+
 def arguments_text(arguments: dict[str, Any] | str) -> str:
     """Tool call arguments as the JSON text a wire carries (raw strings pass unchanged)."""
     return arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
@@ -64,19 +71,8 @@ def arguments_object(arguments: dict[str, Any] | str) -> dict[str, Any]:
     """
     if isinstance(arguments, dict):
         return arguments
-    parsed = parse_arguments(arguments)
+    parsed = tool_arguments_or_raw(arguments)
     return parsed if isinstance(parsed, dict) else {"_raw_arguments": arguments}
-
-
-def parse_arguments(raw: str) -> dict[str, Any] | str:
-    """A provider's argument string as a dict when it is a JSON object; else ``raw`` itself."""
-    if raw.strip() == "":
-        return {}
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError:
-        return raw
-    return value if isinstance(value, dict) else raw
 
 
 def result_text(content: str | dict[str, Any] | list[Any]) -> str:

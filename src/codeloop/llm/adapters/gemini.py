@@ -44,7 +44,7 @@ import os
 import re
 import uuid
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import httpx
@@ -56,13 +56,13 @@ from codeloop.llm.adapters.content_encoding import (
     merge_options,
     options_for,
 )
-from codeloop.llm.adapters.exchange import (
+from codeloop.llm.adapters.flow import (
     MALFORMED,
-    PerLoopClient,
-    open_event_stream,
-    post_json,
+    HTTPAdapter,
+    WireCall,
+    decode_json_event,
+    error_from_response,
     require_api_key,
-    timeout_of,
     unexpected_shape,
 )
 from codeloop.llm.errors import (
@@ -72,15 +72,16 @@ from codeloop.llm.errors import (
     QuotaExceededError,
     RateLimitError,
     SDKError,
-    StreamError,
     error_from_status_code,
 )
+from codeloop.llm.sse import SSEEvent, require_final_event
 from codeloop.llm.types import (
     ContentKind,
     ContentPart,
     FinishReason,
     ImageData,
     Message,
+    RateLimitInfo,
     Request,
     Response,
     Role,
@@ -93,7 +94,6 @@ from codeloop.llm.types import (
     Warning,
     tool_call_from_data,
 )
-from codeloop.llm.wire import decode_json_event, error_from_response, make_http_client
 
 PROVIDER = "gemini"
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
@@ -397,7 +397,8 @@ def _unified_parts(part: dict[str, Any], warnings: list[Warning]) -> list[Conten
 
 
 def parse_response(
-    body: dict[str, Any], *, model: str, warnings: list[Warning] | None = None
+    body: dict[str, Any], *, model: str, warnings: list[Warning] | None = None,
+    rate_limit: RateLimitInfo | None = None,
 ) -> Response:
     """A GenerateContentResponse → :class:`Response` (§7.5); first candidate only."""
     warnings = list(warnings or [])
@@ -433,6 +434,7 @@ def parse_response(
             usage=_usage(body.get("usageMetadata")),
             raw=body,
             warnings=warnings,
+            rate_limit=rate_limit,
         )
     except MALFORMED as exc:
         raise unexpected_shape(PROVIDER, "a response", exc, body) from exc
@@ -448,8 +450,17 @@ class _StreamState:
     ``finishReason`` (or the prompt was blocked); otherwise its end is a StreamError.
     """
 
-    def __init__(self, model: str) -> None:
+    finished = False
+    """Read to the end of the stream: a chunk after the one with ``finishReason`` may still
+    carry usage."""
+
+    def __init__(
+        self, model: str, rate_limit: RateLimitInfo | None = None,
+        on_finish: Callable[[Response], None] | None = None,
+    ) -> None:
         self.model = model
+        self.rate_limit = rate_limit
+        self.on_finish = on_finish
         self.parts: list[dict[str, Any]] = []
         self.last: dict[str, Any] = {}
         self.usage: Any = None
@@ -496,6 +507,16 @@ class _StreamState:
                 previous["thoughtSignature"] = part["thoughtSignature"]
         else:
             self.parts.append(dict(part))
+
+    def feed(self, sse: SSEEvent) -> list[StreamEvent]:
+        return self.on_chunk(decode_json_event(PROVIDER, sse.data))
+
+    def end(self) -> list[StreamEvent]:
+        require_final_event(PROVIDER, self.complete, "a chunk with finishReason")
+        finish = self.finish_event([])
+        if self.on_finish is not None and finish.response is not None:
+            self.on_finish(finish.response)
+        return [finish]
 
     def on_chunk(self, chunk: dict[str, Any]) -> list[StreamEvent]:
         if "error" in chunk:
@@ -556,7 +577,7 @@ class _StreamState:
         body = {**self.last, "candidates": [] if self.blocked and not self.parts else [candidate]}
         if self.usage is not None:
             body["usageMetadata"] = self.usage
-        response = parse_response(body, model=self.model, warnings=warnings)
+        response = parse_response(body, model=self.model, warnings=warnings, rate_limit=self.rate_limit)
         return StreamEvent(
             StreamEventType.FINISH, finish_reason=response.finish_reason, usage=response.usage, response=response
         )
@@ -570,7 +591,7 @@ def _api_base(base_url: str) -> str:
     return base if _VERSIONED.search(base) else base + "/v1beta"
 
 
-class GeminiAdapter:
+class GeminiAdapter(HTTPAdapter):
     """The Gemini API (§7.3). Safe for concurrent use; ``close()`` when done.
 
     ``api_key`` falls back to ``GEMINI_API_KEY`` then ``GOOGLE_API_KEY``; ``base_url`` to
@@ -590,26 +611,11 @@ class GeminiAdapter:
     ) -> None:
         key = require_api_key(PROVIDER, api_key, "GEMINI_API_KEY", "GOOGLE_API_KEY")
         self._base = _api_base(base_url or os.environ.get("GEMINI_BASE_URL") or DEFAULT_BASE_URL)
-        self._timeout = timeout_of(timeout)
         self._params = {"key": key} if key_in_query else {}
         headers = {} if key_in_query else {"x-goog-api-key": key}
         headers.update(default_headers or {})
-        self._http = PerLoopClient(lambda: make_http_client("", headers, self._timeout, transport))
+        super().__init__(PROVIDER, headers=headers, timeout=timeout, transport=transport)
         self._issued: OrderedDict[str, str] = OrderedDict()
-
-    @property
-    def name(self) -> str:
-        return PROVIDER
-
-    def supports_tool_choice(self, mode: str) -> bool:
-        return mode in ("auto", "none", "required", "named")
-
-    async def close(self) -> None:
-        await self._http.aclose()
-
-    def _url(self, model: str, method: str) -> str:
-        path = model if "/" in model else f"models/{model}"
-        return f"{self._base}/{path}:{method}"
 
     def _remember(self, response: Response) -> None:
         for call in response.tool_calls:
@@ -618,37 +624,22 @@ class GeminiAdapter:
         while len(self._issued) > _MAX_REMEMBERED_IDS:
             self._issued.popitem(last=False)
 
-    async def complete(self, request: Request) -> Response:
-        body = translate_request(request, self._issued)
-        answer = await post_json(
-            self._http.get(), PROVIDER, self._url(request.model, "generateContent"), body,
-            limits=self._timeout, map_error=map_gemini_error, params=self._params,
-        )
-        response = parse_response(answer.body, model=request.model)
+    def build_call(self, request: Request, *, stream: bool) -> WireCall:
+        path = request.model if "/" in request.model else f"models/{request.model}"
+        method = "streamGenerateContent" if stream else "generateContent"
+        params = {**self._params, "alt": "sse"} if stream else self._params
+        return WireCall(f"{self._base}/{path}:{method}", translate_request(request, self._issued), params=params)
+
+    def parse_response(
+        self, body: dict[str, Any], request: Request, rate_limit: RateLimitInfo | None, warnings: list[Warning]
+    ) -> Response:
+        response = parse_response(body, model=request.model, warnings=warnings, rate_limit=rate_limit)
         self._remember(response)
         return response
 
-    async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
-        body = translate_request(request, self._issued)
-        async with open_event_stream(
-            self._http.get(), PROVIDER, self._url(request.model, "streamGenerateContent"), body,
-            limits=self._timeout, map_error=map_gemini_error, params={**self._params, "alt": "sse"},
-        ) as answer:
-            state = _StreamState(request.model)
-            async for event in answer.events:
-                chunk = decode_json_event(PROVIDER, event.data)
-                try:
-                    produced = state.on_chunk(chunk)
-                except MALFORMED as exc:
-                    raise StreamError(f"gemini sent a malformed chunk: {event.data[:200]!r}") from exc
-                for out in produced:
-                    yield out
-            if not state.complete:
-                raise StreamError(
-                    "gemini stream ended before a chunk with finishReason; "
-                    "the connection was cut or the server stopped mid-response"
-                )
-            finish = state.finish_event([])
-            assert finish.response is not None
-            self._remember(finish.response)
-            yield finish
+    def new_stream_state(
+        self, request: Request, rate_limit: RateLimitInfo | None, warnings: list[Warning]
+    ) -> _StreamState:
+        return _StreamState(request.model, rate_limit, self._remember)
+
+    map_error = staticmethod(map_gemini_error)

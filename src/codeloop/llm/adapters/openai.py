@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import os
 from base64 import b64encode
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -37,28 +37,22 @@ import httpx
 from codeloop.llm.adapters.base import AdapterTimeout
 from codeloop.llm.adapters.content_encoding import (
     arguments_text,
-    inline_media,
+    data_uri,
+    is_local_path,
     merge_options,
     options_for,
-    parse_arguments,
     result_text,
 )
-from codeloop.llm.adapters.exchange import (
+from codeloop.llm.adapters.flow import (
     MALFORMED,
-    PerLoopClient,
-    open_event_stream,
-    post_json,
+    HTTPAdapter,
+    WireCall,
+    decode_json_event,
     require_api_key,
-    timeout_of,
     unexpected_shape,
 )
-from codeloop.llm.errors import (
-    InvalidRequestError,
-    SDKError,
-    StreamError,
-    error_from_status_code,
-)
-from codeloop.llm.sse import require_final_event
+from codeloop.llm.errors import InvalidRequestError, SDKError, error_from_status_code
+from codeloop.llm.sse import SSEEvent, require_final_event
 from codeloop.llm.types import (
     ContentKind,
     ContentPart,
@@ -75,13 +69,8 @@ from codeloop.llm.types import (
     ToolCallData,
     Usage,
     Warning,
+    tool_arguments_or_raw,
     tool_call_from_data,
-)
-from codeloop.llm.wire import (
-    decode_json_event,
-    error_from_response,
-    make_http_client,
-    rate_limit_from_headers,
 )
 
 PROVIDER = "openai"
@@ -120,16 +109,6 @@ _QUIET_EVENTS = frozenset({
 })
 
 
-def map_openai_error(response: httpx.Response, body: bytes) -> SDKError:
-    """HTTP error → §6 error: the status table, then message/code signals (§6.4, §6.5).
-
-    The body is ``{"error": {"message", "type", "param", "code"}}``; ``code`` (else
-    ``type``) becomes ``error_code`` (so a 429 ``insufficient_quota`` is a
-    QuotaExceededError), ``Retry-After`` becomes ``retry_after``.
-    """
-    return error_from_response(PROVIDER, response, body)
-
-
 def map_openai_event_error(error: Any, raw: dict[str, Any]) -> SDKError:
     """The error of a ``response.failed`` response or a stream ``error`` event."""
     fields: dict[str, Any] = error if isinstance(error, dict) else {}
@@ -163,28 +142,21 @@ def _reasoning_item(thinking: ThinkingData) -> dict[str, Any] | None:
     return item
 
 
-def _data_uri(media: Any, default_type: str) -> str:
-    inline = inline_media(media, default_type)
-    if inline is None:
-        return str(media.url)
-    return f"data:{inline[0]};base64,{inline[1]}"
-
-
 def _user_content(part: ContentPart) -> dict[str, Any] | None:
     if part.kind == ContentKind.TEXT:
         return {"type": "input_text", "text": part.text or ""}
     if part.kind == ContentKind.IMAGE and part.image is not None:
-        image: dict[str, Any] = {"type": "input_image", "image_url": _data_uri(part.image, "image/png")}
+        image: dict[str, Any] = {"type": "input_image", "image_url": data_uri(part.image, "image/png")}
         image["detail"] = part.image.detail or "auto"
         return image
     if part.kind == ContentKind.DOCUMENT and part.document is not None:
         doc = part.document
-        if doc.data is None and doc.url and not doc.url.startswith(("/", "./", "~")):
+        if doc.data is None and doc.url and not is_local_path(doc.url):
             return {"type": "input_file", "file_url": doc.url}
         return {
             "type": "input_file",
             "filename": doc.file_name or "document.pdf",
-            "file_data": _data_uri(doc, "application/pdf"),
+            "file_data": data_uri(doc, "application/pdf"),
         }
     if part.kind == ContentKind.AUDIO:
         raise InvalidRequestError(
@@ -348,7 +320,7 @@ def _parts(item: dict[str, Any], warnings: list[Warning]) -> list[ContentPart]:
         return parts
     if kind == "function_call":
         raw_args = item.get("arguments")
-        arguments = parse_arguments(raw_args) if isinstance(raw_args, str) else (raw_args or {})
+        arguments = tool_arguments_or_raw(raw_args) if isinstance(raw_args, str) else (raw_args or {})
         call = ToolCallData(id=str(item.get("call_id") or item.get("id") or ""), name=str(item.get("name") or ""),
                             arguments=arguments)
         return [ContentPart.of_tool_call(call)]
@@ -416,6 +388,15 @@ class _StreamState:
         self.index_of: dict[str, int] = {}
         self.text_started: set[str] = set()
         self.finished = False
+
+    def feed(self, sse: SSEEvent) -> list[StreamEvent]:
+        if sse.data.strip() == "[DONE]":
+            return []  # not part of the Responses wire, but some gateways add it
+        return self.on_event(decode_json_event(PROVIDER, sse.data))
+
+    def end(self) -> list[StreamEvent]:
+        require_final_event(PROVIDER, self.finished, "response.completed")
+        return []
 
     def on_event(self, data: dict[str, Any]) -> list[StreamEvent]:
         kind = str(data.get("type") or "")
@@ -517,7 +498,7 @@ def _responses_url(base_url: str) -> str:
     return base + "/responses"
 
 
-class OpenAIAdapter:
+class OpenAIAdapter(HTTPAdapter):
     """The OpenAI Responses API (§7.3). Safe for concurrent use; ``close()`` when done.
 
     ``api_key`` falls back to ``OPENAI_API_KEY``; ``base_url`` to ``OPENAI_BASE_URL``, then
@@ -536,46 +517,22 @@ class OpenAIAdapter:
     ) -> None:
         key = require_api_key(PROVIDER, api_key, "OPENAI_API_KEY")
         self._url = _responses_url(base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL)
-        self._timeout = timeout_of(timeout)
         headers = {"authorization": f"Bearer {key}"}
         if organization:
             headers["openai-organization"] = organization
         headers.update(default_headers or {})
-        self._http = PerLoopClient(lambda: make_http_client("", headers, self._timeout, transport))
+        super().__init__(PROVIDER, headers=headers, timeout=timeout, transport=transport)
 
-    @property
-    def name(self) -> str:
-        return PROVIDER
+    def build_call(self, request: Request, *, stream: bool) -> WireCall:
+        body, warnings = translate_request(request, stream=stream)
+        return WireCall(self._url, body, warnings)
 
-    def supports_tool_choice(self, mode: str) -> bool:
-        return mode in ("auto", "none", "required", "named")
+    def parse_response(
+        self, body: dict[str, Any], request: Request, rate_limit: RateLimitInfo | None, warnings: list[Warning]
+    ) -> Response:
+        return parse_response(body, rate_limit=rate_limit, warnings=warnings)
 
-    async def close(self) -> None:
-        await self._http.aclose()
-
-    async def complete(self, request: Request) -> Response:
-        body, warnings = translate_request(request, stream=False)
-        answer = await post_json(
-            self._http.get(), PROVIDER, self._url, body, limits=self._timeout, map_error=map_openai_error
-        )
-        return parse_response(answer.body, rate_limit=rate_limit_from_headers(answer.headers), warnings=warnings)
-
-    async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
-        body, warnings = translate_request(request, stream=True)
-        async with open_event_stream(
-            self._http.get(), PROVIDER, self._url, body, limits=self._timeout, map_error=map_openai_error
-        ) as answer:
-            state = _StreamState(rate_limit_from_headers(answer.headers), warnings)
-            async for event in answer.events:
-                if event.data.strip() == "[DONE]":
-                    continue  # not part of the Responses wire, but some gateways add it
-                data = decode_json_event(PROVIDER, event.data)
-                try:
-                    produced = state.on_event(data)
-                except MALFORMED as exc:
-                    raise StreamError(f"openai sent a malformed {data.get('type')!r} event: {event.data[:200]!r}") from exc
-                for out in produced:
-                    yield out
-                if state.finished:
-                    return
-            require_final_event(PROVIDER, state.finished, "response.completed")
+    def new_stream_state(
+        self, request: Request, rate_limit: RateLimitInfo | None, warnings: list[Warning]
+    ) -> _StreamState:
+        return _StreamState(rate_limit, warnings)

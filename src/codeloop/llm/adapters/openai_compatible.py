@@ -23,22 +23,23 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import httpx
 
 from codeloop.llm.accumulator import StreamAccumulator
 from codeloop.llm.adapters.base import AdapterTimeout
-from codeloop.llm.adapters.content_encoding import inline_media
-from codeloop.llm.adapters.exchange import PerLoopClient, open_event_stream, post_json, timeout_of
+from codeloop.llm.adapters.content_encoding import data_uri, inline_media
+from codeloop.llm.adapters.flow import HTTPAdapter, WireCall, decode_json_event
 from codeloop.llm.errors import InvalidRequestError, ProviderError, SDKError, error_from_status_code
-from codeloop.llm.sse import require_final_event
+from codeloop.llm.sse import SSEEvent, require_final_event
 from codeloop.llm.types import (
     ContentKind,
     ContentPart,
     FinishReason,
     Message,
+    RateLimitInfo,
     Request,
     Response,
     Role,
@@ -47,13 +48,9 @@ from codeloop.llm.types import (
     ToolCall,
     ToolCallData,
     Usage,
-    parse_tool_arguments,
-)
-from codeloop.llm.wire import (
-    decode_json_event,
-    error_from_response,
-    make_http_client,
-    rate_limit_from_headers,
+    Warning,
+    tool_arguments_or_raw,
+    tool_call_from_data,
 )
 
 _FINISH = {
@@ -63,15 +60,6 @@ _FINISH = {
     "function_call": FinishReason.TOOL_CALLS,
     "content_filter": FinishReason.CONTENT_FILTER,
 }
-
-
-def map_error(provider: str, response: httpx.Response, body: bytes) -> SDKError:
-    """The SDK error for an HTTP error from a Chat Completions server (§6.4, §7.6).
-
-    The one place statuses are mapped for this adapter; see ``wire.error_from_response``
-    for the body shapes understood.
-    """
-    return error_from_response(provider, response, body)
 
 
 def finish_reason(raw: str | None, has_tool_calls: bool) -> FinishReason:
@@ -103,6 +91,19 @@ def usage_from_wire(usage: Any) -> Usage:
     )
 
 
+def in_band_error(provider: str, body: dict[str, Any]) -> SDKError:
+    """An ``{"error": {...}}`` object inside a 200 body or a stream (llama.cpp does this)."""
+    err = body["error"]
+    code = err.get("code")
+    return error_from_status_code(
+        code if isinstance(code, int) else None,
+        str(err.get("message", "unknown error")),
+        provider=provider,
+        error_code=str(err.get("type")) if err.get("type") else None,
+        raw=body,
+    )
+
+
 def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
@@ -111,8 +112,10 @@ def _opt_int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-class OpenAICompatibleAdapter:
+class OpenAICompatibleAdapter(HTTPAdapter):
     """Chat Completions over ``httpx`` for llama.cpp, vLLM, Ollama and similar servers."""
+
+    announces_start = True  # a chunk stream has no start event of its own
 
     def __init__(
         self,
@@ -130,29 +133,17 @@ class OpenAICompatibleAdapter:
         in streams with ``stream_options.include_usage`` (turn off for servers that reject it);
         ``extra_body`` fields go into every request body (a server's own options, e.g.
         llama.cpp's ``cache_prompt``); a request's ``provider_options`` override them."""
-        self._name = name
         self.extra_body = dict(extra_body or {})
         self.base_url = base_url.rstrip("/")
         if timeout is None and _is_loopback(self.base_url):
             # A model on this machine's CPU can take minutes to read a long prompt before
             # the first token; a remote API's 30 s silence limit would cut it off.
             timeout = LOCAL_SERVER_TIMEOUT
-        self.timeout = timeout_of(timeout)
         self.stream_usage = stream_usage
         headers = {"content-type": "application/json", **dict(default_headers or {})}
         if api_key:
             headers["authorization"] = f"Bearer {api_key}"
-        self._http = PerLoopClient(lambda: make_http_client(self.base_url, headers, self.timeout, transport))
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    def supports_tool_choice(self, mode: str) -> bool:
-        return mode in ("auto", "none", "required", "named")
-
-    async def close(self) -> None:
-        await self._http.aclose()
+        super().__init__(name, headers=headers, timeout=timeout, transport=transport, base_url=self.base_url)
 
     # -- request translation -------------------------------------------------------
 
@@ -165,9 +156,7 @@ class OpenAICompatibleAdapter:
         if part.kind == ContentKind.TEXT:
             return {"type": "text", "text": part.text or ""}
         if part.kind == ContentKind.IMAGE and part.image is not None:
-            inline = inline_media(part.image, "image/png")  # bytes or a local path → data URL
-            url = part.image.url if inline is None else f"data:{inline[0]};base64,{inline[1]}"
-            image_url: dict[str, Any] = {"url": url}
+            image_url: dict[str, Any] = {"url": data_uri(part.image, "image/png")}
             if part.image.detail:
                 image_url["detail"] = part.image.detail
             return {"type": "image_url", "image_url": image_url}
@@ -262,10 +251,15 @@ class OpenAICompatibleAdapter:
             provider=self._name, retryable=True, raw=body if isinstance(body, dict) else None,
         )
 
-    def parse_response(self, body: dict[str, Any], headers: Mapping[str, str] | None = None) -> Response:
+    def build_call(self, request: Request, *, stream: bool) -> WireCall:
+        return WireCall("/chat/completions", self.build_body(request, stream=stream))
+
+    def parse_response(
+        self, body: dict[str, Any], request: Request, rate_limit: RateLimitInfo | None, warnings: list[Warning]
+    ) -> Response:
         """The unified Response for a ``chat.completion`` object."""
         if isinstance(body.get("error"), dict):
-            raise self._in_band_error(body)
+            raise in_band_error(self._name, body)
         choices = body.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise self._bad_shape("choices", body)
@@ -285,11 +279,7 @@ class OpenAICompatibleAdapter:
                 raise self._bad_shape("a function name in a tool call", body)
             raw = fn.get("arguments")
             raw_text = raw if isinstance(raw, str) else json.dumps(raw or {})
-            arguments: dict[str, Any] | str
-            try:
-                arguments = parse_tool_arguments(raw_text)
-            except SDKError:
-                arguments = raw_text  # Response.tool_calls reports it as parse_error for the model to fix
+            arguments = tool_arguments_or_raw(raw_text)  # Response.tool_calls reports bad JSON as parse_error
             call_id = call.get("id") or f"call_{uuid.uuid4().hex[:24]}"
             parts.append(ContentPart.of_tool_call(ToolCallData(str(call_id), fn["name"], arguments)))
         has_calls = any(p.kind == ContentKind.TOOL_CALL for p in parts)
@@ -301,54 +291,16 @@ class OpenAICompatibleAdapter:
             finish_reason=finish_reason(choices[0].get("finish_reason"), has_calls),
             usage=usage_from_wire(body.get("usage")),
             raw=body,
-            rate_limit=rate_limit_from_headers(headers or {}),
+            warnings=warnings,
+            rate_limit=rate_limit,
         )
 
-    def _in_band_error(self, body: dict[str, Any]) -> SDKError:
-        """An ``{"error": {...}}`` object inside a 200 body or a stream (llama.cpp does this)."""
-        err = body["error"]
-        code = err.get("code")
-        return error_from_status_code(
-            code if isinstance(code, int) else None,
-            str(err.get("message", "unknown error")),
-            provider=self._name,
-            error_code=str(err.get("type")) if err.get("type") else None,
-            raw=body,
-        )
-
-    # -- calls -----------------------------------------------------------------------
-
-    async def complete(self, request: Request) -> Response:
-        """POST /chat/completions and translate the answer (§4.1)."""
-        body = self.build_body(request, stream=False)
-        answer = await post_json(
-            self._http.get(), self._name, "/chat/completions", body, limits=self.timeout,
-            map_error=lambda r, b: map_error(self._name, r, b),
-        )
-        return self.parse_response(answer.body, answer.headers)
-
-    async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
-        """POST /chat/completions with ``stream: true``; events per §7.7, FINISH last."""
-        body = self.build_body(request, stream=True)
-        async with open_event_stream(
-            self._http.get(), self._name, "/chat/completions", body, limits=self.timeout,
-            map_error=lambda r, b: map_error(self._name, r, b),
-        ) as answer:
-            state = _ChunkState(self._name, request.model)
-            state.acc.rate_limit = rate_limit_from_headers(answer.headers)
-            yield StreamEvent(StreamEventType.STREAM_START)
-            async for sse in answer.events:
-                if sse.data.strip() == "[DONE]":
-                    state.done = True
-                    break
-                chunk = decode_json_event(self._name, sse.data)
-                if isinstance(chunk.get("error"), dict):
-                    raise self._in_band_error(chunk)
-                for event in state.feed(chunk):
-                    yield event
-            require_final_event(self._name, state.done, "data: [DONE]")
-            for event in state.finish():
-                yield event
+    def new_stream_state(
+        self, request: Request, rate_limit: RateLimitInfo | None, warnings: list[Warning]
+    ) -> _ChunkState:
+        state = _ChunkState(self._name, request.model)
+        state.acc.rate_limit = rate_limit
+        return state
 
 
 class _ChunkState:
@@ -357,7 +309,7 @@ class _ChunkState:
     def __init__(self, provider: str, model: str) -> None:
         self.provider = provider
         self.acc = StreamAccumulator(provider=provider, model=model)
-        self.done = False
+        self.finished = False
         self.text_open = False
         self.reasoning_open = False
         self.calls: dict[int, ToolCall] = {}
@@ -369,7 +321,13 @@ class _ChunkState:
         self.acc.process(event)
         return event
 
-    def feed(self, chunk: dict[str, Any]) -> list[StreamEvent]:
+    def feed(self, sse: SSEEvent) -> list[StreamEvent]:
+        if sse.data.strip() == "[DONE]":
+            self.finished = True
+            return []
+        chunk = decode_json_event(self.provider, sse.data)
+        if isinstance(chunk.get("error"), dict):
+            raise in_band_error(self.provider, chunk)
         out: list[StreamEvent] = []
         self.acc.response_id = self.acc.response_id or str(chunk.get("id", ""))
         if isinstance(chunk.get("model"), str):
@@ -424,18 +382,15 @@ class _ChunkState:
             )
         return out
 
-    def finish(self) -> list[StreamEvent]:
+    def end(self) -> list[StreamEvent]:
+        require_final_event(self.provider, self.finished, "data: [DONE]")
         out: list[StreamEvent] = []
         if self.reasoning_open:
             out.append(self._emit(StreamEvent(StreamEventType.REASONING_END)))
         if self.text_open:
             out.append(self._emit(StreamEvent(StreamEventType.TEXT_END, text_id="text_0")))
         for index, start in self.calls.items():
-            raw = "".join(self.args[index])
-            try:
-                call = ToolCall(start.id, start.name, parse_tool_arguments(raw), raw)
-            except SDKError as exc:
-                call = ToolCall(start.id, start.name, {}, raw, exc.message)
+            call = tool_call_from_data(ToolCallData(start.id, start.name, "".join(self.args[index])))
             out.append(self._emit(StreamEvent(StreamEventType.TOOL_CALL_END, tool_call=call)))
         reason = finish_reason(self.raw_finish, bool(self.calls))
         self.acc.finish_reason = reason
