@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # rich and the agent load inside the command: `codeloop --hel
     from rich.console import Console
 
     from codeloop.agent import events as ev
+    from codeloop.environments.sandbox import SandboxMode
 
 
 def escape(text: str) -> str:
@@ -51,7 +52,6 @@ PROVIDER_KEYS = {
 """Environment variables holding each provider's key, in lookup order."""
 PROVIDER_PROFILE = {"openai": "openai", "anthropic": "anthropic", "gemini": "gemini", "openai_compatible": "text"}
 """Default profile for each provider."""
-SANDBOX_MODES = ("read-only", "workspace-write", "full")
 APPROVAL_MODES = ("never-ask", "on-risk", "always-ask")
 LOCAL_MODEL = "1.5b"
 """Local model used without an API key (``0.5b`` is faster but rarely finishes a task)."""
@@ -161,37 +161,6 @@ def build_client(choice: ModelChoice) -> Any:
         adapter = OpenAICompatibleAdapter(choice.base_url or "http://127.0.0.1:8080/v1", api_key=choice.api_key,
                                           timeout=timeout, extra_body=extra)
     return Client({choice.provider: adapter})
-
-
-def resolve_sandbox(sandbox: str, explicit: bool, err: Console) -> str:
-    """The sandbox mode to use. When bubblewrap cannot run here, a default (not chosen by
-    the user) falls back to ``full`` with a loud warning; an explicit choice is a UsageError."""
-    if sandbox == "full":
-        return sandbox
-    from codeloop.environments.sandbox import probe_bwrap
-
-    why = probe_bwrap()
-    if why is None:
-        return sandbox
-    fix = ("install bubblewrap (apt-get install bubblewrap / dnf install bubblewrap) and allow "
-           "unprivileged user namespaces")
-    if explicit:
-        raise UsageError(f"--sandbox {sandbox} needs bubblewrap, which cannot run here ({why}): {fix}, "
-                         "or pass --sandbox full")
-    err.print(f"[bold red]warning:[/] [red]NO SANDBOX: {escape(why)}; commands run with your full "
-              f"permissions. To sandbox them, {escape(fix)}. Pass --sandbox full to silence this.[/]")
-    return "full"
-
-
-def build_environment(cwd: Path, sandbox: str, network: bool) -> Any:
-    """The workspace environment: local for ``full``, bubblewrap for the other modes."""
-    if sandbox == "full":
-        from codeloop.environments.local import LocalExecutionEnvironment
-
-        return LocalExecutionEnvironment(str(cwd))
-    from codeloop.environments.sandbox import SandboxedExecutionEnvironment
-
-    return SandboxedExecutionEnvironment(str(cwd), mode=sandbox, network=network)  # type: ignore[arg-type]
 
 
 class NoTerminalError(Exception):
@@ -415,10 +384,10 @@ class RunSettings:
     """Provider, profile and model."""
     root: Path
     """The workspace."""
-    sandbox: str
+    sandbox: SandboxMode
     """Sandbox mode after the bubblewrap fallback."""
     network: bool
-    """Network inside the sandbox."""
+    """Network for commands (off holds in every mode)."""
     approval: str
     """Approval mode."""
     max_turns: int
@@ -446,6 +415,8 @@ class Runner:
         """Model, environment and the first Session (resuming ``resume`` when given)."""
         import asyncio
 
+        from codeloop.environments.factory import open_environment
+
         choice = self.settings.choice
         if choice.local:
             self.err.print("No API key set: using the local llama.cpp model "
@@ -453,7 +424,8 @@ class Runner:
             choice = await asyncio.to_thread(start_local_model, choice)
             self.settings = dataclasses.replace(self.settings, choice=choice)
         self.client = build_client(choice)
-        self.environment = build_environment(self.settings.root, self.settings.sandbox, self.settings.network)
+        self.environment = open_environment(self.settings.root, sandbox=self.settings.sandbox,
+                                            network=self.settings.network)
         await self.environment.initialize()
         if self.settings.mcp_servers:
             from codeloop.mcp import McpServers
@@ -639,26 +611,32 @@ def settle_options(root: Path, flags: dict[str, Any], network: str | None, err: 
                    constrained: str | None = None) -> RunSettings:
     """Merge flags > project config > user config > defaults; raises UsageError."""
     from codeloop.config import ConfigError, load_config
+    from codeloop.environments.errors import SandboxUnavailableError
+    from codeloop.environments.factory import SandboxOptionError, check_sandbox_options, settle_sandbox
 
     try:
         cfg = load_config(root)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     merged = {k: v if v is not None else getattr(cfg, k) for k, v in flags.items()}
-    sandbox = merged["sandbox"] or "workspace-write"
     approval = merged["approval"] or "on-risk"
-    if sandbox not in SANDBOX_MODES:
-        raise UsageError(f"unknown --sandbox {sandbox!r}: use one of {', '.join(SANDBOX_MODES)}")
+    try:
+        check_sandbox_options(merged["sandbox"] or "workspace-write", network)
+    except SandboxOptionError as exc:
+        raise UsageError(str(exc)) from None
     if approval not in APPROVAL_MODES:
         raise UsageError(f"unknown --approval {approval!r}: use one of {', '.join(APPROVAL_MODES)}")
-    if network not in (None, "on", "off"):
-        raise UsageError(f"unknown --network {network!r}: use on or off")
     if constrained not in (None, "auto", "on", "off"):
         raise UsageError(f"unknown --constrained {constrained!r}: use auto, on or off")
     choice = choose_model(merged["provider"], merged["profile"], merged["model"], merged["base_url"],
                           dict(os.environ))
-    sandbox = resolve_sandbox(sandbox, merged["sandbox"] is not None, err)
-    return RunSettings(choice, root, sandbox, network == "on", approval, merged["max_turns"] or 0,
+    try:
+        box = settle_sandbox(merged["sandbox"], network, default="workspace-write")
+    except SandboxUnavailableError as exc:
+        raise UsageError(str(exc)) from None
+    if box.warning is not None:
+        err.print(f"[bold red]warning:[/] [red]{escape(box.warning)}[/]")
+    return RunSettings(choice, root, box.mode, box.network, approval, merged["max_turns"] or 0,
                        dict(cfg.mcp_servers), constrained=constrained or "off")
 
 
@@ -694,7 +672,10 @@ def register(app: typer.Typer) -> None:
                                              help="Stop after this many turns (0 = no limit)."),
         sandbox: str | None = typer.Option(None, "--sandbox",
                                            help="read-only, workspace-write (default) or full."),
-        network: str | None = typer.Option(None, "--network", help="on or off (default) inside the sandbox."),
+        network: str | None = typer.Option(
+            None, "--network",
+            help="on or off for commands (default: off in a sandbox, on with --sandbox full). "
+                 "off holds in every mode, or the run refuses."),
         approval: str | None = typer.Option(None, "--approval", help="never-ask, on-risk (default) or always-ask."),
         resume: str | None = typer.Option(None, "--resume", help="Continue the session with this id."),
         continue_: bool = typer.Option(False, "--continue", help="Continue the latest session of this workspace."),
