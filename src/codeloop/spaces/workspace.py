@@ -1,8 +1,8 @@
 """Choose the execution environment of a space and say how its network policy is enforced.
 
 When the policy turns the network off and the bubblewrap sandbox works here, commands run
-inside ``SandboxedExecutionEnvironment(root, network=False)``: no network namespace access at
-all. Otherwise commands run in ``LocalExecutionEnvironment`` and network-off is enforced only
+in the ``workspace-write`` sandbox with the network off (``codeloop.environments.factory``): no
+network namespace access at all. Otherwise commands run in ``LocalExecutionEnvironment`` and network-off is enforced only
 by the command policy (network tools such as ``curl``/``wget``/``ssh`` are refused), which a
 program that opens sockets itself can get around. :func:`open_environment` reports which one
 applies so the API and the docs can say it.
@@ -40,23 +40,20 @@ def _limits(policy: Policy) -> ExecLimits:
 
 async def open_environment(root: Path | str, policy: Policy, *, sandbox: bool = True) -> SpaceEnvironment:
     """An initialized environment for ``root`` under ``policy`` (sandboxed when possible)."""
-    from codeloop.environments.local import LocalExecutionEnvironment
+    from codeloop.environments import factory
+    from codeloop.environments.errors import SandboxUnavailableError
 
     Path(root).mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - one cheap mkdir before any I/O
-    if policy.network.enabled:
-        env: ExecutionEnvironment = LocalExecutionEnvironment(root, limits=_limits(policy), env_policy="core-only")
-        await env.initialize()
-        return SpaceEnvironment(env, "allowed")
-    if sandbox:
+    limits = _limits(policy)
+    if sandbox and not policy.network.enabled:
+        env = factory.open_environment(root, sandbox="workspace-write", network=False, limits=limits,
+                                       env_policy="core-only")
         try:
-            from codeloop.environments.sandbox import SandboxedExecutionEnvironment
-
-            sandboxed: ExecutionEnvironment = SandboxedExecutionEnvironment(
-                root, mode="workspace-write", network=False, limits=_limits(policy), env_policy="core-only")
-            await sandboxed.initialize()
-            return SpaceEnvironment(sandboxed, "sandbox")
-        except Exception as exc:  # ImportError, SandboxUnavailableError, bad signature...
+            await env.initialize()
+            return SpaceEnvironment(env, "sandbox")
+        except SandboxUnavailableError as exc:
             log.warning("bubblewrap sandbox unavailable (%s); network-off is enforced by command policy only", exc)
-    env = LocalExecutionEnvironment(root, limits=_limits(policy), env_policy="core-only")
+    # The policy, not the environment, keeps the network off here (see the module docstring).
+    env = factory.open_environment(root, sandbox="full", network=True, limits=limits, env_policy="core-only")
     await env.initialize()
-    return SpaceEnvironment(env, "policy-only")
+    return SpaceEnvironment(env, "allowed" if policy.network.enabled else "policy-only")
