@@ -270,13 +270,14 @@ class Session:
             response = await self._call_model()
             reply = self._read(response)
             self.last_text = reply.text
+            reasoning = response.reasoning
             self.history.append(AssistantTurn(
-                content=reply.text, tool_calls=reply.calls, reasoning=response.reasoning,
+                content=reply.text, tool_calls=reply.calls, reasoning=reasoning,
                 usage=response.usage, response_id=response.id,
                 message=None if reply.recovered or not self.profile.native_tool_calls else response.message,
             ))
             usage = response.usage
-            self._emit(ev.AssistantTextEnd, text=reply.text, reasoning=response.reasoning,
+            self._emit(ev.AssistantTextEnd, text=reply.text, reasoning=reasoning,
                        tool_call_count=len(reply.calls), input_tokens=usage.input_tokens,
                        output_tokens=usage.output_tokens, cache_read_tokens=usage.cache_read_tokens or 0)
             warned_context = warned_context or self._check_context()
@@ -350,8 +351,7 @@ class Session:
         recover = self.config.tool_call_recovery
         if recover is None:
             recover = self.profile.tool_call_recovery or not self.profile.native_tool_calls
-        self._tools()
-        key = (self._registry_key, recover, self._constrained)
+        key = (self._registry_key, recover, self._constrained)  # _request refreshed the registry
         built, reader = self._reader
         if built != key or reader is None:  # built once per tool set: this runs every round
             schemas = {d.name: d.parameters for d in self._registry.definitions()}

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -303,8 +304,10 @@ async def run_file_operation(name: str, args: dict[str, Any], env: ExecutionEnvi
                                    policy=space_policy(policy, []))
 
 
+@functools.lru_cache(maxsize=64)
 def space_registry(policy: Policy) -> ToolRegistry:
-    """The tools of a space's operations; ``ToolOutput.data`` holds the typed outcome."""
+    """The tools of a space's operations; ``ToolOutput.data`` holds the typed outcome. Built
+    once per policy (every operation of every run asks for it)."""
     max_bytes = policy.filesystem.max_file_size
 
     async def create(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:
