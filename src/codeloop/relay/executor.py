@@ -13,7 +13,6 @@ SHA-256 of the bytes about to be written). The step journals it, so after a cras
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -45,6 +44,7 @@ from codeloop.tools.registry import (
     ToolResult,
     object_schema,
 )
+from codeloop.tools.text_endings import split_keeping_ends
 from codeloop.tools.truncation import TruncationConfig
 
 
@@ -116,9 +116,8 @@ def _failure(cmd: RelayCommand, summary: str) -> CommandResult:
     return CommandResult(cmd.name, False, summary)
 
 
-def sha256_hex(data: bytes) -> str:
-    """Hex SHA-256, the fingerprint journaled for writes."""
-    return hashlib.sha256(data).hexdigest()
+sha256_hex = ops.fingerprint
+"""Hex SHA-256, the fingerprint journaled for writes."""
 
 
 # -- the relay's tools: each runs one workspace operation -----------------------------------
@@ -200,7 +199,7 @@ def _succeeded(cmd: RelayCommand, replaced: bool) -> CommandResult:
         case CreateFile():
             summary = f"{'Replaced' if replaced else 'Created'} {cmd.path!r}"
         case EditFile():
-            added = len(ops.split_lines(cmd.content))
+            added = len(split_keeping_ends(cmd.content))
             summary = (
                 f"Edited {cmd.path!r}: replaced lines {cmd.start_line}-{cmd.end_line} "
                 f"({cmd.end_line - cmd.start_line + 1}) with {added} line{'s' if added != 1 else ''}"

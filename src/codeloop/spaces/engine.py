@@ -318,8 +318,9 @@ def space_registry(policy: Policy) -> ToolRegistry:
                 raise ToolError("content is not valid base64") from None
         else:
             data = args["content"].encode("utf-8", "surrogatepass")
+        # Base64 content is binary: written exactly; UTF-8 text over a CRLF/BOM file keeps them.
         written = await ops.create_file(env, args["path"], data, overwrite=bool(args.get("overwrite")),
-                                        max_bytes=max_bytes)
+                                        max_bytes=max_bytes, keep_format=args.get("encoding") != "base64")
         return ToolOutput(f"wrote {written.bytes_written} bytes", data=written)
 
     async def read(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:
