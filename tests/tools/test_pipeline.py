@@ -14,12 +14,13 @@ from hypothesis import strategies as st
 
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import FileNotFoundInWorkspaceError
+from codeloop.llm.errors import ConfigurationError
+from codeloop.llm.types import ToolDefinition
 from codeloop.policy import Decision, PendingApproval
 from codeloop.tools import (
     RegisteredTool,
     ToolCallRequest,
     ToolContext,
-    ToolDefinition,
     ToolOutput,
     ToolRegistry,
     TruncationConfig,
@@ -51,7 +52,7 @@ def _tool(name: str = "echo", result: Any = None, raises: Exception | None = Non
 
 
 def test_3_8_definition_root_must_be_object() -> None:
-    with pytest.raises(ValueError, match="root"):
+    with pytest.raises(ConfigurationError, match="root"):
         ToolDefinition("x", "d", {"type": "array"})
 
 

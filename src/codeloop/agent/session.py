@@ -45,10 +45,17 @@ from codeloop.agent.subagents import SubagentManager, subagent_tools
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.llm import constrained
 from codeloop.llm.errors import AuthenticationError, ContextLengthError, NotFoundError, SDKError, StreamError
-from codeloop.llm.types import Message, Request, Response, StreamEvent, StreamEventType, ToolCall
-from codeloop.llm.types import ToolDefinition as LLMToolDefinition
+from codeloop.llm.types import (
+    Message,
+    Request,
+    Response,
+    StreamEvent,
+    StreamEventType,
+    ToolCall,
+    ToolDefinition,
+)
 from codeloop.policy.approval import Approver
-from codeloop.profiles.base import ProviderProfile, to_llm_tool
+from codeloop.profiles.base import ProviderProfile
 from codeloop.profiles.prompts import NATIVE_COMPACT
 from codeloop.tools import ToolContext, ToolPolicy, ToolRegistry, TruncationConfig, execute_tool_call
 from codeloop.tools.truncation import DEFAULT_TOOL_LIMITS, FALLBACK_CHAR_LIMIT
@@ -127,7 +134,6 @@ class Session:
         self._project_docs = ""
         self._registry_key: tuple[Any, ...] = ()
         self._registry = ToolRegistry()
-        self._llm_tool_defs: list[LLMToolDefinition] = []
         self._system_prompt: tuple[Any, str] = (None, "")
         self._task: asyncio.Task[None] | None = None
         self._aborted = False
@@ -381,12 +387,10 @@ class Session:
                 tools += subagent_tools(self.subagents)
             self._registry = ToolRegistry.of(tools)
             self._registry_key = defs
-            self._llm_tool_defs = [to_llm_tool(d) for d in self._registry.definitions()]
         return self._registry
 
-    def _llm_tools(self) -> list[LLMToolDefinition]:
-        self._tools()
-        return self._llm_tool_defs
+    def _llm_tools(self) -> list[ToolDefinition]:
+        return self._tools().definitions()
 
     async def _execute_tool_calls(self, calls: list[ToolCall]) -> list[CallResult]:
         if self.profile.supports_parallel_tool_calls and len(calls) > 1:

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from codeloop.environments.base import ExecutionEnvironment
+from codeloop.llm.types import ToolDefinition
 from codeloop.tools.errors import ToolError
-from codeloop.tools.registry import RegisteredTool, ToolContext, ToolDefinition, ToolOutput
+from codeloop.tools.registry import RegisteredTool, ToolContext, ToolOutput
 
 if TYPE_CHECKING:
     from codeloop.agent.session import Session

@@ -3,7 +3,9 @@
 Public entry points: :func:`execute_tool_call` (loop spec §3.8) and
 :func:`resume_tool_call` (a call held for approval), :class:`ToolRegistry`,
 :func:`truncate_tool_output` (spec §5), and the tool sets in ``codeloop.tools.sets``.
-Policies answer with :class:`codeloop.policy.Decision`.
+Policies answer with :class:`codeloop.policy.Decision`. A tool is described to models by the
+LLM layer's :class:`codeloop.llm.ToolDefinition` (and its images are :class:`codeloop.llm.ImageData`):
+there is one family of tool types, and ``tools/`` builds on it.
 """
 
 from __future__ import annotations
@@ -13,13 +15,11 @@ from codeloop.tools.errors import PatchError, ToolError
 from codeloop.tools.pipeline import execute_tool_call, resume_tool_call
 from codeloop.tools.registry import (
     Executor,
-    ImageData,
     RegisteredTool,
+    ToolCallOutcome,
     ToolContext,
-    ToolDefinition,
     ToolOutput,
     ToolRegistry,
-    ToolResult,
 )
 from codeloop.tools.truncation import (
     TruncationConfig,
@@ -31,18 +31,16 @@ from codeloop.tools.truncation import (
 __all__ = [
     "Approver",
     "Executor",
-    "ImageData",
     "PatchError",
     "PendingApproval",
     "RegisteredTool",
+    "ToolCallOutcome",
     "ToolCallRequest",
     "ToolContext",
-    "ToolDefinition",
     "ToolError",
     "ToolOutput",
     "ToolPolicy",
     "ToolRegistry",
-    "ToolResult",
     "TruncationConfig",
     "execute_tool_call",
     "resume_tool_call",

@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from codeloop.environments.base import ExecutionEnvironment
+from codeloop.llm.types import ToolDefinition
 from codeloop.tools.patch_apply import PatchApplyError, PatchOutcome, apply_hunks
 from codeloop.tools.patch_parser import parse_patch
-from codeloop.tools.registry import RegisteredTool, ToolContext, ToolDefinition, ToolOutput
+from codeloop.tools.registry import RegisteredTool, ToolContext, ToolOutput
 
 APPLY_PATCH_DESCRIPTION = """\
 Apply code changes using the patch format. Supports creating, deleting, and modifying files \

@@ -1,7 +1,7 @@
 """The tool execution pipeline (loop spec §3.8, §5): one function per step.
 
 ``execute_tool_call`` runs LOOKUP → VALIDATE → POLICY → EXECUTE → TRUNCATE and returns a
-:class:`ToolResult`. It never raises for anything a model or a tool can cause: unknown
+:class:`ToolCallOutcome`. It never raises for anything a model or a tool can cause: unknown
 tools, malformed arguments, denied calls and every exception of an executor become
 ``is_error=True`` results whose text says what went wrong. (Task cancellation still
 propagates: it is the caller's decision, not the model's.) EMIT belongs to the caller,
@@ -24,7 +24,7 @@ from codeloop.environments.errors import WorkspaceError
 from codeloop.policy.approval import Approver, PendingApproval, ToolCallRequest, ToolPolicy, allow_all
 from codeloop.tools.arguments import ArgumentError, parse_arguments, validate_arguments
 from codeloop.tools.errors import ToolError
-from codeloop.tools.registry import RegisteredTool, ToolContext, ToolOutput, ToolRegistry, ToolResult
+from codeloop.tools.registry import RegisteredTool, ToolCallOutcome, ToolContext, ToolOutput, ToolRegistry
 from codeloop.tools.suggestions import equivalent_call
 from codeloop.tools.truncation import TruncationConfig, truncate_tool_output
 
@@ -47,7 +47,7 @@ async def execute_tool_call(
     approver: Approver | None = None,
     config: TruncationConfig | None = None,
     ctx: ToolContext | None = None,
-) -> ToolResult:
+) -> ToolCallOutcome:
     """Run one tool call through the whole pipeline; never raises for model or tool errors."""
     ctx = ctx or ToolContext()
     started = time.monotonic()
@@ -70,7 +70,7 @@ async def resume_tool_call(
     approved: bool,
     config: TruncationConfig | None = None,
     ctx: ToolContext | None = None,
-) -> ToolResult:
+) -> ToolCallOutcome:
     """Finish a call held for approval: approved, it runs (LOOKUP and VALIDATE again, for a
     call read back from storage; POLICY is the human's answer); refused, the result says so.
     Each call of this function runs the tool once: the caller drops ``pending`` first."""
@@ -169,9 +169,9 @@ async def execute(
 def truncate(
     name: str, produced: ToolOutput, config: TruncationConfig | None, ctx: ToolContext, started: float,
     pending: PendingApproval | None = None,
-) -> ToolResult:
+) -> ToolCallOutcome:
     """TRUNCATE: characters then lines (spec §5.3); keep the full text beside it."""
-    return ToolResult(
+    return ToolCallOutcome(
         output=truncate_tool_output(produced.text, name, config),
         is_error=produced.is_error,
         full_output=produced.text,
