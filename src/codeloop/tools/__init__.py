@@ -3,9 +3,8 @@
 Public entry points: :func:`execute_tool_call` (loop spec §3.8) and
 :func:`resume_tool_call` (a call held for approval), :class:`ToolRegistry`,
 :func:`truncate_tool_output` (spec §5), and the tool sets in ``codeloop.tools.sets``.
-Policies answer with :class:`codeloop.policy.Decision`. A tool is described to models by the
-LLM layer's :class:`codeloop.llm.ToolDefinition` (and its images are :class:`codeloop.llm.ImageData`):
-there is one family of tool types, and ``tools/`` builds on it.
+Policies answer with :class:`codeloop.policy.Decision`; tools are described by ``codeloop.llm``'s
+``ToolDefinition`` (one family of tool types).
 """
 
 from __future__ import annotations

@@ -16,7 +16,6 @@ from typing import Any
 from codeloop.environments.base import ExecutionEnvironment, OutputCallback
 from codeloop.llm.types import ImageData, ToolDefinition
 from codeloop.policy.approval import PendingApproval
-from codeloop.policy.approval_modes import READ_ONLY_TOOLS as READ_ONLY_TOOLS  # for the agent's claims
 from codeloop.tools.workspace_ops import PlannedChange
 
 
