@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import WorkspaceError
+from codeloop.llm.types import ToolDefinition
 from codeloop.relay.commands import (
     CreateFile,
     DeleteFile,
@@ -37,11 +38,10 @@ from codeloop.tools.pipeline import execute_tool_call
 from codeloop.tools.registry import (
     Executor,
     RegisteredTool,
+    ToolCallOutcome,
     ToolContext,
-    ToolDefinition,
     ToolOutput,
     ToolRegistry,
-    ToolResult,
     object_schema,
 )
 from codeloop.tools.text_endings import split_keeping_ends
@@ -252,7 +252,7 @@ def _ran(cmd: RunCommand, outcome: ops.CommandOutcome, output: str) -> CommandRe
     return CommandResult(cmd.name, outcome.status == "ok", summary, output)
 
 
-def _translate(cmd: RelayCommand, result: ToolResult) -> CommandResult:
+def _translate(cmd: RelayCommand, result: ToolCallOutcome) -> CommandResult:
     data = result.data
     if isinstance(data, ops.OperationError):
         return _failed(cmd, getattr(cmd, "path", ""), data)

@@ -34,6 +34,7 @@ from pydantic import BaseModel
 
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import WorkspaceError
+from codeloop.llm.types import ToolDefinition
 from codeloop.policy import Decision, Policy, evaluate_command, evaluate_path
 from codeloop.policy.approval import ToolCallRequest, ToolPolicy
 from codeloop.spaces.operations import (
@@ -62,11 +63,10 @@ from codeloop.tools.pipeline import execute_tool_call
 from codeloop.tools.registry import (
     Executor,
     RegisteredTool,
+    ToolCallOutcome,
     ToolContext,
-    ToolDefinition,
     ToolOutput,
     ToolRegistry,
-    ToolResult,
     object_schema,
 )
 
@@ -216,7 +216,7 @@ async def _one(op: Any, op_id: str, env: ExecutionEnvironment, policy: Policy, a
     return _file_event(op, ts, result)
 
 
-def _error_of(result: ToolResult) -> Exception:
+def _error_of(result: ToolCallOutcome) -> Exception:
     """The typed error of a failed call. A failure without one (an executor's bug, a policy
     that raised) is the runtime's own: raised, so the run ends with a system error."""
     if isinstance(result.data, WorkspaceError | ToolError):
@@ -229,7 +229,7 @@ _FILE_EVENTS: dict[type, type[BaseModel]] = {
     EditFileOperation: EditFileEvent, DeleteFileOperation: DeleteFileEvent}
 
 
-def _file_event(op: Any, ts: str, result: ToolResult) -> BaseModel:
+def _file_event(op: Any, ts: str, result: ToolCallOutcome) -> BaseModel:
     if result.is_error:
         return _FILE_EVENTS[type(op)](timestamp=ts, operationId=op.id, path=op.path, success=False,
                                       error=_error_text(op, _error_of(result)))
@@ -271,7 +271,7 @@ def _error_text(op: Any, exc: Exception) -> str:
     return str(exc)
 
 
-def _shell_event(op: ShellOperation, ts: str, result: ToolResult) -> BaseModel:
+def _shell_event(op: ShellOperation, ts: str, result: ToolCallOutcome) -> BaseModel:
     def event(**fields: Any) -> ShellEvent:
         return ShellEvent(timestamp=ts, operationId=op.id, command=op.command, **fields)
 
@@ -296,7 +296,7 @@ def _shell_event(op: ShellOperation, ts: str, result: ToolResult) -> BaseModel:
 
 
 async def run_file_operation(name: str, args: dict[str, Any], env: ExecutionEnvironment,
-                             policy: Policy) -> ToolResult:
+                             policy: Policy) -> ToolCallOutcome:
     """One file operation outside a run (the HTTP file endpoints), through the same tools and
     POLICY step as a run's; an operation the policy would ask about is not run (nobody can
     approve it there)."""

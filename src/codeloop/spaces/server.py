@@ -51,7 +51,7 @@ from codeloop.spaces.operations import Approval, EventsMessage, OperationsMessag
 from codeloop.spaces.policy_config import PolicyConfigError
 from codeloop.spaces.runs import MessageRejectedError
 from codeloop.spaces.service import DEFAULT_TTL_S, MAX_TTL_S, ServiceError, SpacesService
-from codeloop.tools.registry import ToolResult
+from codeloop.tools.registry import ToolCallOutcome
 
 log = logging.getLogger(__name__)
 MAX_BODY_BYTES = 16 * 1024 * 1024
@@ -299,7 +299,7 @@ class SpacesAPI:
         return Response(status_code=204)
 
 
-def _raise_for(result: ToolResult, path: str) -> None:
+def _raise_for(result: ToolCallOutcome, path: str) -> None:
     """The HTTP error of a failed file endpoint call."""
     if not result.is_error:
         return

@@ -10,10 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from codeloop.environments.base import ExecutionEnvironment
+from codeloop.llm.types import ToolDefinition
 from codeloop.tools.files import SEEN_FILES
 from codeloop.tools.patch_apply import PatchApplyError, PatchOutcome, apply_hunks
 from codeloop.tools.patch_parser import parse_patch
-from codeloop.tools.registry import RegisteredTool, ToolContext, ToolDefinition, ToolOutput
+from codeloop.tools.registry import RegisteredTool, ToolContext, ToolOutput
 from codeloop.tools.workspace_ops import fingerprint
 
 APPLY_PATCH_DESCRIPTION = """\

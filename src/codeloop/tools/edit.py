@@ -24,11 +24,12 @@ from typing import Any
 
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import WorkspaceError
+from codeloop.llm.types import ToolDefinition
 from codeloop.tools import workspace_ops as ops
 from codeloop.tools.errors import ToolError
 from codeloop.tools.files import SEEN_FILES, number_lines
 from codeloop.tools.patch_apply import PUNCTUATION_TO_ASCII
-from codeloop.tools.registry import RegisteredTool, ToolContext, ToolDefinition, object_schema
+from codeloop.tools.registry import RegisteredTool, ToolContext, object_schema
 from codeloop.tools.text_endings import (
     keep_common_lines,
     replacement_text,

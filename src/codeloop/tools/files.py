@@ -13,16 +13,10 @@ from typing import Any
 
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import BinaryFileError, WorkspaceError
+from codeloop.llm.types import ImageData, ToolDefinition
 from codeloop.tools import workspace_ops as ops
 from codeloop.tools.errors import ToolError
-from codeloop.tools.registry import (
-    ImageData,
-    RegisteredTool,
-    ToolContext,
-    ToolDefinition,
-    ToolOutput,
-    object_schema,
-)
+from codeloop.tools.registry import RegisteredTool, ToolContext, ToolOutput, object_schema
 
 DEFAULT_READ_LIMIT = 2000
 """Lines read_file returns when no ``limit`` is given (spec §3.3)."""
@@ -162,7 +156,7 @@ async def _read_file(path: str, args: dict[str, Any], env: ExecutionEnvironment)
             raise ToolError(f"{path} is an image of {exc.size} bytes, over the {MAX_IMAGE_BYTES}-byte limit.") from None
         return ToolOutput(
             f"Image file {path} ({media_type}, {len(data)} bytes) is attached.",
-            images=(ImageData(media_type, data),),
+            images=(ImageData(data=data, media_type=media_type),),
         )
     try:
         text = await env.read_file(path, offset=offset, limit=limit + 1)

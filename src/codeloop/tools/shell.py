@@ -12,9 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from codeloop.environments.base import ExecutionEnvironment
+from codeloop.llm.types import ToolDefinition
 from codeloop.tools.apply_patch import apply_patch_text
 from codeloop.tools.errors import PatchError
-from codeloop.tools.registry import RegisteredTool, ToolContext, ToolDefinition, ToolOutput, object_schema
+from codeloop.tools.registry import RegisteredTool, ToolContext, ToolOutput, object_schema
 from codeloop.tools.workspace_ops import CommandOutcome, run_command
 
 OPENAI_SHELL_TIMEOUT_MS = 10_000
