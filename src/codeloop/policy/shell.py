@@ -20,7 +20,8 @@ from urllib.parse import urlsplit
 
 from codeloop.policy.model import Decision, NetworkPolicy, ShellPolicy, strictest
 from codeloop.policy.paths import matches, normalize
-from codeloop.policy.shell_parse import SHELLS, ParsedCommand, ShellParseError, split_commands
+from codeloop.policy.shell_parse import ParsedCommand, ShellParseError, split_commands
+from codeloop.policy.wrappers import SHELLS
 
 NETWORK_COMMANDS = frozenset({"curl", "wget", "nc", "ncat", "netcat", "ssh", "scp", "sftp", "ftp",
                               "telnet", "socat", "rsync", "aria2c", "httpie", "http", "lftp"})
