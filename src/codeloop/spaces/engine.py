@@ -35,7 +35,7 @@ from pydantic import BaseModel
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import WorkspaceError
 from codeloop.llm.types import ToolDefinition
-from codeloop.policy import Decision, Policy, evaluate_command, evaluate_path
+from codeloop.policy import Decision, Policy, evaluate_command, evaluate_path, judge_env, strictest
 from codeloop.policy.approval import ToolCallRequest, ToolPolicy
 from codeloop.spaces.operations import (
     Approval,
@@ -118,16 +118,18 @@ _PATH_ACCESS: dict[str, Literal["read", "write", "delete"]] = {
     "createFile": "write", "readFile": "read", "editFile": "write", "deleteFile": "delete"}
 
 
-def decide(name: str, args: Mapping[str, Any], policy: Policy) -> Decision:
-    """The policy's verdict on one operation (its type and its arguments)."""
+def decide(name: str, args: Mapping[str, Any], policy: Policy, root: str | None = None) -> Decision:
+    """The policy's verdict on one operation (its type and its arguments). ``root``, the
+    workspace on this host, lets paths be judged where their links lead."""
     if name == "shell":
-        verdict = evaluate_command(args["command"], policy.shell, policy.network)
+        verdict = strictest([evaluate_command(args["command"], policy.shell, policy.network),
+                             judge_env(args.get("env") or {}, policy.shell, policy.network, root)])
         if args.get("cwd") and verdict.action != "deny":
-            cwd_verdict = evaluate_path(args["cwd"], "read", policy.filesystem)
+            cwd_verdict = evaluate_path(args["cwd"], "read", policy.filesystem, root=root)
             if cwd_verdict.action == "deny":
                 return cwd_verdict
         return verdict
-    return evaluate_path(args["path"], _PATH_ACCESS[name], policy.filesystem)
+    return evaluate_path(args["path"], _PATH_ACCESS[name], policy.filesystem, root=root)
 
 
 def space_policy(policy: Policy, verdicts: list[Decision]) -> ToolPolicy:
@@ -135,7 +137,7 @@ def space_policy(policy: Policy, verdicts: list[Decision]) -> ToolPolicy:
     ``verdicts`` (the events need its rule and suggestion)."""
 
     async def check(call: ToolCallRequest, env: ExecutionEnvironment) -> Decision:
-        verdict = decide(call.name, call.arguments, policy)
+        verdict = decide(call.name, call.arguments, policy, env.working_directory())
         verdicts.append(verdict)
         return verdict
 

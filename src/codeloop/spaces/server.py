@@ -262,7 +262,7 @@ class SpacesAPI:
         if why:
             raise ServiceError(400, "invalid_path", f"path {path[:80]!r} {why}")
         policy, env = await self.service.environment(space)
-        verdict = evaluate_path(path, access, policy.filesystem)
+        verdict = evaluate_path(path, access, policy.filesystem, root=env.env.working_directory())
         if verdict.action != "allow":
             extra = "; send it as an operation in a run to ask for approval" if verdict.action == "ask" else ""
             raise ServiceError(403, "policy_denied", verdict.reason + extra)
