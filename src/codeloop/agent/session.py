@@ -38,14 +38,15 @@ from codeloop.agent.history import (
     native_messages,
     text_messages,
 )
+from codeloop.agent.model_calls import call_model
 from codeloop.agent.project_docs import discover_project_docs, render_project_docs
 from codeloop.agent.prompts import gather_environment_context, render_environment
 from codeloop.agent.reply_reader import Reply, ReplyReader
 from codeloop.agent.subagents import SubagentManager, subagent_tools
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.llm import constrained
-from codeloop.llm.errors import AuthenticationError, ContextLengthError, NotFoundError, SDKError, StreamError
-from codeloop.llm.types import Message, Request, Response, StreamEvent, StreamEventType, ToolCall
+from codeloop.llm.errors import AuthenticationError, ContextLengthError, NotFoundError, SDKError
+from codeloop.llm.types import Message, Request, Response, StreamEvent, ToolCall
 from codeloop.llm.types import ToolDefinition as LLMToolDefinition
 from codeloop.policy.approval import Approver
 from codeloop.profiles.base import ProviderProfile, to_llm_tool
@@ -328,19 +329,8 @@ class Session:
     async def _call_model(self) -> Response:
         request = self._request()
         self._emit(ev.AssistantTextStart)
-        if not (self.config.stream and self.profile.supports_streaming):
-            return await self.client.complete(request)
-        response: Response | None = None
-        async for event in self.client.stream(request):
-            if event.type == StreamEventType.TEXT_DELTA and event.delta:
-                self._emit(ev.AssistantTextDelta, delta=event.delta)
-            elif event.type == StreamEventType.FINISH:
-                response = event.response
-            elif event.type == StreamEventType.ERROR and event.error is not None:
-                raise event.error
-        if response is None:
-            raise StreamError("the model's stream ended without a final response")
-        return response
+        stream = self.config.stream and self.profile.supports_streaming
+        return await call_model(self.client, request, stream=stream, config=self.config, emit=self._emit)
 
     def _read(self, response: Response) -> Reply:
         recover = self.config.tool_call_recovery

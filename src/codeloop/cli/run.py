@@ -52,6 +52,8 @@ PROVIDER_KEYS = {
 PROVIDER_PROFILE = {"openai": "openai", "anthropic": "anthropic", "gemini": "gemini", "openai_compatible": "text"}
 """Default profile for each provider."""
 SANDBOX_MODES = ("read-only", "workspace-write", "full")
+DEFAULT_RETRIES = 6
+"""``--max-retries`` default (``SessionConfig.max_retries``; the agent package loads lazily)."""
 LOCAL_MODEL = "1.5b"
 """Local model used without an API key (``0.5b`` is faster but rarely finishes a task)."""
 
@@ -384,6 +386,12 @@ class Renderer:
             self.err.print(f"[yellow]{escape(_describe(event))}[/]")
         elif isinstance(event, ev.ErrorEvent):
             self._print_error(event)
+        elif isinstance(event, ev.Retry):
+            if self._streamed:  # the partial reply stays on screen; say it is dropped
+                self.out.print()
+                self._streamed = False
+            self.err.print(f"[yellow]{escape(describe_retry(event))}[/]")
+            self._activity(WAITING)
 
     def _print_error(self, event: ev.ErrorEvent) -> None:
         self.err.print(f"[red]error:[/] {escape(event.message)}")
@@ -394,6 +402,12 @@ class Renderer:
     def _activity(self, text: str) -> None:
         if self.status is not None:
             self.status.activity = text
+
+
+def describe_retry(event: ev.Retry) -> str:
+    """``rate limited, retrying in 2 s (2/6)``, plus a note when streamed text is dropped."""
+    dropped = "; the partial reply above is discarded" if event.discard_deltas else ""
+    return f"{event.cause}, retrying in {event.wait:.2g} s ({event.attempt}/{event.max_retries}){dropped}"
 
 
 def _describe(event: ev.SessionEvent) -> str:
@@ -426,6 +440,8 @@ class RunSettings:
     """``{name: McpServerConfig}`` from the config files."""
     constrained: str = "off"
     """Constrained decoding: auto, on or off (``SessionConfig.constrained_decoding``)."""
+    max_retries: int = DEFAULT_RETRIES
+    """Retries of one model call after a transient failure (``SessionConfig.max_retries``)."""
 
 
 class Runner:
@@ -473,7 +489,7 @@ class Runner:
                                  warn=lambda message: self.err.print(f"[yellow]warning: {escape(message)}[/]"))
         # Issue 10: OpenAI-compatible servers (local models) often write calls as text.
         profile = create_profile(s.choice.profile, s.choice.model)
-        config = SessionConfig(max_turns=s.max_turns,
+        config = SessionConfig(max_turns=s.max_turns, max_retries=s.max_retries,
                                tool_call_recovery=True if s.choice.provider == "openai_compatible" else None,
                                constrained_decoding=s.constrained,
                                # A small window (compact prompt) gets no subagent tools: four more
@@ -658,8 +674,10 @@ def settle_options(root: Path, flags: dict[str, Any], network: str | None, err: 
     choice = choose_model(merged["provider"], merged["profile"], merged["model"], merged["base_url"],
                           dict(os.environ))
     sandbox = resolve_sandbox(sandbox, merged["sandbox"] is not None, err)
+    retries = merged.get("max_retries")
     return RunSettings(choice, root, sandbox, network == "on", approval, merged["max_turns"] or 0,
-                       dict(cfg.mcp_servers), constrained=constrained or "off")
+                       dict(cfg.mcp_servers), constrained=constrained or "off",
+                       max_retries=DEFAULT_RETRIES if retries is None else retries)
 
 
 def resume_target(root: Path, resume: str | None, continue_: bool) -> str | None:
@@ -692,6 +710,10 @@ def register(app: typer.Typer) -> None:
         base_url: str | None = typer.Option(None, "--base-url", help="API root, e.g. http://127.0.0.1:8080/v1."),
         max_turns: int | None = typer.Option(None, "--max-turns", min=0,
                                              help="Stop after this many turns (0 = no limit)."),
+        max_retries: int | None = typer.Option(
+            None, "--max-retries", min=0,
+            help=f"Retries of one model call after a 429, 5xx or dropped connection (default {DEFAULT_RETRIES}; "
+                 "0 = none)."),
         sandbox: str | None = typer.Option(None, "--sandbox",
                                            help="read-only, workspace-write (default) or full."),
         network: str | None = typer.Option(None, "--network", help="on or off (default) inside the sandbox."),
@@ -720,7 +742,7 @@ def register(app: typer.Typer) -> None:
             if not root.is_dir():
                 raise UsageError(f"--cwd {str(cwd)!r} is not a directory: create it or pass an existing one")
             flags = {"model": model, "provider": provider, "profile": profile, "base_url": base_url,
-                     "sandbox": sandbox, "approval": approval, "max_turns": max_turns}
+                     "sandbox": sandbox, "approval": approval, "max_turns": max_turns, "max_retries": max_retries}
             settings = settle_options(root, flags, network, err, constrained)
             resume_id = resume_target(root, resume, continue_)
             if task is None and mode == "json":
