@@ -9,9 +9,10 @@ Invariants:
 - Every tool call gets exactly one result, in call order, even when calls run in
   parallel; the model gets the truncated output, ``TOOL_CALL_END`` the full one.
 - Nothing the model sends raises: bad calls become error results (Appendix B).
-- Abort and fatal errors follow Appendix B's shutdown: cancel the model call, stop
-  running commands (cancellation + ``environment.cleanup()``), close subagents, emit
-  ``SESSION_END`` with state ``closed``; the session is then CLOSED for good.
+- Abort and fatal errors follow Appendix B's shutdown: cancel the model call, SIGTERM the
+  running commands' process groups, up to 2 s, SIGKILL what remains (cancellation +
+  ``environment.cleanup()``), emit ``SESSION_END`` with state ``closed``, close subagents;
+  the session is then CLOSED for good.
 """
 
 from __future__ import annotations
@@ -484,15 +485,18 @@ class Session:
         await self._shutdown("error", kill_processes=True)
 
     async def _shutdown(self, reason: str, *, kill_processes: bool) -> None:
-        """Appendix B: processes, subagents, SESSION_END, CLOSED."""
+        """Appendix B after the model call was cancelled: SIGTERM the running commands'
+        process groups, up to 2 s, SIGKILL what remains (``environment.cleanup``), emit
+        SESSION_END (events are delivered synchronously: nothing is pending), then close
+        the subagents. The session is CLOSED from SESSION_END on, so nothing restarts it."""
         if self.state == SessionState.CLOSED:
             return
         if kill_processes and self.depth == 0:
             await self.environment.cleanup()
-        await self.subagents.close_all()
         self.end_reason = reason
         self.state = SessionState.CLOSED
         self._emit(ev.SessionEnd, state=self.state.value, reason=reason, final_text=self.last_text)
+        await self.subagents.close_all()
 
     def _emit(self, kind: type[Any], **data: Any) -> None:
         event = kind(session_id=self.id, timestamp=time.time(), **data)

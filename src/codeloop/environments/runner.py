@@ -9,8 +9,9 @@ while it runs, and always returns within ``timeout + kill grace + a short drain`
   the command exits. We wait ``DRAIN_TIMEOUT_S`` for end of output, then SIGKILL the group
   and stop reading. A background job that must survive redirects its output
   (``cmd > log 2>&1 &``): it then holds no pipe and is left alone.
-- **Abort:** cancelling the awaiting task (``asyncio.CancelledError``) SIGKILLs the group,
-  removes the spill file and re-raises.
+- **Abort:** cancelling the awaiting task (``asyncio.CancelledError``) stops the group as
+  Appendix B of the loop spec orders: SIGTERM, up to ``limits.kill_grace_ms`` for the
+  command to exit, SIGKILL to what remains; then it removes the spill file and re-raises.
 - **Memory:** each stream keeps at most ``limits.memory_cap_bytes`` in memory (its head
   and its tail). Once a stream passes the cap, the complete interleaved output goes to a
   temporary file (``ExecResult.full_output_path``) instead of memory.
@@ -211,6 +212,7 @@ class _Supervisor:
         self.finished: asyncio.Future[None] = loop.create_future()
         self.open_streams = 2
         self.exited = False
+        self.exit_seen = asyncio.Event()
         self.timed_out = False
         self.timers: list[asyncio.TimerHandle] = []
 
@@ -230,6 +232,7 @@ class _Supervisor:
         if self.exited:
             return
         self.exited = True
+        self.exit_seen.set()
         if self.open_streams == 0:
             self._finish()
         else:
@@ -255,6 +258,17 @@ class _Supervisor:
     def cancel_timers(self) -> None:
         for timer in self.timers:
             timer.cancel()
+
+
+async def _stop_group(supervisor: _Supervisor) -> None:
+    """Appendix B's stop of a cancelled command: SIGTERM to its group, up to the kill grace
+    for the leader to exit, then SIGKILL to whatever of the group remains."""
+    signal_process_group(supervisor.pgid, signal.SIGTERM)
+    try:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(supervisor.exit_seen.wait(), supervisor.kill_grace_s)
+    finally:  # a second cancel must not leave the group running
+        signal_process_group(supervisor.pgid, signal.SIGKILL)
 
 
 async def run_process(
@@ -360,6 +374,10 @@ async def run_process(
     supervisor.timers.append(loop.call_at(loop.time() + timeout_ms / 1000, supervisor.deadline))
     try:
         await supervisor.finished
+    except asyncio.CancelledError:
+        await _stop_group(supervisor)
+        capture.discard()
+        raise
     except BaseException:
         signal_process_group(pgid, signal.SIGKILL)
         capture.discard()
