@@ -7,7 +7,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from codeloop.tools import ToolResult, execute_tool_call
+from codeloop.tools import ToolCallOutcome, execute_tool_call
 from codeloop.tools.registry import ToolContext
 
 from .test_patch_transaction import patch, tree
@@ -23,11 +23,11 @@ class Session:
         self.ws = ws
         self.ctx = ToolContext(session_id=None if session_id is None else f"stale-{next(_SESSIONS)}")
 
-    async def call(self, name: str, args: dict[str, Any]) -> ToolResult:
+    async def call(self, name: str, args: dict[str, Any]) -> ToolCallOutcome:
         return await execute_tool_call(self.ws.registry, name, args, self.ws.env, ctx=self.ctx)
 
 
-def _refused(result: ToolResult, path: str) -> None:
+def _refused(result: ToolCallOutcome, path: str) -> None:
     assert result.is_error, result.output
     assert f"{path} has changed on disk since you last read or wrote it" in result.output
     assert f"Call read_file on {path} again" in result.output
