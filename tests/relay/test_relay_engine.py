@@ -114,6 +114,22 @@ def test_empty_reply_file_is_left_for_later(tmp_path: Path) -> None:
     assert (config.inbox_dir / "r.txt").exists()
 
 
+def test_non_utf8_reply_is_moved_aside_with_a_note_and_later_replies_proceed(tmp_path: Path) -> None:
+    config, sid = _start(tmp_path, clipboard=False)
+    bad, good = config.inbox_dir / "a.txt", config.inbox_dir / "b.txt"
+    bad.write_bytes(b"[MESSAGE]\n\xff\xfe\xfa broken\n[/MESSAGE]\n\x80")
+    good.write_text("[MESSAGE]\nstill heard\n[/MESSAGE]\n")
+    os.utime(bad, (1, 1))  # the bad one is the oldest: it comes first
+    report = asyncio.run(step(config))
+    assert report.replies == 1 and not report.blocked
+    moved = config.inbox_dir / "rejected" / f"{sid}_seq0001__a.txt"
+    assert not bad.exists() and moved.read_bytes().startswith(b"[MESSAGE]\n\xff")
+    assert "not UTF-8" in (moved.parent / (moved.name + ".note")).read_text()
+    skipped = [e for e in report.events if e.kind == "reply_skipped"]
+    assert len(skipped) == 1 and str(moved) in skipped[0].reason
+    assert [e.text for e in report.events if e.kind == "model_message"] == ["still heard"]
+
+
 def test_clipboard_tool_receives_the_outbox(tmp_path: Path) -> None:
     # No X server or clipboard tool exists here, so a stand-in ``xclip`` script plays the
     # tool: it is a real process started through the real runner, reading stdin.

@@ -7,6 +7,7 @@ Public API::
     evaluate_path(path, "read"|"write"|"delete", FilesystemPolicy) -> Decision
     preset("restrictive"|"standard"|"permissive") -> Policy
     is_read_only(ParsedCommand) -> bool                 READ_ONLY_COMMANDS, judged with arguments
+    is_read_only_line(line) -> bool                     every command of a line is read-only
     approval_policy(mode, ApprovalStore, ask)           the CLI's never-ask | on-risk | always-ask
     PendingApproval(ToolCallRequest, Decision)          a call held until a human answers
 """
@@ -18,6 +19,7 @@ from codeloop.policy.approval_modes import (
     ApprovalsFileError,
     ApprovalStore,
     approval_policy,
+    is_read_only_line,
 )
 from codeloop.policy.model import (
     Action,
@@ -55,6 +57,7 @@ __all__ = [
     "evaluate_command",
     "evaluate_path",
     "is_read_only",
+    "is_read_only_line",
     "preset",
     "split_commands",
     "strictest",

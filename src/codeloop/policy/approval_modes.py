@@ -175,7 +175,8 @@ Ask = Callable[[ApprovalRequest], "Answer | Awaitable[Answer]"]
 """Asks the user; returns ``"y"``, ``"n"`` or ``"always"``. Anything else counts as ``n``."""
 
 
-def _is_read_only_line(line: str) -> bool:
+def is_read_only_line(line: str) -> bool:
+    """True when every command of ``line`` only reads (False when it cannot be parsed)."""
     try:
         commands = split_commands(line)
     except ShellParseError:
@@ -215,7 +216,7 @@ def approval_policy(mode: str, store: ApprovalStore, ask: Ask,
         if call.name in READ_ONLY_TOOLS:
             return None
         if _names_codeloop_dir(call.arguments) and not (
-                call.name in SHELL_TOOLS and _is_read_only_line(_command_of(call))):
+                call.name in SHELL_TOOLS and is_read_only_line(_command_of(call))):
             args = json.dumps(call.arguments, ensure_ascii=False)
             return ApprovalRequest(call.name, f"{call.name} {args[:200]}",
                                    "it may change .codeloop/, the project's codeloop configuration", ())

@@ -1,17 +1,20 @@
 """Choose the execution environment of a space and say how its network policy is enforced.
 
-When the policy turns the network off and the bubblewrap sandbox works here, commands run
-inside ``SandboxedExecutionEnvironment(root, network=False)``: no network namespace access at
-all. Otherwise commands run in ``LocalExecutionEnvironment`` and network-off is enforced only
-by the command policy (network tools such as ``curl``/``wget``/``ssh`` are refused), which a
-program that opens sockets itself can get around. :func:`open_environment` reports which one
-applies so the API and the docs can say it.
+Commands run inside ``SandboxedExecutionEnvironment(root, network=...)`` whenever the
+bubblewrap sandbox works here: the tenant sees its own workspace and the system's
+toolchain, never other workspaces or the server's data, and has no network unless its
+policy turns it on. Without the sandbox (``--no-sandbox``, or bubblewrap missing) commands
+run in ``LocalExecutionEnvironment`` with the server's permissions: the returned policy is
+then marked ``unsandboxed``, so every command that is not read-only asks for approval, and
+network-off is enforced only by the command policy (network tools such as ``curl`` are
+refused; a program that opens sockets itself is not stopped). :func:`open_environment`
+reports which applies so the API and the docs can say it.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -21,6 +24,10 @@ from codeloop.policy import Policy
 log = logging.getLogger(__name__)
 
 NetworkEnforcement = Literal["sandbox", "policy-only", "allowed"]
+
+UNSANDBOXED_WARNING = ("NO SANDBOX: commands of every space run with this server's permissions and can read "
+                       "other spaces' workspaces; every command that is not read-only waits for approval")
+"""What the server and ``spaces exec`` say when commands run without bubblewrap."""
 
 
 @dataclass(frozen=True)
@@ -32,6 +39,8 @@ class SpaceEnvironment:
     network_enforcement: NetworkEnforcement
     """``sandbox``: commands have no network; ``policy-only``: network tools are refused by
     the command policy but the process could still open sockets; ``allowed``: network on."""
+    policy: Policy
+    """The policy to judge operations by: the space's, ``unsandboxed`` without the sandbox."""
 
 
 def _limits(policy: Policy) -> ExecLimits:
@@ -43,20 +52,17 @@ async def open_environment(root: Path | str, policy: Policy, *, sandbox: bool = 
     from codeloop.environments.local import LocalExecutionEnvironment
 
     Path(root).mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - one cheap mkdir before any I/O
-    if policy.network.enabled:
-        env: ExecutionEnvironment = LocalExecutionEnvironment(root, limits=_limits(policy), env_policy="core-only")
-        await env.initialize()
-        return SpaceEnvironment(env, "allowed")
+    network = policy.network.enabled
     if sandbox:
         try:
             from codeloop.environments.sandbox import SandboxedExecutionEnvironment
 
             sandboxed: ExecutionEnvironment = SandboxedExecutionEnvironment(
-                root, mode="workspace-write", network=False, limits=_limits(policy), env_policy="core-only")
+                root, mode="workspace-write", network=network, limits=_limits(policy), env_policy="core-only")
             await sandboxed.initialize()
-            return SpaceEnvironment(sandboxed, "sandbox")
+            return SpaceEnvironment(sandboxed, "allowed" if network else "sandbox", policy)
         except Exception as exc:  # ImportError, SandboxUnavailableError, bad signature...
-            log.warning("bubblewrap sandbox unavailable (%s); network-off is enforced by command policy only", exc)
+            log.warning("bubblewrap sandbox unavailable (%s): %s", exc, UNSANDBOXED_WARNING)
     env = LocalExecutionEnvironment(root, limits=_limits(policy), env_policy="core-only")
     await env.initialize()
-    return SpaceEnvironment(env, "policy-only")
+    return SpaceEnvironment(env, "allowed" if network else "policy-only", replace(policy, unsandboxed=True))
