@@ -98,3 +98,39 @@ class ChatServer:
     def __exit__(self, *exc: object) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+class HitServer:
+    """A plain HTTP server on 127.0.0.1 that answers ``pong`` to every GET and records its
+    path: what a command inside (or outside) the sandbox managed to reach."""
+
+    def __init__(self) -> None:
+        self.hits: list[str] = []
+        hits = self.hits
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                hits.append(self.path)
+                self.send_response(200)
+                self.send_header("content-length", "4")
+                self.end_headers()
+                self.wfile.write(b"pong")
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/probe"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def fetch_command(self) -> str:
+        """A shell command that GETs :attr:`url` with Python's urllib and prints the body."""
+        return f"python3 -c \"import urllib.request as u; print(u.urlopen('{self.url}', timeout=3).read().decode())\""
+
+    def __enter__(self) -> HitServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()

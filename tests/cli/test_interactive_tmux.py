@@ -67,12 +67,6 @@ def launch(server: ChatServer, tmp_path: Path, *args: str) -> Pane:
 
 
 @pytest.fixture
-def server() -> Iterator[ChatServer]:
-    with ChatServer() as s:
-        yield s
-
-
-@pytest.fixture
 def chat(server: ChatServer, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Pane]:
     approval = getattr(request, "param", "never-ask")
     pane = launch(server, tmp_path, "--approval", approval)

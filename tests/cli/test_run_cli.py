@@ -11,7 +11,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from chat_server import ChatServer, error_reply, text_reply, tool_reply
+from chat_server import error_reply, text_reply, tool_reply
 
 SCHEMA = json.loads((Path(__file__).parents[2] / "docs" / "events.schema.json").read_text())
 CODELOOP = str(Path(sys.executable).parent / "codeloop")
@@ -33,12 +33,6 @@ def isolated_env(cwd: Path, **extra: str) -> dict[str, str]:
 def run(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([CODELOOP, "run", *args, "--cwd", str(cwd)], capture_output=True, text=True,
                           env=env or isolated_env(cwd), timeout=60, stdin=subprocess.DEVNULL)
-
-
-@pytest.fixture
-def server():
-    with ChatServer() as s:
-        yield s
 
 
 def test_json_output_is_one_schema_valid_event_per_line(server, tmp_path) -> None:

@@ -6,17 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from chat_server import ChatServer, text_reply
 from test_run_cli import run
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ws
-
 
 BASE = ["--profile", "text", "--provider", "openai_compatible", "--approval", "never-ask", "--sandbox", "full"]
 

@@ -15,23 +15,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from chat_server import ChatServer, text_reply, tool_reply
+from chat_server import text_reply, tool_reply
 from test_run_cli import CODELOOP, isolated_env, run
 
 MCP_SERVER = str(Path(__file__).parents[1] / "mcp" / "server_app.py")
-
-
-@pytest.fixture
-def server():
-    with ChatServer() as s:
-        yield s
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    return ws
 
 
 def session_id(stderr: str) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from codeloop.cli.run import take_lines
+from codeloop.cli.run_terminal import take_lines
 
 
 def feed(chunks: list[bytes]) -> tuple[list[str], bytes]:

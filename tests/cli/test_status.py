@@ -9,7 +9,7 @@ import io
 from rich.console import Console
 
 from codeloop.agent import events as ev
-from codeloop.cli.run import Renderer
+from codeloop.cli.run_terminal import Renderer
 from codeloop.cli.status import StatusLine, Usage, edit_preview
 
 

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
-import threading
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -24,32 +21,6 @@ def workspace(tmp_path: Path) -> Path:
     ws = tmp_path / "ws"
     ws.mkdir()
     return ws
-
-
-@pytest.fixture
-def loopback_server() -> Iterator[int]:
-    """A real TCP server on the host's loopback that answers 'pong' to each connection."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(8)
-    server.settimeout(0.2)
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                continue
-            with conn:
-                conn.sendall(b"pong")
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield int(server.getsockname()[1])
-    stop.set()
-    thread.join(2)
-    server.close()
 
 
 def _connect_cmd(port: int) -> str:
@@ -178,7 +149,7 @@ async def test_daemon_outlives_an_unsandboxed_timeout_but_not_a_sandboxed_one(wo
     empties its environment (so the runner's CODELOOP_PROCESS mark is gone) escapes."""
     marker = f"codeloop-escape-{uuid.uuid4().hex}"
     command = f"(setsid env -i /bin/bash -c 'exec -a {marker} sleep 300' > /dev/null 2>&1 &); sleep 60"
-    full = SandboxedExecutionEnvironment(workspace, mode="full")
+    full = SandboxedExecutionEnvironment(workspace, mode="full", network=True)
     await full.exec_command(command, timeout_ms=800)
     escaped = _pids_with_marker(marker)
     for pid in escaped:

@@ -121,10 +121,11 @@ def test_edit_of_an_empty_file_points_to_create_file(tmp_path: Path) -> None:
 def test_command_killed_by_sighup_is_reported_as_killed_not_as_unstartable(tmp_path: Path) -> None:
     # SIGHUP makes exit code -1, which once read as "could not start".
     config, sid = _new(tmp_path)
-    _reply(tmp_path, "[RUN_COMMAND]\nkill -HUP $$\n[/RUN_COMMAND]\n")
+    # python3 resets SIGHUP to its default first: under nohup it is ignored, and bash cannot undo that.
+    _reply(tmp_path, "[RUN_COMMAND]\nexec python3 -c 'import os,signal as s;s.signal(1,s.SIG_DFL);os.kill(0,1)'\n[/RUN_COMMAND]\n")
     _step(config)
     second = (_root(tmp_path) / "outbox" / f"{sid}_seq0002.txt").read_text()
-    assert "[FAILED] RUN_COMMAND: Ran 'kill -HUP $$': killed by signal 1" in second
+    assert "[FAILED] RUN_COMMAND: Ran \"exec python3 -c 'import os,signal as s;s.signal(1,s.SIG_DFL);os.kill(0,1)'\": killed by signal 1" in second
 
 
 def test_paths_outside_workspace_are_rejected_including_symlinks(tmp_path: Path) -> None:

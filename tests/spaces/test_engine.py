@@ -156,7 +156,7 @@ async def test_shell_timeout_kills_and_reports(local_env: LocalExecutionEnvironm
 
 async def test_shell_killed_by_sighup_is_not_reported_as_unstartable(local_env: LocalExecutionEnvironment) -> None:
     # SIGHUP makes exit code -1, which once read as "command could not be started".
-    ev = (await _run(local_env, {"type": "shell", "command": "echo hi >&2; kill -HUP $$"}))["events"][0]
+    ev = (await _run(local_env, {"type": "shell", "command": "echo hi >&2; exec python3 -c 'import os,signal as s;s.signal(1,s.SIG_DFL);os.kill(0,1)'"}))["events"][0]
     assert (ev["success"], ev["exitCode"], ev["stderr"]) == (False, -1, "hi\n")
     assert "error" not in ev
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 from collections.abc import Iterator
@@ -67,5 +68,22 @@ async def test_without_sandbox_enforcement_is_reported_as_policy_only(tmp_path: 
     space = await open_environment(tmp_path / "ws", preset("standard"), sandbox=False)
     try:
         assert space.network_enforcement == "policy-only"
+    finally:
+        await space.env.cleanup()
+
+
+async def test_sandbox_that_cannot_run_falls_back_to_policy_only_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    bindir = tmp_path / "fakebin"
+    bindir.mkdir()
+    fake = bindir / "bwrap"  # fails like bubblewrap in a container without user namespaces
+    fake.write_text("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}:{os.environ['PATH']}")
+    space = await open_environment(tmp_path / "ws", preset("standard"))
+    try:
+        assert space.network_enforcement == "policy-only"
+        assert "network-off is enforced by command policy only" in caplog.text
     finally:
         await space.env.cleanup()

@@ -126,6 +126,7 @@ class Session:
         self._environment_block = ""
         self._project_docs = ""
         self._registry_key: tuple[Any, ...] = ()
+        self._reader: tuple[Any, ReplyReader | None] = (None, None)
         self._registry = ToolRegistry()
         self._llm_tool_defs: list[LLMToolDefinition] = []
         self._system_prompt: tuple[Any, str] = (None, "")
@@ -254,6 +255,9 @@ class Session:
         self._drain_steering()
         turn = Turn(self)
         guards = [make() for make in self.guards]
+        # Only the guards that override a hook are called for it (two awaits a round saved per guard).
+        reply_guards = [g for g in guards if type(g).after_reply is not TurnGuard.after_reply]
+        tools_guards = [g for g in guards if type(g).after_tools is not TurnGuard.after_tools]
         warned_context = False
         while True:
             if turn.rounds >= self.config.max_tool_rounds_per_input:
@@ -277,7 +281,7 @@ class Session:
                        output_tokens=usage.output_tokens, cache_read_tokens=usage.cache_read_tokens or 0)
             warned_context = warned_context or self._check_context()
             action = ACCEPT
-            for guard in guards:
+            for guard in reply_guards:
                 if (action := await guard.after_reply(reply, turn)).kind != "accept":
                     break
             if action.kind == "end":
@@ -293,7 +297,7 @@ class Session:
             self.history.append(ToolResultsTurn(tuple(results)))
             self._fit_history()
             self._drain_steering()
-            for guard in guards:
+            for guard in tools_guards:
                 action = await guard.after_tools(reply.calls, results, turn)
                 if action.kind == "end":
                     return action.text
@@ -346,9 +350,15 @@ class Session:
         recover = self.config.tool_call_recovery
         if recover is None:
             recover = self.profile.tool_call_recovery or not self.profile.native_tool_calls
-        schemas = {d.name: d.parameters for d in self._tools().definitions()}
-        return ReplyReader(schemas, recover, self._constrained, self.profile.native_tool_calls,
-                           self.profile.max_output_tokens).read(response)
+        self._tools()
+        key = (self._registry_key, recover, self._constrained)
+        built, reader = self._reader
+        if built != key or reader is None:  # built once per tool set: this runs every round
+            schemas = {d.name: d.parameters for d in self._registry.definitions()}
+            reader = ReplyReader(schemas, recover, self._constrained, self.profile.native_tool_calls,
+                                 self.profile.max_output_tokens)
+            self._reader = (key, reader)
+        return reader.read(response)
 
     async def _resolve_constrained(self) -> None:
         """Decide constrained decoding once per session and say which mode is active."""

@@ -92,7 +92,7 @@ def run(
     import json
     import os
 
-    from codeloop.cli.run import UsageError, build_client, choose_model
+    from codeloop.cli.model_choice import UsageError, build_client, choose_model
     from codeloop.codali.pipeline import ModelChoice, PipelineConfig, RolesPipeline
 
     if not task.strip():
@@ -109,7 +109,7 @@ def run(
         raise _fail(str(exc)) from None
     if choice.local:
         # No key and no --base-url: the embedded default of `codeloop run`, the local llama.cpp model.
-        from codeloop.cli.run import LOCAL_MODEL, start_local_model
+        from codeloop.cli.model_choice import LOCAL_MODEL, start_local_model
         from codeloop.llm.llama_install import MODELS, LocalModelError
 
         if (model or LOCAL_MODEL) not in MODELS:

@@ -19,7 +19,6 @@ import typer
 if TYPE_CHECKING:
     from codeloop.environments.base import ExecutionEnvironment
 
-SANDBOX_CHOICES = ("read-only", "workspace-write", "full")
 T = TypeVar("T")
 
 
@@ -35,24 +34,17 @@ def _workspace(cwd: Path) -> Path:
     return root.resolve()
 
 
-def make_environment(root: Path, sandbox: str, network: str) -> ExecutionEnvironment:
-    """The environment for ``--sandbox``/``--network``: local for ``full``, bubblewrap otherwise."""
-    if sandbox not in SANDBOX_CHOICES:
-        raise _fail(f"--sandbox {sandbox}: unknown mode. Use one of: {', '.join(SANDBOX_CHOICES)}.")
-    if network not in ("on", "off"):
-        raise _fail(f"--network {network}: use 'on' or 'off'.")
-    if sandbox == "full" and network == "on":
-        from codeloop.environments.local import LocalExecutionEnvironment
+def make_environment(root: Path, sandbox: str, network: str | None) -> ExecutionEnvironment:
+    """The environment for ``--sandbox``/``--network`` (the rules of
+    ``codeloop.environments.factory``); a refusal is one line and exit 1."""
+    from codeloop.environments.errors import SandboxUnavailableError
+    from codeloop.environments.factory import SandboxOptionError, open_environment, settle_sandbox
 
-        return LocalExecutionEnvironment(root)
     try:
-        from codeloop.environments.sandbox import SandboxedExecutionEnvironment
-    except ImportError:
-        raise _fail(
-            f"--sandbox {sandbox} --network {network} needs the bubblewrap sandbox, which is not "
-            "available in this installation. Use --sandbox full --network on."
-        ) from None
-    return SandboxedExecutionEnvironment(root, mode=sandbox, network=network == "on")  # type: ignore[arg-type]
+        choice = settle_sandbox(sandbox, network, default="full")
+    except (SandboxOptionError, SandboxUnavailableError) as exc:
+        raise _fail(str(exc)) from None
+    return open_environment(root, sandbox=choice.mode, network=choice.network)
 
 
 def _read_patch(source: str) -> str:
@@ -87,14 +79,14 @@ def apply_patch_command(
     import asyncio
 
     from codeloop.environments.errors import WorkspaceError
-    from codeloop.environments.local import LocalExecutionEnvironment
+    from codeloop.environments.factory import open_environment
     from codeloop.tools.apply_patch import apply_patch_text
     from codeloop.tools.errors import PatchError
 
     root = _workspace(cwd)
     text = _read_patch(patch_file)
 
-    env = LocalExecutionEnvironment(root)
+    env = open_environment(root, sandbox="full", network=True)
     try:
         outcome = asyncio.run(_with_env(env, apply_patch_text(env, text, partial=partial)))
     except (PatchError, WorkspaceError) as exc:
@@ -111,7 +103,9 @@ def tool_command(
     cwd: Path = typer.Option(Path("."), "--cwd", help="Workspace root."),
     as_json: bool = typer.Option(False, "--json", help="Print {\"output\", \"full_output_chars\", \"is_error\"}."),
     sandbox: str = typer.Option("full", "--sandbox", help="read-only | workspace-write | full."),
-    network: str = typer.Option("on", "--network", help="on | off (off needs the sandbox)."),
+    network: str | None = typer.Option(
+        None, "--network",
+        help="on | off (default: on with --sandbox full, else off). off holds in every mode, or the call is refused."),
 ) -> None:
     """Run one tool through the full pipeline, as a model's call would.
 

@@ -228,9 +228,9 @@ async def answer_request(
     started = time.monotonic()
     root = Path(await asyncio.to_thread(os.path.realpath, repo_root))
     if env is None:
-        from codeloop.environments.local import LocalExecutionEnvironment
+        from codeloop.environments.factory import open_environment
 
-        env = LocalExecutionEnvironment(root)
+        env = open_environment(root, sandbox="full", network=True)
     answerer = _Answerer(index or CodeIndex(root), env, content_budget, web_search)
     answerer.warnings.extend(request.warnings)
     if any(n.type.startswith("docdex.") and n.type not in {"docdex.web", "docdex.ast"} for n in request.needs):

@@ -274,9 +274,9 @@ class RolesPipeline:
         self.root = Path(os.path.realpath(repo_root))
         self.config = config
         if env is None:
-            from codeloop.environments.local import LocalExecutionEnvironment
+            from codeloop.environments.factory import open_environment
 
-            env = LocalExecutionEnvironment(self.root)
+            env = open_environment(self.root, sandbox="full", network=True)
         self.env = env
         if registry is None:
             from codeloop.tools.index_tools import index_tools

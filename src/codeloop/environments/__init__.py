@@ -12,7 +12,9 @@ Public names for the other layers:
 - ``filter_environment``: which host variables a command sees.
 
 ``SandboxedExecutionEnvironment`` (``codeloop.environments.sandbox``) and
-``SSHExecutionEnvironment`` (``codeloop.environments.ssh``) are imported from their modules.
+``SSHExecutionEnvironment`` (``codeloop.environments.ssh``) are imported from their modules;
+``open_environment`` (``codeloop.environments.factory``) is how a face chooses between local
+and sandboxed, with one network default.
 """
 
 from codeloop.environments.atomic import atomic_write

@@ -6,7 +6,10 @@ Modes (the names codex uses):
   only a private, empty ``/tmp`` is writable. File tools refuse every write *before* it
   touches the disk (``WriteDeniedError``).
 - ``workspace-write``: as ``read-only``, but the workspace is mounted read-write.
-- ``full``: no sandbox at all (a plain ``LocalExecutionEnvironment``).
+- ``full``: no file system sandbox. With ``network=True`` commands run as in a plain
+  ``LocalExecutionEnvironment``; with ``network=False`` each still runs in bubblewrap, with
+  the whole file system writable and only the network namespace new, so "network off"
+  holds in every mode.
 
 What a command sees is an allow-list on an empty, read-only root, never the host's ``/``:
 ``/usr`` and the ``/bin``, ``/lib*`` links (``SYSTEM_PATHS``), the ``/etc`` entries
@@ -116,14 +119,24 @@ TOOLCHAIN_VARIABLES: tuple[str, ...] = (
 _SECCOMP_FD = 9
 """The descriptor bwrap reads the filter from (a single digit: ``sh`` redirects 0-9 only)."""
 
-_FIX = (
-    "Install bubblewrap and libseccomp's Python bindings (Debian/Ubuntu: apt-get install bubblewrap "
+INSTALL_BWRAP = (
+    "install bubblewrap and libseccomp's Python bindings (Debian/Ubuntu: apt-get install bubblewrap "
     "python3-seccomp; Fedora: dnf install bubblewrap python3-libseccomp) "
     "and make sure unprivileged user namespaces are enabled "
     "(sysctl kernel.unprivileged_userns_clone=1, or on Ubuntu 24.04+ "
-    "sysctl kernel.apparmor_restrict_unprivileged_userns=0). "
-    "Or choose --sandbox full to run without a sandbox."
+    "sysctl kernel.apparmor_restrict_unprivileged_userns=0)"
 )
+"""How to make bubblewrap work here (the end of every refusal and warning about it)."""
+
+
+def sandbox_refusal(mode: SandboxMode, why: str) -> str:
+    """What to tell the user when ``mode`` (with the network off, for ``full``) needs
+    bubblewrap and ``why`` it cannot run: the flag at stake and both ways out."""
+    if mode == "full":
+        return (f"--network off needs bubblewrap, which cannot run here ({why}): {INSTALL_BWRAP}; "
+                "or pass --network on to let commands use the network")
+    return (f"--sandbox {mode} needs bubblewrap, which cannot run here ({why}): {INSTALL_BWRAP}; "
+            "or pass --sandbox full to run without a sandbox")
 
 
 def find_bwrap() -> str | None:
@@ -283,7 +296,7 @@ class SandboxedExecutionEnvironment(LocalExecutionEnvironment):
         self.mode: SandboxMode = mode
         self.network = network
         self.hidden_paths = tuple(hidden_paths)
-        self._checked = mode == "full"
+        self._checked = mode == "full" and network
         self._bwrap: str | None = None
 
     async def initialize(self) -> None:
@@ -295,7 +308,7 @@ class SandboxedExecutionEnvironment(LocalExecutionEnvironment):
             return
         reason = probe_bwrap()
         if reason is not None:
-            raise SandboxUnavailableError(f"Cannot start the {self.mode} sandbox: {reason}. {_FIX}")
+            raise SandboxUnavailableError(sandbox_refusal(self.mode, reason))
         self._bwrap = find_bwrap()
         self._checked = True
 
@@ -351,10 +364,14 @@ class SandboxedExecutionEnvironment(LocalExecutionEnvironment):
         return args
 
     def build_argv(self, command: str) -> list[str]:
-        if self.mode == "full":
+        if self.mode == "full" and self.network:
             return super().build_argv(command)
         self._ensure_sandbox()
         assert self._bwrap is not None
+        if self.mode == "full":
+            # Full access to everything but the network: same file system, devices and PIDs.
+            return [self._bwrap, "--dev-bind", "/", "/", "--unshare-net", "--die-with-parent", "--",
+                    *super().build_argv(command)]
         workspace = os.path.realpath(self.working_directory())
         argv = [self._bwrap, *self._mounts(workspace), *_hardening_args(self._bwrap, _SECCOMP_FD)]
         argv += ["--unshare-pid", "--die-with-parent", "--new-session", "--unshare-ipc", "--unshare-uts"]

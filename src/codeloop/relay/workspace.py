@@ -25,10 +25,10 @@ LISTING_DEPTH = 64
 def open_workspace(workspace: Path, config: RelayConfig) -> ExecutionEnvironment:
     """A local environment on ``workspace`` whose commands use ``/bin/sh`` and may run for
     ``config.timeout_ms`` (the environment's maximum is raised to allow it)."""
-    from codeloop.environments.local import LocalExecutionEnvironment
+    from codeloop.environments.factory import open_environment
 
     limits = ExecLimits(default_timeout_ms=config.timeout_ms, max_timeout_ms=max(config.timeout_ms, 600_000))
-    return LocalExecutionEnvironment(str(workspace), shell="/bin/sh", limits=limits)
+    return open_environment(workspace, sandbox="full", network=True, shell="/bin/sh", limits=limits)
 
 
 async def list_workspace(env: ExecutionEnvironment, max_files: int) -> WorkspaceListing:

@@ -1,11 +1,11 @@
 """Choose the execution environment of a space and say how its network policy is enforced.
 
-Commands run inside ``SandboxedExecutionEnvironment(root, network=...)`` whenever the
-bubblewrap sandbox works here: the tenant sees its own workspace and the system's
-toolchain, never other workspaces or the server's data, and has no network unless its
-policy turns it on. Without the sandbox (``--no-sandbox``, or bubblewrap missing) commands
-run in ``LocalExecutionEnvironment`` with the server's permissions: the returned policy is
-then marked ``unsandboxed``, so every command that is not read-only asks for approval, and
+Commands run in the ``workspace-write`` sandbox (``codeloop.environments.factory``) whenever
+bubblewrap works here: the tenant sees its own workspace and the system's toolchain, never
+other workspaces or the server's data, and has no network unless its policy turns it on.
+Without the sandbox (``--no-sandbox``, or bubblewrap missing) commands run in
+``LocalExecutionEnvironment`` with the server's permissions: the returned policy is then
+marked ``unsandboxed``, so every command that is not read-only asks for approval, and
 network-off is enforced only by the command policy (network tools such as ``curl`` are
 refused; a program that opens sockets itself is not stopped). :func:`open_environment`
 reports which applies so the API and the docs can say it.
@@ -49,20 +49,21 @@ def _limits(policy: Policy) -> ExecLimits:
 
 async def open_environment(root: Path | str, policy: Policy, *, sandbox: bool = True) -> SpaceEnvironment:
     """An initialized environment for ``root`` under ``policy`` (sandboxed when possible)."""
-    from codeloop.environments.local import LocalExecutionEnvironment
+    from codeloop.environments import factory
+    from codeloop.environments.errors import SandboxUnavailableError
 
     Path(root).mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - one cheap mkdir before any I/O
+    limits = _limits(policy)
     network = policy.network.enabled
     if sandbox:
+        env = factory.open_environment(root, sandbox="workspace-write", network=network, limits=limits,
+                                       env_policy="core-only")
         try:
-            from codeloop.environments.sandbox import SandboxedExecutionEnvironment
-
-            sandboxed: ExecutionEnvironment = SandboxedExecutionEnvironment(
-                root, mode="workspace-write", network=network, limits=_limits(policy), env_policy="core-only")
-            await sandboxed.initialize()
-            return SpaceEnvironment(sandboxed, "allowed" if network else "sandbox", policy)
-        except Exception as exc:  # ImportError, SandboxUnavailableError, bad signature...
-            log.warning("bubblewrap sandbox unavailable (%s): %s", exc, UNSANDBOXED_WARNING)
-    env = LocalExecutionEnvironment(root, limits=_limits(policy), env_policy="core-only")
+            await env.initialize()
+            return SpaceEnvironment(env, "allowed" if network else "sandbox", policy)
+        except SandboxUnavailableError as exc:
+            log.warning("bubblewrap sandbox unavailable (%s); network-off is enforced by command policy only. %s",
+                        exc, UNSANDBOXED_WARNING)
+    env = factory.open_environment(root, sandbox="full", network=True, limits=limits, env_policy="core-only")
     await env.initialize()
     return SpaceEnvironment(env, "allowed" if network else "policy-only", replace(policy, unsandboxed=True))

@@ -1,0 +1,129 @@
+"""Which model ``codeloop run`` (and ``codeloop codali run``) uses, and its client.
+
+Order: ``--provider``/``--base-url`` when given; else the first API key set
+(``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ``GEMINI_API_KEY``/``GOOGLE_API_KEY``); else the
+local llama.cpp model (installed and started on first use, :func:`start_local_model`) with
+the ``text`` profile. :func:`build_client` makes the one adapter the choice needs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+PROVIDER_KEYS = {
+    "openai": ("OPENAI_API_KEY",),
+    "anthropic": ("ANTHROPIC_API_KEY",),
+    "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+}
+"""Environment variables holding each provider's key, in lookup order."""
+PROVIDER_PROFILE = {"openai": "openai", "anthropic": "anthropic", "gemini": "gemini", "openai_compatible": "text"}
+"""Default profile for each provider."""
+LOCAL_MODEL = "1.5b"
+"""Local model used without an API key (``0.5b`` is faster but rarely finishes a task)."""
+
+
+class UsageError(Exception):
+    """A one-line message for the user: what is wrong and how to fix it (exit 2)."""
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """Which provider, profile and model a run uses."""
+
+    provider: str
+    """``openai``, ``anthropic``, ``gemini`` or ``openai_compatible``."""
+    profile: str
+    """Profile id."""
+    model: str | None
+    """Model id; None = the profile's default."""
+    base_url: str | None
+    """API root override."""
+    api_key: str | None
+    """The key found in the environment (never printed)."""
+    local: bool = False
+    """True when the local llama.cpp server must be started."""
+
+
+def choose_model(
+    provider: str | None, profile: str | None, model: str | None, base_url: str | None, environ: dict[str, str]
+) -> ModelChoice:
+    """Resolve the options and environment into a :class:`ModelChoice`; raises UsageError."""
+    from codeloop.profiles import PROFILE_IDS
+
+    if profile is not None and profile not in PROFILE_IDS:
+        raise UsageError(f"unknown --profile {profile!r}: use one of {', '.join(PROFILE_IDS)}")
+    local = False
+    if provider is None:
+        if base_url:
+            provider = "openai_compatible"
+        else:
+            provider = next((p for p, keys in PROVIDER_KEYS.items() if any(environ.get(k) for k in keys)), None)
+            if provider is None:
+                provider, local = "openai_compatible", True
+    if provider not in PROVIDER_PROFILE:
+        raise UsageError(f"unknown --provider {provider!r}: use one of {', '.join(PROVIDER_PROFILE)}")
+    keys = PROVIDER_KEYS.get(provider, ("OPENAI_API_KEY",))
+    api_key = next((environ[k] for k in keys if environ.get(k)), None)
+    if provider in PROVIDER_KEYS and not api_key:
+        raise UsageError(f"no API key for provider {provider!r}: set {' or '.join(keys)} in the environment")
+    env_url = environ.get(f"{provider.upper()}_BASE_URL") if provider in PROVIDER_KEYS else None
+    return ModelChoice(provider, profile or PROVIDER_PROFILE[provider], model, base_url or env_url, api_key, local)
+
+
+def start_local_model(choice: ModelChoice) -> ModelChoice:
+    """``choice`` pointed at the local llama.cpp server of ``choice.model`` (default
+    :data:`LOCAL_MODEL`), installed and started as needed; raises LocalModelError."""
+    from codeloop.llm.llama_install import spec_for
+    from codeloop.llm.llama_server import ensure_local_server
+
+    local_model = choice.model or LOCAL_MODEL
+    spec = spec_for(local_model)
+    base_url = ensure_local_server(local_model)
+    # The served model's id (e.g. qwen2.5-coder-1.5b-instruct), not the size alias, is what
+    # the status line, the session log and the context-window lookup should see.
+    return ModelChoice(choice.provider, choice.profile, spec.model_id, base_url, None, True)
+
+
+def fix_hints(choice: ModelChoice) -> dict[str, str]:
+    """What to change when the provider refuses the key or does not know the model,
+    naming the variable, flag or setting (by error type of the ``error`` event)."""
+    keys = " or ".join(PROVIDER_KEYS.get(choice.provider, ("OPENAI_API_KEY",)))
+    where = "--base-url (or base_url in .codeloop/config.toml)"
+    return {
+        "AuthenticationError": f"set a valid key in {keys}" + (f", or check {where}" if choice.base_url else ""),
+        "NotFoundError": ("pass a model this provider serves with --model ID (or set model in "
+                          f".codeloop/config.toml or ~/.config/codeloop/config.toml); check {where}"),
+    }
+
+
+def build_client(choice: ModelChoice) -> Any:
+    """A Client holding the one adapter the choice needs."""
+    from codeloop.llm.client import Client
+
+    adapter: Any
+    if choice.provider == "openai":
+        from codeloop.llm.adapters.openai import OpenAIAdapter
+
+        adapter = OpenAIAdapter(api_key=choice.api_key, base_url=choice.base_url)
+    elif choice.provider == "anthropic":
+        from codeloop.llm.adapters.anthropic import AnthropicAdapter
+
+        adapter = AnthropicAdapter(api_key=choice.api_key, base_url=choice.base_url)
+    elif choice.provider == "gemini":
+        from codeloop.llm.adapters.gemini import GeminiAdapter
+
+        adapter = GeminiAdapter(api_key=choice.api_key, base_url=choice.base_url)
+    else:
+        from codeloop.llm.adapters.base import AdapterTimeout
+        from codeloop.llm.adapters.openai_compatible import OpenAICompatibleAdapter
+
+        # Local models on a CPU can read a long prompt for minutes before the first token.
+        timeout = AdapterTimeout(connect=10.0, request=900.0, stream_read=600.0) if choice.local else None
+        # Our llama-server runs with the prompt cache off (identical outputs run to run, for
+        # benchmarks). An agent's history only grows, and re-reading all of it at ~50 tokens/s
+        # on 2 cores costs minutes per step, so the embedded default asks for the cache.
+        extra = {"cache_prompt": True} if choice.local else None
+        adapter = OpenAICompatibleAdapter(choice.base_url or "http://127.0.0.1:8080/v1", api_key=choice.api_key,
+                                          timeout=timeout, extra_body=extra)
+    return Client({choice.provider: adapter})

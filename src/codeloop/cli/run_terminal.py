@@ -1,0 +1,272 @@
+"""The terminal side of ``codeloop run``: the one reader of stdin (:class:`Terminal`:
+approval questions, steering, chat input) and the :class:`Renderer` of session events
+(rich text with a live status line, JSON lines, or quiet).
+
+rich and the agent are imported on first use so ``codeloop --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from codeloop.agent import events as ev
+
+
+def escape(text: str) -> str:
+    """``rich.markup.escape``, imported on first use (cold start of ``codeloop --help``)."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
+
+class NoTerminalError(Exception):
+    """Approval is needed but nobody can answer (``--json`` or no terminal)."""
+
+
+NO_TERMINAL = ("no terminal to ask for approval: pass --approval never-ask to allow such calls, "
+               "or run codeloop in a terminal and answer the prompt")
+
+
+def take_lines(buffer: bytes) -> tuple[list[str], bytes]:
+    """The complete lines of ``buffer`` (decoded, invalid UTF-8 replaced, a trailing CR
+    dropped) and the unfinished rest. Splitting on ``\\n`` never cuts a UTF-8 character."""
+    *complete, rest = buffer.split(b"\n")
+    return [raw.removesuffix(b"\r").decode("utf-8", "replace") for raw in complete], rest
+
+
+class Terminal:
+    """The one reader of stdin (a tty): routes each typed line to a pending approval
+    question, else to ``on_line`` (steering in a chat). Lines are read with the event
+    loop's reader so nothing blocks and no thread is left behind."""
+
+    def __init__(self, err: Console) -> None:
+        import asyncio
+
+        self.err = err
+        self.lines: asyncio.Queue[str | None] = asyncio.Queue()
+        self._buffer = b""
+        self._question: asyncio.Future[str] | None = None
+        self.on_line: Any = None
+        """Called with a typed line when no question waits (else the line is queued)."""
+        self.before_output: Any = None
+        """Called before this class prints (hides the live status line)."""
+        self.interactive = False
+        """True when stdin is a terminal being read (approval questions can be asked)."""
+        self.reading = False
+
+    def start(self, *, pipes: bool = False) -> bool:
+        """Start reading stdin; False when it is not a terminal (nor a pipe, with ``pipes``).
+        Approval questions are only asked on a terminal."""
+        import asyncio
+
+        tty = sys.stdin.isatty()
+        if not (tty or pipes):
+            return False
+        try:
+            asyncio.get_running_loop().add_reader(sys.stdin.fileno(), self._readable)
+        except (NotImplementedError, OSError, ValueError, PermissionError):
+            return False
+        self.reading, self.interactive = True, tty
+        return True
+
+    def stop(self) -> None:
+        import asyncio
+
+        if self.reading:
+            asyncio.get_running_loop().remove_reader(sys.stdin.fileno())
+            self.reading = self.interactive = False
+
+    def _readable(self) -> None:
+        chunk = os.read(sys.stdin.fileno(), 65536)
+        if not chunk:
+            self.stop()
+            self._deliver(None)
+            return
+        lines, self._buffer = take_lines(self._buffer + chunk)
+        for line in lines:
+            self._deliver(line)
+
+    def _deliver(self, line: str | None) -> None:
+        if self._question is not None and not self._question.done():
+            self._question.set_result(line or "")
+        elif self.on_line is not None and line is not None:
+            if self.before_output is not None:
+                self.before_output()
+            self.on_line(line)
+        else:
+            self.lines.put_nowait(line)
+
+    async def ask(self, request: Any) -> Any:
+        """The approval prompt of ``approval_policy``: y / n / always."""
+        import asyncio
+
+        if self.before_output is not None:
+            self.before_output()
+        if not self.interactive:
+            self.err.print(f"[yellow]not run:[/] {escape(request.summary[:200])} ({escape(request.reason)}); "
+                           f"{escape(NO_TERMINAL)}")
+            raise NoTerminalError(NO_TERMINAL)
+        remember = ", ".join(request.remember_as) or "this call"
+        self.err.print(f"\n[bold yellow]Approve?[/] {escape(request.summary[:500])}\n  [dim]{escape(request.reason)}[/]\n"
+                       f"  [y] yes  [n] no  [a] always ({escape(remember)}) > ", end="")
+        self._question = asyncio.get_running_loop().create_future()
+        try:
+            answer = (await self._question).strip().lower()
+        finally:
+            self._question = None
+        return {"y": "y", "yes": "y", "a": "always", "always": "always"}.get(answer, "n")
+
+
+class Renderer:
+    """Turns events into terminal output: rich (default), JSON lines or quiet. In rich mode
+    on a terminal, a live status line (``cli/status.py``) shows progress while a turn runs."""
+
+    def __init__(self, mode: str, out: Console, err: Console, *, live_status: bool | None = None) -> None:
+        from codeloop.cli.status import StatusLine, Usage
+
+        self.mode, self.out, self.err = mode, out, err
+        self.final_text = ""
+        self._streamed = False
+        self.usage = Usage()
+        """Since the last input: model calls, tokens, start time."""
+        self._busy = False
+        """Between a user input and the end of its turn."""
+        self.model = ""
+        """The model of the session (from SESSION_START), for prices."""
+        if live_status is None:
+            live_status = mode == "rich" and err.is_terminal and not err.is_dumb_terminal
+        self.status = StatusLine(err, lambda: self.usage, lambda: self.model) if live_status else None
+        self.hints: dict[str, str] = {}
+        """Fix for an error type (``AuthenticationError``: which variable to set ...)."""
+
+    def summary(self) -> str:
+        """One line for the end of an input: calls, tokens, elapsed time, cost when the
+        catalog knows the model's prices."""
+        calls = self.usage.calls
+        return f"{calls} model call{'s' if calls != 1 else ''} · tokens {self.usage.describe(self.model)}"
+
+    def pause(self) -> None:
+        """Hide the status line before something else is printed (e.g. a question)."""
+        if self.status is not None:
+            self.status.hide()
+
+    def __call__(self, event: ev.SessionEvent) -> None:
+        from codeloop.agent import events as ev
+
+        if self.mode == "json":
+            sys.stdout.write(json.dumps(ev.event_to_json(event), default=str) + "\n")
+            sys.stdout.flush()
+            if isinstance(event, ev.ErrorEvent):
+                self._print_error(event)
+            return
+        if isinstance(event, ev.AssistantTextEnd):
+            self.final_text = event.text
+        if self.mode == "quiet":
+            return
+        self.pause()
+        self._rich(event)
+        if self.status is not None and self._busy and not self._streamed:
+            self.status.show()
+
+    def _rich(self, event: ev.SessionEvent) -> None:
+        from codeloop.agent import events as ev
+        from codeloop.cli.status import WAITING, Usage, edit_preview
+
+        if isinstance(event, ev.SessionStart):
+            self.model = event.model
+        elif isinstance(event, ev.UserInput):
+            self.usage, self._busy = Usage(), True
+            self._activity(WAITING)
+        elif isinstance(event, ev.AssistantTextEnd):
+            self.usage.add(event.input_tokens, event.cache_read_tokens, event.output_tokens)
+            self._activity(WAITING)
+        elif isinstance(event, ev.SessionEnd):
+            self._busy = False
+            if self.usage.calls:
+                self.err.print(f"[dim]{escape(self.summary())}[/]", highlight=False)
+                self.usage = Usage()
+        if isinstance(event, ev.AssistantTextDelta):
+            self.out.print(escape(event.delta), end="", highlight=False)
+            self._streamed = True
+        elif isinstance(event, ev.AssistantTextEnd):
+            if self._streamed:
+                self.out.print()
+            self._streamed = False
+        elif isinstance(event, ev.ToolCallStart):
+            args = ", ".join(f"{k}={json.dumps(v)[:80]}" for k, v in event.arguments.items())
+            self.out.print(f"[bold cyan]⏺ {escape(event.tool_name)}[/]({escape(args)})", highlight=False)
+            for style, line in edit_preview(event.arguments):
+                self.out.print(f"  [{style}]{escape(line)}[/]", highlight=False)
+            self._activity(f"running {event.tool_name}")
+        elif isinstance(event, ev.ToolCallEnd):
+            text = event.error if event.is_error else event.output
+            lines = (text or "").rstrip().splitlines()
+            tail = "\n".join(lines[-6:])
+            more = f"  … {len(lines) - 6} more lines above\n" if len(lines) > 6 else ""
+            style = "red" if event.is_error else "dim"
+            self.out.print(f"[{style}]{more}{escape(tail)}[/]", highlight=False)
+            self._activity(WAITING)
+        elif isinstance(event, ev.WarningEvent | ev.LoopDetection | ev.TurnLimit | ev.SteeringInjected):
+            self.err.print(f"[yellow]{escape(_describe(event))}[/]")
+        elif isinstance(event, ev.ErrorEvent):
+            self._print_error(event)
+
+    def _print_error(self, event: ev.ErrorEvent) -> None:
+        self.err.print(f"[red]error:[/] {escape(event.message)}")
+        hint = self.hints.get(event.error_type)
+        if hint:
+            self.err.print(f"  [yellow]fix:[/] {escape(hint)}")
+
+    def _activity(self, text: str) -> None:
+        if self.status is not None:
+            self.status.activity = text
+
+
+def _describe(event: ev.SessionEvent) -> str:
+    from codeloop.agent import events as ev
+
+    if isinstance(event, ev.TurnLimit):
+        return f"stopped: limit reached (round {event.round}, turns {event.total_turns})"
+    if isinstance(event, ev.SteeringInjected):
+        return f"steering: {event.content}"
+    return getattr(event, "message", event.kind.value)
+
+
+def route_typed_line(session: Any, line: str, err: Console) -> None:
+    """A line typed while the agent works: ``>> text`` queues a follow-up, else it steers."""
+    text = line.strip()
+    if not text:
+        return
+    if text.startswith(">>"):
+        session.follow_up(text[2:].strip())
+        err.print(f"[dim]queued follow-up: {escape(text[2:].strip())}[/]")
+    else:
+        session.steer(text)
+        err.print(f"[dim]steering: {escape(text)}[/]")
+
+
+CHAT_HELP = ("Chat with the agent. Enter sends the message; end a line with \\ to continue it on the next "
+             "line. While the agent works, Enter sends the line as steering and '>> text' queues a "
+             "follow-up. Ctrl-C aborts the current turn; Ctrl-C twice (or Ctrl-D, or /exit) quits.")
+
+
+async def read_message(terminal: Terminal, out: Console) -> str | None:
+    """One message from the terminal: lines ending in ``\\`` continue; None at end of input."""
+    parts: list[str] = []
+    out.print("[bold green]›[/] ", end="")
+    while True:
+        line = await terminal.lines.get()
+        if line is None:
+            return None
+        if line.endswith("\\"):
+            parts.append(line[:-1])
+            out.print("[dim]…[/] ", end="")
+            continue
+        parts.append(line)
+        return "\n".join(parts)
