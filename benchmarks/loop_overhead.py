@@ -36,9 +36,9 @@ from codeloop.agent.session import Session
 from codeloop.environments.local import LocalExecutionEnvironment
 from codeloop.llm.adapters.scripted import ScriptedAdapter, text_response, tool_call_response
 from codeloop.llm.client import Client
-from codeloop.llm.types import Request, Response
+from codeloop.llm.types import Request, Response, ToolDefinition
 from codeloop.profiles import create_profile
-from codeloop.tools import RegisteredTool, ToolDefinition
+from codeloop.tools import RegisteredTool
 
 
 async def _noop(args: dict[str, Any], env: Any, ctx: Any) -> str:

@@ -12,6 +12,7 @@ Everything not listed here may change between versions.
 from __future__ import annotations
 
 import importlib
+import warnings
 from typing import Any
 
 _HOMES: dict[str, str] = {
@@ -47,15 +48,24 @@ _HOMES: dict[str, str] = {
     # tools
     "ToolRegistry": "codeloop.tools",
     "RegisteredTool": "codeloop.tools",
-    "ToolDefinition": "codeloop.tools",
-    "ToolResult": "codeloop.tools",
+    "ToolDefinition": "codeloop.llm",
+    "ToolCallOutcome": "codeloop.tools",
     "execute_tool_call": "codeloop.tools",
+}
+
+_DEPRECATED: dict[str, tuple[str, str]] = {
+    # The pipeline's result was called ToolResult, the name of the LLM layer's own (spec §5.4).
+    "ToolResult": ("codeloop.tools", "ToolCallOutcome"),
 }
 
 __all__ = sorted(_HOMES)
 
 
 def __getattr__(name: str) -> Any:
+    if name in _DEPRECATED:
+        old_home, new_name = _DEPRECATED[name]
+        warnings.warn(f"codeloop.{name} is deprecated: use codeloop.{new_name}", DeprecationWarning, stacklevel=2)
+        return getattr(importlib.import_module(old_home), new_name)
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'codeloop' has no attribute {name!r}")

@@ -33,3 +33,13 @@ def test_import_loads_no_subpackage_and_prints_nothing() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "['codeloop']"
     assert done.stderr == ""
+
+
+def test_tool_result_is_a_deprecated_alias_of_tool_call_outcome() -> None:
+    import pytest
+
+    from codeloop.tools import ToolCallOutcome
+
+    with pytest.warns(DeprecationWarning, match="codeloop.ToolCallOutcome"):
+        assert codeloop.ToolResult is ToolCallOutcome
+    assert "ToolResult" not in codeloop.__all__

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codeloop.environments.local import LocalExecutionEnvironment
+from codeloop.llm.types import ToolDefinition
 from codeloop.policy import (
     ApprovalRequest,
     ApprovalsFileError,
@@ -19,7 +20,7 @@ from codeloop.policy import (
 )
 from codeloop.tools.files import read_file_tool, write_file_tool
 from codeloop.tools.pipeline import execute_tool_call
-from codeloop.tools.registry import RegisteredTool, ToolDefinition, ToolRegistry
+from codeloop.tools.registry import RegisteredTool, ToolRegistry
 from codeloop.tools.shell import shell_tool
 
 

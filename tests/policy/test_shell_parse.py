@@ -1,4 +1,4 @@
-"""split_commands finds every simple command of a shell line (bashlex)."""
+"""split_commands finds every simple command of a shell line (tree-sitter-bash)."""
 
 from __future__ import annotations
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from codeloop.llm.types import ToolDefinition
 from codeloop.profiles import PROFILE_IDS, create_profile
-from codeloop.tools import RegisteredTool, ToolDefinition
+from codeloop.tools import RegisteredTool
 
 
 def test_9_2_openai_profile_is_codex_aligned() -> None:

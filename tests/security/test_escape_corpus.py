@@ -248,10 +248,26 @@ class _SwapAfterCheck(LocalExecutionEnvironment):
         return resolved
 
 
+class _SwapAfterWriteCheck(_SwapAfterCheck):
+    """Swaps only at the write's own path check (write_file looks at the existing file first,
+    to keep its line endings: those earlier checks must see the real directory)."""
+
+    writing = False
+
+    def resolve(self, path: str, *, must_exist: bool = False) -> Path:
+        if self.writing:
+            return super().resolve(path, must_exist=must_exist)
+        return LocalExecutionEnvironment.resolve(self, path, must_exist=must_exist)
+
+    async def write_file(self, path: str, content: str | bytes) -> int:
+        self.writing = True
+        return await super().write_file(path, content)
+
+
 async def test_directory_swapped_for_a_symlink_between_check_and_write_is_refused(tmp_path: Path) -> None:
     ws, outside = _layout(tmp_path)
     before = _snapshot(outside)
-    env = _SwapAfterCheck(ws)
+    env = _SwapAfterWriteCheck(ws)
     result = await execute_tool_call(
         all_tools_registry(), "write_file", {"file_path": "sub/victim.txt", "content": "pwned"}, env
     )

@@ -28,7 +28,7 @@ SID = "rw"
 
 
 class Driver:
-    """Plays a session: logs events, runs real tool calls through the wrapped registry."""
+    """Plays a session: logs events, runs real tool calls through the pipeline with its checkpoint hook."""
 
     def __init__(self, workspace: Path) -> None:
         self.workspace = workspace
@@ -36,7 +36,6 @@ class Driver:
         self.registry = ToolRegistry.of([write_file_tool(), edit_file_tool(), apply_patch_tool()])
         self.log = SessionLog(SID)
         self.checkpoints = Checkpoints(SID, workspace)
-        self.checkpoints.install(self.registry)
         self.calls = 0
         self.emit(ev.SessionStart(session_id=SID, profile="openai", model="m", working_directory=str(workspace)))
 
@@ -52,7 +51,7 @@ class Driver:
             self.calls += 1
             cid = f"c{self.calls}"
             self.emit(ev.ToolCallStart(session_id=SID, tool_name=name, call_id=cid, arguments=args))
-            result = await execute_tool_call(self.registry, name, args, self.env)
+            result = await execute_tool_call(self.registry, name, args, self.env, checkpoint=self.checkpoints.around)
             assert not result.is_error, result.output
             self.emit(ev.ToolCallEnd(session_id=SID, tool_name=name, call_id=cid, output=result.full_output))
 

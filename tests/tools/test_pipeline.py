@@ -6,6 +6,8 @@ the pipeline itself only hands it to executors and policies.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, cast
 
 import pytest
@@ -14,12 +16,13 @@ from hypothesis import strategies as st
 
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import FileNotFoundInWorkspaceError
+from codeloop.llm.errors import ConfigurationError
+from codeloop.llm.types import ToolDefinition
 from codeloop.policy import Decision, PendingApproval
 from codeloop.tools import (
     RegisteredTool,
     ToolCallRequest,
     ToolContext,
-    ToolDefinition,
     ToolOutput,
     ToolRegistry,
     TruncationConfig,
@@ -51,7 +54,7 @@ def _tool(name: str = "echo", result: Any = None, raises: Exception | None = Non
 
 
 def test_3_8_definition_root_must_be_object() -> None:
-    with pytest.raises(ValueError, match="root"):
+    with pytest.raises(ConfigurationError, match="root"):
         ToolDefinition("x", "d", {"type": "array"})
 
 
@@ -273,3 +276,97 @@ async def test_unknown_tool_error_names_the_equivalent_call(tmp_path) -> None:
     result = await execute_tool_call(registry, "delete_file", {"path": "old.txt"}, env)
     assert result.is_error
     assert result.output.endswith('To do that, call shell with arguments {"command": "rm -- old.txt"}.')
+
+
+# -- EVENT and CHECKPOINT: the hooks every face may give --------------------------------------
+
+
+class _Recorder:
+    """An on_event sink and a checkpoint that write down what the pipeline did, in order."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, Any]] = []
+
+    def on_event(self, kind: str, data: dict[str, Any]) -> None:
+        self.seen.append((kind, {k: v for k, v in data.items() if k != "duration_ms"}))
+
+    @contextmanager
+    def checkpoint(self, call: ToolCallRequest) -> Iterator[None]:
+        self.seen.append(("before", call))
+        try:
+            yield
+        finally:
+            self.seen.append(("after", call.name))
+
+
+async def test_events_bracket_the_call_with_the_full_output_and_checkpoint_around_execute() -> None:
+    rec = _Recorder()
+
+    async def run(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> str:
+        rec.seen.append(("execute", args["file_path"]))
+        return "x" * 50
+
+    registry = ToolRegistry.of([RegisteredTool(ToolDefinition("echo", "d", SCHEMA), run)])
+    result = await execute_tool_call(registry, "echo", {"file_path": "a"}, ENV, ctx=ToolContext(call_id="c1"),
+                                     config=TruncationConfig({"echo": 10}), on_event=rec.on_event,
+                                     checkpoint=rec.checkpoint)
+    assert result.truncated
+    assert rec.seen == [
+        ("tool_call_start", {"tool_name": "echo", "call_id": "c1", "arguments": {"file_path": "a"}}),
+        ("before", ToolCallRequest("echo", {"file_path": "a"}, "c1")),
+        ("execute", "a"),
+        ("after", "echo"),
+        ("tool_call_end", {"call_id": "c1", "tool_name": "echo", "output": "x" * 50}),
+    ]
+
+
+async def test_a_failed_call_ends_with_its_error_and_a_denied_one_reaches_no_checkpoint() -> None:
+    rec = _Recorder()
+
+    async def deny(call: ToolCallRequest, env: ExecutionEnvironment) -> Decision:
+        return Decision.deny("read-only")
+
+    registry = ToolRegistry.of([_tool("echo", raises=FileNotFoundInWorkspaceError("File not found: a"))])
+    await execute_tool_call(registry, "echo", {"file_path": "a"}, ENV, policy=deny, on_event=rec.on_event,
+                            checkpoint=rec.checkpoint)
+    await execute_tool_call(registry, "nope", "{bad", ENV, on_event=rec.on_event, checkpoint=rec.checkpoint)
+    failed = await execute_tool_call(registry, "echo", {"file_path": "a"}, ENV, on_event=rec.on_event,
+                                     checkpoint=rec.checkpoint)
+    assert [kind for kind, _ in rec.seen] == ["tool_call_start", "tool_call_end", "tool_call_start",
+                                              "tool_call_end", "tool_call_start", "before", "after",
+                                              "tool_call_end"]
+    assert rec.seen[1][1]["error"] == "Tool call 'echo' denied by policy: read-only"
+    assert rec.seen[2][1]["arguments"] == {} and rec.seen[3][1]["error"].startswith("Unknown tool 'nope'")
+    assert rec.seen[-1][1] == {"call_id": None, "tool_name": "echo", "error": failed.full_output}
+    assert failed.full_output == "File not found: a"
+
+
+async def test_a_checkpoint_that_raises_fails_the_call_without_running_it() -> None:
+    calls: list[dict[str, Any]] = []
+
+    @contextmanager
+    def broken(call: ToolCallRequest) -> Iterator[None]:
+        raise RuntimeError("snapshot store unreadable")
+        yield
+
+    registry = ToolRegistry.of([_counting_tool(calls)])
+    result = await execute_tool_call(registry, "echo", {"file_path": "a"}, ENV, checkpoint=broken)
+    assert result.is_error and calls == []
+    assert result.output == "Tool 'echo' failed: RuntimeError: snapshot store unreadable"
+
+
+async def test_a_resumed_call_has_its_events_and_checkpoint() -> None:
+    calls: list[dict[str, Any]] = []
+    rec = _Recorder()
+    registry = ToolRegistry.of([_counting_tool(calls)])
+    held = await execute_tool_call(registry, "echo", {"file_path": "a"}, ENV, policy=_ask,
+                                   ctx=ToolContext(call_id="c9"))
+    assert held.pending is not None
+    await resume_tool_call(registry, held.pending, ENV, approved=True, on_event=rec.on_event,
+                           checkpoint=rec.checkpoint)
+    assert rec.seen == [
+        ("tool_call_start", {"tool_name": "echo", "call_id": "c9", "arguments": {"file_path": "a"}}),
+        ("before", ToolCallRequest("echo", {"file_path": "a"}, "c9")),
+        ("after", "echo"),
+        ("tool_call_end", {"call_id": "c9", "tool_name": "echo", "output": "ran a (c9)"}),
+    ]

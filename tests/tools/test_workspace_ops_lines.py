@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from codeloop.tools.workspace_ops import OperationError, replace_lines, split_lines
+from codeloop.tools.text_endings import split_keeping_ends
+from codeloop.tools.workspace_ops import OperationError, replace_lines
 
 
 def test_replaces_inclusive_one_based_range() -> None:
@@ -80,4 +81,4 @@ def test_untouched_lines_endings_and_final_newline_are_kept(
     result = replace_lines(original, start, end, "\n".join(repl) + "\n")
     expected_lines = lines[: start - 1] + repl + lines[end:]
     assert result == eol.join(expected_lines) + (eol if final_newline else "")
-    assert len(split_lines(result)) == len(expected_lines)
+    assert len(split_keeping_ends(result)) == len(expected_lines)

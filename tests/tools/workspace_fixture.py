@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from codeloop.environments.local import LocalExecutionEnvironment
-from codeloop.tools import ToolResult, execute_tool_call
+from codeloop.tools import ToolCallOutcome, execute_tool_call
 from codeloop.tools.sets import all_tools_registry
 
 
@@ -18,7 +18,7 @@ class Workspace:
         self.env = env
         self.registry = all_tools_registry()
 
-    async def call(self, name: str, args: dict[str, Any] | str) -> ToolResult:
+    async def call(self, name: str, args: dict[str, Any] | str) -> ToolCallOutcome:
         return await execute_tool_call(self.registry, name, args, self.env)
 
     def write(self, relative: str, content: str | bytes) -> Path:

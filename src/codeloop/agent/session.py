@@ -46,11 +46,11 @@ from codeloop.environments.base import ExecutionEnvironment
 from codeloop.llm import constrained
 from codeloop.llm.errors import AuthenticationError, ContextLengthError, NotFoundError, SDKError, StreamError
 from codeloop.llm.types import Message, Request, Response, StreamEvent, StreamEventType, ToolCall
-from codeloop.llm.types import ToolDefinition as LLMToolDefinition
 from codeloop.policy.approval import Approver
-from codeloop.profiles.base import ProviderProfile, to_llm_tool
+from codeloop.profiles.base import ProviderProfile
 from codeloop.profiles.prompts import NATIVE_COMPACT
 from codeloop.tools import ToolContext, ToolPolicy, ToolRegistry, TruncationConfig, execute_tool_call
+from codeloop.tools.pipeline import Checkpoint
 from codeloop.tools.truncation import DEFAULT_TOOL_LIMITS, FALLBACK_CHAR_LIMIT
 
 CHARS_PER_TOKEN = 4
@@ -95,6 +95,7 @@ class Session:
         *,
         policy: ToolPolicy | None = None,
         approver: Approver | None = None,
+        checkpoint: Checkpoint | None = None,
         depth: int = 0,
         working_subdir: str = "",
         guards: Sequence[Callable[[], TurnGuard]] = DEFAULT_GUARDS,
@@ -108,6 +109,8 @@ class Session:
         self.client = client
         self.policy = policy
         self.approver = approver
+        self.checkpoint = checkpoint
+        """The pipeline's CHECKPOINT hook (``codeloop.sessions`` sets it to snapshot file writes)."""
         self.depth = depth
         self.working_subdir = working_subdir
         self.guards = tuple(guards)
@@ -128,7 +131,6 @@ class Session:
         self._registry_key: tuple[Any, ...] = ()
         self._reader: tuple[Any, ReplyReader | None] = (None, None)
         self._registry = ToolRegistry()
-        self._llm_tool_defs: list[LLMToolDefinition] = []
         self._system_prompt: tuple[Any, str] = (None, "")
         self._task: asyncio.Task[None] | None = None
         self._aborted = False
@@ -270,13 +272,14 @@ class Session:
             response = await self._call_model()
             reply = self._read(response)
             self.last_text = reply.text
+            reasoning = response.reasoning
             self.history.append(AssistantTurn(
-                content=reply.text, tool_calls=reply.calls, reasoning=response.reasoning,
+                content=reply.text, tool_calls=reply.calls, reasoning=reasoning,
                 usage=response.usage, response_id=response.id,
                 message=None if reply.recovered or not self.profile.native_tool_calls else response.message,
             ))
             usage = response.usage
-            self._emit(ev.AssistantTextEnd, text=reply.text, reasoning=response.reasoning,
+            self._emit(ev.AssistantTextEnd, text=reply.text, reasoning=reasoning,
                        tool_call_count=len(reply.calls), input_tokens=usage.input_tokens,
                        output_tokens=usage.output_tokens, cache_read_tokens=usage.cache_read_tokens or 0)
             warned_context = warned_context or self._check_context()
@@ -315,13 +318,13 @@ class Session:
         native = self.profile.native_tool_calls and not self._constrained
         if self._constrained:
             # The schema lists every tool; llama.cpp refuses a grammar together with tools.
-            system += "\n\n" + constrained.describe_reply_format(self._llm_tools())
+            system += "\n\n" + constrained.describe_reply_format(self._tools().definitions())
         return Request(
             model=self.profile.model,
             messages=[Message.system(system), *self.history.messages()],
             provider=self.profile.provider,
-            tools=self._llm_tools() if native else None,
-            response_format=constrained.response_format(self._llm_tools()) if self._constrained else None,
+            tools=self._tools().definitions() if native else None,
+            response_format=constrained.response_format(self._tools().definitions()) if self._constrained else None,
             reasoning_effort=self.config.reasoning_effort if self.profile.supports_reasoning else None,
             provider_options=self.profile.provider_options(),
             stop_sequences=list(self.profile.stop_sequences) or None,
@@ -350,8 +353,7 @@ class Session:
         recover = self.config.tool_call_recovery
         if recover is None:
             recover = self.profile.tool_call_recovery or not self.profile.native_tool_calls
-        self._tools()
-        key = (self._registry_key, recover, self._constrained)
+        key = (self._registry_key, recover, self._constrained)  # _request refreshed the registry
         built, reader = self._reader
         if built != key or reader is None:  # built once per tool set: this runs every round
             schemas = {d.name: d.parameters for d in self._registry.definitions()}
@@ -391,12 +393,7 @@ class Session:
                 tools += subagent_tools(self.subagents)
             self._registry = ToolRegistry.of(tools)
             self._registry_key = defs
-            self._llm_tool_defs = [to_llm_tool(d) for d in self._registry.definitions()]
         return self._registry
-
-    def _llm_tools(self) -> list[LLMToolDefinition]:
-        self._tools()
-        return self._llm_tool_defs
 
     async def _execute_tool_calls(self, calls: list[ToolCall]) -> list[CallResult]:
         if self.profile.supports_parallel_tool_calls and len(calls) > 1:
@@ -404,8 +401,8 @@ class Session:
         return [await self._execute_one(c) for c in calls]
 
     async def _execute_one(self, call: ToolCall) -> CallResult:
-        self._emit(ev.ToolCallStart, tool_name=call.name, call_id=call.id, arguments=call.arguments)
-        if call.parse_error is not None:
+        if call.parse_error is not None:  # failed by the reply reader: it never reaches the pipeline
+            self._emit(ev.ToolCallStart, tool_name=call.name, call_id=call.id, arguments=call.arguments)
             self._emit(ev.ToolCallEnd, call_id=call.id, tool_name=call.name, error=call.parse_error)
             return CallResult(call.id, call.name, call.parse_error, is_error=True)
 
@@ -416,14 +413,13 @@ class Session:
             self._tools(), call.name, call.arguments, self.environment,
             policy=self.policy, approver=self.approver, config=self._truncation,
             ctx=ToolContext(call_id=call.id, session_id=self.id, on_output=on_output),
+            on_event=self._tool_event, checkpoint=self.checkpoint,
         )
-        if result.is_error:
-            self._emit(ev.ToolCallEnd, call_id=call.id, tool_name=call.name, error=result.full_output,
-                       duration_ms=result.duration_ms)
-        else:
-            self._emit(ev.ToolCallEnd, call_id=call.id, tool_name=call.name, output=result.full_output,
-                       duration_ms=result.duration_ms)
         return CallResult(call.id, call.name, result.output, result.is_error)
+
+    def _tool_event(self, kind: str, data: dict[str, Any]) -> None:
+        """The pipeline's EVENT step, as this session's typed events."""
+        self._emit(ev.ToolCallStart if kind == "tool_call_start" else ev.ToolCallEnd, **data)
 
     # -- steering, loops, context (§2.6, §2.10, §5.5) --------------------------------------
 

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from codeloop.environments.base import ExecutionEnvironment
+from codeloop.llm.types import ToolDefinition
 from codeloop.tools.errors import ToolError
-from codeloop.tools.registry import RegisteredTool, ToolContext, ToolDefinition, ToolOutput
+from codeloop.tools.registry import RegisteredTool, ToolContext, ToolOutput
 
 if TYPE_CHECKING:
     from codeloop.agent.session import Session
@@ -71,7 +72,7 @@ class SubagentManager:
         config = dataclasses.replace(
             parent.config, max_turns=max_turns or parent.config.subagent_max_turns)
         child = Session(profile, parent.environment, config, parent.client, policy=parent.policy,
-                        approver=parent.approver, depth=parent.depth + 1,
+                        approver=parent.approver, checkpoint=parent.checkpoint, depth=parent.depth + 1,
                         working_subdir=working_dir or parent.working_subdir)
         handle = SubAgentHandle("agent_" + uuid.uuid4().hex[:8], child, task)
         handle.task = asyncio.create_task(child.submit(task))

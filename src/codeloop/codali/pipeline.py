@@ -48,8 +48,7 @@ from codeloop.index.ignore import walk_repository
 from codeloop.llm import constrained
 from codeloop.llm.client import Client
 from codeloop.llm.errors import ContextLengthError
-from codeloop.llm.types import Message, Request, Response, ResponseFormat
-from codeloop.llm.types import ToolDefinition as LLMToolDefinition
+from codeloop.llm.types import Message, Request, Response, ResponseFormat, ToolDefinition
 from codeloop.policy import Decision
 from codeloop.policy.approval import ToolCallRequest, ToolPolicy
 from codeloop.profiles.text import describe_text_tools
@@ -249,7 +248,7 @@ def describe_changes(root: Path, touched: list[str], kept: dict[str, str], exist
     return text
 
 
-def _restrict_paths(tools: list[LLMToolDefinition], targets: list[str]) -> list[LLMToolDefinition]:
+def _restrict_paths(tools: list[ToolDefinition], targets: list[str]) -> list[ToolDefinition]:
     """Write tools whose ``file_path`` may only be one of ``targets`` (an enum the constrained
     sampler enforces). Left as they are when a target is a directory."""
     if not targets or any(t.endswith("/") for t in targets):
@@ -259,7 +258,7 @@ def _restrict_paths(tools: list[LLMToolDefinition], targets: list[str]) -> list[
         props = tool.parameters.get("properties") or {}
         if tool.name in WRITE_TOOLS and "file_path" in props:
             props = {**props, "file_path": {**props["file_path"], "enum": list(targets)}}
-            tool = LLMToolDefinition(tool.name, tool.description, {**tool.parameters, "properties": props})
+            tool = ToolDefinition(tool.name, tool.description, {**tool.parameters, "properties": props})
         out.append(tool)
     return out
 
@@ -312,7 +311,7 @@ class RolesPipeline:
         return response.text.strip() or text[-4000:]
 
     async def _complete(self, role: str, choice: ModelChoice, system: str,
-                        tools: list[LLMToolDefinition] | None = None,
+                        tools: list[ToolDefinition] | None = None,
                         response_format: ResponseFormat | None = None) -> Response:
         """One model call for ``role``, its reply shown as a ``reply`` event."""
         response = await self._call(choice, system, tools, response_format)
@@ -320,7 +319,7 @@ class RolesPipeline:
                              "tool_calls": [c.name for c in response.tool_calls]})
         return response
 
-    async def _call(self, choice: ModelChoice, system: str, tools: list[LLMToolDefinition] | None,
+    async def _call(self, choice: ModelChoice, system: str, tools: list[ToolDefinition] | None,
                     response_format: ResponseFormat | None) -> Response:
         # The prompt and the reply share the window.
         budget = choice.context_window - min(self.config.max_output_tokens or 0, choice.context_window // 2)
@@ -475,18 +474,17 @@ class RolesPipeline:
         self.history.add(Message.user(f"[builder] Carry out the latest plan. plan_targets: {named}"))
         definitions = self.registry.definitions()
         schemas = {d.name: d.parameters for d in definitions}
-        llm_tools = [LLMToolDefinition(d.name, d.description, dict(d.parameters)) for d in definitions]
         mode = self.config.builder_tools
-        tools: list[LLMToolDefinition] | None = None
+        tools: list[ToolDefinition] | None = None
         reply_format = None
         if mode == "text":
             system = "\n\n".join([BUILDER, BUILDER_TEXT_SYNTAX, describe_text_tools(definitions, compact=True)])
         elif mode == "constrained":
-            system = "\n\n".join([BUILDER, constrained.describe_reply_format(llm_tools)])
+            system = "\n\n".join([BUILDER, constrained.describe_reply_format(definitions)])
             # The sampler cannot write a path outside the plan: the plan policy never has to.
-            reply_format = constrained.response_format(_restrict_paths(llm_tools, targets))
+            reply_format = constrained.response_format(_restrict_paths(definitions, targets))
         else:
-            system, tools = BUILDER, llm_tools
+            system, tools = BUILDER, definitions
         reader = ReplyReader(schemas, constrained=mode == "constrained", output_limit=self.config.max_output_tokens)
         policy = self._plan_policy(targets)
         ran_tool = nudged = False

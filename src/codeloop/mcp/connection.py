@@ -20,7 +20,8 @@ from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from codeloop.config.files import McpServerConfig
-from codeloop.tools.registry import ImageData, ToolOutput
+from codeloop.llm.types import ImageData
+from codeloop.tools.registry import ToolOutput
 
 
 class McpServerError(RuntimeError):
@@ -162,7 +163,7 @@ def result_to_output(result: Any) -> ToolOutput:
             texts.append(block.text)
         elif kind == "image":
             try:
-                images.append(ImageData(block.mime_type, base64.b64decode(block.data)))
+                images.append(ImageData(data=base64.b64decode(block.data), media_type=block.mime_type))
             except (ValueError, TypeError):
                 texts.append(f"[image of type {block.mime_type} could not be decoded]")
         else:

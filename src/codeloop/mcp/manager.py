@@ -17,16 +17,18 @@ from typing import Any, TextIO
 
 from codeloop.config.files import McpServerConfig
 from codeloop.environments.base import ExecutionEnvironment
+from codeloop.llm.types import ToolDefinition
 from codeloop.mcp.connection import McpConnection, McpServerError, McpTool
-from codeloop.tools.registry import RegisteredTool, ToolContext, ToolDefinition, ToolOutput, ToolRegistry
+from codeloop.tools.registry import RegisteredTool, ToolContext, ToolOutput, ToolRegistry
 
-_PROVIDER_NAME = re.compile(r"[^A-Za-z0-9_-]")
+_PROVIDER_NAME = re.compile(r"[^A-Za-z0-9_]")
 MAX_TOOL_NAME = 64
 """Longest tool name every provider accepts."""
 
 
 def tool_name(server: str, tool: str) -> str:
-    """``server__tool``, with characters providers refuse replaced by ``_``, at most 64 long."""
+    """``server__tool``, with characters a tool name may not hold (``ToolDefinition``: letters,
+    digits, ``_``) replaced by ``_``, at most 64 long."""
     return _PROVIDER_NAME.sub("_", f"{server}__{tool}")[:MAX_TOOL_NAME]
 
 

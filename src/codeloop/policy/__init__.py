@@ -4,7 +4,8 @@ Public API::
 
     split_commands(line) -> list[ParsedCommand]         every command a line would run
     evaluate_command(line, ShellPolicy, NetworkPolicy) -> Decision
-    evaluate_path(path, "read"|"write"|"delete", FilesystemPolicy) -> Decision
+    judge_env({NAME: value}, ShellPolicy, NetworkPolicy, workspace) -> Decision   env entries of a command
+    evaluate_path(path, "read"|"write"|"delete", FilesystemPolicy, root=None) -> Decision
     preset("restrictive"|"standard"|"permissive") -> Policy
     is_read_only(ParsedCommand) -> bool                 READ_ONLY_COMMANDS, judged with arguments
     is_read_only_line(line) -> bool                     every command of a line is read-only
@@ -32,7 +33,7 @@ from codeloop.policy.model import (
 )
 from codeloop.policy.paths import evaluate_path
 from codeloop.policy.presets import PRESET_NAMES, preset
-from codeloop.policy.shell import READ_ONLY_COMMANDS, evaluate_command, is_read_only
+from codeloop.policy.shell import READ_ONLY_COMMANDS, evaluate_command, is_read_only, judge_env
 from codeloop.policy.shell_parse import ParsedCommand, Redirect, ShellParseError, split_commands
 
 __all__ = [
@@ -58,6 +59,7 @@ __all__ = [
     "evaluate_path",
     "is_read_only",
     "is_read_only_line",
+    "judge_env",
     "preset",
     "split_commands",
     "strictest",

@@ -85,6 +85,9 @@ class ShellPolicy:
     ask_on_dynamic: bool = True
     """Ask when a command name is computed at run time (``$CMD``) or the line cannot be parsed;
     False refuses instead."""
+    protected_paths: tuple[str, ...] = ()
+    """Path globs (as in :class:`FilesystemPolicy`): a command whose argument or redirection
+    names one, or a glob that may reach one, asks (refused when ``ask_on_dynamic`` is off)."""
     ask_on_outside_writes: bool = True
     """Ask when a redirection or a file-changing command names a path outside the workspace
     (absolute, ``~``, or with a ``..`` segment)."""

@@ -32,6 +32,9 @@ _DESTRUCTIVE_PATTERNS = (
     r"^find\s.*\s-delete(\s|$)",
     r"^(docker|podman|kubectl|terraform)\s",
     r"^(npm|yarn|pnpm|cargo|twine|gem)\s+(publish|yank|unpublish)",
+    # Settings that make git run a program: hooks elsewhere, monitors, pagers, aliases, filters.
+    r"(?i)^git\s+(.*\s)?(-c\s*\S+|--config-env\S*|config\s+(.*\s)?(core\.(hookspath|fsmonitor|sshcommand|pager|editor|"
+    r"askpass|gitproxy)|alias\.|include|filter\.|diff\.|merge\.|credential\.|sequence\.editor|url\.))",
 )
 
 _CATASTROPHIC = (
@@ -51,6 +54,7 @@ def preset(name: str) -> Policy:
             name="standard",
             filesystem=FilesystemPolicy(blocked_paths=_SECRETS),
             shell=ShellPolicy(
+                protected_paths=_SECRETS,
                 blocked_commands=_PRIVILEGED + _SYSTEM,
                 blocked_patterns=_CATASTROPHIC,
                 approval_commands=("dd", "kill", "pkill", "killall", "shred", "mkswap"),
@@ -67,6 +71,7 @@ def preset(name: str) -> Policy:
                                         max_file_size=1024 * 1024),
             shell=ShellPolicy(
                 allowed_commands=_INSPECTION,
+                protected_paths=_SECRETS,
                 blocked_commands=_PRIVILEGED + _SYSTEM,
                 blocked_patterns=_CATASTROPHIC,
                 approval_patterns=(rf"^find\s.*\s({'|'.join(sorted(FIND_WRITES))})(\s|$)",),
@@ -81,6 +86,7 @@ def preset(name: str) -> Policy:
             name="permissive",
             filesystem=FilesystemPolicy(blocked_paths=(".git/hooks/**",)),
             shell=ShellPolicy(
+                protected_paths=(".git/hooks/**",),
                 blocked_commands=_PRIVILEGED,
                 blocked_patterns=_CATASTROPHIC,
                 ask_on_dynamic=False,

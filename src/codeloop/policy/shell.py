@@ -11,12 +11,17 @@ verdict wins. A line that cannot be parsed is never allowed: it is sent for appr
 
 from __future__ import annotations
 
+import fnmatch
+import posixpath
 import re
+from collections.abc import Mapping
 from functools import lru_cache
 from urllib.parse import urlsplit
 
 from codeloop.policy.model import Decision, NetworkPolicy, ShellPolicy, strictest
-from codeloop.policy.shell_parse import SHELLS, ParsedCommand, ShellParseError, split_commands
+from codeloop.policy.paths import matches, normalize
+from codeloop.policy.shell_parse import ParsedCommand, ShellParseError, split_commands
+from codeloop.policy.wrappers import SHELLS
 
 NETWORK_COMMANDS = frozenset({"curl", "wget", "nc", "ncat", "netcat", "ssh", "scp", "sftp", "ftp",
                               "telnet", "socat", "rsync", "aria2c", "httpie", "http", "lftp"})
@@ -99,13 +104,21 @@ def _line_patterns(line: str, policy: ShellPolicy) -> Decision:
 def _judge(cmd: ParsedCommand, policy: ShellPolicy, net: NetworkPolicy) -> Decision:
     name = cmd.name
     shown = " ".join(cmd.argv) or cmd.text
-    if not cmd.argv:
-        return Decision.allow()  # plain assignment; its substitutions are judged separately
-    if cmd.dynamic:
-        return _undecidable(policy, f"command name {cmd.argv[0]!r} is computed at run time", "shell.dynamic")
+    env = judge_env(dict(a.split("=", 1) for a in cmd.assignments if "=" in a), policy, net)
+    if env.action != "allow":
+        return env
+    if not cmd.argv:  # an assignment or a group's redirections; substitutions are judged apart
+        outside = _outside_write(cmd) if policy.ask_on_outside_writes else None
+        if outside:
+            return Decision("ask", f"a redirection writes outside the workspace ({outside!r})",
+                            "shell.outsideWorkspace")
+        return _protected(cmd, policy)
     if name in policy.blocked_commands or cmd.argv[0] in policy.blocked_commands:
         return Decision("deny", f"command {name!r} is blocked", "shell.blockedCommands",
                         f"remove {name} from the command")
+    if cmd.dynamic:
+        why = cmd.unresolved or f"command name {cmd.argv[0]!r} is computed at run time"
+        return _undecidable(policy, why, "shell.dynamic")
     if name.startswith("mkfs") and "mkfs" in policy.blocked_commands:
         return Decision("deny", f"command {name!r} is blocked", "shell.blockedCommands")
     for pat in policy.blocked_patterns:
@@ -124,6 +137,15 @@ def _judge(cmd: ParsedCommand, policy: ShellPolicy, net: NetworkPolicy) -> Decis
         if _rx(pat).search(shown):
             return Decision("ask", f"Destructive command requires approval ({shown[:120]!r} matches {pat!r})",
                             "shell.approvalRequired")
+    abbreviated = _abbreviation_hit(cmd, policy)
+    if abbreviated:
+        return abbreviated
+    if "xargs" in cmd.via and not is_read_only(cmd):
+        return Decision("ask", f"xargs gives {name!r} arguments read from stdin, which cannot be checked",
+                        "shell.dynamic")
+    protected = _protected(cmd, policy)
+    if protected.action != "allow":
+        return protected
     fed = cmd.stdin_piped or (cmd.stdin_inline and name not in SHELLS)  # shells' here-docs are parsed
     if fed and name in INTERPRETERS and not _has_script(cmd):
         return Decision("ask", f"feeding code to {name!r} on stdin runs code that cannot be checked",
@@ -147,15 +169,131 @@ def _outside(path: str) -> bool:
 
 
 def _outside_write(cmd: ParsedCommand) -> str | None:
+    """A path written outside the workspace, or one whose place is decided at run time."""
     for red in cmd.redirects:
-        if red.writes and _outside(red.target):
+        if red.writes and (red.dynamic or _outside(red.target)):
             return red.target
     if cmd.name in FILE_CHANGING:
-        for arg in cmd.args:
+        for i, arg in enumerate(cmd.args, start=1):
             target = arg.split("=", 1)[1] if cmd.name == "dd" and arg.startswith("of=") else arg
-            if not target.startswith("-") and _outside(target):
+            if not target.startswith("-") and (i in cmd.dynamic_args or _outside(target)):
                 return target
     return None
+
+
+_LONG_OPTION = re.compile(r"--[A-Za-z][A-Za-z0-9-]+")
+
+
+def _abbreviation_hit(cmd: ParsedCommand, policy: ShellPolicy) -> Decision | None:
+    """GNU getopt and git take any unique prefix of a long option (``rm --recu``): judge the
+    command again with each prefix of an option the policy's patterns name written out."""
+    guarded = {m for pat in (*policy.blocked_patterns, *policy.approval_patterns) for m in _LONG_OPTION.findall(pat)}
+    for i, arg in enumerate(cmd.argv):
+        key = arg.split("=", 1)[0]
+        if not key.startswith("--") or len(key) < 3 or key in guarded:
+            continue
+        for full in sorted(g for g in guarded if g.startswith(key)):
+            shown = " ".join((*cmd.argv[:i], full + arg[len(key):], *cmd.argv[i + 1:]))
+            for pat in (*policy.blocked_patterns, *policy.approval_patterns):
+                if _rx(pat).search(shown):
+                    return Decision("ask", f"{' '.join(cmd.argv)[:120]!r} abbreviates {full!r}: read as "
+                                    f"{shown[:120]!r}, it matches {pat!r}", "shell.approvalRequired")
+    return None
+
+
+_NAMES_ONLY = frozenset({"ls", "stat", "du", "echo", "printf", "basename", "dirname", "realpath", "readlink",
+                         "tree", "test", "[", "true", "false"})
+"""Programs that look at file names, not contents: a glob in their arguments is harmless."""
+
+
+def _sample(glob: str) -> str:
+    """A path the protected ``glob`` matches (``*.pem`` -> ``x.pem``), to try globs against."""
+    return glob.replace("**/", "").replace("/**", "/x").replace("**", "x").replace("*", "x").replace("?", "x")
+
+
+def _glob_may_match(pattern: str, glob: str) -> bool:
+    """True when the shell glob ``pattern`` may expand to a path ``glob`` protects (a leading
+    dot must be written, as in bash)."""
+    want = normalize(_sample(glob)).split("/")
+    have = normalize(pattern).split("/")
+    if "/" not in glob.rstrip("/"):
+        want, have = want[-1:], have[-1:]
+    return len(want) == len(have) and all(
+        fnmatch.fnmatchcase(w, h) and (h.startswith(".") or not w.startswith(".")) for w, h in zip(want, have, strict=True))
+
+
+def _protected(cmd: ParsedCommand, policy: ShellPolicy) -> Decision:
+    """Ask when an argument or a redirection names a protected path (``cat .env``,
+    ``ln -s .env e``, ``echo x > .git/hooks/pre-commit``) or a glob that may reach one."""
+    if not policy.protected_paths:
+        return Decision.allow()
+    words = [(i, a) for i, a in enumerate(cmd.argv) if i > 0]
+    words += [(-1, r.target) for r in cmd.redirects if not r.dynamic]
+    for i, word in words:
+        value = word.split("=", 1)[1] if word.startswith("-") and "=" in word else word
+        if not value or value.startswith(("-", "/", "~")):
+            continue
+        path = posixpath.normpath(value)
+        if path.startswith(".."):
+            continue
+        if i in cmd.glob_args:
+            hit = None if cmd.name in _NAMES_ONLY else next(
+                (g for g in policy.protected_paths if _glob_may_match(path, g)), None)
+        else:
+            hit = matches(path, policy.protected_paths)
+        if hit:
+            why = f"{cmd.name or 'a redirection'} names {word!r}, a protected path (matches {hit!r})"
+            if policy.ask_on_dynamic:
+                return Decision("ask", why, "shell.protectedPaths")
+            return Decision("deny", why, "shell.protectedPaths", "leave protected files alone")
+    return Decision.allow()
+
+
+SHELL_READ_VARIABLES = frozenset({
+    "BASH_ENV", "ENV", "PS0", "PS1", "PS2", "PS4", "SHELLOPTS", "BASHOPTS", "PROMPT_COMMAND", "IFS",
+    "CDPATH", "GLOBIGNORE", "BASH_XTRACEFD", "PERL5OPT", "PERL5DB", "RUBYOPT", "NODE_OPTIONS",
+    "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "PYTHONSTARTUP", "PYTHONHOME", "GCONV_PATH",
+    "GLIBC_TUNABLES", "LESSOPEN", "LESSCLOSE", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_EXEC_PATH",
+    "GIT_TEMPLATE_DIR", "GIT_ASKPASS", "SSH_ASKPASS", "GIT_PROXY_COMMAND", "GIT_SSH", "GIT_DIR",
+    "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "PERL5LIB", "RUBYLIB", "NODE_PATH", "BROWSER",
+})
+"""Variables that make a shell or a common program run code or read another configuration:
+a value for one cannot be judged, so it asks."""
+_SHELL_READ_PREFIXES = ("LD_", "DYLD_", "BASH_FUNC_", "GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_")
+COMMAND_VARIABLES = frozenset({"PAGER", "GIT_PAGER", "MANPAGER", "SYSTEMD_PAGER", "EDITOR", "VISUAL",
+                               "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF"})
+"""Variables whose value a program runs as a command line: judged as one."""
+
+
+def judge_env(env: Mapping[str, str], policy: ShellPolicy, network: NetworkPolicy | None = None,
+              workspace: str | None = None) -> Decision:
+    """Decide the environment entries given to a command (``X=1 cmd``, ``env X=1 cmd``, the
+    ``env`` of a spaces shell operation). ``workspace``: the absolute root, when known, so a
+    ``PATH`` entry inside it asks."""
+    verdicts = []
+    for name, value in env.items():
+        why = ""
+        if name in SHELL_READ_VARIABLES or name.startswith(_SHELL_READ_PREFIXES):
+            why = f"the variable {name} makes the shell or a program run code that cannot be checked"
+        elif name == "PATH":
+            why = _path_problem(value, workspace)
+        elif name in COMMAND_VARIABLES and value.strip():
+            verdicts.append(evaluate_command(value, policy, network))
+            continue
+        if why:
+            verdicts.append(_undecidable(policy, why, "shell.environment"))
+    return strictest(verdicts)
+
+
+def _path_problem(value: str, workspace: str | None) -> str:
+    for entry in value.split(":"):
+        if entry in ("$PATH", "${PATH}"):
+            continue
+        if not entry.startswith("/") or "$" in entry or "/../" in entry + "/":
+            return f"PATH entry {entry!r} is relative or computed at run time: a program name could run anything"
+        if workspace and (entry + "/").startswith(workspace.rstrip("/") + "/"):
+            return f"PATH entry {entry!r} is inside the workspace: a program name could run anything"
+    return ""
 
 
 def _hosts(cmd: ParsedCommand) -> list[str]:

@@ -10,14 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from codeloop.llm.types import ToolDefinition as LLMToolDefinition
+from codeloop.llm.types import ToolDefinition
 from codeloop.profiles import prompts
-from codeloop.tools.registry import RegisteredTool, ToolDefinition, ToolRegistry
-
-
-def to_llm_tool(definition: ToolDefinition) -> LLMToolDefinition:
-    """A registry definition as the LLM request carries it."""
-    return LLMToolDefinition(definition.name, definition.description, dict(definition.parameters))
+from codeloop.tools.registry import RegisteredTool, ToolRegistry
 
 
 def first_line(text: str) -> str:
@@ -75,9 +70,9 @@ class ProviderProfile:
         """True when the context window is small enough to prefer the compact prompt."""
         return self.context_window_size <= 16_384 and bool(self.compact_instructions)
 
-    def tools(self) -> list[LLMToolDefinition]:
-        """Tool definitions of the registry in the LLM layer's type."""
-        return [to_llm_tool(d) for d in self.tool_registry.definitions()]
+    def tools(self) -> list[ToolDefinition]:
+        """Tool definitions of the registry, as an LLM request carries them."""
+        return self.tool_registry.definitions()
 
     def provider_options(self) -> dict[str, Any] | None:
         """Options for the request's ``provider_options``, None when there are none."""

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from codeloop.llm.types import ToolDefinition
 from codeloop.profiles import prompts
 from codeloop.profiles.base import ProviderProfile, first_line
-from codeloop.tools.registry import ToolDefinition, ToolRegistry
+from codeloop.tools.registry import ToolRegistry
 from codeloop.tools.sets import core_tools
 from codeloop.tools.shell import OPENAI_SHELL_TIMEOUT_MS
 

@@ -13,13 +13,13 @@ SHA-256 of the bytes about to be written). The step journals it, so after a cras
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import WorkspaceError
+from codeloop.llm.types import ToolDefinition
 from codeloop.relay.commands import (
     CreateFile,
     DeleteFile,
@@ -38,13 +38,13 @@ from codeloop.tools.pipeline import execute_tool_call
 from codeloop.tools.registry import (
     Executor,
     RegisteredTool,
+    ToolCallOutcome,
     ToolContext,
-    ToolDefinition,
     ToolOutput,
     ToolRegistry,
-    ToolResult,
     object_schema,
 )
+from codeloop.tools.text_endings import split_keeping_ends
 from codeloop.tools.truncation import TruncationConfig
 
 
@@ -116,9 +116,8 @@ def _failure(cmd: RelayCommand, summary: str) -> CommandResult:
     return CommandResult(cmd.name, False, summary)
 
 
-def sha256_hex(data: bytes) -> str:
-    """Hex SHA-256, the fingerprint journaled for writes."""
-    return hashlib.sha256(data).hexdigest()
+sha256_hex = ops.fingerprint
+"""Hex SHA-256, the fingerprint journaled for writes."""
 
 
 # -- the relay's tools: each runs one workspace operation -----------------------------------
@@ -200,7 +199,7 @@ def _succeeded(cmd: RelayCommand, replaced: bool) -> CommandResult:
         case CreateFile():
             summary = f"{'Replaced' if replaced else 'Created'} {cmd.path!r}"
         case EditFile():
-            added = len(ops.split_lines(cmd.content))
+            added = len(split_keeping_ends(cmd.content))
             summary = (
                 f"Edited {cmd.path!r}: replaced lines {cmd.start_line}-{cmd.end_line} "
                 f"({cmd.end_line - cmd.start_line + 1}) with {added} line{'s' if added != 1 else ''}"
@@ -253,7 +252,7 @@ def _ran(cmd: RunCommand, outcome: ops.CommandOutcome, output: str) -> CommandRe
     return CommandResult(cmd.name, outcome.status == "ok", summary, output)
 
 
-def _translate(cmd: RelayCommand, result: ToolResult) -> CommandResult:
+def _translate(cmd: RelayCommand, result: ToolCallOutcome) -> CommandResult:
     data = result.data
     if isinstance(data, ops.OperationError):
         return _failed(cmd, getattr(cmd, "path", ""), data)

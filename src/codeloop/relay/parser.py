@@ -39,7 +39,7 @@ from codeloop.relay.commands import (
     RelayCommand,
     RunCommand,
 )
-from codeloop.tools.workspace_ops import without_terminator
+from codeloop.tools.text_endings import strip_ending
 
 _ATTR = re.compile(r"""([A-Za-z_][\w-]*)[^\S\n]*=[^\S\n]*(?:"([^"]*)"|'([^']*)'|([^\s\]"']+))""")
 # An opening tag: group 1 the name; group 2 a well-formed attribute list when the tag is
@@ -122,7 +122,7 @@ def _build_with_body(name: str, attrs: dict[str, str], body: str, line: int) -> 
         return EditFile(
             path, _line_number(name, attrs, "start_line"), _line_number(name, attrs, "end_line"), body, line=line
         )
-    text = without_terminator(body)
+    text = strip_ending(body)
     if name == "RUN_COMMAND":
         if not text.strip():
             raise _BlockError(

@@ -8,7 +8,7 @@ Public API::
     list_sessions(workspace=None), latest_session(workspace), session_info(id)
     rebuild_history(events) -> list[Turn]  the turns to continue a session
     to_markdown(id, events), events_to_jsonl(events)
-    Checkpoints(id, workspace)             file snapshots per turn; install(registry), observe(event)
+    Checkpoints(id, workspace)             file snapshots per turn; around(call) (Session.checkpoint), observe(event)
     rewind(id, to_turn, workspace=None)    restore files + cut the log; RewindRefusedError
 """
 

@@ -19,21 +19,21 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from codeloop.agent.events import EventKind, SessionEvent
 from codeloop.environments.atomic import atomic_write
-from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import WorkspaceError
 from codeloop.environments.resolver import resolve_workspace_path
+from codeloop.policy.approval import ToolCallRequest
 from codeloop.sessions.log import LoggedEvent
 from codeloop.sessions.state_dir import checkpoints_path
 from codeloop.tools.errors import PatchError
 from codeloop.tools.patch_parser import AddFile, DeleteFile, UpdateFile, parse_patch
-from codeloop.tools.registry import RegisteredTool, ToolContext, ToolOutput, ToolRegistry
 
 WRITING_TOOLS = ("write_file", "edit_file", "apply_patch")
 """Tools whose target paths are snapshotted (arguments name every file they change)."""
@@ -88,8 +88,8 @@ class Checkpoints:
     """Records file snapshots of one session's turns.
 
     Feed it every session event (``session.subscribe(checkpoints.observe)``) so it knows the
-    current turn, and install it on the tool registry (:meth:`install`) before the first
-    input so file tools snapshot their targets. Snapshot failures never fail a tool call.
+    current turn, and give :meth:`around` to the tool pipeline (``Session.checkpoint``) so
+    file tools snapshot their targets. Snapshot failures never fail a tool call.
     """
 
     def __init__(self, session_id: str, workspace: Path | str, *, turn: int = 0) -> None:
@@ -163,34 +163,21 @@ class Checkpoints:
                 files[resolved[0]]["after"] = sha256_of(resolved[1])
         self._save(self.turn, files)
 
-    def wrap(self, tool: RegisteredTool) -> RegisteredTool:
-        """``tool`` with snapshots around its executor (unchanged if it is not a writing tool)."""
-        if tool.name not in WRITING_TOOLS:
-            return tool
-        inner = tool.executor
-
-        async def executor(arguments: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> str | ToolOutput:
-            paths = target_paths(tool.name, arguments)
-            try:
-                self.before_write(paths)
-            except OSError:
-                pass
-            try:
-                return await inner(arguments, env, ctx)
-            finally:
-                try:
-                    self.after_write(paths)
-                except OSError:
-                    pass
-
-        return RegisteredTool(tool.definition, executor)
-
-    def install(self, registry: ToolRegistry) -> None:
-        """Wrap the writing tools of ``registry`` in place (call before the session's first input)."""
-        for name in registry.names():
-            tool = registry.get(name)
-            if tool is not None and tool.name in WRITING_TOOLS:
-                registry.register(self.wrap(tool))
+    @contextmanager
+    def around(self, call: ToolCallRequest) -> Iterator[None]:
+        """The pipeline's CHECKPOINT step (``Session.checkpoint``): snapshot the paths a writing
+        tool names before it runs and record their hashes after it ran; other tools pass by."""
+        if call.name not in WRITING_TOOLS:
+            yield
+            return
+        paths = target_paths(call.name, call.arguments)
+        with suppress(OSError):
+            self.before_write(paths)
+        try:
+            yield
+        finally:
+            with suppress(OSError):
+                self.after_write(paths)
 
     # -- reading -----------------------------------------------------------------------
 

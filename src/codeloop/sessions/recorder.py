@@ -6,8 +6,8 @@ This is the one call ``codeloop run`` makes::
     ...                      # session.submit(...)
     recording.close()        # after session.close()
 
-Call it before the session's first input: the history must be in place and the file tools
-wrapped before the first model request (the session reads its registry then).
+Call it before the session's first input: the history must be in place and the pipeline's
+checkpoint hook set before the first tool call.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def record_session(session: Session, workspace: Path | str, *, resume: str | Non
         _remember_seen_files(session, events)
     log = SessionLog(log_id)
     checkpoints = Checkpoints(log_id, workspace, turn=turn)
-    checkpoints.install(session.profile.tool_registry)
+    session.checkpoint = checkpoints.around
     recording = Recording(log_id, log, checkpoints)
     recording._unsubscribe += [session.subscribe(log.listener(on_error)), session.subscribe(checkpoints.observe)]
     return recording

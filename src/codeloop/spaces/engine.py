@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -33,7 +34,16 @@ from pydantic import BaseModel
 
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import WorkspaceError
-from codeloop.policy import Decision, Policy, evaluate_command, evaluate_path, is_read_only_line
+from codeloop.llm.types import ToolDefinition
+from codeloop.policy import (
+    Decision,
+    Policy,
+    evaluate_command,
+    evaluate_path,
+    is_read_only_line,
+    judge_env,
+    strictest,
+)
 from codeloop.policy.approval import ToolCallRequest, ToolPolicy
 from codeloop.spaces.operations import (
     Approval,
@@ -61,11 +71,10 @@ from codeloop.tools.pipeline import execute_tool_call
 from codeloop.tools.registry import (
     Executor,
     RegisteredTool,
+    ToolCallOutcome,
     ToolContext,
-    ToolDefinition,
     ToolOutput,
     ToolRegistry,
-    ToolResult,
     object_schema,
 )
 
@@ -117,19 +126,21 @@ _PATH_ACCESS: dict[str, Literal["read", "write", "delete"]] = {
     "createFile": "write", "readFile": "read", "editFile": "write", "deleteFile": "delete"}
 
 
-def decide(name: str, args: Mapping[str, Any], policy: Policy) -> Decision:
-    """The policy's verdict on one operation (its type and its arguments)."""
+def decide(name: str, args: Mapping[str, Any], policy: Policy, root: str | None = None) -> Decision:
+    """The policy's verdict on one operation (its type and its arguments). ``root``, the
+    workspace on this host, lets paths be judged where their links lead."""
     if name == "shell":
-        verdict = evaluate_command(args["command"], policy.shell, policy.network)
+        verdict = strictest([evaluate_command(args["command"], policy.shell, policy.network),
+                             judge_env(args.get("env") or {}, policy.shell, policy.network, root)])
         if verdict.action == "allow" and policy.unsandboxed and not is_read_only_line(args["command"]):
             verdict = Decision.ask("commands run without the bubblewrap sandbox here, so a command that is "
                                    "not read-only needs approval", "sandbox.unavailable")
         if args.get("cwd") and verdict.action != "deny":
-            cwd_verdict = evaluate_path(args["cwd"], "read", policy.filesystem)
+            cwd_verdict = evaluate_path(args["cwd"], "read", policy.filesystem, root=root)
             if cwd_verdict.action == "deny":
                 return cwd_verdict
         return verdict
-    return evaluate_path(args["path"], _PATH_ACCESS[name], policy.filesystem)
+    return evaluate_path(args["path"], _PATH_ACCESS[name], policy.filesystem, root=root)
 
 
 def space_policy(policy: Policy, verdicts: list[Decision]) -> ToolPolicy:
@@ -137,7 +148,7 @@ def space_policy(policy: Policy, verdicts: list[Decision]) -> ToolPolicy:
     ``verdicts`` (the events need its rule and suggestion)."""
 
     async def check(call: ToolCallRequest, env: ExecutionEnvironment) -> Decision:
-        verdict = decide(call.name, call.arguments, policy)
+        verdict = decide(call.name, call.arguments, policy, env.working_directory())
         verdicts.append(verdict)
         return verdict
 
@@ -218,7 +229,7 @@ async def _one(op: Any, op_id: str, env: ExecutionEnvironment, policy: Policy, a
     return _file_event(op, ts, result)
 
 
-def _error_of(result: ToolResult) -> Exception:
+def _error_of(result: ToolCallOutcome) -> Exception:
     """The typed error of a failed call. A failure without one (an executor's bug, a policy
     that raised) is the runtime's own: raised, so the run ends with a system error."""
     if isinstance(result.data, WorkspaceError | ToolError):
@@ -231,7 +242,7 @@ _FILE_EVENTS: dict[type, type[BaseModel]] = {
     EditFileOperation: EditFileEvent, DeleteFileOperation: DeleteFileEvent}
 
 
-def _file_event(op: Any, ts: str, result: ToolResult) -> BaseModel:
+def _file_event(op: Any, ts: str, result: ToolCallOutcome) -> BaseModel:
     if result.is_error:
         return _FILE_EVENTS[type(op)](timestamp=ts, operationId=op.id, path=op.path, success=False,
                                       error=_error_text(op, _error_of(result)))
@@ -273,7 +284,7 @@ def _error_text(op: Any, exc: Exception) -> str:
     return str(exc)
 
 
-def _shell_event(op: ShellOperation, ts: str, result: ToolResult) -> BaseModel:
+def _shell_event(op: ShellOperation, ts: str, result: ToolCallOutcome) -> BaseModel:
     def event(**fields: Any) -> ShellEvent:
         return ShellEvent(timestamp=ts, operationId=op.id, command=op.command, **fields)
 
@@ -298,7 +309,7 @@ def _shell_event(op: ShellOperation, ts: str, result: ToolResult) -> BaseModel:
 
 
 async def run_file_operation(name: str, args: dict[str, Any], env: ExecutionEnvironment,
-                             policy: Policy) -> ToolResult:
+                             policy: Policy) -> ToolCallOutcome:
     """One file operation outside a run (the HTTP file endpoints), through the same tools and
     POLICY step as a run's; an operation the policy would ask about is not run (nobody can
     approve it there)."""
@@ -314,8 +325,10 @@ def _within(change: ops.PlannedChange, max_bytes: int) -> None:
                                  limit=max_bytes)
 
 
+@functools.lru_cache(maxsize=64)
 def space_registry(policy: Policy) -> ToolRegistry:
-    """The tools of a space's operations; ``ToolOutput.data`` holds the typed outcome."""
+    """The tools of a space's operations; ``ToolOutput.data`` holds the typed outcome. Built
+    once per policy (every operation of every run asks for it)."""
     max_bytes = policy.filesystem.max_file_size
 
     async def create(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:
@@ -326,8 +339,9 @@ def space_registry(policy: Policy) -> ToolRegistry:
                 raise ToolError("content is not valid base64") from None
         else:
             data = args["content"].encode("utf-8", "surrogatepass")
+        # Base64 content is binary: written exactly; UTF-8 text over a CRLF/BOM file keeps them.
         written = await ops.create_file(env, args["path"], data, overwrite=bool(args.get("overwrite")),
-                                        max_bytes=max_bytes)
+                                        max_bytes=max_bytes, keep_format=args.get("encoding") != "base64")
         return ToolOutput(f"wrote {written.bytes_written} bytes", data=written)
 
     async def read(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:

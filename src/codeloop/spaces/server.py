@@ -53,7 +53,7 @@ from codeloop.spaces.policy_config import PolicyConfigError
 from codeloop.spaces.runs import MessageRejectedError
 from codeloop.spaces.service import DEFAULT_TTL_S, MAX_TTL_S, ServiceError, SpacesService
 from codeloop.spaces.workspace import UNSANDBOXED_WARNING
-from codeloop.tools.registry import ToolResult
+from codeloop.tools.registry import ToolCallOutcome
 
 log = logging.getLogger(__name__)
 MAX_BODY_BYTES = 16 * 1024 * 1024
@@ -266,7 +266,7 @@ class SpacesAPI:
         if why:
             raise ServiceError(400, "invalid_path", f"path {path[:80]!r} {why}")
         policy, env = await self.service.environment(space)
-        verdict = evaluate_path(path, access, policy.filesystem)
+        verdict = evaluate_path(path, access, policy.filesystem, root=env.env.working_directory())
         if verdict.action != "allow":
             extra = "; send it as an operation in a run to ask for approval" if verdict.action == "ask" else ""
             raise ServiceError(403, "policy_denied", verdict.reason + extra)
@@ -303,7 +303,7 @@ class SpacesAPI:
         return Response(status_code=204)
 
 
-def _raise_for(result: ToolResult, path: str) -> None:
+def _raise_for(result: ToolCallOutcome, path: str) -> None:
     """The HTTP error of a failed file endpoint call."""
     if not result.is_error:
         return

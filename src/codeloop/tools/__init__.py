@@ -3,7 +3,8 @@
 Public entry points: :func:`execute_tool_call` (loop spec §3.8) and
 :func:`resume_tool_call` (a call held for approval), :class:`ToolRegistry`,
 :func:`truncate_tool_output` (spec §5), and the tool sets in ``codeloop.tools.sets``.
-Policies answer with :class:`codeloop.policy.Decision`.
+Policies answer with :class:`codeloop.policy.Decision`; tools are described by ``codeloop.llm``'s
+``ToolDefinition`` (one family of tool types).
 """
 
 from __future__ import annotations
@@ -13,13 +14,11 @@ from codeloop.tools.errors import PatchError, ToolError
 from codeloop.tools.pipeline import execute_tool_call, resume_tool_call
 from codeloop.tools.registry import (
     Executor,
-    ImageData,
     RegisteredTool,
+    ToolCallOutcome,
     ToolContext,
-    ToolDefinition,
     ToolOutput,
     ToolRegistry,
-    ToolResult,
 )
 from codeloop.tools.truncation import (
     TruncationConfig,
@@ -31,18 +30,16 @@ from codeloop.tools.truncation import (
 __all__ = [
     "Approver",
     "Executor",
-    "ImageData",
     "PatchError",
     "PendingApproval",
     "RegisteredTool",
+    "ToolCallOutcome",
     "ToolCallRequest",
     "ToolContext",
-    "ToolDefinition",
     "ToolError",
     "ToolOutput",
     "ToolPolicy",
     "ToolRegistry",
-    "ToolResult",
     "TruncationConfig",
     "execute_tool_call",
     "resume_tool_call",

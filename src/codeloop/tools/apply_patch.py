@@ -10,9 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from codeloop.environments.base import ExecutionEnvironment
+from codeloop.llm.types import ToolDefinition
+from codeloop.tools.files import SEEN_FILES
 from codeloop.tools.patch_apply import PatchApplyError, PatchOutcome, apply_hunks
 from codeloop.tools.patch_parser import parse_patch
-from codeloop.tools.registry import RegisteredTool, ToolContext, ToolDefinition, ToolOutput
+from codeloop.tools.registry import RegisteredTool, ToolContext, ToolOutput
+from codeloop.tools.workspace_ops import fingerprint
 
 APPLY_PATCH_DESCRIPTION = """\
 Apply code changes using the patch format. Supports creating, deleting, and modifying files \
@@ -49,15 +52,40 @@ APPLY_PATCH_PARAMETERS: dict[str, Any] = {
 }
 
 
-async def apply_patch_text(env: ExecutionEnvironment, text: str, *, partial: bool = False) -> PatchOutcome:
+async def apply_patch_text(
+    env: ExecutionEnvironment, text: str, *, partial: bool = False, ctx: ToolContext | None = None
+) -> PatchOutcome:
     """Parse and apply ``text`` all or nothing (``partial=True``: hunk by hunk, as codex's
-    standalone binary does); raise ``PatchParseError`` or ``PatchApplyError``."""
-    return await apply_hunks(env, parse_patch(text).hunks, partial=partial)
+    standalone binary does); raise ``PatchParseError`` or ``PatchApplyError``. With the
+    ``ctx`` of a session, a file that changed since the session last read or wrote it
+    refuses the patch (``files.SeenFiles``), and the files written count as seen."""
+    if ctx is None or ctx.session_id is None:
+        return await apply_hunks(env, parse_patch(text).hunks, partial=partial)
+    session = ctx
+
+    def check(path: str, data: bytes) -> None:
+        SEEN_FILES.check_unchanged(session, env, path, data)
+
+    try:
+        outcome = await apply_hunks(env, parse_patch(text).hunks, partial=partial, check=check)
+    except PatchApplyError as exc:
+        _saw_written(session, env, exc.partial)
+        raise
+    _saw_written(session, env, outcome)
+    return outcome
+
+
+def _saw_written(ctx: ToolContext, env: ExecutionEnvironment, outcome: PatchOutcome) -> None:
+    for path, data in outcome.written.items():
+        if data is None:
+            SEEN_FILES.forget(ctx, env, path)
+        else:
+            SEEN_FILES.saw(ctx, env, path, fingerprint(data))
 
 
 async def _run_apply_patch(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:
     try:
-        outcome = await apply_patch_text(env, args["patch"])
+        outcome = await apply_patch_text(env, args["patch"], ctx=ctx)
     except PatchApplyError as exc:
         text = exc.message
         if not exc.partial.empty:

@@ -58,12 +58,29 @@ def parse_arguments(tool_name: str, arguments: Mapping[str, Any] | str | None) -
 
 def validate_arguments(tool_name: str, schema: Mapping[str, Any], arguments: dict[str, Any]) -> None:
     """Raise :class:`ArgumentError` listing every schema violation of ``arguments``."""
-    validator = _validator(json.dumps(schema, sort_keys=True))
+    validator = _validator_of(schema)
     errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
     if not errors:
         return
     problems = [_describe(error, schema) for error in errors]
     raise ArgumentError(f"Invalid arguments for tool '{tool_name}': " + "; ".join(problems) + ".")
+
+
+_BY_IDENTITY: dict[int, tuple[Mapping[str, Any], Draft202012Validator]] = {}
+"""Validators by the schema object they were built for: a tool's schema is the same object on
+every call, so the hot path skips serializing it (the entry holds the schema, so its id
+cannot be reused while cached). Tool schemas are not changed after registration."""
+
+
+def _validator_of(schema: Mapping[str, Any]) -> Draft202012Validator:
+    hit = _BY_IDENTITY.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    validator = _validator(json.dumps(schema, sort_keys=True))
+    if len(_BY_IDENTITY) >= 1024:
+        _BY_IDENTITY.clear()
+    _BY_IDENTITY[id(schema)] = (schema, validator)
+    return validator
 
 
 @lru_cache(maxsize=256)

@@ -24,17 +24,18 @@ from typing import Any
 
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import WorkspaceError
+from codeloop.llm.types import ToolDefinition
 from codeloop.tools import workspace_ops as ops
 from codeloop.tools.errors import ToolError
-from codeloop.tools.files import number_lines
+from codeloop.tools.files import SEEN_FILES, number_lines
 from codeloop.tools.patch_apply import PUNCTUATION_TO_ASCII
-from codeloop.tools.registry import RegisteredTool, ToolContext, ToolDefinition, object_schema
+from codeloop.tools.registry import RegisteredTool, ToolContext, object_schema
 from codeloop.tools.text_endings import (
+    keep_common_lines,
+    replacement_text,
     split_bom,
-    split_keeping_ends,
     strip_ending,
     text_dominant_ending,
-    with_ending,
 )
 
 WINDOW_CONTEXT = 3
@@ -94,23 +95,29 @@ async def edit_file(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolCo
     if old == new:
         raise ToolError("old_string and new_string are identical; nothing to change.")
     if old == "":
-        return await _create(env, path, new)
-    text = await _read_text(env, path)
-    ending = text_dominant_ending(text)
+        return await _create(env, ctx, path, new)
+    text = await _read_text(env, path, ctx)
     try:
-        updated, count = ops.replace_text(text, old, replacement_text(old, old, new, ending),
-                                          "all" if replace_all else "unique")
+        updated, count = ops.edit_text(text, [ops.TextEdit(old, new)], "all" if replace_all else "unique")
     except ops.OperationError as exc:
         if exc.kind == "ambiguous":
             raise ToolError(_not_unique(path, text, old, exc.count or 0)) from None
-        return await _fuzzy(env, path, text, old, new, replace_all)
-    await ops.write_file(env, path, updated)
+        updated, note = _fuzzy(path, text, old, new, replace_all)
+        await _write(env, ctx, path, updated)
+        return note
+    await _write(env, ctx, path, updated)
     return f"Edited {path}: {_replacements(count)}."
 
 
-async def _create(env: ExecutionEnvironment, path: str, new: str) -> str:
+async def _write(env: ExecutionEnvironment, ctx: ToolContext, path: str, text: str) -> None:
+    written = await ops.write_file(env, path, text)
+    SEEN_FILES.saw(ctx, env, path, written.sha256)
+
+
+async def _create(env: ExecutionEnvironment, ctx: ToolContext, path: str, new: str) -> str:
     try:
         written = await ops.create_file(env, path, new, overwrite=False)
+        SEEN_FILES.saw(ctx, env, path, written.sha256)
     except ops.OperationError as exc:
         if exc.kind != "exists":
             raise
@@ -121,9 +128,11 @@ async def _create(env: ExecutionEnvironment, path: str, new: str) -> str:
     return f"Created {path} ({written.bytes_written} bytes)."
 
 
-async def _read_text(env: ExecutionEnvironment, path: str) -> str:
+async def _read_text(env: ExecutionEnvironment, path: str, ctx: ToolContext) -> str:
     try:
-        text = await ops.read_text(env, path)
+        data = await ops.read_bytes(env, path)
+        SEEN_FILES.check_unchanged(ctx, env, path, data)
+        text = ops.decode_text(data, path)
     except ops.OperationError as exc:
         if exc.kind == "not_found":
             raise ToolError(f"{exc} To create a new file, call edit_file with an empty old_string or use write_file.") from None
@@ -134,33 +143,6 @@ async def _read_text(env: ExecutionEnvironment, path: str) -> str:
     if "\0" in text:
         raise ToolError(f"Cannot edit {path}: it is a binary file.")
     return text
-
-
-def replacement_text(matched: str, old: str, new: str, ending: str) -> str:
-    """What replaces ``matched`` (the file's text where ``old`` matched, with the same line
-    breaks): ``new``, with its line breaks written as ``ending``, except that the lines it
-    shares with ``old`` keep ``matched``'s bytes."""
-    new_lines = split_keeping_ends(new)
-    fresh = [with_ending(line, ending) for line in new_lines]
-    return "".join(keep_common_lines(split_keeping_ends(matched), split_keeping_ends(old), new_lines, fresh))
-
-
-def keep_common_lines(matched: list[str], old: list[str], new: list[str], fresh: list[str]) -> list[str]:
-    """The lines replacing ``matched`` (``matched[i]`` is the file's line where ``old[i]``
-    matched): a line of ``new`` whose text ``old`` also has is the file's line; any other is
-    ``fresh[j]``, the new line as written to the file. A kept line keeps its own ending,
-    unless the new line has none (the end of the replaced text) or it had none itself.)"""
-    out: list[str] = []
-    opcodes = difflib.SequenceMatcher(None, [strip_ending(x) for x in old], [strip_ending(x) for x in new], autojunk=False)
-    for tag, i1, i2, j1, j2 in opcodes.get_opcodes():
-        if tag != "equal":
-            out += fresh[j1:j2]
-            continue
-        for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
-            text = strip_ending(matched[i])
-            own, wanted = matched[i][len(text) :], fresh[j][len(strip_ending(fresh[j])) :]
-            out.append(text + (own if own and wanted else wanted))
-    return out
 
 
 def _replacements(count: int) -> str:
@@ -185,9 +167,8 @@ def _not_unique(path: str, text: str, old: str, count: int) -> str:
     )
 
 
-async def _fuzzy(
-    env: ExecutionEnvironment, path: str, text: str, old: str, new: str, replace_all: bool
-) -> str:
+def _fuzzy(path: str, text: str, old: str, new: str, replace_all: bool) -> tuple[str, str]:
+    """The text after a tolerant match, and the note saying what matched."""
     # Every mapped character is one code point to one, so positions carry over unchanged.
     normalized = text.translate(PUNCTUATION_TO_ASCII)
     wanted = old.translate(PUNCTUATION_TO_ASCII)
@@ -202,14 +183,13 @@ async def _fuzzy(
             pieces += [text[position:start], replacement_text(text[start:end], old, new, ending)]
             position = end
             start = normalized.find(wanted, position)
-        await ops.write_file(env, path, "".join(pieces) + text[position:])
-        return (
+        return "".join(pieces) + text[position:], (
             f"Edited {path}: {_replacements(count)} (fuzzy match: old_string matched after reading "
             "curly quotes, dashes and non-breaking spaces as their ASCII forms)."
         )
     if count > 1:
         raise ToolError(_not_unique(path, normalized, wanted, count))
-    return await _fuzzy_lines(env, path, text, old, new, replace_all)
+    return _fuzzy_lines(path, text, old, new, replace_all)
 
 
 def _key(line: str) -> str:
@@ -229,9 +209,7 @@ def _indent(line: str) -> str:
     return line[: len(line) - len(line.lstrip())]
 
 
-async def _fuzzy_lines(
-    env: ExecutionEnvironment, path: str, text: str, old: str, new: str, replace_all: bool
-) -> str:
+def _fuzzy_lines(path: str, text: str, old: str, new: str, replace_all: bool) -> tuple[str, str]:
     bom, body = split_bom(text)  # a BOM is not part of the first line's text
     file_lines = body.split("\n")
     old_lines = _trim_blank(old.split("\n"))
@@ -274,9 +252,8 @@ async def _fuzzy_lines(
         out += ("".join(region) + last_cr).split("\n") if new_lines else []
         position = start + size
     out += file_lines[position:]
-    await ops.write_file(env, path, bom + "\n".join(out))
     spans = ", ".join(f"{m + 1}-{m + size}" for m in matches[:10])
-    return (
+    return bom + "\n".join(out), (
         f"Edited {path}: {_replacements(len(matches))} (fuzzy match: old_string matched lines "
         f"{spans} when whitespace and indentation are ignored; new_string was re-indented to match)."
     )

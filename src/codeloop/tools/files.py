@@ -13,16 +13,10 @@ from typing import Any
 
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import BinaryFileError, WorkspaceError
+from codeloop.llm.types import ImageData, ToolDefinition
 from codeloop.tools import workspace_ops as ops
 from codeloop.tools.errors import ToolError
-from codeloop.tools.registry import (
-    ImageData,
-    RegisteredTool,
-    ToolContext,
-    ToolDefinition,
-    ToolOutput,
-    object_schema,
-)
+from codeloop.tools.registry import RegisteredTool, ToolContext, ToolOutput, object_schema
 
 DEFAULT_READ_LIMIT = 2000
 """Lines read_file returns when no ``limit`` is given (spec §3.3)."""
@@ -60,12 +54,18 @@ def _image_type(path: str) -> str | None:
 
 
 class SeenFiles:
-    """Files each session has read or written, so write_file can refuse to replace a file the
-    model has never looked at (a small model "sets a key" in a JSON file by writing a new file
-    holding only that key). Bounded per process; sessions without an id are not tracked."""
+    """Files each session has read or written, and the version it saw (the fingerprint of
+    the file's bytes then), for two refusals: write_file does not replace a file the model
+    has never looked at (a small model "sets a key" in a JSON file by writing a new file
+    holding only that key), and no edit (write_file, edit_file, apply_patch) goes over a
+    file that changed on disk since the session last read or wrote it (a command, a
+    formatter or the user changed it: the edit would be computed from text the model has
+    not seen). Bounded per process; sessions without an id (one-shot ``codeloop tool``
+    calls, codali's builder) are not tracked."""
 
     def __init__(self, limit: int = 4096) -> None:
-        self._seen: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._seen: OrderedDict[tuple[str, str], str | None] = OrderedDict()
+        """The fingerprint last seen; None: seen, version unknown (a resumed session's files)."""
         self._limit = limit
 
     @staticmethod
@@ -75,31 +75,71 @@ class SeenFiles:
             path = path[len(root) + 1:]
         return session_id, posixpath.normpath(path)
 
-    def saw(self, ctx: ToolContext, env: ExecutionEnvironment, path: str) -> None:
+    def saw(self, ctx: ToolContext, env: ExecutionEnvironment, path: str, sha256: str | None) -> None:
+        """Record that the call's session read or wrote ``path`` holding bytes of ``sha256``."""
         if ctx.session_id is not None:
-            self.saw_path(ctx.session_id, env.working_directory(), path)
+            self.saw_path(ctx.session_id, env.working_directory(), path, sha256)
 
-    def saw_path(self, session_id: str, root: str, path: str) -> None:
+    def saw_path(self, session_id: str, root: str, path: str, sha256: str | None = None) -> None:
         """Record that ``session_id`` (working in ``root``) has read or written ``path``."""
         key = self._key(session_id, root, path)
         self._seen.pop(key, None)
-        self._seen[key] = None
+        self._seen[key] = sha256
         while len(self._seen) > self._limit:
             self._seen.popitem(last=False)
+
+    def forget(self, ctx: ToolContext, env: ExecutionEnvironment, path: str) -> None:
+        """``path`` was deleted by the session: a file created there later is a new file."""
+        if ctx.session_id is not None:
+            self._seen.pop(self._key(ctx.session_id, env.working_directory(), path), None)
 
     def seen(self, ctx: ToolContext, env: ExecutionEnvironment, path: str) -> bool:
         return ctx.session_id is None or self._key(ctx.session_id, env.working_directory(), path) in self._seen
 
+    def check_unchanged(self, ctx: ToolContext, env: ExecutionEnvironment, path: str, data: bytes) -> None:
+        """Raise :class:`ToolError` when ``path``, which holds ``data`` now, is not the
+        version the session last read or wrote. A file the session has not seen passes
+        (edit_file and apply_patch match their text against the file itself)."""
+        if ctx.session_id is None:
+            return
+        known = self._seen.get(self._key(ctx.session_id, env.working_directory(), path))
+        if known is not None and known != ops.fingerprint(data):
+            raise ToolError(stale_file_message(path))
+
+
+def stale_file_message(path: str) -> str:
+    """The refusal of an edit over changes the model has not seen."""
+    return (
+        f"{path} has changed on disk since you last read or wrote it in this session (a command, "
+        f"another program or the user changed it); the change was refused. Call read_file on {path} "
+        "again and make your change on its current content.")
+
 
 SEEN_FILES = SeenFiles()
-"""Shared by read_file, read_many_files, write_file and edit_file of every registry."""
+"""Shared by read_file, read_many_files, write_file, edit_file and apply_patch of every registry."""
+
+MAX_FINGERPRINT_BYTES = 64_000_000
+"""Files up to this size are fingerprinted when read; a bigger one is seen without a version."""
+
+
+async def _version(env: ExecutionEnvironment, ctx: ToolContext, path: str) -> str | None:
+    """The fingerprint of ``path`` as it is now, for a session that tracks what it read."""
+    if ctx.session_id is None:
+        return None
+    try:
+        return ops.fingerprint(await ops.read_bytes(env, path, max_bytes=MAX_FINGERPRINT_BYTES))
+    except WorkspaceError:
+        return None
 
 
 async def read_file(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:
     """Line-numbered text; images as image data; binary files refused (spec §3.3)."""
     path: str = args["file_path"]
+    # Taken before the read: if the file changes in between, a later edit is refused, never
+    # computed from text the model did not see.
+    version = await _version(env, ctx, path)
     output = await _read_file(path, args, env)
-    SEEN_FILES.saw(ctx, env, path)
+    SEEN_FILES.saw(ctx, env, path, version)
     return output
 
 
@@ -116,7 +156,7 @@ async def _read_file(path: str, args: dict[str, Any], env: ExecutionEnvironment)
             raise ToolError(f"{path} is an image of {exc.size} bytes, over the {MAX_IMAGE_BYTES}-byte limit.") from None
         return ToolOutput(
             f"Image file {path} ({media_type}, {len(data)} bytes) is attached.",
-            images=(ImageData(media_type, data),),
+            images=(ImageData(data=data, media_type=media_type),),
         )
     try:
         text = await env.read_file(path, offset=offset, limit=limit + 1)
@@ -148,8 +188,9 @@ async def read_many_files(args: dict[str, Any], env: ExecutionEnvironment, ctx: 
     skipped = paths[MAX_MANY_FILES:]
     for path in paths[:MAX_MANY_FILES]:
         try:
+            version = await _version(env, ctx, path)
             sections.append(f"--- {path} ---\n{await env.read_file(path)}")
-            SEEN_FILES.saw(ctx, env, path)
+            SEEN_FILES.saw(ctx, env, path, version)
         except WorkspaceError as exc:
             sections.append(f"--- {path} ---\n[skipped: {exc}]")
     if skipped:
@@ -160,16 +201,21 @@ async def read_many_files(args: dict[str, Any], env: ExecutionEnvironment, ctx: 
 async def write_file(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> str:
     """Atomically create or replace a file, parents included; report bytes written. In a
     session, an existing file must have been read (or written) by it first, as Claude Code
-    requires: replacing a file unseen loses what the model did not know was there."""
+    requires: replacing a file unseen loses what the model did not know was there; and it
+    must not have changed since (:class:`SeenFiles`). A replaced UTF-8 file keeps its CRLF
+    endings and BOM (``workspace_ops.create_file``)."""
     path: str = args["file_path"]
-    if not SEEN_FILES.seen(ctx, env, path) and await env.file_exists(path):
-        size = (await env.stat(path)).size
-        raise ToolError(
-            f"{path} already exists ({size} bytes) and you have not read it in this session. write_file "
-            f"replaces the whole file: call read_file on {path} first, then write its complete new content "
-            "keeping what should stay (or change just a part with edit_file).")
-    written = await ops.write_file(env, path, args["content"])
-    SEEN_FILES.saw(ctx, env, path)
+    if ctx.session_id is not None and await env.file_exists(path):
+        if not SEEN_FILES.seen(ctx, env, path):
+            size = (await env.stat(path)).size
+            raise ToolError(
+                f"{path} already exists ({size} bytes) and you have not read it in this session. write_file "
+                f"replaces the whole file: call read_file on {path} first, then write its complete new content "
+                "keeping what should stay (or change just a part with edit_file).")
+        if not (await env.stat(path)).is_dir:
+            SEEN_FILES.check_unchanged(ctx, env, path, await ops.read_bytes(env, path))
+    written = await ops.create_file(env, path, args["content"])
+    SEEN_FILES.saw(ctx, env, path, written.sha256)
     return f"Wrote {written.bytes_written} bytes to {path}"
 
 

@@ -20,7 +20,8 @@ from codeloop.environments.base import ExecutionEnvironment
 from codeloop.index.code_index import CodeIndex
 from codeloop.index.errors import CodeIndexError
 from codeloop.index.models import ImpactReport, SearchHit, Symbol
-from codeloop.tools.registry import RegisteredTool, ToolContext, ToolDefinition, ToolOutput, object_schema
+from codeloop.llm.types import ToolDefinition
+from codeloop.tools.registry import RegisteredTool, ToolContext, ToolOutput, object_schema
 
 SEARCH_CODE = ToolDefinition(
     name="search_code",

@@ -3,7 +3,7 @@
 The whole patch is planned first (:class:`_Plan`): every path is resolved through the
 environment (so its one resolver judges it), every file read, every new content computed,
 in patch order, against an in-memory view of the files the patch already changed. Only
-then is anything written, each file atomically through the environment; if a write fails
+then is anything written, each file atomically through ``workspace_ops`` (the one writer); if a write fails
 midway, the files already written are restored from the plan's originals (files the patch
 created are removed). A crash (power loss, kill -9) between two writes can still leave
 the files already written: there is no journal.
@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import FileNotFoundInWorkspaceError, WorkspaceError
 from codeloop.environments.local import decode_text
-from codeloop.tools.errors import PatchError
+from codeloop.tools import workspace_ops as ops
+from codeloop.tools.errors import PatchError, ToolError
 from codeloop.tools.patch_parser import (
     RUST_WHITESPACE,
     AddFile,
@@ -82,6 +83,8 @@ class PatchOutcome:
     """``M`` lines (the destination for moves)."""
     deleted: list[str] = field(default_factory=list)
     """``D`` lines."""
+    written: dict[str, bytes | None] = field(default_factory=dict)
+    """The bytes each changed file now holds (None: deleted), by the path the patch used."""
 
     def summary(self) -> str:
         """codex's success text: ``Success. Updated the following files:`` then one line each."""
@@ -101,6 +104,7 @@ class PatchOutcome:
         self.added += other.added
         self.modified += other.modified
         self.deleted += other.deleted
+        self.written.update(other.written)
 
 
 class PatchApplyError(PatchError):
@@ -116,19 +120,26 @@ class PatchApplyError(PatchError):
 NOTHING_WRITTEN = "Nothing was written: a patch applies completely or not at all. Fix it and send the whole patch again."
 
 
-async def apply_hunks(env: ExecutionEnvironment, hunks: Sequence[Hunk], *, partial: bool = False) -> PatchOutcome:
+CheckRead = Callable[[str, bytes], None]
+"""Called with each existing file the patch reads and its bytes; raises ``ToolError`` to
+refuse the patch (the tool's check that the session saw this version)."""
+
+
+async def apply_hunks(
+    env: ExecutionEnvironment, hunks: Sequence[Hunk], *, partial: bool = False, check: CheckRead | None = None
+) -> PatchOutcome:
     """Apply ``hunks`` as one change; raise :class:`PatchApplyError` naming the first
     refused hunk with nothing written. ``partial=True``: hunk by hunk, like codex's binary."""
     if not hunks:
         raise PatchApplyError("No files were modified.", PatchOutcome())
     if not partial:
-        plan = await _Plan.of(env, hunks, NOTHING_WRITTEN)
+        plan = await _Plan.of(env, hunks, NOTHING_WRITTEN, check)
         await plan.commit()
         return plan.outcome
     outcome = PatchOutcome()
     for hunk in hunks:
         try:
-            plan = await _Plan.of(env, (hunk,), "")
+            plan = await _Plan.of(env, (hunk,), "", check)
             await plan.commit()
         except PatchApplyError as exc:
             raise PatchApplyError(exc.message, outcome) from exc
@@ -149,19 +160,20 @@ class _File:
 class _Plan:
     """The whole patch, computed in memory before anything is written."""
 
-    def __init__(self, env: ExecutionEnvironment) -> None:
+    def __init__(self, env: ExecutionEnvironment, check: CheckRead | None) -> None:
         self.env = env
+        self.check = check
         self.files: dict[str, _File] = {}
         """By resolved workspace path, so ``m.txt`` and ``./m.txt`` are one file."""
         self.outcome = PatchOutcome()
 
     @classmethod
-    async def of(cls, env: ExecutionEnvironment, hunks: Sequence[Hunk], note: str) -> _Plan:
-        plan = cls(env)
+    async def of(cls, env: ExecutionEnvironment, hunks: Sequence[Hunk], note: str, check: CheckRead | None) -> _Plan:
+        plan = cls(env, check)
         for hunk in hunks:
             try:
                 await plan.add(hunk)
-            except (WorkspaceError, PatchError, OSError) as exc:
+            except (WorkspaceError, ToolError, OSError) as exc:
                 text = _failure_text(hunk, exc)
                 raise PatchApplyError(f"{text}\n{note}" if note else text, PatchOutcome()) from exc
         return plan
@@ -213,7 +225,7 @@ class _Plan:
         if entry is None:
             if is_dir:
                 raise PatchError(f"Failed to write file {path}: it is a directory")
-            original = None if is_dir is None else await self.env.read_bytes(path)
+            original = None if is_dir is None else await self._read(path)
             entry = self.files[key] = _File(path, original, original)
         return entry
 
@@ -222,7 +234,7 @@ class _Plan:
         key, _ = await self._locate(path)
         entry = self.files.get(key)
         if entry is None:
-            data = await self.env.read_bytes(path)
+            data = await self._read(path)
             entry = self.files[key] = _File(path, data, data)
         if entry.current is None:
             raise FileNotFoundInWorkspaceError(
@@ -230,6 +242,12 @@ class _Plan:
                 path=path,
             )
         return entry, entry.current
+
+    async def _read(self, path: str) -> bytes:
+        data = await ops.read_bytes(self.env, path)
+        if self.check is not None:
+            self.check(path, data)
+        return data
 
     async def commit(self) -> None:
         """Write every changed file, deletions last (a move never loses its source); on a
@@ -240,24 +258,25 @@ class _Plan:
         for entry in changed:
             try:
                 if entry.current is None:
-                    await self.env.delete_file(entry.path)
+                    await ops.delete_file(self.env, entry.path)
                 else:
-                    await self.env.write_file(entry.path, entry.current)
+                    await ops.write_file(self.env, entry.path, entry.current)
             except (WorkspaceError, OSError) as exc:
                 action = "delete" if entry.current is None else "write"
                 raise PatchApplyError(
                     f"Failed to {action} file {entry.path}: {exc}\n{await self._restore(done)}", PatchOutcome()
                 ) from exc
             done.append(entry)
+            self.outcome.written[entry.path] = entry.current
 
     async def _restore(self, done: list[_File]) -> str:
         lost: list[str] = []
         for entry in reversed(done):
             try:
                 if entry.original is None:
-                    await self.env.delete_file(entry.path)
+                    await ops.delete_file(self.env, entry.path)
                 else:
-                    await self.env.write_file(entry.path, entry.original)
+                    await ops.write_file(self.env, entry.path, entry.original)
             except (WorkspaceError, OSError) as exc:
                 lost.append(f"{entry.path} ({exc})")
         if lost:
@@ -268,7 +287,7 @@ class _Plan:
 
 
 def _failure_text(hunk: Hunk, exc: Exception) -> str:
-    if isinstance(exc, PatchError):
+    if isinstance(exc, ToolError):  # a PatchError, or the caller's check refused a file
         return str(exc)
     if isinstance(hunk, AddFile):
         return f"Failed to write file {hunk.path}: {exc}"

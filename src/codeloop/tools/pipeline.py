@@ -1,11 +1,11 @@
 """The tool execution pipeline (loop spec §3.8, §5): one function per step.
 
-``execute_tool_call`` runs LOOKUP → VALIDATE → POLICY → EXECUTE → TRUNCATE and returns a
-:class:`ToolResult`. It never raises for anything a model or a tool can cause: unknown
-tools, malformed arguments, denied calls and every exception of an executor become
-``is_error=True`` results whose text says what went wrong. (Task cancellation still
-propagates: it is the caller's decision, not the model's.) EMIT belongs to the caller,
-which publishes ``result.full_output`` in its ``TOOL_CALL_END`` event.
+``execute_tool_call`` runs EVENT → LOOKUP → VALIDATE → POLICY → CHECKPOINT → EXECUTE →
+TRUNCATE → EVENT and returns a :class:`ToolCallOutcome`. It never raises for anything a
+model or a tool can cause: unknown tools, malformed arguments, denied calls and every
+exception of an executor become ``is_error=True`` outcomes whose text says what went wrong.
+(Task cancellation still propagates: it is the caller's decision, not the model's.) EVENT
+and CHECKPOINT are optional hooks of the caller (the agent's events and file snapshots).
 
 "Needs approval" is a result, not a blocking callback (STYLE §9): when the policy asks and
 no approver is given, the call does not run and ``result.pending`` holds it; the caller
@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
+from functools import partial
 from typing import Any
 
 from codeloop.environments.base import ExecutionEnvironment
@@ -24,9 +26,18 @@ from codeloop.environments.errors import WorkspaceError
 from codeloop.policy.approval import Approver, PendingApproval, ToolCallRequest, ToolPolicy, allow_all
 from codeloop.tools.arguments import ArgumentError, parse_arguments, validate_arguments
 from codeloop.tools.errors import ToolError
-from codeloop.tools.registry import RegisteredTool, ToolContext, ToolOutput, ToolRegistry, ToolResult
+from codeloop.tools.registry import RegisteredTool, ToolCallOutcome, ToolContext, ToolOutput, ToolRegistry
 from codeloop.tools.suggestions import equivalent_call
 from codeloop.tools.truncation import TruncationConfig, truncate_tool_output
+
+ToolEventSink = Callable[[str, dict[str, Any]], None]
+"""EVENT: ``(kind, data)`` with kind ``tool_call_start`` (data: ``tool_name``, ``call_id``,
+``arguments``) before LOOKUP, and ``tool_call_end`` (``call_id``, ``tool_name``, ``output``
+or ``error`` — the full text — and ``duration_ms``) after TRUNCATE; must not raise."""
+
+Checkpoint = Callable[[ToolCallRequest], AbstractContextManager[object]]
+"""CHECKPOINT: a context entered right before EXECUTE and left after it, also when the tool
+failed; only calls that passed POLICY reach it. What it raises becomes the call's error."""
 
 
 class _CallFailed(Exception):
@@ -47,19 +58,22 @@ async def execute_tool_call(
     approver: Approver | None = None,
     config: TruncationConfig | None = None,
     ctx: ToolContext | None = None,
-) -> ToolResult:
+    on_event: ToolEventSink | None = None,
+    checkpoint: Checkpoint | None = None,
+) -> ToolCallOutcome:
     """Run one tool call through the whole pipeline; never raises for model or tool errors."""
     ctx = ctx or ToolContext()
     started = time.monotonic()
+    emit_start(on_event, name, arguments, ctx)
     pending = None
     try:
         tool = lookup(registry, name, arguments)
-        args = validate(tool, arguments)
-        await check_policy(ToolCallRequest(name, args, ctx.call_id), env, policy, approver)
-        produced = await execute(tool, args, env, ctx)
+        call = ToolCallRequest(name, validate(tool, arguments), ctx.call_id)
+        await check_policy(call, env, policy, approver)
+        produced = await execute(tool, call.arguments, env, ctx, checkpoint and partial(checkpoint, call))
     except _CallFailed as failure:
         produced, pending = ToolOutput(str(failure), is_error=True), failure.pending
-    return truncate(name, produced, config, ctx, started, pending)
+    return emit_end(on_event, truncate(name, produced, config, ctx, started, pending))
 
 
 async def resume_tool_call(
@@ -70,21 +84,40 @@ async def resume_tool_call(
     approved: bool,
     config: TruncationConfig | None = None,
     ctx: ToolContext | None = None,
-) -> ToolResult:
+    on_event: ToolEventSink | None = None,
+    checkpoint: Checkpoint | None = None,
+) -> ToolCallOutcome:
     """Finish a call held for approval: approved, it runs (LOOKUP and VALIDATE again, for a
     call read back from storage; POLICY is the human's answer); refused, the result says so.
     Each call of this function runs the tool once: the caller drops ``pending`` first."""
     ctx = ctx or ToolContext(call_id=pending.call.call_id)
     started = time.monotonic()
     name = pending.call.name
+    emit_start(on_event, name, pending.call.arguments, ctx)
     try:
         if not approved:
             raise _CallFailed(_not_approved(name, pending.decision.reason))
         tool = lookup(registry, name, pending.call.arguments)
-        produced = await execute(tool, validate(tool, pending.call.arguments), env, ctx)
+        call = ToolCallRequest(name, validate(tool, pending.call.arguments), ctx.call_id)
+        produced = await execute(tool, call.arguments, env, ctx, checkpoint and partial(checkpoint, call))
     except _CallFailed as failure:
         produced = ToolOutput(str(failure), is_error=True)
-    return truncate(name, produced, config, ctx, started)
+    return emit_end(on_event, truncate(name, produced, config, ctx, started))
+
+
+def emit_start(on_event: ToolEventSink | None, name: str, arguments: Mapping[str, Any] | str | None,
+               ctx: ToolContext) -> None:
+    if on_event is not None:
+        given = arguments if isinstance(arguments, Mapping) else {}
+        on_event("tool_call_start", {"tool_name": name, "call_id": ctx.call_id, "arguments": given})
+
+
+def emit_end(on_event: ToolEventSink | None, outcome: ToolCallOutcome) -> ToolCallOutcome:
+    if on_event is not None:
+        text = "error" if outcome.is_error else "output"
+        on_event("tool_call_end", {"call_id": outcome.call_id, "tool_name": outcome.tool_name,
+                                   text: outcome.full_output, "duration_ms": outcome.duration_ms})
+    return outcome
 
 
 def lookup(registry: ToolRegistry, name: str, arguments: Mapping[str, Any] | str | None = None) -> RegisteredTool:
@@ -147,11 +180,13 @@ def _not_approved(name: str, reason: str) -> str:
 
 
 async def execute(
-    tool: RegisteredTool, args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext
+    tool: RegisteredTool, args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext,
+    checkpoint: Callable[[], AbstractContextManager[object]] | None = None,
 ) -> ToolOutput:
-    """EXECUTE: run the executor; every exception becomes an error output."""
+    """EXECUTE inside CHECKPOINT: run the executor; every exception becomes an error output."""
     try:
-        produced = await tool.executor(args, env, ctx)
+        with checkpoint() if checkpoint is not None else nullcontext():
+            produced = await tool.executor(args, env, ctx)
     except (WorkspaceError, ToolError) as exc:
         return ToolOutput(str(exc), is_error=True, data=exc)
     except Exception as exc:
@@ -169,9 +204,9 @@ async def execute(
 def truncate(
     name: str, produced: ToolOutput, config: TruncationConfig | None, ctx: ToolContext, started: float,
     pending: PendingApproval | None = None,
-) -> ToolResult:
+) -> ToolCallOutcome:
     """TRUNCATE: characters then lines (spec §5.3); keep the full text beside it."""
-    return ToolResult(
+    return ToolCallOutcome(
         output=truncate_tool_output(produced.text, name, config),
         is_error=produced.is_error,
         full_output=produced.text,

@@ -1,51 +1,22 @@
-"""Tool definitions, results and the registry (loop spec §3.7, §3.8).
+"""The registry, what an executor gets and returns, and the pipeline's outcome (loop spec §3.7, §3.8).
 
-Values that cross the tool seam are frozen dataclasses. An executor is a plain async
+What a model sees of a tool is the LLM layer's :class:`~codeloop.llm.types.ToolDefinition`
+(one family of tool types; ``tools/`` sits above ``llm/``). Values that cross the tool seam
+are frozen dataclasses. An executor is a plain async
 callable ``(arguments, env, ctx) -> str | ToolOutput``; it may raise, and the pipeline
-(``codeloop.tools.pipeline``) turns every exception into an error ``ToolResult``.
+(``codeloop.tools.pipeline``) turns every exception into an error ``ToolCallOutcome``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from codeloop.environments.base import ExecutionEnvironment, OutputCallback
+from codeloop.llm.types import ImageData, ToolDefinition
 from codeloop.policy.approval import PendingApproval
-from codeloop.policy.approval_modes import READ_ONLY_TOOLS as READ_ONLY_TOOLS  # for the agent's claims
 from codeloop.tools.workspace_ops import PlannedChange
-
-
-@dataclass(frozen=True)
-class ToolDefinition:
-    """What a model sees of a tool (spec §3.8)."""
-
-    name: str
-    """Unique identifier, as the model calls it."""
-    description: str
-    """Text for the model: what the tool does and when to use it."""
-    parameters: Mapping[str, Any]
-    """JSON Schema of the arguments; the root must be ``{"type": "object", ...}``."""
-
-    def __post_init__(self) -> None:
-        if not self.name:
-            raise ValueError("ToolDefinition.name must not be empty")
-        if self.parameters.get("type") != "object":
-            raise ValueError(
-                f"ToolDefinition {self.name!r}: parameters must be a JSON Schema whose root "
-                f"has \"type\": \"object\" (got {self.parameters.get('type')!r})"
-            )
-
-
-@dataclass(frozen=True)
-class ImageData:
-    """An image returned by a tool for multimodal models (read_file on a png, ...)."""
-
-    media_type: str
-    """MIME type: ``image/png``, ``image/jpeg``, ``image/gif`` or ``image/webp``."""
-    data: bytes
-    """The raw image bytes."""
 
 
 @dataclass(frozen=True)
@@ -81,8 +52,12 @@ class ToolContext:
 
 
 @dataclass(frozen=True)
-class ToolResult:
-    """The outcome of one tool call after the whole pipeline (spec §3.8, §5.1)."""
+class ToolCallOutcome:
+    """The outcome of one tool call after the whole pipeline (spec §3.8, §5.1).
+
+    Not the LLM layer's ``ToolResult`` (the answer sent back to a model, §5.4): this one also
+    keeps the full text, the typed data, images, timing and a held approval for the caller,
+    which builds the model's answer from ``output`` and ``is_error``."""
 
     output: str
     """Text for the model, truncated per spec §5.1–5.3."""

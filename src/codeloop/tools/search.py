@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from codeloop.environments.base import ExecutionEnvironment, GrepOptions
-from codeloop.tools.registry import RegisteredTool, ToolContext, ToolDefinition, object_schema
+from codeloop.llm.types import ToolDefinition
+from codeloop.tools.registry import RegisteredTool, ToolContext, object_schema
 
 DEFAULT_MAX_RESULTS = 100
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from codeloop.environments.base import ExecutionEnvironment
+from codeloop.llm.types import ToolDefinition
 from codeloop.tools.apply_patch import apply_patch_text
 from codeloop.tools.errors import PatchError
-from codeloop.tools.registry import RegisteredTool, ToolContext, ToolDefinition, ToolOutput, object_schema
+from codeloop.tools.registry import RegisteredTool, ToolContext, ToolOutput, object_schema
 from codeloop.tools.workspace_ops import CommandOutcome, run_command
 
 OPENAI_SHELL_TIMEOUT_MS = 10_000
@@ -55,11 +56,11 @@ def is_apply_patch_command(command: str) -> bool:
     return head.startswith(("apply_patch", "applypatch")) and "*** Begin Patch" in command
 
 
-async def _apply_patch_via_shell(command: str, env: ExecutionEnvironment) -> ToolOutput:
+async def _apply_patch_via_shell(command: str, env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:
     """Run the heredoc's patch with the apply_patch code (codex intercepts it the same way:
     there is no ``apply_patch`` program in the workspace)."""
     try:
-        outcome = await apply_patch_text(env, command.strip())
+        outcome = await apply_patch_text(env, command.strip(), ctx=ctx)
     except PatchError as exc:
         return ToolOutput(f"{exc}\n[exit code: 1, duration: 0 ms]", is_error=True)
     return ToolOutput(f"{outcome.summary()}[exit code: 0, duration: 0 ms]")
@@ -70,7 +71,7 @@ def shell_tool(default_timeout_ms: int = OPENAI_SHELL_TIMEOUT_MS, description: s
 
     async def shell(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:
         if is_apply_patch_command(args["command"]):
-            return await _apply_patch_via_shell(args["command"], env)
+            return await _apply_patch_via_shell(args["command"], env, ctx)
         timeout_ms = min(args.get("timeout_ms") or default_timeout_ms, MAX_SHELL_TIMEOUT_MS)
         return format_outcome(await run_command(env, args["command"], timeout_ms=timeout_ms, on_output=ctx.on_output))
 

@@ -1,13 +1,16 @@
-"""Byte-preserving text helpers shared by apply_patch and edit_file (issue 19).
+"""Byte-preserving text helpers: how an edit's new text is computed (issue 19).
 
 An edit must change only what it means to change: a file keeps its byte-order mark, each
 line keeps its own ending (LF or CRLF), and the final-newline state stays as it was. These
 helpers split text into lines that *keep* their endings, so callers splice whole lines and
 never rebuild the ones they did not touch. New lines take the file's dominant ending.
+Every editing path uses them: apply_patch, edit_file, and the file operations of
+``workspace_ops`` that the relay, spaces and the write_file tool go through.
 """
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 
 BOM = "\ufeff"
@@ -68,3 +71,43 @@ def settle_line_ends(lines: list[str], ending: str, final_newline: bool) -> list
         elif not final_newline:
             lines[-1] = strip_ending(last)
     return lines
+
+
+def replacement_text(matched: str, old: str, new: str, ending: str) -> str:
+    """What replaces ``matched`` (the file's text where ``old`` matched, with the same line
+    breaks): ``new``, with its line breaks written as ``ending``, except that the lines it
+    shares with ``old`` keep ``matched``'s bytes."""
+    new_lines = split_keeping_ends(new)
+    fresh = [with_ending(line, ending) for line in new_lines]
+    return "".join(keep_common_lines(split_keeping_ends(matched), split_keeping_ends(old), new_lines, fresh))
+
+
+def keep_common_lines(matched: list[str], old: list[str], new: list[str], fresh: list[str]) -> list[str]:
+    """The lines replacing ``matched`` (``matched[i]`` is the file's line where ``old[i]``
+    matched): a line of ``new`` whose text ``old`` also has is the file's line; any other is
+    ``fresh[j]``, the new line as written to the file. A kept line keeps its own ending,
+    unless the new line has none (the end of the replaced text) or it had none itself.)"""
+    out: list[str] = []
+    opcodes = difflib.SequenceMatcher(None, [strip_ending(x) for x in old], [strip_ending(x) for x in new], autojunk=False)
+    for tag, i1, i2, j1, j2 in opcodes.get_opcodes():
+        if tag != "equal":
+            out += fresh[j1:j2]
+            continue
+        for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
+            text = strip_ending(matched[i])
+            own, wanted = matched[i][len(text) :], fresh[j][len(strip_ending(fresh[j])) :]
+            out.append(text + (own if own and wanted else wanted))
+    return out
+
+
+def rewritten_text(existing: str, new: str) -> str:
+    """What a whole-file rewrite of a file holding ``existing`` writes for ``new``.
+
+    A model (or client) sends LF text; a file that was CRLF stays CRLF (``new``'s bare line
+    breaks are written as CRLF, unless ``new`` has a CRLF itself: then its endings are
+    deliberate and kept), and a file that had a BOM keeps it. The final-newline state is
+    ``new``'s: the content states where the file ends."""
+    bom, body = split_bom(existing)
+    if text_dominant_ending(body) == "\r\n" and "\r\n" not in new:
+        new = with_ending(new, "\r\n")
+    return new if new.startswith(BOM) else bom + new

@@ -2,7 +2,7 @@
 
 Character truncation always runs first (it bounds size even for a 10 MB single line),
 then line truncation as a readability pass. Markers are the spec's texts verbatim.
-The caller keeps the untruncated text (``ToolResult.full_output``).
+The caller keeps the untruncated text (``ToolCallOutcome.full_output``).
 """
 
 from __future__ import annotations

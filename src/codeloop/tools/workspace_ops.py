@@ -15,6 +15,7 @@ right before the change with what is about to happen.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,6 +29,15 @@ from codeloop.environments.errors import (
     NotAFileError,
     PathOutsideWorkspaceError,
     WorkspaceError,
+)
+from codeloop.tools.text_endings import (
+    dominant_ending,
+    replacement_text,
+    rewritten_text,
+    split_bom,
+    split_keeping_ends,
+    strip_ending,
+    text_dominant_ending,
 )
 
 ErrorKind = Literal[
@@ -56,9 +66,6 @@ first, or every one."""
 CommandStatus = Literal["ok", "failed", "timed_out", "not_started", "killed"]
 """How a command ended: exit 0, another exit status, stopped at its timeout, never started,
 or ended by a signal it did not get from its timeout."""
-
-_BOM = "\ufeff"
-
 
 class OperationError(WorkspaceError):
     """A workspace operation refused or failed; nothing was changed.
@@ -161,31 +168,6 @@ def replace_text(text: str, old: str, new: str, match: MatchRule = "unique") -> 
     return text.replace(old, new), count
 
 
-def split_lines(text: str) -> list[str]:
-    """Lines with their terminators; only ``\\n`` ends a line (``\\r\\n`` included)."""
-    parts = text.split("\n")
-    lines = [p + "\n" for p in parts[:-1]]
-    if parts[-1]:
-        lines.append(parts[-1])
-    return lines
-
-
-def without_terminator(line: str) -> str:
-    """``line`` without its ``\\r\\n`` or ``\\n``."""
-    if line.endswith("\r\n"):
-        return line[:-2]
-    if line.endswith("\n"):
-        return line[:-1]
-    return line
-
-
-def dominant_line_ending(lines: list[str]) -> str:
-    """``\\r\\n`` when most terminated lines use it, else ``\\n``."""
-    crlf = sum(1 for line in lines if line.endswith("\r\n"))
-    lf = sum(1 for line in lines if line.endswith("\n")) - crlf
-    return "\r\n" if crlf > lf else "\n"
-
-
 def replace_lines(original: str, start_line: int, end_line: int, replacement: str) -> str:
     """Replace lines ``start_line..end_line`` (1-based, inclusive) of ``original``.
 
@@ -197,8 +179,8 @@ def replace_lines(original: str, start_line: int, end_line: int, replacement: st
     the end is refused with the line count (``count``), never clipped. Raises
     ``OperationError`` ``bad_range`` unless ``1 <= start_line <= end_line <= lines``.
     """
-    bom = original.startswith(_BOM)
-    lines = split_lines(original[1:] if bom else original)
+    bom, body = split_bom(original)
+    lines = split_keeping_ends(body)
     count = len(lines)
 
     def bad(message: str) -> OperationError:
@@ -215,12 +197,30 @@ def replace_lines(original: str, start_line: int, end_line: int, replacement: st
             f"end_line {end_line} is past the end of the file, which has {count} line"
             f"{'s' if count != 1 else ''}; read the file again and use a range within 1-{count}"
         )
-    ending = dominant_line_ending(lines)
-    new_lines = [without_terminator(line) + ending for line in split_lines(replacement)]
+    ending = dominant_ending(lines)
+    new_lines = [strip_ending(line) + ending for line in split_keeping_ends(replacement)]
     result = lines[: start_line - 1] + new_lines + lines[end_line:]
     if result and not lines[-1].endswith("\n"):
-        result[-1] = without_terminator(result[-1])
-    return (_BOM if bom else "") + "".join(result)
+        result[-1] = strip_ending(result[-1])
+    return bom + "".join(result)
+
+
+def edit_text(text: str, edits: Sequence[TextEdit], match: MatchRule = "unique") -> tuple[str, int]:
+    """``text`` after ``edits`` in order (each per ``match``, see :func:`replace_text`), and
+    the number of places changed. Unlike a plain replacement, the new text's line breaks
+    take the file's dominant ending and the lines it shares with the old text keep the
+    file's bytes (``text_endings.replacement_text``). A failing edit raises with its
+    ``edit_index`` set."""
+    changed = 0
+    for index, edit in enumerate(edits):
+        new = replacement_text(edit.old, edit.old, edit.new, text_dominant_ending(text))
+        try:
+            text, count = replace_text(text, edit.old, new, match)
+        except OperationError as exc:
+            exc.edit_index = index
+            raise
+        changed += count
+    return text, changed
 
 
 # -- files -------------------------------------------------------------------------------------
@@ -249,6 +249,13 @@ class Written:
     bytes_written: int
     replaced: bool
     """True when an existing file was replaced."""
+    sha256: str = ""
+    """:func:`fingerprint` of the bytes written."""
+
+
+def fingerprint(data: bytes) -> str:
+    """Hex SHA-256 of a file's bytes: how a write is journaled and a file's version known."""
+    return hashlib.sha256(data).hexdigest()
 
 
 BeforeChange = Callable[[PlannedChange], None]
@@ -320,7 +327,7 @@ async def write_file(
         before_change(PlannedChange("write", path, data, replaced))
     with _translated(path):
         written = await env.write_file(path, data)
-    return Written(path, written, replaced)
+    return Written(path, written, replaced, fingerprint(data))
 
 
 async def create_file(
@@ -330,12 +337,16 @@ async def create_file(
     *,
     overwrite: bool = True,
     max_bytes: int | None = None,
+    keep_format: bool = True,
     before_change: BeforeChange | None = None,
 ) -> Written:
     """Create ``path`` (parents included) or, with ``overwrite``, replace the file there.
 
     Refuses content over ``max_bytes`` (``too_large``), a directory (``is_directory``) and,
-    without ``overwrite``, an existing file (``exists``), in that order.
+    without ``overwrite``, an existing file (``exists``), in that order. Replacing a UTF-8
+    file with UTF-8 content keeps the file's CRLF endings and BOM
+    (``text_endings.rewritten_text``) unless ``keep_format`` is False (bytes sent as
+    binary); any other content is written as given.
     """
     data = _encode(path, content)
     if max_bytes is not None and len(data) > max_bytes:
@@ -349,7 +360,18 @@ async def create_file(
             raise _is_directory(path)
     if existed and not overwrite:
         raise OperationError("exists", f"{path!r} already exists", path)
+    if existed and keep_format:
+        data = await _keeping_format(env, path, data)
     return await write_file(env, path, data, replaced=existed, before_change=before_change)
+
+
+async def _keeping_format(env: ExecutionEnvironment, path: str, data: bytes) -> bytes:
+    try:
+        new = data.decode("utf-8")
+        existing = decode_text(await read_bytes(env, path), path)
+    except (UnicodeDecodeError, OperationError):
+        return data  # not text on one side: a whole-file rewrite writes exactly what was sent
+    return rewritten_text(existing, new).encode("utf-8")
 
 
 async def replace_text_in_file(
@@ -361,19 +383,15 @@ async def replace_text_in_file(
     max_bytes: int | None = None,
     before_change: BeforeChange | None = None,
 ) -> int:
-    """Apply ``edits`` in order to the text of ``path`` and write it once; return the
-    number of places changed. All or nothing: a failing edit (its ``edit_index`` set)
-    leaves the file untouched."""
+    """Apply ``edits`` in order to the text of ``path`` (:func:`edit_text`) and write it
+    once; return the number of places changed. All or nothing: a failing edit (its
+    ``edit_index`` set) leaves the file untouched."""
     text = await read_text(env, path, max_bytes=max_bytes)
-    changed = 0
-    for index, edit in enumerate(edits):
-        try:
-            text, count = replace_text(text, edit.old, edit.new, match)
-        except OperationError as exc:
-            exc.path = path
-            exc.edit_index = index
-            raise
-        changed += count
+    try:
+        text, changed = edit_text(text, edits, match)
+    except OperationError as exc:
+        exc.path = path
+        raise
     await write_file(env, path, text, before_change=before_change)
     return changed
 

@@ -14,7 +14,7 @@ from codeloop.agent.guards.base import ACCEPT, GuardAction, Turn, TurnGuard, nud
 from codeloop.agent.history import CallResult
 from codeloop.agent.reply_reader import Reply
 from codeloop.llm.types import ToolCall
-from codeloop.tools.registry import READ_ONLY_TOOLS
+from codeloop.policy.approval_modes import READ_ONLY_TOOLS
 
 
 class ClaimCheck(TurnGuard):
