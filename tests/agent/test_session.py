@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 
 import pytest
 
@@ -63,21 +64,48 @@ async def test_9_1_multiple_sequential_inputs_share_history(harness) -> None:
     assert texts == ["first", "a", "second"]
 
 
+def _group_members(pgid: int) -> list[int]:
+    """Live (not zombie) processes whose process group is ``pgid``, read from /proc."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(") ", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == pgid and fields[0] != "Z":
+                members.append(int(entry))
+    return members
+
+
 async def test_9_1_abort_kills_running_command_and_closes(harness) -> None:
-    h = harness("anthropic", [calls("anthropic", ("shell", {"command": "sleep 30; echo late > late.txt"}))])
+    # The shell traps TERM and writes a marker; its child ignores TERM, so only a SIGKILL
+    # after the grace can end it: the group is gone only if abort did both, in that order.
+    command = ("cut -d' ' -f5 /proc/$$/stat > pgid; trap 'echo TERM > marker; exit 0' TERM; "
+               "(trap '' TERM; exec sleep 30) & wait; echo late > late.txt")
+    h = harness("anthropic", [calls("anthropic", ("shell", {"command": command, "timeout_ms": 60_000}))])
     task = asyncio.create_task(h.session.submit("sleep"))
-    for _ in range(200):
-        if h.of(ev.ToolCallStart):
+    pgid_file = h.root / "pgid"
+    for _ in range(500):
+        if pgid_file.exists() and pgid_file.read_text().strip():
             break
         await asyncio.sleep(0.01)
-    await asyncio.sleep(0.2)
+    pgid = int(pgid_file.read_text())
+    while len(_group_members(pgid)) < 2:  # the shell and its sleep are both running
+        await asyncio.sleep(0.01)
     await h.session.abort()
-    await asyncio.wait_for(task, 5)
+    await asyncio.wait_for(task, 10)
     assert h.session.state is SessionState.CLOSED
     end = h.of(ev.SessionEnd)[-1]
     assert (end.state, end.reason) == ("closed", "aborted")
     assert h.events[-1] is end
-    await asyncio.sleep(0.1)
+    assert (h.root / "marker").read_text() == "TERM\n"  # TERM reached the shell before any KILL
+    for _ in range(500):  # SIGKILL is delivered asynchronously; the group must then be empty
+        if not _group_members(pgid):
+            break
+        await asyncio.sleep(0.01)
+    assert _group_members(pgid) == []
     assert not (h.root / "late.txt").exists()
     with pytest.raises(SessionClosedError):
         await h.session.submit("again")

@@ -31,6 +31,15 @@ def error_reply(status: int, message: str) -> dict[str, Any]:
     return {"status": status, "error": {"message": message, "type": "invalid_request_error", "code": status}}
 
 
+def send(handler: BaseHTTPRequestHandler, status: int, ctype: str, data: bytes) -> None:
+    """One whole answer with its length."""
+    handler.send_response(status)
+    handler.send_header("content-type", ctype)
+    handler.send_header("content-length", str(len(data)))
+    handler.end_headers()
+    handler.wfile.write(data)
+
+
 class ChatServer:
     """Serves ``/v1/chat/completions`` from a queue of replies; records request bodies."""
 
@@ -55,11 +64,7 @@ class ChatServer:
                     self._send(200, "application/json", json.dumps(server.completion(reply)).encode())
 
             def _send(self, status: int, ctype: str, data: bytes) -> None:
-                self.send_response(status)
-                self.send_header("content-type", ctype)
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                send(self, status, ctype, data)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"

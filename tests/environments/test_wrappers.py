@@ -72,4 +72,4 @@ async def test_cleanup_kills_running_commands(tmp_path: Path) -> None:
     await asyncio.sleep(0.2)
     await env.cleanup()
     result = await asyncio.wait_for(task, 5)
-    assert result.exit_code == -9 and not result.timed_out
+    assert result.exit_code == -15 and not result.timed_out  # Appendix B: SIGTERM first (issue 23)

@@ -52,6 +52,15 @@ class SessionConfig:
     """codeloop (issue 10): ``on`` = every reply is constrained to one JSON tool call or a
     final answer (server-side JSON Schema, :mod:`codeloop.llm.constrained`); ``auto`` =
     probe the server once and use it when honoured; ``off`` = native/recovered calls."""
+    max_retries: int = 6
+    """codeloop (issue 23): retries of one model call after a transient failure (429, 5xx,
+    a dropped connection); 0 = none (:mod:`codeloop.agent.model_calls`)."""
+    retry_base_delay: float = 1.0
+    """Seconds before the first retry; doubled each time, with jitter (unified-llm §6.6)."""
+    retry_max_delay: float = 60.0
+    """Longest wait between retries; a provider asking for longer ends the call."""
+    retry_max_total: float = 300.0
+    """Seconds after a model call began past which no retry starts."""
 
     def __post_init__(self) -> None:
         if self.reasoning_effort is not None and self.reasoning_effort not in REASONING_EFFORTS:
@@ -61,6 +70,7 @@ class SessionConfig:
             )
         if self.constrained_decoding not in ("auto", "on", "off"):
             raise ValueError(f"constrained_decoding must be auto, on or off, not {self.constrained_decoding!r}")
-        for name in ("max_turns", "max_tool_rounds_per_input", "loop_detection_window", "max_subagent_depth"):
+        for name in ("max_turns", "max_tool_rounds_per_input", "loop_detection_window", "max_subagent_depth",
+                     "max_retries", "retry_base_delay", "retry_max_delay", "retry_max_total"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, not {getattr(self, name)}")

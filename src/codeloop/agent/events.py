@@ -14,6 +14,7 @@ Consumers match every kind and end with ``assert_never``::
 
 ``WARNING`` is not in the §2.9 list but §5.5 emits it for context usage; it is kept
 apart from ``ERROR`` so a host can tell "informational" from "something failed".
+``RETRY`` (issue 23) says a model call is being asked again after a transient failure.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class EventKind(StrEnum):
     LOOP_DETECTION = "loop_detection"
     WARNING = "warning"
     ERROR = "error"
+    RETRY = "retry"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -225,6 +227,27 @@ class ErrorEvent(_Event):
     """True when the session is closing because of this error."""
 
 
+@dataclass(frozen=True, kw_only=True)
+class Retry(_Event):
+    """A model call failed transiently and is asked again after ``wait`` seconds (issue 23)."""
+
+    kind: ClassVar[EventKind] = EventKind.RETRY
+    attempt: int
+    """Which retry this is, from 1."""
+    max_retries: int
+    """How many retries a model call may use."""
+    wait: float
+    """Seconds until the retry (the provider's Retry-After when it sent one)."""
+    cause: str
+    """A few words: ``rate limited``, ``server error (HTTP 503)``, ``connection failed``..."""
+    error_type: str
+    """Class name of the error (``RateLimitError``...)."""
+    message: str
+    """The error's text."""
+    discard_deltas: bool = False
+    """True when text of this call was already streamed: the retry starts the reply over."""
+
+
 SessionEvent = (
     SessionStart
     | SessionEnd
@@ -240,6 +263,7 @@ SessionEvent = (
     | LoopDetection
     | WarningEvent
     | ErrorEvent
+    | Retry
 )
 """The closed union of every event a session emits."""
 
@@ -248,7 +272,7 @@ EVENT_TYPES: dict[EventKind, type[_Event]] = {
     for cls in (
         SessionStart, SessionEnd, UserInput, AssistantTextStart, AssistantTextDelta,
         AssistantTextEnd, ToolCallStart, ToolCallOutputDelta, ToolCallEnd, SteeringInjected,
-        TurnLimit, LoopDetection, WarningEvent, ErrorEvent,
+        TurnLimit, LoopDetection, WarningEvent, ErrorEvent, Retry,
     )
 }
 """Kind → dataclass, one entry per kind (checked by the tests)."""

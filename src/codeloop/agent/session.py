@@ -9,9 +9,10 @@ Invariants:
 - Every tool call gets exactly one result, in call order, even when calls run in
   parallel; the model gets the truncated output, ``TOOL_CALL_END`` the full one.
 - Nothing the model sends raises: bad calls become error results (Appendix B).
-- Abort and fatal errors follow Appendix B's shutdown: cancel the model call, stop
-  running commands (cancellation + ``environment.cleanup()``), close subagents, emit
-  ``SESSION_END`` with state ``closed``; the session is then CLOSED for good.
+- Abort and fatal errors follow Appendix B's shutdown: cancel the model call, SIGTERM the
+  running commands' process groups, up to 2 s, SIGKILL what remains (cancellation +
+  ``environment.cleanup()``), emit ``SESSION_END`` with state ``closed``, close subagents;
+  the session is then CLOSED for good.
 """
 
 from __future__ import annotations
@@ -38,14 +39,15 @@ from codeloop.agent.history import (
     native_messages,
     text_messages,
 )
+from codeloop.agent.model_calls import call_model
 from codeloop.agent.project_docs import discover_project_docs, render_project_docs
 from codeloop.agent.prompts import gather_environment_context, render_environment
 from codeloop.agent.reply_reader import Reply, ReplyReader
 from codeloop.agent.subagents import SubagentManager, subagent_tools
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.llm import constrained
-from codeloop.llm.errors import AuthenticationError, ContextLengthError, NotFoundError, SDKError, StreamError
-from codeloop.llm.types import Message, Request, Response, StreamEvent, StreamEventType, ToolCall
+from codeloop.llm.errors import AuthenticationError, ContextLengthError, NotFoundError, SDKError
+from codeloop.llm.types import Message, Request, Response, StreamEvent, ToolCall
 from codeloop.policy.approval import Approver
 from codeloop.profiles.base import ProviderProfile
 from codeloop.profiles.prompts import NATIVE_COMPACT
@@ -335,19 +337,8 @@ class Session:
     async def _call_model(self) -> Response:
         request = self._request()
         self._emit(ev.AssistantTextStart)
-        if not (self.config.stream and self.profile.supports_streaming):
-            return await self.client.complete(request)
-        response: Response | None = None
-        async for event in self.client.stream(request):
-            if event.type == StreamEventType.TEXT_DELTA and event.delta:
-                self._emit(ev.AssistantTextDelta, delta=event.delta)
-            elif event.type == StreamEventType.FINISH:
-                response = event.response
-            elif event.type == StreamEventType.ERROR and event.error is not None:
-                raise event.error
-        if response is None:
-            raise StreamError("the model's stream ended without a final response")
-        return response
+        stream = self.config.stream and self.profile.supports_streaming
+        return await call_model(self.client, request, stream=stream, config=self.config, emit=self._emit)
 
     def _read(self, response: Response) -> Reply:
         recover = self.config.tool_call_recovery
@@ -500,15 +491,18 @@ class Session:
         await self._shutdown("error", kill_processes=True)
 
     async def _shutdown(self, reason: str, *, kill_processes: bool) -> None:
-        """Appendix B: processes, subagents, SESSION_END, CLOSED."""
+        """Appendix B after the model call was cancelled: SIGTERM the running commands'
+        process groups, up to 2 s, SIGKILL what remains (``environment.cleanup``), emit
+        SESSION_END (events are delivered synchronously: nothing is pending), then close
+        the subagents. The session is CLOSED from SESSION_END on, so nothing restarts it."""
         if self.state == SessionState.CLOSED:
             return
         if kill_processes and self.depth == 0:
             await self.environment.cleanup()
-        await self.subagents.close_all()
         self.end_reason = reason
         self.state = SessionState.CLOSED
         self._emit(ev.SessionEnd, state=self.state.value, reason=reason, final_text=self.last_text)
+        await self.subagents.close_all()
 
     def _emit(self, kind: type[Any], **data: Any) -> None:
         event = kind(session_id=self.id, timestamp=time.time(), **data)

@@ -85,6 +85,57 @@ def start_local_model(choice: ModelChoice) -> ModelChoice:
     return ModelChoice(choice.provider, choice.profile, spec.model_id, base_url, None, True)
 
 
+class LocalModelClient:
+    """The embedded model's client (issue 23): when its llama-server died (killed, OOM), the
+    next model call starts it again on the same port, once per run, saying so, instead of
+    failing the session. Everything else is the wrapped client's."""
+
+    def __init__(self, client: Any, model: str, base_url: str, say: Any) -> None:
+        self.client, self.model, self.say = client, model, say
+        self.port = int(base_url.rsplit(":", 1)[1].split("/", 1)[0])
+        self.restarted = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.client, name)
+
+    async def _restart(self) -> bool:
+        """True when the server was dead and has been started again."""
+        import asyncio
+
+        from codeloop.llm import llama_server
+
+        if self.restarted or await asyncio.to_thread(llama_server.running, self.model) is not None:
+            return False
+        self.restarted = True
+        self.say(f"the local model server (127.0.0.1:{self.port}) stopped; restarting it")
+        await asyncio.to_thread(llama_server.stop, self.model)  # clears the stale record
+        await asyncio.to_thread(llama_server.start, self.model, self.port, self.say)
+        return True
+
+    async def complete(self, request: Any) -> Any:
+        from codeloop.llm.errors import NetworkError
+
+        try:
+            return await self.client.complete(request)
+        except NetworkError:
+            if not await self._restart():
+                raise
+        return await self.client.complete(request)
+
+    async def stream(self, request: Any) -> Any:
+        from codeloop.llm.errors import NetworkError
+
+        try:
+            async for event in self.client.stream(request):
+                yield event
+            return
+        except NetworkError:  # refused: nothing of this call arrived
+            if not await self._restart():
+                raise
+        async for event in self.client.stream(request):
+            yield event
+
+
 def fix_hints(choice: ModelChoice) -> dict[str, str]:
     """What to change when the provider refuses the key or does not know the model,
     naming the variable, flag or setting (by error type of the ``error`` event)."""

@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from codeloop.cli.model_choice import (
+    LOCAL_MODEL,
+    LocalModelClient,
     ModelChoice,
     UsageError,
     build_client,
@@ -38,6 +40,8 @@ if TYPE_CHECKING:  # rich and the agent load inside the command: `codeloop --hel
 
     from codeloop.environments.sandbox import SandboxMode
 
+DEFAULT_RETRIES = 6
+"""``--max-retries`` default (``SessionConfig.max_retries``; the agent package loads lazily)."""
 EXIT_CODES = {"completed": 0, "error": 1, "round_limit": 3, "turn_limit": 3, "aborted": 130, "closed": 0}
 """Exit code by how the session ended."""
 
@@ -62,6 +66,8 @@ class RunSettings:
     """``{name: McpServerConfig}`` from the config files."""
     constrained: str = "off"
     """Constrained decoding: auto, on or off (``SessionConfig.constrained_decoding``)."""
+    max_retries: int = DEFAULT_RETRIES
+    """Retries of one model call after a transient failure (``SessionConfig.max_retries``)."""
 
 
 class Runner:
@@ -84,12 +90,16 @@ class Runner:
         from codeloop.environments.factory import open_environment
 
         choice = self.settings.choice
+        alias = choice.model or LOCAL_MODEL
         if choice.local:
             self.err.print("No API key set: using the local llama.cpp model "
                            "(first use installs it; this can take a while).")
             choice = await asyncio.to_thread(start_local_model, choice)
             self.settings = dataclasses.replace(self.settings, choice=choice)
         self.client = build_client(choice)
+        if choice.local and choice.base_url:
+            self.client = LocalModelClient(self.client, alias, choice.base_url,
+                                           lambda text: self.err.print(f"[yellow]warning: {escape(text)}[/]"))
         self.environment = open_environment(self.settings.root, sandbox=self.settings.sandbox,
                                             network=self.settings.network)
         await self.environment.initialize()
@@ -115,7 +125,7 @@ class Runner:
                                  warn=lambda message: self.err.print(f"[yellow]warning: {escape(message)}[/]"))
         # Issue 10: OpenAI-compatible servers (local models) often write calls as text.
         profile = create_profile(s.choice.profile, s.choice.model)
-        config = SessionConfig(max_turns=s.max_turns,
+        config = SessionConfig(max_turns=s.max_turns, max_retries=s.max_retries,
                                tool_call_recovery=True if s.choice.provider == "openai_compatible" else None,
                                constrained_decoding=s.constrained,
                                # A small window (compact prompt) gets no subagent tools: four more
@@ -274,8 +284,10 @@ def settle_options(root: Path, flags: dict[str, Any], network: str | None, err: 
         raise UsageError(str(exc)) from None
     if box.warning is not None:
         err.print(f"[bold red]warning:[/] [red]{escape(box.warning)}[/]")
+    retries = merged.get("max_retries")
     return RunSettings(choice, root, box.mode, box.network, approval, merged["max_turns"] or 0,
-                       dict(cfg.mcp_servers), constrained=constrained or "off")
+                       dict(cfg.mcp_servers), constrained=constrained or "off",
+                       max_retries=DEFAULT_RETRIES if retries is None else retries)
 
 
 def resume_target(root: Path, resume: str | None, continue_: bool) -> str | None:
@@ -308,6 +320,10 @@ def register(app: typer.Typer) -> None:
         base_url: str | None = typer.Option(None, "--base-url", help="API root, e.g. http://127.0.0.1:8080/v1."),
         max_turns: int | None = typer.Option(None, "--max-turns", min=0,
                                              help="Stop after this many turns (0 = no limit)."),
+        max_retries: int | None = typer.Option(
+            None, "--max-retries", min=0,
+            help=f"Retries of one model call after a 429, 5xx or dropped connection (default {DEFAULT_RETRIES}; "
+                 "0 = none)."),
         sandbox: str | None = typer.Option(None, "--sandbox",
                                            help="read-only, workspace-write (default) or full."),
         network: str | None = typer.Option(
@@ -339,7 +355,7 @@ def register(app: typer.Typer) -> None:
             if not root.is_dir():
                 raise UsageError(f"--cwd {str(cwd)!r} is not a directory: create it or pass an existing one")
             flags = {"model": model, "provider": provider, "profile": profile, "base_url": base_url,
-                     "sandbox": sandbox, "approval": approval, "max_turns": max_turns}
+                     "sandbox": sandbox, "approval": approval, "max_turns": max_turns, "max_retries": max_retries}
             settings = settle_options(root, flags, network, err, constrained)
             resume_id = resume_target(root, resume, continue_)
             if task is None and mode == "json":

@@ -216,6 +216,12 @@ class Renderer:
             self.err.print(f"[yellow]{escape(_describe(event))}[/]")
         elif isinstance(event, ev.ErrorEvent):
             self._print_error(event)
+        elif isinstance(event, ev.Retry):
+            if self._streamed:  # the partial reply stays on screen; say it is dropped
+                self.out.print()
+                self._streamed = False
+            self.err.print(f"[yellow]{escape(describe_retry(event))}[/]")
+            self._activity(WAITING)
 
     def _print_error(self, event: ev.ErrorEvent) -> None:
         self.err.print(f"[red]error:[/] {escape(event.message)}")
@@ -226,6 +232,12 @@ class Renderer:
     def _activity(self, text: str) -> None:
         if self.status is not None:
             self.status.activity = text
+
+
+def describe_retry(event: ev.Retry) -> str:
+    """``rate limited, retrying in 2 s (2/6)``, plus a note when streamed text is dropped."""
+    dropped = "; the partial reply above is discarded" if event.discard_deltas else ""
+    return f"{event.cause}, retrying in {event.wait:.2g} s ({event.attempt}/{event.max_retries}){dropped}"
 
 
 def _describe(event: ev.SessionEvent) -> str:

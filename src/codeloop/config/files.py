@@ -16,6 +16,7 @@ The project file comes with the repository, so it is not trusted: its ``sandbox 
     model = "qwen2.5-coder"        provider = "openai"      profile = "openai"
     base_url = "http://127.0.0.1:8080/v1"
     sandbox = "workspace-write"    approval = "on-risk"     max_turns = 50
+    max_retries = 6                # retries of one model call after a 429/5xx/dropped connection
 
     [mcp_servers.files]            # stdio
     command = "python"
@@ -84,6 +85,8 @@ class CodeloopConfig:
     """``never-ask``, ``on-risk`` or ``always-ask``."""
     max_turns: int | None = None
     """Turn limit of a session (0: none)."""
+    max_retries: int | None = None
+    """Retries of one model call after a transient failure (0: none)."""
     mcp_servers: Mapping[str, McpServerConfig] = field(default_factory=dict)
     """MCP servers by name."""
     sources: tuple[str, ...] = ()
@@ -94,7 +97,8 @@ class CodeloopConfig:
 
 _STRING_KEYS = ("model", "provider", "profile", "base_url", "sandbox", "approval")
 _CHOICES = {"sandbox": SANDBOX_MODES, "approval": APPROVAL_MODES, "profile": PROFILES}
-_TOP_KEYS = (*_STRING_KEYS, "max_turns", "mcp_servers")
+_COUNT_KEYS = {"max_turns": "0: no limit", "max_retries": "0: never retry"}
+_TOP_KEYS = (*_STRING_KEYS, *_COUNT_KEYS, "mcp_servers")
 _SERVER_KEYS = ("command", "args", "env", "url", "timeout")
 
 
@@ -182,9 +186,9 @@ def parse_config(text: str, path: Path) -> CodeloopConfig:
                 raise ConfigError(f"{where}: {key} must be a non-empty string, e.g. {key} = \"...\"")
             if key in _CHOICES and value not in _CHOICES[key]:
                 raise ConfigError(f"{where}: {key} = {value!r} is not one of {', '.join(_CHOICES[key])}")
-        elif key == "max_turns":
+        elif key in _COUNT_KEYS:
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ConfigError(f"{where}: max_turns must be a whole number >= 0 (0: no limit)")
+                raise ConfigError(f"{where}: {key} must be a whole number >= 0 ({_COUNT_KEYS[key]})")
         else:
             if not isinstance(value, dict):
                 raise ConfigError(f"{where}: mcp_servers must be tables: [mcp_servers.NAME]")
@@ -228,7 +232,7 @@ def needs_trust(config: CodeloopConfig) -> dict[str, Any]:
 
 def merge(low: CodeloopConfig, high: CodeloopConfig) -> CodeloopConfig:
     """``high``'s set keys over ``low``'s; MCP servers merge by name."""
-    changes: dict[str, Any] = {k: getattr(high, k) for k in (*_STRING_KEYS, "max_turns") if getattr(high, k) is not None}
+    changes: dict[str, Any] = {k: getattr(high, k) for k in (*_STRING_KEYS, *_COUNT_KEYS) if getattr(high, k) is not None}
     return replace(low, **changes, mcp_servers={**low.mcp_servers, **high.mcp_servers},
                    sources=low.sources + high.sources, warnings=low.warnings + high.warnings)
 

@@ -17,6 +17,7 @@ import os
 import platform as _platform
 import signal
 import stat as _stat
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -332,8 +333,18 @@ class LocalExecutionEnvironment:
         self.root.mkdir(parents=True, exist_ok=True)
 
     async def cleanup(self) -> None:
-        """Kill the process group of every command still running (each returns ``exit_code -9``)."""
-        for pgid in list(self._running):
+        """Stop every command still running as Appendix B orders: SIGTERM to each process
+        group, up to ``limits.kill_grace_ms`` for them to end, SIGKILL to what remains."""
+        if not self._running:
+            return
+        groups = list(self._running)
+        for pgid in groups:
+            signal_process_group(pgid, signal.SIGTERM)
+        deadline = time.monotonic() + self.limits.kill_grace_ms / 1000
+        # The set shrinks as each command's run_process returns, in other tasks.
+        while self._running.intersection(groups) and time.monotonic() < deadline:  # noqa: ASYNC110
+            await asyncio.sleep(0.02)
+        for pgid in groups:
             signal_process_group(pgid, signal.SIGKILL)
 
     def working_directory(self) -> str:

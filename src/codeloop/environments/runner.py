@@ -13,13 +13,24 @@ while it runs, and always returns within ``timeout + kill grace + a short drain`
   the group. Every command runs with ``CODELOOP_PROCESS=<id>`` in its environment; after a
   timeout or an abort, every process group whose member still carries that id (Linux
   ``/proc``) is SIGKILLed too. A process that emptied its environment is not found.
-- **Abort:** cancelling the awaiting task (``asyncio.CancelledError``) SIGKILLs the group,
-  removes the spill file and re-raises.
+- **Abort:** cancelling the awaiting task (``asyncio.CancelledError``) stops the group as
+  Appendix B of the loop spec orders: SIGTERM, up to ``limits.kill_grace_ms`` for the
+  command to exit, SIGKILL to what remains; then it removes the spill file and re-raises.
 - **Memory:** each stream keeps at most ``limits.memory_cap_bytes`` in memory (its head
   and its tail). Once a stream passes the cap, the complete interleaved output goes to a
   temporary file (``ExecResult.full_output_path``) instead of memory.
 
 Exit is detected with a pidfd on Linux (no helper thread), else ``Popen.wait`` in a thread.
+
+**Nothing outlives codeloop** (issue 23): a command's group is out of reach of the signal
+that kills codeloop, so each group is registered with a guard process (one per codeloop
+process, :func:`_tell_guard`) that SIGKILLs every group still running once codeloop is gone,
+by SIGTERM, SIGINT or SIGKILL alike. Programs a library starts (MCP stdio servers) run under
+:func:`orphan_proof_argv`. The embedded llama-server is meant to stay and uses neither.
+
+Over 500 lines and not split: starting, supervising and killing a process (the guard, the
+group, the marked escapees) are one concern that DESIGN.md wants in one place, and every
+piece needs the others' state.
 """
 
 from __future__ import annotations
@@ -31,7 +42,9 @@ import logging
 import os
 import signal
 import subprocess
+import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -50,6 +63,103 @@ _PIPE_SIZE = 1 << 20
 _F_SETPIPE_SZ = 1031
 _STREAMS: tuple[OutputStream, OutputStream] = ("stdout", "stderr")
 _log = logging.getLogger(__name__)
+
+
+_GUARD_SOURCE = """
+import os, signal, sys
+groups = set()
+for line in sys.stdin.buffer:
+    pgid = int(line[1:])
+    groups.add(pgid) if line[:1] == b"+" else groups.discard(pgid)
+for pgid in groups:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:
+        pass
+"""
+"""The group guard: reads ``+PGID`` (written by the command itself, :func:`_guard_registration`)
+and ``-PGID`` lines; when its stdin ends (codeloop exited or
+was killed, even by SIGKILL, since the kernel closes the pipe) it SIGKILLs every group
+still listed."""
+
+_guard: subprocess.Popen[bytes] | None = None
+_guard_lock = threading.Lock()
+
+
+def _start_guard() -> None:
+    """Start the guard unless it runs (one per codeloop process, before its first command).
+
+    Commands lead their own process group so they can be killed as a whole; that also puts
+    them out of reach of a signal that kills codeloop. The guard, in a session of its own,
+    outlives codeloop just long enough to kill what codeloop left running.
+    """
+    global _guard
+    with _guard_lock:
+        if _guard is None or _guard.poll() is not None:
+            try:
+                _guard = subprocess.Popen(
+                    [sys.executable, "-I", "-S", "-c", _GUARD_SOURCE], stdin=subprocess.PIPE,
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+            except OSError as exc:
+                _guard = None
+                _log.warning("no group guard (commands may outlive codeloop if it is killed): %s", exc)
+
+
+def _guard_registration() -> Callable[[], None] | None:
+    """A ``preexec_fn`` by which the new command registers its own group with the guard,
+    before it execs: codeloop killed right after the fork cannot leave it unguarded."""
+    stdin = _guard.stdin if _guard is not None else None
+    if stdin is None:
+        return None
+    fd = stdin.fileno()
+
+    def register() -> None:  # in the child, after setsid: its pid is its group's id
+        os.write(fd, b"+%d\n" % os.getpid())
+
+    return register
+
+
+def _tell_guard(line: str) -> None:
+    """Tell the guard that a process group began (``+PGID``) or ended (``-PGID``)."""
+    with _guard_lock:
+        if _guard is None or _guard.stdin is None:
+            return
+        try:
+            _guard.stdin.write(line.encode() + b"\n")
+            _guard.stdin.flush()
+        except OSError as exc:
+            _log.warning("group guard gone: %s", exc)
+
+
+_ORPHAN_WRAPPER = """
+import ctypes, os, signal, sys
+def parent_died(*_):
+    os.killpg(0, signal.SIGKILL)
+signal.signal(signal.SIGUSR1, parent_died)
+ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGUSR1)  # PR_SET_PDEATHSIG
+if os.getppid() != int(sys.argv[1]):
+    parent_died()
+child = os.fork()
+if child == 0:
+    signal.signal(signal.SIGUSR1, signal.SIG_DFL)
+    try:
+        os.execvp(sys.argv[2], sys.argv[2:])
+    except OSError as exc:
+        sys.stderr.write(f"cannot start {sys.argv[2]!r}: {exc.strerror}\\n")
+        os._exit(127)
+_, status = os.waitpid(child, 0)
+code = os.waitstatus_to_exitcode(status)
+sys.exit(code if code >= 0 else 128 - code)
+"""
+
+
+def orphan_proof_argv(argv: list[str]) -> list[str]:
+    """``argv`` run under a small wrapper that kills its whole process group when codeloop
+    dies, however it dies (``PR_SET_PDEATHSIG``). For programs that a library starts in a
+    process group of their own (MCP stdio servers), where :func:`run_process` is not used.
+    The wrapper must be started from the thread that stays alive (the event loop's): Linux
+    sends the signal when the *thread* that forked it ends."""
+    return [sys.executable, "-I", "-S", "-c", _ORPHAN_WRAPPER, str(os.getpid()), *argv]
 
 
 def signal_process_group(pgid: int, sig: int) -> None:
@@ -249,6 +359,7 @@ class _Supervisor:
         self.finished: asyncio.Future[None] = loop.create_future()
         self.open_streams = 2
         self.exited = False
+        self.exit_seen = asyncio.Event()
         self.timed_out = False
         self.timers: list[asyncio.TimerHandle] = []
 
@@ -268,6 +379,7 @@ class _Supervisor:
         if self.exited:
             return
         self.exited = True
+        self.exit_seen.set()
         if self.open_streams == 0:
             self._finish()
         else:
@@ -293,6 +405,17 @@ class _Supervisor:
     def cancel_timers(self) -> None:
         for timer in self.timers:
             timer.cancel()
+
+
+async def _stop_group(supervisor: _Supervisor) -> None:
+    """Appendix B's stop of a cancelled command: SIGTERM to its group, up to the kill grace
+    for the leader to exit, then SIGKILL to whatever of the group remains."""
+    signal_process_group(supervisor.pgid, signal.SIGTERM)
+    try:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(supervisor.exit_seen.wait(), supervisor.kill_grace_s)
+    finally:  # a second cancel must not leave the group running
+        signal_process_group(supervisor.pgid, signal.SIGKILL)
 
 
 async def run_process(
@@ -321,6 +444,7 @@ async def run_process(
     start = time.monotonic()
     marker = uuid.uuid4().hex
     env = {**env, PROCESS_MARKER_VARIABLE: marker}
+    _start_guard()
     out_r, out_w = _open_pipe()
     err_r, err_w = _open_pipe()
     try:
@@ -334,6 +458,7 @@ async def run_process(
             stdout=out_w,
             stderr=err_w,
             start_new_session=True,
+            preexec_fn=_guard_registration(),  # one write(2) in the child: takes no lock
         )
     except (OSError, ValueError, TypeError) as exc:
         os.close(out_r)
@@ -400,6 +525,11 @@ async def run_process(
     supervisor.timers.append(loop.call_at(loop.time() + timeout_ms / 1000, supervisor.deadline))
     try:
         await supervisor.finished
+    except asyncio.CancelledError:
+        await _stop_group(supervisor)
+        kill_groups_with(PROCESS_MARKER_VARIABLE, marker)
+        capture.discard()
+        raise
     except BaseException:
         signal_process_group(pgid, signal.SIGKILL)
         kill_groups_with(PROCESS_MARKER_VARIABLE, marker)
@@ -418,6 +548,7 @@ async def run_process(
         if running is not None:
             running.discard(pgid)
         proc.poll()
+        _tell_guard(f"-{pgid}")
 
     stdout, stderr, full_path = capture.finish()
     return ExecResult(

@@ -20,6 +20,7 @@ from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from codeloop.config.files import McpServerConfig
+from codeloop.environments.runner import orphan_proof_argv
 from codeloop.llm.types import ImageData
 from codeloop.tools.registry import ToolOutput
 
@@ -64,8 +65,9 @@ class McpConnection:
         c = self.config
         if c.url is not None:
             return c.url
-        params = StdioServerParameters(command=c.command or "", args=list(c.args), env=dict(c.env) or None,
-                                       cwd=self.cwd)
+        # Under the orphan-proof wrapper: the server (and its children) die with codeloop.
+        command, *args = orphan_proof_argv([c.command or "", *c.args])
+        params = StdioServerParameters(command=command, args=args, env=dict(c.env) or None, cwd=self.cwd)
         return stdio_client(params, errlog=self.errlog or sys.stderr)
 
     async def start(self) -> None:

@@ -1,0 +1,44 @@
+"""A stand-in for llama.cpp's ``llama-server`` (issue 23): serves ``/health`` and streamed
+``/v1/chat/completions`` (chat_server's SSE) on ``--port``. It answers the scripted replies
+in ``$FAKE_LLAMA_SCRIPT`` (a JSON list) in turn, keeping its place in ``<script>.next``, and
+exits right after a reply marked ``"crash": true``: an embedded server dying mid-session."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+from chat_server import ChatServer, send
+
+SCRIPT = Path(os.environ["FAKE_LLAMA_SCRIPT"])
+PLACE = SCRIPT.with_suffix(".next")
+
+
+class Handler(BaseHTTPRequestHandler):
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self._send(200, "application/json", b'{"status": "ok"}' if self.path == "/health" else b"{}")
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length", "0")))
+        place = int(PLACE.read_text()) if PLACE.exists() else 0
+        replies = json.loads(SCRIPT.read_text())
+        reply = replies[min(place, len(replies) - 1)]
+        PLACE.write_text(str(place + 1))
+        self._send(200, "text/event-stream", ChatServer.sse({k: v for k, v in reply.items() if k != "crash"}))
+        if reply.get("crash"):
+            self.wfile.flush()
+            os._exit(1)
+
+    def _send(self, status: int, ctype: str, data: bytes) -> None:
+        send(self, status, ctype, data)
+
+if __name__ == "__main__":
+    HTTPServer(("127.0.0.1", int(sys.argv[sys.argv.index("--port") + 1])), Handler).serve_forever()
