@@ -10,12 +10,13 @@ import json
 import os
 import re
 import stat
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from chat_server import text_reply, tool_reply
-from test_run_cli import isolated_env, run
+from test_run_cli import CODELOOP, isolated_env, run
 
 MCP_SERVER = str(Path(__file__).parents[1] / "mcp" / "server_app.py")
 
@@ -74,16 +75,34 @@ def write_configs(workspace: Path, project: str, user: str = "") -> None:
     (workspace.parent / "userconf" / "config.toml").write_text(user)
 
 
+def trust_project(workspace: Path) -> str:
+    """``codeloop trust WORKSPACE --yes``: the project's base_url, sandbox and MCP servers apply."""
+    trusted = subprocess.run([CODELOOP, "trust", str(workspace), "--yes"], capture_output=True, text=True,
+                             env=isolated_env(workspace), timeout=60)
+    assert trusted.returncode == 0, trusted.stderr
+    return trusted.stdout
+
+
 def test_config_files_supply_options_and_project_beats_user(server, workspace) -> None:
     write_configs(workspace,
                   f'base_url = "{server.base_url}"\nmodel = "project-model"\nsandbox = "full"\n',
                   'model = "user-model"\nprofile = "anthropic"\napproval = "never-ask"\n')
+    assert "base_url" in trust_project(workspace)
     server.replies.extend([tool_reply("shell", {"command": "echo made > out.txt"}), text_reply("done")])
     done = run(["make out.txt"], workspace)
     assert done.returncode == 0, done.stderr
     assert server.requests[0]["model"] == "project-model"
     assert server.requests[0]["tools"]  # profile = "anthropic" from the user file: native tools
     assert (workspace / "out.txt").read_text() == "made\n"  # approval = never-ask from the user file
+
+
+def test_untrusted_project_config_is_ignored_with_a_warning(server, workspace) -> None:
+    write_configs(workspace, 'base_url = "http://127.0.0.1:9/v1"\nmodel = "project-model"\n')
+    server.replies.extend([text_reply("hi")])
+    done = run(["hello", "--base-url", server.base_url, *BASE], workspace)
+    assert done.returncode == 0, done.stderr
+    assert "ignored base_url until you trust this file" in done.stderr and "codeloop trust" in done.stderr
+    assert server.requests[0]["model"] == "project-model"  # the harmless key still applies
 
 
 def test_flags_beat_config_files(server, workspace) -> None:
@@ -126,6 +145,7 @@ def test_always_ask_without_terminal_denies_even_a_file_write(server, workspace)
 def test_mcp_server_from_config_is_registered_and_called(server, workspace) -> None:
     write_configs(workspace, f'[mcp_servers.calc]\ncommand = {json.dumps(sys.executable)}\n'
                              f'args = [{json.dumps(MCP_SERVER)}]\n')
+    trust_project(workspace)
     server.replies.extend([tool_reply("calc__add", {"a": 2, "b": 40}), text_reply("42")])
     done = run(["add", "--json", "--base-url", server.base_url, *BASE], workspace)
     assert done.returncode == 0, done.stderr
@@ -136,6 +156,7 @@ def test_mcp_server_from_config_is_registered_and_called(server, workspace) -> N
 
 def test_mcp_server_that_cannot_start_is_a_warning_not_a_failure(server, workspace) -> None:
     write_configs(workspace, '[mcp_servers.gone]\ncommand = "/nonexistent/mcp-server"\n')
+    trust_project(workspace)
     server.replies.extend([text_reply("fine")])
     done = run(["hi", "--base-url", server.base_url, *BASE], workspace)
     assert done.returncode == 0, done.stderr

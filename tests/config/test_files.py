@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from codeloop.config import ConfigError, load_config, parse_config
+from codeloop.policy.trust import trust
 
 
 @pytest.fixture
@@ -25,8 +26,10 @@ def test_project_config_wins_key_by_key_and_servers_merge(dirs: tuple[Path, Path
     user, ws = dirs
     user.write_text('model = "m-user"\nprovider = "openai"\nmax_turns = 10\n'
                     '[mcp_servers.files]\ncommand = "python"\nargs = ["-m", "x"]\n')
-    (ws / ".codeloop" / "config.toml").write_text(
+    project = ws / ".codeloop" / "config.toml"
+    project.write_text(
         'model = "m-project"\napproval = "always-ask"\n[mcp_servers.web]\nurl = "http://127.0.0.1:9/mcp"\ntimeout = 5\n')
+    trust(project, project.read_bytes())  # MCP servers of a project apply once trusted
     config = load_config(ws)
     assert (config.model, config.provider, config.max_turns, config.approval) == ("m-project", "openai", 10, "always-ask")
     assert config.mcp_servers["files"].args == ("-m", "x")

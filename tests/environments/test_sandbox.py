@@ -145,9 +145,10 @@ async def test_daemonized_grandchild_dies_with_the_timeout(workspace: Path) -> N
 
 
 async def test_daemon_outlives_an_unsandboxed_timeout_but_not_a_sandboxed_one(workspace: Path) -> None:
-    """The reason the sandbox exists: without a PID namespace a setsid daemon escapes."""
+    """The reason the sandbox exists: without a PID namespace a setsid daemon that also
+    empties its environment (so the runner's CODELOOP_PROCESS mark is gone) escapes."""
     marker = f"codeloop-escape-{uuid.uuid4().hex}"
-    command = f"(setsid bash -c 'exec -a {marker} sleep 300' > /dev/null 2>&1 &); sleep 60"
+    command = f"(setsid env -i /bin/bash -c 'exec -a {marker} sleep 300' > /dev/null 2>&1 &); sleep 60"
     full = SandboxedExecutionEnvironment(workspace, mode="full", network=True)
     await full.exec_command(command, timeout_ms=800)
     escaped = _pids_with_marker(marker)

@@ -161,14 +161,14 @@ def test_resume_makes_an_older_session_active(relay: Run, tmp_path: Path) -> Non
     assert asyncio.run(step(config)).session.session_id == old
 
 
-def test_non_utf8_reply_is_left_in_inbox_with_a_clear_error(relay: Run, tmp_path: Path) -> None:
+def test_non_utf8_reply_is_moved_aside_with_a_clear_note(relay: Run, tmp_path: Path) -> None:
     _new_in_process(tmp_path)
     bad = _reply(tmp_path, "")
     bad.write_bytes(b"[MESSAGE]\n\xff\xfe\xfa broken\n[/MESSAGE]\n\x80")
     out = relay("step", check=False)
-    assert out.returncode == 1
-    assert "not UTF-8" in out.stderr and "Traceback" not in out.stderr
-    assert bad.exists()
+    assert out.returncode == 0
+    assert "not UTF-8" in out.stderr and "moved to" in out.stderr and "Traceback" not in out.stderr
+    assert not bad.exists() and len(list((bad.parent / "rejected").glob("*.txt"))) == 1
 
 
 def test_workspace_holding_relay_dirs_is_refused(relay: Run, tmp_path: Path) -> None:

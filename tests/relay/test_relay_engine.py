@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -112,6 +113,47 @@ def test_empty_reply_file_is_left_for_later(tmp_path: Path) -> None:
     report = asyncio.run(step(config))
     assert report.replies == 0 and not report.blocked
     assert (config.inbox_dir / "r.txt").exists()
+
+
+def test_non_utf8_reply_is_moved_aside_with_a_note_and_later_replies_proceed(tmp_path: Path) -> None:
+    config, sid = _start(tmp_path, clipboard=False)
+    bad, good = config.inbox_dir / "a.txt", config.inbox_dir / "b.txt"
+    bad.write_bytes(b"[MESSAGE]\n\xff\xfe\xfa broken\n[/MESSAGE]\n\x80")
+    good.write_text("[MESSAGE]\nstill heard\n[/MESSAGE]\n")
+    os.utime(bad, (1, 1))  # the bad one is the oldest: it comes first
+    report = asyncio.run(step(config))
+    assert report.replies == 1 and not report.blocked
+    moved = config.inbox_dir / "rejected" / f"{sid}_seq0001__a.txt"
+    assert not bad.exists() and moved.read_bytes().startswith(b"[MESSAGE]\n\xff")
+    assert "not UTF-8" in (moved.parent / (moved.name + ".note")).read_text()
+    skipped = [e for e in report.events if e.kind == "reply_skipped"]
+    assert len(skipped) == 1 and str(moved) in skipped[0].reason
+    assert [e.text for e in report.events if e.kind == "model_message"] == ["still heard"]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    return "\nState:\tZ" not in state  # a zombie is dead, waiting for its reaper
+
+
+def test_timeout_message_is_true_for_a_child_that_left_the_process_group(tmp_path: Path) -> None:
+    config, _ = _start(tmp_path, timeout=1, clipboard=False)
+    ws = Path(asyncio.run(resume(config))[0].workspace)
+    (config.inbox_dir / "r.txt").write_text(
+        "[RUN_COMMAND]\nsetsid sh -c 'echo $$ > escaped.pid; exec sleep 300' >/dev/null 2>&1 &\n"
+        "while [ ! -s escaped.pid ]; do :; done; sleep 300\n[/RUN_COMMAND]\n")
+    report = asyncio.run(step(config))
+    summary = next(e.result.summary for e in report.events if e.kind == "command_finished")
+    assert "timed out" in summary and "stopped with all its child processes" in summary
+    pid = int((ws / "escaped.pid").read_text())
+    for _ in range(500):  # SIGKILL was sent before step returned; the kernel finishes it at once
+        if not _alive(pid):
+            break
+        time.sleep(0.01)
+    assert not _alive(pid), f"the setsid child {pid} outlived the timeout"
 
 
 def test_clipboard_tool_receives_the_outbox(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from .server_process import ServerProcess
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    srv = ServerProcess(tmp_path_factory.mktemp("client-data"), "--no-sandbox").start()
+    srv = ServerProcess(tmp_path_factory.mktemp("client-data")).start()
     yield srv
     srv.stop()
 

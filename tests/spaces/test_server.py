@@ -14,7 +14,7 @@ from .server_process import ServerProcess
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    srv = ServerProcess(tmp_path_factory.mktemp("spaces-data"), "--no-sandbox").start()
+    srv = ServerProcess(tmp_path_factory.mktemp("spaces-data")).start()
     yield srv
     srv.stop()
 
@@ -196,7 +196,7 @@ def test_no_auth_is_refused_on_a_non_loopback_host(tmp_path: Path) -> None:
 
 
 def test_no_auth_on_loopback_warns_loudly(tmp_path: Path) -> None:
-    srv = ServerProcess(tmp_path, "--no-auth", "--no-sandbox").start()
+    srv = ServerProcess(tmp_path, "--no-auth").start()
     try:
         assert httpx.get(f"{srv.url}/v1/spaces").status_code == 200
     finally:
@@ -205,7 +205,7 @@ def test_no_auth_on_loopback_warns_loudly(tmp_path: Path) -> None:
 
 
 def test_paused_run_survives_server_restart(tmp_path: Path) -> None:
-    srv = ServerProcess(tmp_path, "--no-sandbox").start()
+    srv = ServerProcess(tmp_path).start()
     try:
         k = srv.create_key()
         with _client(srv, k) as c:
@@ -229,8 +229,8 @@ def test_paused_run_survives_server_restart(tmp_path: Path) -> None:
 
 def test_two_servers_share_a_postgresql_store(tmp_path: Path, fresh_postgres: str) -> None:
     """A run paused on one server is resumed on another (replicas over one PostgreSQL store)."""
-    a = ServerProcess(tmp_path, "--no-sandbox", "--database", fresh_postgres).start()
-    b = ServerProcess(tmp_path, "--no-sandbox", "--database", fresh_postgres).start()
+    a = ServerProcess(tmp_path, "--database", fresh_postgres).start()
+    b = ServerProcess(tmp_path, "--database", fresh_postgres).start()
     try:
         k = a.create_key()
         with _client(a, k) as ca, _client(b, k) as cb:

@@ -12,7 +12,7 @@ from codeloop.spaces.service import SpacesService
 
 async def test_expired_spaces_are_deleted_with_their_workspace(tmp_path: Path) -> None:
     store = open_store(None, tmp_path)
-    service = SpacesService(store, sandbox=False)
+    service = SpacesService(store)
     try:
         old = await service.create_space("k", "old", {}, ttl_s=-1)
         live = await service.create_space("k", "live", {}, ttl_s=3600)
@@ -28,7 +28,7 @@ async def test_expired_spaces_are_deleted_with_their_workspace(tmp_path: Path) -
 
 async def test_concurrent_resumes_run_the_approved_operation_once(tmp_path: Path) -> None:
     store = open_store(None, tmp_path)
-    service = SpacesService(store, sandbox=False)
+    service = SpacesService(store)
     try:
         space = await service.create_space("k", "s", {}, ttl_s=3600)
         paused = await service.start_run(space, {"protocolVersion": "1.0", "operations": [
@@ -45,7 +45,7 @@ async def test_concurrent_resumes_run_the_approved_operation_once(tmp_path: Path
 
 async def test_runs_interrupted_by_a_server_stop_are_marked_error(tmp_path: Path) -> None:
     store = open_store(None, tmp_path)
-    service = SpacesService(store, sandbox=False)
+    service = SpacesService(store)
     try:
         space = await service.create_space("k", "s", {}, ttl_s=3600)
         store.create_run("run_x", space, {"protocolVersion": "1.0", "operations": []})

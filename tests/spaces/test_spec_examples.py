@@ -77,8 +77,8 @@ def _exec_cli(workspace: Path, source: Path, *extra: str) -> Result:
 
 @pytest.fixture
 def fake_bun(tmp_path: Path) -> Path:
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
+    bindir = tmp_path / "tools" / "bin"  # beside the workspace, so the sandbox mounts it as a toolchain
+    bindir.mkdir(parents=True)
     (bindir / "bun").write_text(BUN)
     (bindir / "bun").chmod(0o755)
     return bindir
@@ -89,7 +89,7 @@ def test_spec_examples_1_and_2_through_cli(example: str, tmp_path: Path, fake_bu
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", f"{fake_bun}{os.pathsep}{os.environ['PATH']}")
     source = FIXTURES / f"{example}_operations.json"
-    proc = _exec_cli(tmp_path / "ws", source, "--no-sandbox")
+    proc = _exec_cli(tmp_path / "ws", source)
     assert proc.exit_code == 0, proc.stderr
     _assert_matches(json.loads(proc.stdout), _load(f"{example}_events"), _load(f"{example}_operations"))
 

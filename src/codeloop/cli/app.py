@@ -34,7 +34,7 @@ def version() -> None:
 
 def register() -> None:
     # Imports are explicit (no plugin strings) so "what runs here?" has one answer.
-    from codeloop.cli import codali, index, relay, run, sessions, spaces, tool
+    from codeloop.cli import codali, index, relay, run, sessions, spaces, tool, trust
 
     tool.register(app)
     run.register(app)
@@ -43,6 +43,7 @@ def register() -> None:
     index.register(app)
     codali.register(app)
     sessions.register(app)
+    trust.register(app)
 
 
 def run_app() -> None:

@@ -118,7 +118,10 @@ class Runner:
         from codeloop.sessions import record_session
 
         s = self.settings
-        policy = approval_policy(s.approval, ApprovalStore(s.root), self.terminal.ask,
+        store = ApprovalStore(s.root)
+        if store.warning:
+            self.err.print(f"[yellow]warning: {escape(store.warning)}[/]")
+        policy = approval_policy(s.approval, store, self.terminal.ask,
                                  warn=lambda message: self.err.print(f"[yellow]warning: {escape(message)}[/]"))
         # Issue 10: OpenAI-compatible servers (local models) often write calls as text.
         profile = create_profile(s.choice.profile, s.choice.model)
@@ -261,6 +264,8 @@ def settle_options(root: Path, flags: dict[str, Any], network: str | None, err: 
         cfg = load_config(root)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
+    for warning in cfg.warnings:
+        err.print(f"[yellow]warning: {escape(warning)}[/]")
     merged = {k: v if v is not None else getattr(cfg, k) for k, v in flags.items()}
     approval = merged["approval"] or "on-risk"
     try:

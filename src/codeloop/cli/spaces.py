@@ -36,8 +36,12 @@ def _load_json(source: str, what: str) -> Any:
         _fail(f"cannot read {what} {source!r}: {exc.strerror or exc}; pass an existing file or - for stdin")
     except UnicodeDecodeError:
         _fail(f"{what} {source!r} is not UTF-8 text")
+    from codeloop.policy.input_limits import InputLimitError, loads_limited
+
     try:
-        return json.loads(text)
+        return loads_limited(text, f"{what} {source!r}")
+    except InputLimitError as exc:
+        _fail(str(exc))
     except json.JSONDecodeError as exc:
         _fail(f"{what} {source!r} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")
     return None
@@ -82,11 +86,12 @@ def exec_command(
 async def _exec(raw: Any, workspace: Path, policy: Any, approve: set[str], sandbox: bool) -> dict[str, Any]:
     from codeloop.spaces.operations import Approval, events_message_to_json
     from codeloop.spaces.runs import new_run_id, run_message
-    from codeloop.spaces.workspace import open_environment
+    from codeloop.spaces.workspace import UNSANDBOXED_WARNING, open_environment
 
     space = await open_environment(workspace, policy, sandbox=sandbox)
-    if space.network_enforcement == "policy-only":
-        typer.echo("note: no bubblewrap sandbox; network-off is enforced by the command policy only "
+    policy = space.policy
+    if policy.unsandboxed:
+        typer.echo(f"WARNING: {UNSANDBOXED_WARNING}; network-off is enforced by the command policy only "
                    "(network tools are refused, programs opening sockets are not stopped)", err=True)
     run_id = new_run_id()
     events: list[Any] = []

@@ -26,10 +26,12 @@ from typing import Any
 
 from codeloop.codali.needs import NEED_TYPES, ROLES, NeedSpecError, check_need
 from codeloop.codali.yamlish import Located, YamlishError, located, parse_block, plain
+from codeloop.policy.input_limits import MAX_JSON_DEPTH, InputLimitError, check_json_depth
 
 _HEADER = re.compile(r"^[\s>#*_`]*AGENT_REQUEST\b[\s*_`]*(?:v(?:ersion)?\s*[:=]?\s*(\S+?))?[\s*_`:]*$", re.I)
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _TOP_KEY = re.compile(r"^(role|request_id|needs|context)\s*:", re.I)
+_TOO_DEEP = f"JSON nested deeper than Python can parse; keep it under {MAX_JSON_DEPTH} levels"
 _OTHER_ENVELOPE = re.compile(r"^\s*(AGENT_REQUEST|CODALI_RESPONSE)\b")
 
 
@@ -95,6 +97,10 @@ def parse_agent_request(reply: str, *, role: str | None = None, skip_bad_needs: 
     with a ``need_skipped`` warning holding the error; it still fails when no need is valid.
     Both are for small models whose request is mostly right; the default is strict."""
     leniency = _Leniency(role, skip_bad_needs)
+    try:
+        check_json_depth(reply, "the request")
+    except InputLimitError as exc:
+        raise AgentRequestError(str(exc)) from None
     lines = reply.split("\n")
     for number, line in enumerate(lines, start=1):
         match = _HEADER.match(line)
@@ -152,6 +158,8 @@ def _decode_json_at(text: str, first_line: int) -> Any:
         value, _ = json.JSONDecoder().raw_decode(text.lstrip())
     except json.JSONDecodeError as exc:
         raise AgentRequestError(f"invalid JSON: {exc.msg} (column {exc.colno})", first_line + exc.lineno - 1) from None
+    except RecursionError:  # nesting the depth check could not see (quotes in prose around it)
+        raise AgentRequestError(_TOO_DEEP, first_line) from None
     return value
 
 
@@ -162,6 +170,8 @@ def _find_json(reply: str) -> tuple[Any, int] | None:
             value, _ = decoder.raw_decode(reply, match.start())
         except json.JSONDecodeError:
             continue
+        except RecursionError:
+            raise AgentRequestError(_TOO_DEEP, reply.count("\n", 0, match.start()) + 1) from None
         if isinstance(value, dict) and ("needs" in value or "AGENT_REQUEST" in value):
             return value, reply.count("\n", 0, match.start()) + 1
     return None

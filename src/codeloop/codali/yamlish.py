@@ -113,7 +113,7 @@ def _flow_list(text: str, line: int) -> list[Any]:
         parsed = json.loads(text)
         if isinstance(parsed, list):
             return parsed
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # read item by item below
         pass
     items, current, quote = [], "", ""
     for char in inner:

@@ -6,6 +6,11 @@ on Linux; ``$CODELOOP_CONFIG_DIR`` replaces the directory) and the workspace's
 ``.codeloop/config.toml``. Every key is checked: an unknown key, a wrong type or value, or
 broken TOML raises :class:`ConfigError` naming the file, the line and the fix.
 
+The project file comes with the repository, so it is not trusted: its ``sandbox = "full"``,
+``approval = "never-ask"``, ``base_url`` and ``mcp_servers`` are ignored (with a warning in
+``CodeloopConfig.warnings``) until the user trusts that exact content with ``codeloop trust``
+(:mod:`codeloop.policy.trust`).
+
 ::
 
     model = "qwen2.5-coder"        provider = "openai"      profile = "openai"
@@ -26,7 +31,6 @@ broken TOML raises :class:`ConfigError` naming the file, the line and the fix.
 from __future__ import annotations
 
 import difflib
-import os
 import re
 import tomllib
 from collections.abc import Mapping
@@ -34,12 +38,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import platformdirs
-
 from codeloop.policy.approval_modes import APPROVAL_MODES
-
-CONFIG_DIR_VARIABLE = "CODELOOP_CONFIG_DIR"
-"""Environment variable that replaces the user config directory."""
+from codeloop.policy.trust import is_trusted, untrusted_warning, user_config_dir
 
 SANDBOX_MODES = ("read-only", "workspace-write", "full")
 PROFILES = ("openai", "anthropic", "gemini", "text")
@@ -91,6 +91,8 @@ class CodeloopConfig:
     """MCP servers by name."""
     sources: tuple[str, ...] = ()
     """The files that were read, lowest priority first."""
+    warnings: tuple[str, ...] = ()
+    """Settings of an untrusted project file that were ignored (show them to the user)."""
 
 
 _STRING_KEYS = ("model", "provider", "profile", "base_url", "sandbox", "approval")
@@ -102,8 +104,7 @@ _SERVER_KEYS = ("command", "args", "env", "url", "timeout")
 
 def user_config_path() -> Path:
     """The user's config file (may not exist)."""
-    base = os.environ.get(CONFIG_DIR_VARIABLE) or platformdirs.user_config_dir("codeloop")
-    return Path(base) / "config.toml"
+    return user_config_dir() / "config.toml"
 
 
 def project_config_path(workspace: Path | str) -> Path:
@@ -199,7 +200,7 @@ def parse_config(text: str, path: Path) -> CodeloopConfig:
     return CodeloopConfig(**values, sources=(str(path),))
 
 
-def _read(path: Path) -> CodeloopConfig | None:
+def _read(path: Path) -> tuple[CodeloopConfig, bytes] | None:
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -210,21 +211,49 @@ def _read(path: Path) -> CodeloopConfig | None:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not UTF-8 text; save it as UTF-8") from None
-    return parse_config(text, path)
+    return parse_config(text, path), raw
+
+
+def needs_trust(config: CodeloopConfig) -> dict[str, Any]:
+    """The settings of a project file that apply only once the user trusts it: those that
+    lower safety (``sandbox = "full"``, ``approval = "never-ask"``), send the API key
+    elsewhere (``base_url``) or start programs (``mcp_servers``)."""
+    risky: dict[str, Any] = {}
+    if config.sandbox == "full":
+        risky["sandbox"] = config.sandbox
+    if config.approval == "never-ask":
+        risky["approval"] = config.approval
+    if config.base_url is not None:
+        risky["base_url"] = config.base_url
+    if config.mcp_servers:
+        risky["mcp_servers"] = dict(config.mcp_servers)
+    return risky
 
 
 def merge(low: CodeloopConfig, high: CodeloopConfig) -> CodeloopConfig:
     """``high``'s set keys over ``low``'s; MCP servers merge by name."""
     changes: dict[str, Any] = {k: getattr(high, k) for k in (*_STRING_KEYS, *_COUNT_KEYS) if getattr(high, k) is not None}
     return replace(low, **changes, mcp_servers={**low.mcp_servers, **high.mcp_servers},
-                   sources=low.sources + high.sources)
+                   sources=low.sources + high.sources, warnings=low.warnings + high.warnings)
 
 
 def load_config(workspace: Path | str) -> CodeloopConfig:
-    """The user config overlaid by the project config of ``workspace``; ConfigError if either is bad."""
+    """The user config overlaid by the project config of ``workspace``; ConfigError if either is bad.
+
+    The project file's :func:`needs_trust` settings are dropped, with a warning in
+    ``warnings``, unless the user trusted that exact content (``codeloop trust``)."""
     config = CodeloopConfig()
-    for path in (user_config_path(), project_config_path(workspace)):
-        loaded = _read(path)
-        if loaded is not None:
-            config = merge(config, loaded)
+    user = _read(user_config_path())
+    if user is not None:
+        config = merge(config, user[0])
+    path = project_config_path(workspace)
+    project = _read(path)
+    if project is not None:
+        loaded, raw = project
+        risky = needs_trust(loaded)
+        if risky and not is_trusted(path, raw):
+            dropped: dict[str, Any] = {k: {} if k == "mcp_servers" else None for k in risky}
+            loaded = replace(loaded, **dropped,
+                             warnings=(untrusted_warning(path, ", ".join(risky), Path(workspace)),))
+        config = merge(config, loaded)
     return config

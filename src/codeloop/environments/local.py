@@ -189,7 +189,8 @@ class LocalExecutionEnvironment:
     async def read_bytes(self, path: str) -> bytes:
         target = self._file(path)
         try:
-            return read_bytes_beneath(self._real_root(), target, path, allow_hardlinks=self.allow_hardlinks)
+            return await asyncio.to_thread(read_bytes_beneath, self._real_root(), target, path,
+                                           allow_hardlinks=self.allow_hardlinks)
         except OSError as exc:
             raise _os_error(exc, path, "read") from None
 
@@ -212,7 +213,7 @@ class LocalExecutionEnvironment:
         if target.is_dir():
             raise NotAFileError(f"Cannot write {path!r}: it is a directory", path=path)
         try:
-            atomic_write_beneath(self._real_root(), target, data, path)
+            await asyncio.to_thread(atomic_write_beneath, self._real_root(), target, data, path)
         except OSError as exc:
             raise _os_error(exc, path, "write") from None
         return len(data)
@@ -223,7 +224,7 @@ class LocalExecutionEnvironment:
         if target.is_dir() and not target.is_symlink():
             raise NotAFileError(f"Cannot delete {path!r}: it is a directory", path=path)
         try:
-            unlink_beneath(self._real_root(), target, path)
+            await asyncio.to_thread(unlink_beneath, self._real_root(), target, path)
         except OSError as exc:
             raise _os_error(exc, path, "delete") from None
 
@@ -247,7 +248,7 @@ class LocalExecutionEnvironment:
     async def stat(self, path: str) -> FileStat:
         target = self.resolve(path, must_exist=True)
         try:
-            info = target.stat()
+            info = await asyncio.to_thread(target.stat)
         except OSError as exc:
             raise _os_error(exc, path, "stat") from None
         return FileStat(

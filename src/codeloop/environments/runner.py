@@ -9,6 +9,10 @@ while it runs, and always returns within ``timeout + kill grace + a short drain`
   the command exits. We wait ``DRAIN_TIMEOUT_S`` for end of output, then SIGKILL the group
   and stop reading. A background job that must survive redirects its output
   (``cmd > log 2>&1 &``): it then holds no pipe and is left alone.
+- **Escapes from the group:** a child that made its own session (``setsid``) is not in
+  the group. Every command runs with ``CODELOOP_PROCESS=<id>`` in its environment; after a
+  timeout or an abort, every process group whose member still carries that id (Linux
+  ``/proc``) is SIGKILLed too. A process that emptied its environment is not found.
 - **Abort:** cancelling the awaiting task (``asyncio.CancelledError``) stops the group as
   Appendix B of the loop spec orders: SIGTERM, up to ``limits.kill_grace_ms`` for the
   command to exit, SIGKILL to what remains; then it removes the spill file and re-raises.
@@ -23,6 +27,10 @@ that kills codeloop, so each group is registered with a guard process (one per c
 process, :func:`_tell_guard`) that SIGKILLs every group still running once codeloop is gone,
 by SIGTERM, SIGINT or SIGKILL alike. Programs a library starts (MCP stdio servers) run under
 :func:`orphan_proof_argv`. The embedded llama-server is meant to stay and uses neither.
+
+Over 500 lines and not split: starting, supervising and killing a process (the guard, the
+group, the marked escapees) are one concern that DESIGN.md wants in one place, and every
+piece needs the others' state.
 """
 
 from __future__ import annotations
@@ -38,6 +46,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
@@ -157,6 +166,39 @@ def signal_process_group(pgid: int, sig: int) -> None:
     """Send ``sig`` to the process group ``pgid``; a group that is already gone is fine."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
+
+
+PROCESS_MARKER_VARIABLE = "CODELOOP_PROCESS"
+"""Environment variable whose value names the command a process was started for."""
+
+
+def process_groups_with(variable: str, value: str, proc: Path = Path("/proc")) -> set[int]:
+    """Process-group ids of live processes whose environment holds ``variable=value``
+    (never our own group; nothing where ``/proc`` is missing)."""
+    needle = f"{variable}={value}".encode()
+    groups: set[int] = set()
+    try:
+        entries = list(os.scandir(proc))
+    except OSError:
+        return groups
+    for entry in entries:
+        if not entry.name.isdigit():
+            continue
+        try:
+            if needle in Path(entry.path, "environ").read_bytes().split(b"\0"):
+                groups.add(os.getpgid(int(entry.name)))
+        except (OSError, ProcessLookupError):
+            continue
+    groups.discard(os.getpgid(0))
+    return groups
+
+
+def kill_groups_with(variable: str, value: str) -> int:
+    """SIGKILL every process group holding a process marked ``variable=value``; return how many."""
+    groups = process_groups_with(variable, value)
+    for pgid in groups:
+        signal_process_group(pgid, signal.SIGKILL)
+    return len(groups)
 
 
 class _HeadTail:
@@ -400,6 +442,8 @@ async def run_process(
     """
     loop = asyncio.get_running_loop()
     start = time.monotonic()
+    marker = uuid.uuid4().hex
+    env = {**env, PROCESS_MARKER_VARIABLE: marker}
     _start_guard()
     out_r, out_w = _open_pipe()
     err_r, err_w = _open_pipe()
@@ -483,14 +527,18 @@ async def run_process(
         await supervisor.finished
     except asyncio.CancelledError:
         await _stop_group(supervisor)
+        kill_groups_with(PROCESS_MARKER_VARIABLE, marker)
         capture.discard()
         raise
     except BaseException:
         signal_process_group(pgid, signal.SIGKILL)
+        kill_groups_with(PROCESS_MARKER_VARIABLE, marker)
         capture.discard()
         raise
     finally:
         supervisor.cancel_timers()
+        if supervisor.timed_out:  # "stopped with all its child processes": also those that left the group
+            kill_groups_with(PROCESS_MARKER_VARIABLE, marker)
         for fd in list(open_fds):
             close_reader(fd)
         if pidfd is not None:

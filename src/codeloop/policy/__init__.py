@@ -8,6 +8,7 @@ Public API::
     evaluate_path(path, "read"|"write"|"delete", FilesystemPolicy, root=None) -> Decision
     preset("restrictive"|"standard"|"permissive") -> Policy
     is_read_only(ParsedCommand) -> bool                 READ_ONLY_COMMANDS, judged with arguments
+    is_read_only_line(line) -> bool                     every command of a line is read-only
     approval_policy(mode, ApprovalStore, ask)           the CLI's never-ask | on-risk | always-ask
     PendingApproval(ToolCallRequest, Decision)          a call held until a human answers
 """
@@ -19,6 +20,7 @@ from codeloop.policy.approval_modes import (
     ApprovalsFileError,
     ApprovalStore,
     approval_policy,
+    is_read_only_line,
 )
 from codeloop.policy.model import (
     Action,
@@ -56,6 +58,7 @@ __all__ = [
     "evaluate_command",
     "evaluate_path",
     "is_read_only",
+    "is_read_only_line",
     "judge_env",
     "preset",
     "split_commands",

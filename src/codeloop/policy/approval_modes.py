@@ -13,13 +13,20 @@ and answers allow or deny. Modes:
 - ``always-ask``: every call but the read-only tools asks, unless remembered.
 
 The answer ``always`` is stored in ``.codeloop/approvals.toml`` of the workspace as a
-command prefix (``git commit``) or an MCP tool name, and applies to later sessions.
+command prefix (``git commit``) or an MCP tool name, and applies to later sessions. That
+file comes with the repository, so its prefixes apply only when the user trusted its exact
+content (:mod:`codeloop.policy.trust`; saving an answer trusts what was saved).
+
+In every mode, a call that would change ``.codeloop/`` (a path argument, a patch or a shell
+line naming it) asks, and its answer is never remembered: the agent must not rewrite its
+own configuration.
 """
 
 from __future__ import annotations
 
 import inspect
 import json
+import re
 import tomllib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -33,6 +40,7 @@ from codeloop.policy.approval import ToolCallRequest, ToolPolicy
 from codeloop.policy.model import Decision
 from codeloop.policy.shell import is_read_only
 from codeloop.policy.shell_parse import ParsedCommand, ShellParseError, split_commands
+from codeloop.policy.trust import is_trusted, trust, untrusted_warning
 
 if TYPE_CHECKING:
     from codeloop.environments.base import ExecutionEnvironment
@@ -75,6 +83,21 @@ def _toml_string(value: str) -> str:
     return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
 
 
+def parse_approvals(raw: bytes, path: Path) -> list[str]:
+    """The prefixes of an ``approvals.toml``'s content; ApprovalsFileError naming ``path``."""
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ApprovalsFileError(f"{path}: invalid TOML: {exc}; fix it or delete the file "
+                                 "(it only holds remembered approvals)") from None
+    allowed = data.get("allowed_prefixes", [])
+    unknown = set(data) - {"allowed_prefixes"}
+    if unknown or not (isinstance(allowed, list) and all(isinstance(p, str) for p in allowed)):
+        raise ApprovalsFileError(f"{path}: expected only allowed_prefixes = [\"git commit\", ...]; "
+                                 "fix it or delete the file")
+    return [p for p in allowed if p.split()]
+
+
 class ApprovalStore:
     """The remembered answers of one project: ``.codeloop/approvals.toml`` in the workspace."""
 
@@ -83,22 +106,24 @@ class ApprovalStore:
         self.path = resolve_workspace_path(self.workspace, ".codeloop/approvals.toml")
         self.prefixes: list[str] = []
         """Allowed command prefixes and MCP tool names."""
+        self.ignored: list[str] = []
+        """Prefixes of an untrusted file: kept in the file, not applied."""
+        self.warning: str | None = None
+        """Why ``ignored`` is not empty, for the user."""
         self._load()
 
     def _load(self) -> None:
         try:
-            data = tomllib.loads(self.path.read_text(encoding="utf-8"))
+            raw = self.path.read_bytes()
         except FileNotFoundError:
             return
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise ApprovalsFileError(f"{self.path}: invalid TOML: {exc}; fix it or delete the file "
-                              "(it only holds remembered approvals)") from None
-        allowed = data.get("allowed_prefixes", [])
-        unknown = set(data) - {"allowed_prefixes"}
-        if unknown or not (isinstance(allowed, list) and all(isinstance(p, str) for p in allowed)):
-            raise ApprovalsFileError(f"{self.path}: expected only allowed_prefixes = [\"git commit\", ...]; "
-                              "fix it or delete the file")
-        self.prefixes = [p for p in allowed if p.split()]
+        prefixes = parse_approvals(raw, self.path)
+        if prefixes and not is_trusted(self.path, raw):
+            self.ignored = prefixes
+            self.warning = untrusted_warning(self.path, "the pre-approved commands " + ", ".join(prefixes),
+                                             self.workspace)
+            return
+        self.prefixes = prefixes
 
     def matches(self, argv: tuple[str, ...]) -> bool:
         """True when ``argv`` starts with a remembered prefix (whole words)."""
@@ -122,12 +147,14 @@ class ApprovalStore:
         if not prefix or prefix in self.prefixes:
             return
         self.prefixes.append(prefix)  # kept for this session even if saving fails below
-        body = ",\n".join(f"  {_toml_string(p)}" for p in self.prefixes)
+        body = ",\n".join(f"  {_toml_string(p)}" for p in self.ignored + self.prefixes)
+        content = ("# Commands 'codeloop run' may run without asking in this project (answers 'always').\n"
+                   f"allowed_prefixes = [\n{body},\n]\n").encode()
         # The agent may have replaced .codeloop with a link since the path was resolved:
         # write without following links, beneath the workspace.
-        atomic_write_beneath(self.workspace, self.path, (
-            "# Commands 'codeloop run' may run without asking in this project (answers 'always').\n"
-            f"allowed_prefixes = [\n{body},\n]\n").encode(), ".codeloop/approvals.toml")
+        atomic_write_beneath(self.workspace, self.path, content, ".codeloop/approvals.toml")
+        if not self.ignored:  # the user's own answers; untrusted ones in the file still need 'codeloop trust'
+            trust(self.path, content)
 
 
 @dataclass(frozen=True)
@@ -148,11 +175,34 @@ Ask = Callable[[ApprovalRequest], "Answer | Awaitable[Answer]"]
 """Asks the user; returns ``"y"``, ``"n"`` or ``"always"``. Anything else counts as ``n``."""
 
 
+def is_read_only_line(line: str) -> bool:
+    """True when every command of ``line`` only reads (False when it cannot be parsed)."""
+    try:
+        commands = split_commands(line)
+    except ShellParseError:
+        return False
+    return all(is_read_only(c) for c in commands)
+
+
 def _command_of(call: ToolCallRequest) -> str:
     command = call.arguments.get("command")
     if isinstance(command, list):
         return " ".join(str(c) for c in command)
     return str(command or "")
+
+
+_CODELOOP_DIR = re.compile(r"(?<![\w.-])\.codeloop(?![\w.-])", re.IGNORECASE)
+
+
+def _names_codeloop_dir(value: object) -> bool:
+    """True when a string anywhere in ``value`` names ``.codeloop`` as a path component."""
+    if isinstance(value, str):
+        return bool(_CODELOOP_DIR.search(value))
+    if isinstance(value, dict):
+        return any(_names_codeloop_dir(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(_names_codeloop_dir(v) for v in value)
+    return False
 
 
 def approval_policy(mode: str, store: ApprovalStore, ask: Ask,
@@ -163,7 +213,14 @@ def approval_policy(mode: str, store: ApprovalStore, ask: Ask,
         raise ValueError(f"unknown approval mode {mode!r}; use one of {', '.join(APPROVAL_MODES)}")
 
     def needs(call: ToolCallRequest) -> ApprovalRequest | None:
-        if mode == "never-ask" or call.name in READ_ONLY_TOOLS:
+        if call.name in READ_ONLY_TOOLS:
+            return None
+        if _names_codeloop_dir(call.arguments) and not (
+                call.name in SHELL_TOOLS and is_read_only_line(_command_of(call))):
+            args = json.dumps(call.arguments, ensure_ascii=False)
+            return ApprovalRequest(call.name, f"{call.name} {args[:200]}",
+                                   "it may change .codeloop/, the project's codeloop configuration", ())
+        if mode == "never-ask":
             return None
         if call.name in SHELL_TOOLS:
             line = _command_of(call)

@@ -125,3 +125,7 @@ class Policy:
     filesystem: FilesystemPolicy
     shell: ShellPolicy
     network: NetworkPolicy
+    unsandboxed: bool = False
+    """True when commands run without the bubblewrap sandbox: a command line that is not
+    read-only then needs approval even where the policy would allow it (the policy judges
+    text, only the sandbox confines what runs)."""

@@ -84,6 +84,11 @@ class RelayConfig:
         return self.inbox_dir / "processed"
 
     @property
+    def rejected_dir(self) -> Path:
+        """Inbox files that could not be read as text, each with a ``.note`` saying why."""
+        return self.inbox_dir / "rejected"
+
+    @property
     def journal_dir(self) -> Path:
         """Step journals, one per answered outbox."""
         return self.sessions_dir / "journal"

@@ -149,6 +149,19 @@ def _claims(config: RelayConfig, state: SessionState) -> list[Path]:
         return []
 
 
+def _set_aside(config: RelayConfig, state: SessionState, path: Path, why: str) -> Path:
+    """Move an inbox file that cannot be applied to ``inbox/rejected/`` with a ``.note`` saying why."""
+    config.rejected_dir.mkdir(parents=True, exist_ok=True)
+    target = config.rejected_dir / (_claim_prefix(state) + path.name)
+    if target.exists():
+        target = config.rejected_dir / f"{target.stem}.{time.time_ns()}{target.suffix}"
+    os.replace(path, target)
+    atomic_write(target.with_name(target.name + ".note"),
+                 f"{path.name} was not applied: {why}. Save the reply as UTF-8 text and put it in the inbox "
+                 "again.\n".encode())
+    return target
+
+
 def _archive(config: RelayConfig, claim: Path) -> None:
     target = config.processed_dir / claim.name
     if target.exists():
@@ -273,15 +286,13 @@ def _claim_next(config: RelayConfig, state: SessionState, emit: EventSink) -> Pa
             text = decode_reply(path.read_bytes())
         except FileNotFoundError:
             continue
-        except UnicodeDecodeError:
-            emit(
-                ReplySkipped(
-                    path,
-                    f"{path.name} is not UTF-8 text; save the reply as UTF-8 (plain text) and run the step again",
-                    blocking=True,
-                )
-            )
-            return False
+        except UnicodeDecodeError as exc:
+            # Moved aside, not left in place: later replies must not wait behind it.
+            moved = _set_aside(config, state, path, f"not UTF-8 text ({exc.reason} at byte {exc.start})")
+            emit(ReplySkipped(moved, f"{path.name} is not UTF-8 text; it was moved to {moved} (the reason is in "
+                              f"{moved.name}.note); save the reply as UTF-8 (plain text) into {config.inbox_dir}/ "
+                              "again", blocking=False))
+            continue
         except OSError as exc:
             emit(ReplySkipped(path, f"cannot read {path.name}: {exc}", blocking=True))
             return False

@@ -71,7 +71,8 @@ class SessionCompleted:
 
 @dataclass(frozen=True)
 class ReplySkipped:
-    """An inbox file was not applied; it is left in place."""
+    """An inbox file was not applied; it is left in place (empty, unreadable) or moved to
+    ``inbox/rejected/`` (not text)."""
 
     path: Path
     reason: str

@@ -35,7 +35,15 @@ from pydantic import BaseModel
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import WorkspaceError
 from codeloop.llm.types import ToolDefinition
-from codeloop.policy import Decision, Policy, evaluate_command, evaluate_path, judge_env, strictest
+from codeloop.policy import (
+    Decision,
+    Policy,
+    evaluate_command,
+    evaluate_path,
+    is_read_only_line,
+    judge_env,
+    strictest,
+)
 from codeloop.policy.approval import ToolCallRequest, ToolPolicy
 from codeloop.spaces.operations import (
     Approval,
@@ -124,6 +132,9 @@ def decide(name: str, args: Mapping[str, Any], policy: Policy, root: str | None 
     if name == "shell":
         verdict = strictest([evaluate_command(args["command"], policy.shell, policy.network),
                              judge_env(args.get("env") or {}, policy.shell, policy.network, root)])
+        if verdict.action == "allow" and policy.unsandboxed and not is_read_only_line(args["command"]):
+            verdict = Decision.ask("commands run without the bubblewrap sandbox here, so a command that is "
+                                   "not read-only needs approval", "sandbox.unavailable")
         if args.get("cwd") and verdict.action != "deny":
             cwd_verdict = evaluate_path(args["cwd"], "read", policy.filesystem, root=root)
             if cwd_verdict.action == "deny":
@@ -306,6 +317,14 @@ async def run_file_operation(name: str, args: dict[str, Any], env: ExecutionEnvi
                                    policy=space_policy(policy, []))
 
 
+def _within(change: ops.PlannedChange, max_bytes: int) -> None:
+    """maxFileSize holds for what an edit would write, not only for what it read."""
+    if change.data is not None and len(change.data) > max_bytes:
+        raise ops.OperationError("too_large", f"the edited {change.path!r} would be {len(change.data)} bytes, "
+                                 f"over the {max_bytes}-byte limit", change.path or "", size=len(change.data),
+                                 limit=max_bytes)
+
+
 @functools.lru_cache(maxsize=64)
 def space_registry(policy: Policy) -> ToolRegistry:
     """The tools of a space's operations; ``ToolOutput.data`` holds the typed outcome. Built
@@ -335,7 +354,8 @@ def space_registry(policy: Policy) -> ToolRegistry:
 
     async def edit(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:
         edits = [ops.TextEdit(e["oldContent"], e["newContent"]) for e in args["edits"]]
-        changed = await ops.replace_text_in_file(env, args["path"], edits, match="first", max_bytes=max_bytes)
+        changed = await ops.replace_text_in_file(env, args["path"], edits, match="first", max_bytes=max_bytes,
+                                                 before_change=lambda change: _within(change, max_bytes))
         return ToolOutput(f"applied {changed} edits", data=changed)
 
     async def delete(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.policy import Policy
+from codeloop.policy.input_limits import InputLimitError, check_encodable
 from codeloop.spaces.engine import RunOutcome, execute_run
 from codeloop.spaces.operations import (
     Approval,
@@ -45,6 +46,10 @@ def parse_message(raw: object) -> list[Any]:
     problems = envelope_problems(raw)
     if problems:
         raise MessageRejectedError("; ".join(problems))
+    try:  # before anything runs: such text would be written as invalid UTF-8, or fail halfway
+        check_encodable(raw, "operations message")
+    except InputLimitError as exc:
+        raise MessageRejectedError(str(exc)) from None
     assert isinstance(raw, dict)
     return split_operations(raw)
 

@@ -45,12 +45,14 @@ from starlette.routing import Route
 
 from codeloop.environments.errors import FileNotFoundInWorkspaceError, NotAFileError, WorkspaceError
 from codeloop.policy import Policy, evaluate_path
+from codeloop.policy.input_limits import InputLimitError, loads_limited
 from codeloop.spaces.database import RunRecord, SpaceRecord, SpacesStore, open_store
 from codeloop.spaces.engine import run_file_operation
 from codeloop.spaces.operations import Approval, EventsMessage, OperationsMessage, path_problem
 from codeloop.spaces.policy_config import PolicyConfigError
 from codeloop.spaces.runs import MessageRejectedError
 from codeloop.spaces.service import DEFAULT_TTL_S, MAX_TTL_S, ServiceError, SpacesService
+from codeloop.spaces.workspace import UNSANDBOXED_WARNING
 from codeloop.tools.registry import ToolCallOutcome
 
 log = logging.getLogger(__name__)
@@ -144,8 +146,10 @@ class SpacesAPI:
         if not body:
             return {}
         try:
-            return json.loads(body)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            return loads_limited(body, "request body")
+        except InputLimitError as exc:
+            raise ServiceError(400, "invalid_input", str(exc)) from None
+        except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
             raise ServiceError(400, "invalid_json", f"request body is not valid JSON: {exc}") from None
 
     @staticmethod
@@ -434,6 +438,8 @@ def serve(*, host: str, port: int, data_dir: Path | None, database: str | None, 
     if no_auth:
         print("WARNING: --no-auth: anyone who can reach this port can run commands in these workspaces. "
               "Use only on a single-user machine.", file=sys.stderr)
+    if not sandbox:
+        print(f"WARNING: --no-sandbox: {UNSANDBOXED_WARNING}.", file=sys.stderr)
     app = create_app(store, auth=not no_auth, sandbox=sandbox)
     # A keep-alive longer than clients' idle gaps avoids the race where the server closes an idle
     # connection just as a client reuses it (seen as ReadError under load).

@@ -116,7 +116,8 @@ class SpacesService:
         policy = build_policy(space.policy)
         if cached is not None:
             await cached.space_env.env.cleanup()
-        cached = _CachedEnv(key, policy, await open_environment(space.workspace, policy, sandbox=self.sandbox))
+        space_env = await open_environment(space.workspace, policy, sandbox=self.sandbox)
+        cached = _CachedEnv(key, space_env.policy, space_env)
         self._envs[space.id] = cached
         return policy, cached.space_env
 

@@ -1,17 +1,20 @@
 """Choose the execution environment of a space and say how its network policy is enforced.
 
-When the policy turns the network off and the bubblewrap sandbox works here, commands run
-in the ``workspace-write`` sandbox with the network off (``codeloop.environments.factory``): no
-network namespace access at all. Otherwise commands run in ``LocalExecutionEnvironment`` and network-off is enforced only
-by the command policy (network tools such as ``curl``/``wget``/``ssh`` are refused), which a
-program that opens sockets itself can get around. :func:`open_environment` reports which one
-applies so the API and the docs can say it.
+Commands run in the ``workspace-write`` sandbox (``codeloop.environments.factory``) whenever
+bubblewrap works here: the tenant sees its own workspace and the system's toolchain, never
+other workspaces or the server's data, and has no network unless its policy turns it on.
+Without the sandbox (``--no-sandbox``, or bubblewrap missing) commands run in
+``LocalExecutionEnvironment`` with the server's permissions: the returned policy is then
+marked ``unsandboxed``, so every command that is not read-only asks for approval, and
+network-off is enforced only by the command policy (network tools such as ``curl`` are
+refused; a program that opens sockets itself is not stopped). :func:`open_environment`
+reports which applies so the API and the docs can say it.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -21,6 +24,10 @@ from codeloop.policy import Policy
 log = logging.getLogger(__name__)
 
 NetworkEnforcement = Literal["sandbox", "policy-only", "allowed"]
+
+UNSANDBOXED_WARNING = ("NO SANDBOX: commands of every space run with this server's permissions and can read "
+                       "other spaces' workspaces; every command that is not read-only waits for approval")
+"""What the server and ``spaces exec`` say when commands run without bubblewrap."""
 
 
 @dataclass(frozen=True)
@@ -32,6 +39,8 @@ class SpaceEnvironment:
     network_enforcement: NetworkEnforcement
     """``sandbox``: commands have no network; ``policy-only``: network tools are refused by
     the command policy but the process could still open sockets; ``allowed``: network on."""
+    policy: Policy
+    """The policy to judge operations by: the space's, ``unsandboxed`` without the sandbox."""
 
 
 def _limits(policy: Policy) -> ExecLimits:
@@ -45,15 +54,16 @@ async def open_environment(root: Path | str, policy: Policy, *, sandbox: bool = 
 
     Path(root).mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - one cheap mkdir before any I/O
     limits = _limits(policy)
-    if sandbox and not policy.network.enabled:
-        env = factory.open_environment(root, sandbox="workspace-write", network=False, limits=limits,
+    network = policy.network.enabled
+    if sandbox:
+        env = factory.open_environment(root, sandbox="workspace-write", network=network, limits=limits,
                                        env_policy="core-only")
         try:
             await env.initialize()
-            return SpaceEnvironment(env, "sandbox")
+            return SpaceEnvironment(env, "allowed" if network else "sandbox", policy)
         except SandboxUnavailableError as exc:
-            log.warning("bubblewrap sandbox unavailable (%s); network-off is enforced by command policy only", exc)
-    # The policy, not the environment, keeps the network off here (see the module docstring).
+            log.warning("bubblewrap sandbox unavailable (%s); network-off is enforced by command policy only. %s",
+                        exc, UNSANDBOXED_WARNING)
     env = factory.open_environment(root, sandbox="full", network=True, limits=limits, env_policy="core-only")
     await env.initialize()
-    return SpaceEnvironment(env, "allowed" if policy.network.enabled else "policy-only")
+    return SpaceEnvironment(env, "allowed" if network else "policy-only", replace(policy, unsandboxed=True))

@@ -1,0 +1,21 @@
+"""Suite-wide isolation."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_user_config_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Trusting a project (``codeloop trust``, an "always" answer) writes the user's
+    ``trusted.json``: never the real one. Session-scoped so hypothesis tests may use it."""
+    old = os.environ.get("CODELOOP_CONFIG_DIR")
+    os.environ["CODELOOP_CONFIG_DIR"] = str(tmp_path_factory.mktemp("user-config"))
+    yield
+    if old is None:
+        os.environ.pop("CODELOOP_CONFIG_DIR", None)
+    else:
+        os.environ["CODELOOP_CONFIG_DIR"] = old
