@@ -21,6 +21,7 @@ from codeloop.llm.types import (
     ToolDefinition,
     Usage,
     parse_tool_arguments,
+    tool_arguments_or_raw,
 )
 
 
@@ -147,3 +148,10 @@ def test_records_are_frozen() -> None:
     msg = Message.user("x")
     with pytest.raises(dataclasses.FrozenInstanceError):
         msg.role = Role.SYSTEM  # type: ignore[misc]
+
+
+def test_arguments_nested_deeper_than_the_decoder_can_go_are_an_invalid_call_not_a_crash() -> None:
+    deep = '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    with pytest.raises(InvalidToolCallError, match="nested too deeply"):
+        parse_tool_arguments(deep)
+    assert tool_arguments_or_raw(deep) == deep  # kept as written, for the model to see

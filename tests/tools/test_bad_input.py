@@ -245,3 +245,8 @@ def test_a_write_that_fails_midway_leaves_the_old_file_and_no_debris(tmp_path: P
     assert "File too large" in done.stdout + done.stderr
     assert "Traceback" not in done.stderr
     assert snapshot(tmp_path) == before
+
+
+async def test_arguments_nested_too_deeply_are_a_clear_error(ws: Workspace) -> None:
+    deep = '{"file_path": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    assert "nested too deeply" in await _error(ws, "read_file", deep)

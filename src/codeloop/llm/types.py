@@ -509,6 +509,10 @@ def parse_tool_arguments(raw: str) -> dict[str, Any]:
             f"tool call arguments are not valid JSON ({exc.msg} at position {exc.pos}): {raw[:200]!r}",
             cause=exc,
         ) from exc
+    except RecursionError:  # model output nested deeper than the decoder's recursion limit
+        raise InvalidToolCallError(
+            f"tool call arguments are nested too deeply to decode ({len(raw)} characters): {raw[:200]!r}"
+        ) from None
     if not isinstance(value, dict):
         raise InvalidToolCallError(
             f"tool call arguments must be a JSON object, got {type(value).__name__}: {raw[:200]!r}"

@@ -47,6 +47,11 @@ def parse_arguments(tool_name: str, arguments: Mapping[str, Any] | str | None) -
                 f"{exc.lineno} column {exc.colno}). Send the arguments as one JSON object, "
                 'for example {"file_path": "src/app.py"}.'
             ) from None
+        except RecursionError:
+            raise ArgumentError(
+                f"Invalid arguments for tool '{tool_name}': the JSON is nested too deeply to read. Send "
+                'the arguments as one flat JSON object, for example {"file_path": "src/app.py"}.'
+            ) from None
         arguments = decoded
     if not isinstance(arguments, Mapping):
         raise ArgumentError(
