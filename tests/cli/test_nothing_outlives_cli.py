@@ -50,8 +50,11 @@ def alive(pid: int) -> bool:
 
 
 def kill_mid_command(argv: list[str], cwd: Path, sig: signal.Signals, env: dict[str, str] | None = None) -> None:
+    # A shell's background job (CI under `nohup ... &`) starts with SIGINT ignored, and codeloop
+    # rightly keeps what it inherited: give it the default a terminal user's codeloop has.
     codeloop = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                stdin=subprocess.DEVNULL, env=env)
+                                stdin=subprocess.DEVNULL, env=env,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     below: set[int] = set()
     try:
         started = cwd / "started"
