@@ -131,3 +131,11 @@ def test_6_6_retry_after_seconds_and_http_date() -> None:
     assert E.parse_retry_after("soon") is None
     assert E.parse_retry_after("-3") == 0.0
     assert E.parse_retry_after("Thu, 01 Jan 1970 00:01:40 GMT", now=40.0) == 60.0
+
+
+def test_6_6_retry_after_ms_wins_over_retry_after_when_it_is_a_number() -> None:
+    assert E.retry_after_from_headers({"retry-after-ms": "250", "retry-after": "3"}) == 0.25
+    assert E.retry_after_from_headers({"retry-after-ms": "inf", "retry-after": "3"}) == 3.0
+    assert E.retry_after_from_headers({"retry-after-ms": "soon"}) is None
+    assert E.retry_after_from_headers({"retry-after-ms": "-5"}) == 0.0
+    assert E.retry_after_from_headers({}) is None

@@ -112,3 +112,8 @@ def test_transport_errors_map_to_network_timeout_and_stream_errors() -> None:
     assert isinstance(timeout, E.RequestTimeoutError) and "waiting for data" in timeout.message
     cut = error_from_transport("p", httpx.RemoteProtocolError("peer closed", request=req), streaming=True)
     assert isinstance(cut, E.StreamError) and cut.retryable
+
+
+def test_a_429_with_retry_after_ms_only_carries_it_in_seconds() -> None:
+    err = error_from_response("p", response(429, b'{"error": {"message": "slow down"}}', {"retry-after-ms": "1500"}))
+    assert isinstance(err, E.RateLimitError) and err.retry_after == 1.5

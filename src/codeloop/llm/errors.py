@@ -30,7 +30,9 @@ ambiguous statuses, the message signals (§6.5). Unknown statuses default to ret
 from __future__ import annotations
 
 import email.utils
+import math
 import time
+from collections.abc import Mapping
 from typing import Any
 
 
@@ -297,6 +299,20 @@ def _sharpens(status_cls: type[SDKError], hinted: type[ProviderError]) -> bool:
     return status_cls is InvalidRequestError and hinted in (
         ContextLengthError, ContentFilterError, QuotaExceededError
     )
+
+
+def retry_after_from_headers(headers: Mapping[str, str]) -> float | None:
+    """Seconds to wait before a retry: ``retry-after-ms`` (milliseconds, sent by OpenAI and
+    Anthropic, more precise) when it is a usable number, else ``retry-after``."""
+    ms = headers.get("retry-after-ms")
+    if ms is not None:
+        try:
+            value = float(ms.strip())
+        except ValueError:
+            value = math.nan
+        if math.isfinite(value):
+            return max(0.0, value / 1000)
+    return parse_retry_after(headers.get("retry-after"))
 
 
 def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:

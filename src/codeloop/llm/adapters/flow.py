@@ -48,7 +48,7 @@ from codeloop.llm.errors import (
     SDKError,
     StreamError,
     error_from_status_code,
-    parse_retry_after,
+    retry_after_from_headers,
 )
 from codeloop.llm.sse import SSEEvent, aiter_sse
 from codeloop.llm.types import RateLimitInfo, Request, Response, StreamEvent, StreamEventType, Warning
@@ -108,7 +108,7 @@ def error_from_response(provider: str, response: httpx.Response, body_bytes: byt
         provider=provider,
         error_code=code,
         raw=raw,
-        retry_after=parse_retry_after(response.headers.get("retry-after")),
+        retry_after=retry_after_from_headers(response.headers),
         grpc_status=grpc,
     )
 
