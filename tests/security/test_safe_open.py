@@ -4,8 +4,8 @@ A FIFO nobody writes to blocks a plain ``open`` forever; each case has a few sec
 ``pytest-timeout`` and must answer with an error (or skip the FIFO) at once. A hard link to
 an outside file must not show its content through ``grep`` (``rg`` and the pure-Python
 fallback, directory walk and explicit path) or the code index. Deletes race a directory
-swapped for a link, a bounded number of times here (``benchmarks/delete_race.py`` runs
-100,000).
+swapped for a link, and so does ``grep`` of an explicit path, a bounded number of times here
+(``benchmarks/delete_race.py`` runs 100,000).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from codeloop.index.code_index import CodeIndex
 from codeloop.tools import execute_tool_call
 from codeloop.tools.sets import all_tools_registry
 
-from .race_harness import run_delete_race
+from .race_harness import HARMLESS, run_delete_race, run_grep_race
 
 SECRET = "OUTSIDE-SECRET-CONTENT"
 FAST = pytest.mark.timeout(10)
@@ -125,6 +125,19 @@ async def test_delete_file_races_a_swapped_directory_without_a_leak(tmp_path: Pa
     leaks, done = await run_delete_race(tmp_path, env.delete_file, iterations=3000)
     assert leaks == 0
     assert done > 0, "the harness never deleted the real file; it tests nothing"
+
+
+@pytest.mark.parametrize("search", ["rg", "python"])
+async def test_grep_of_an_explicit_path_races_a_swapped_directory_without_a_leak(tmp_path: Path,
+                                                                                search: str) -> None:
+    env = LocalExecutionEnvironment(tmp_path / "ws")
+    if search == "python":
+        env.ripgrep = None
+    # The fallback's window (between its check and its read) is microseconds wide and a try
+    # costs no process, so it gets more tries.
+    leaks, shown = await run_grep_race(tmp_path, env.grep, iterations=3000 if search == "rg" else 20_000)
+    assert leaks == 0
+    assert shown > 0, f"no search ever showed {HARMLESS!r}; the harness tests nothing"
 
 
 async def test_delete_file_removes_a_fifo_and_a_link_not_their_targets(layout: tuple[Path, Path]) -> None:
