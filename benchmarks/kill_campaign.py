@@ -6,6 +6,7 @@ it at a random point of its session log, resumes it with ``--resume ID "continue
 end, and compares the log with the workspace and the checkpoints
 (tests/cli/kill_campaign.py). Prints one line per trial, then the totals: lost (a completed
 call whose effect is missing), duplicated (an effect twice, or a completed call run again),
+rerun (an interrupted call run again after the resume),
 interrupted (started, cut by the kill, reported and not re-run), unreadable log lines and
 other problems. Asserts nothing; exits 1 when anything was lost, duplicated or inconsistent.
 
@@ -36,7 +37,7 @@ def main() -> int:
     totals = campaign.totals()
     print(f"{args.trials} trials x {args.steps} steps, seed {args.seed}, {time.monotonic() - started:.0f} s:")
     print("  " + ", ".join(f"{name} {value}" for name, value in totals.items()))
-    bad = totals["lost"] or totals["duplicated"] or totals["unreadable_lines"] or totals["problems"]
+    bad = totals["lost"] or totals["duplicated"] or totals["rerun"] or totals["unreadable_lines"] or totals["problems"]
     return 1 if bad else 0
 
 

@@ -11,6 +11,7 @@ does) at a random point: once its session log holds a random number of lines, pl
 - the log parses, with no unreadable line (a torn last line is cut by the resumed writer);
 - *lost*: a step whose ``tool_call_end`` is in the log (it completed) but whose mark is absent;
 - *duplicated*: a mark present twice, or a step started again after it had completed;
+- *rerun*: an interrupted step started again after the resume;
 - *interrupted*: a step with ``tool_call_start`` but no ``tool_call_end`` (cut by the kill).
   Counted apart, with whether its mark is present: exactly-once is impossible for a command
   killed mid-run (it may have written before it died), so the promise is "reported
@@ -98,6 +99,8 @@ class Trial:
     interrupted_mark_present: list[int] = field(default_factory=list)
     lost: list[int] = field(default_factory=list)
     duplicated: list[int] = field(default_factory=list)
+    rerun: list[int] = field(default_factory=list)
+    """Interrupted calls started again by the resumed session (the promise is: not re-run)."""
     unreadable_lines: int = 0
     problems: list[str] = field(default_factory=list)
     """Inconsistencies (checkpoint mismatch, unexpected text, a step never done, a failed resume)."""
@@ -105,7 +108,7 @@ class Trial:
     def summary(self) -> str:
         return (f"killed={self.killed} at {self.log_lines_at_kill} log lines; completed={len(self.completed)} "
                 f"interrupted={self.interrupted} (mark present: {self.interrupted_mark_present}) "
-                f"lost={self.lost} duplicated={self.duplicated} unreadable={self.unreadable_lines} "
+                f"lost={self.lost} duplicated={self.duplicated} rerun={self.rerun} unreadable={self.unreadable_lines} "
                 f"problems={self.problems}")
 
 
@@ -197,6 +200,8 @@ def check(trial: Trial, ws: Path, log: Path, steps: int) -> None:
         ok_ends = ended.get(k, [])
         if present > 1 or (starts[k] > 1 and _started_after_end(order, k)):
             trial.duplicated.append(k)
+        elif starts[k] > 1:
+            trial.rerun.append(k)
         if ok_ends and any(ok_ends):
             trial.completed.append(k)
             if present == 0:
@@ -264,6 +269,7 @@ class Campaign:
             "completed_calls": sum(len(x.completed) for x in t),
             "lost": sum(len(x.lost) for x in t),
             "duplicated": sum(len(x.duplicated) for x in t),
+            "rerun": sum(len(x.rerun) for x in t),
             "interrupted": sum(len(x.interrupted) for x in t),
             "interrupted_mark_present": sum(len(x.interrupted_mark_present) for x in t),
             "unreadable_lines": sum(x.unreadable_lines for x in t),
