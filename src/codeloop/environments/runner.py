@@ -71,16 +71,29 @@ groups = set()
 for line in sys.stdin.buffer:
     pgid = int(line[1:])
     groups.add(pgid) if line[:1] == b"+" else groups.discard(pgid)
+mark = b"CODELOOP_PROCESS=" + sys.argv[1].encode() + b"-"
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        with open("/proc/" + pid + "/environ", "rb") as f:
+            if mark in f.read():
+                groups.add(os.getpgid(int(pid)))
+    except OSError:
+        pass
 for pgid in groups:
     try:
         os.killpg(pgid, signal.SIGKILL)
     except OSError:
         pass
 """
-"""The group guard: reads ``+PGID`` (written by the command itself, :func:`_guard_registration`)
-and ``-PGID`` lines; when its stdin ends (codeloop exited or
-was killed, even by SIGKILL, since the kernel closes the pipe) it SIGKILLs every group
-still listed."""
+"""The group guard: reads ``+PGID`` and ``-PGID`` lines (:func:`_tell_guard`); when its stdin
+ends (codeloop exited or was killed, even by SIGKILL, since the kernel closes the pipe) it
+SIGKILLs every group still listed, and every group holding a process marked with this codeloop
+process's tag (``CODELOOP_PROCESS=<tag>-...``): a command started just before codeloop died,
+not registered yet, is found that way. (Registering from the child in a ``preexec_fn`` would
+close that window too, but makes every spawn a full fork: 2x the cost of a short command.)"""
+
+_GUARD_TAG = uuid.uuid4().hex[:16]
+"""This codeloop process's prefix of every command's ``CODELOOP_PROCESS`` marker."""
 
 _guard: subprocess.Popen[bytes] | None = None
 _guard_lock = threading.Lock()
@@ -98,25 +111,11 @@ def _start_guard() -> None:
         if _guard is None or _guard.poll() is not None:
             try:
                 _guard = subprocess.Popen(
-                    [sys.executable, "-I", "-S", "-c", _GUARD_SOURCE], stdin=subprocess.PIPE,
+                    [sys.executable, "-I", "-S", "-c", _GUARD_SOURCE, _GUARD_TAG], stdin=subprocess.PIPE,
                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
             except OSError as exc:
                 _guard = None
                 _log.warning("no group guard (commands may outlive codeloop if it is killed): %s", exc)
-
-
-def _guard_registration() -> Callable[[], None] | None:
-    """A ``preexec_fn`` by which the new command registers its own group with the guard,
-    before it execs: codeloop killed right after the fork cannot leave it unguarded."""
-    stdin = _guard.stdin if _guard is not None else None
-    if stdin is None:
-        return None
-    fd = stdin.fileno()
-
-    def register() -> None:  # in the child, after setsid: its pid is its group's id
-        os.write(fd, b"+%d\n" % os.getpid())
-
-    return register
 
 
 def _tell_guard(line: str) -> None:
@@ -442,7 +441,7 @@ async def run_process(
     """
     loop = asyncio.get_running_loop()
     start = time.monotonic()
-    marker = uuid.uuid4().hex
+    marker = f"{_GUARD_TAG}-{uuid.uuid4().hex}"
     env = {**env, PROCESS_MARKER_VARIABLE: marker}
     _start_guard()
     out_r, out_w = _open_pipe()
@@ -458,7 +457,6 @@ async def run_process(
             stdout=out_w,
             stderr=err_w,
             start_new_session=True,
-            preexec_fn=_guard_registration(),  # one write(2) in the child: takes no lock
         )
     except (OSError, ValueError, TypeError) as exc:
         os.close(out_r)
@@ -477,6 +475,7 @@ async def run_process(
         os.close(err_w)
 
     pgid = proc.pid
+    _tell_guard(f"+{pgid}")
     if running is not None:
         running.add(pgid)
     capture = _Capture(limits.memory_cap_bytes, on_output, keep_full_output)
