@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 from codeloop.spaces.database import open_store
@@ -48,12 +49,35 @@ async def test_runs_interrupted_by_a_server_stop_are_marked_error(tmp_path: Path
     service = SpacesService(store)
     try:
         space = await service.create_space("k", "s", {}, ttl_s=3600)
-        store.create_run("run_x", space, {"protocolVersion": "1.0", "operations": []})
-        store.append_event("run_x", {"type": "message", "timestamp": "t", "success": True}, 1)
-        assert await service.recover_interrupted_runs() == 1
+        stopped = open_store(None, tmp_path)  # the store of the server that stopped mid-run
+        stopped.create_run("run_x", space, {"protocolVersion": "1.0", "operations": []})
+        stopped.append_event("run_x", {"type": "message", "timestamp": "t", "success": True}, 1)
+        stopped.close()
+        store.create_run("run_mine", space, {"protocolVersion": "1.0", "operations": []})
+        assert await service.recover_interrupted_runs() == 1  # not the run this process executes
+        assert store.get_run("run_mine").state == "running"  # type: ignore[union-attr]
         view = await service.run_view("k", "run_x")
         assert view["state"] == "error" and view["status"] == "error"
         assert view["events"][-1]["category"] == "system" and "index 1" in view["events"][-1]["message"]
     finally:
         await service.close()
         store.close()
+
+
+def test_a_postgresql_run_is_orphaned_only_once_its_server_is_gone(tmp_path: Path, fresh_postgres: str) -> None:
+    """Two servers share the store: a run the live one executes is never taken for interrupted;
+    once that server's connections are gone (as when it is killed), the other one reports it."""
+    live, other = open_store(fresh_postgres, tmp_path), open_store(fresh_postgres, tmp_path)
+    try:
+        space = live.create_space("k", "s", {}, 3600.0)
+        live.create_run("run_y", space, {"protocolVersion": "1.0", "operations": []})
+        assert other.orphaned_runs() == [] and other.orphaned_runs("run_y") == []
+        live.close()
+        deadline = time.monotonic() + 30  # the backend drops its locks once it sees the connection closed
+        while not (orphans := other.orphaned_runs()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert [r.id for r in orphans] == ["run_y"]
+        other.finish_step("run_y", "error", 0, None)
+        assert other.orphaned_runs() == []
+    finally:
+        other.close()

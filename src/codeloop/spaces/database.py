@@ -100,6 +100,10 @@ class _Backend(Protocol):
 
     def close(self) -> None: ...
 
+    def try_lock_run(self, run_id: str) -> bool: ...
+
+    def unlock_run(self, run_id: str) -> None: ...
+
 
 class _SQLite:
     placeholder = "?"
@@ -129,6 +133,12 @@ class _SQLite:
     def close(self) -> None:
         self._conn.close()
 
+    def try_lock_run(self, run_id: str) -> bool:
+        return True  # one server per SQLite store: the store's set of held runs is the whole truth
+
+    def unlock_run(self, run_id: str) -> None:
+        pass
+
 
 class _Postgres:
     placeholder = "%s"
@@ -146,6 +156,10 @@ class _Postgres:
         self._size = size
         self._made = 1
         self._lock = threading.Lock()
+        # Session-level advisory locks on a connection of their own mark the runs this process
+        # executes; PostgreSQL drops them when the process dies, however it dies.
+        self._run_locks = psycopg.connect(dsn, autocommit=True)
+        self._run_locks_lock = threading.Lock()
 
     def _take(self) -> Any:
         try:
@@ -171,11 +185,25 @@ class _Postgres:
             self._pool.put(conn)
 
     def close(self) -> None:
+        self._run_locks.close()
         while True:
             try:
                 self._pool.get_nowait().close()
             except queue.Empty:
                 return
+
+    @staticmethod
+    def _lock_key(run_id: str) -> int:
+        return int.from_bytes(hashlib.sha256(run_id.encode()).digest()[:8], "big", signed=True)
+
+    def try_lock_run(self, run_id: str) -> bool:
+        with self._run_locks_lock:
+            row = self._run_locks.execute("SELECT pg_try_advisory_lock(%s)", (self._lock_key(run_id),)).fetchone()
+        return bool(row and row[0])
+
+    def unlock_run(self, run_id: str) -> None:
+        with self._run_locks_lock:
+            self._run_locks.execute("SELECT pg_advisory_unlock(%s)", (self._lock_key(run_id),))
 
 
 def hash_key(secret: str) -> str:
@@ -189,6 +217,9 @@ class SpacesStore:
     def __init__(self, backend: _Backend, data_dir: Path) -> None:
         self._db = backend
         self.data_dir = data_dir
+        self._executing: set[str] = set()
+        """Runs this process executes (each also locked in the back end, see :meth:`orphaned_runs`)."""
+        self._executing_lock = threading.Lock()
         """Where workspaces are created (``data_dir/workspaces/<space id>``)."""
         with self._db.cursor() as cur:
             for statement in SCHEMA:
@@ -288,8 +319,22 @@ class SpacesStore:
         return RunRecord(row[0], row[1], row[2], json.loads(row[3]), int(row[4]), row[5], row[6], bool(row[7]),
                          float(row[8]), float(row[9]))
 
+    def _take_run(self, run_id: str) -> bool:
+        with self._executing_lock:
+            if run_id in self._executing or not self._db.try_lock_run(run_id):
+                return False
+            self._executing.add(run_id)
+            return True
+
+    def _release_run(self, run_id: str) -> None:
+        with self._executing_lock:
+            if run_id in self._executing:
+                self._executing.discard(run_id)
+                self._db.unlock_run(run_id)
+
     def create_run(self, run_id: str, space: SpaceRecord, message: dict[str, Any]) -> None:
-        """Record a new run in state ``running``."""
+        """Record a new run in state ``running``, executed by this process until :meth:`finish_step`."""
+        self._take_run(run_id)
         now = time.time()
         self._exec("INSERT INTO runs (id, space_id, owner, message, cursor, state, pending_operation, "
                    "cancel_requested, created_at, updated_at) VALUES (?, ?, ?, ?, 0, 'running', NULL, 0, ?, ?)",
@@ -309,21 +354,46 @@ class SpacesStore:
         """Atomically move a run from ``from_state`` to ``running``; False if it was not in it.
 
         This is what makes a resume execute the approved operation exactly once, even when
-        two requests (or two servers) race."""
+        two requests (or two servers) race. The run is executed by this process until
+        :meth:`finish_step`."""
+        if not self._take_run(run_id):
+            return False
         with self._db.cursor() as cur:
             cur.execute(self._sql("UPDATE runs SET state = 'running', updated_at = ? WHERE id = ? AND state = ?"),
                         (time.time(), run_id, from_state))
-            return bool(cur.rowcount == 1)
+            claimed = bool(cur.rowcount == 1)
+        if not claimed:
+            self._release_run(run_id)
+        return claimed
 
     def finish_step(self, run_id: str, state: str, cursor: int, pending: str | None) -> None:
-        """Record where a run stopped."""
+        """Record where a run stopped; it is no longer executed by this process."""
         self._exec("UPDATE runs SET state = ?, cursor = ?, pending_operation = ?, updated_at = ? WHERE id = ?",
                    state, cursor, pending, time.time(), run_id)
+        self._release_run(run_id)
 
-    def runs_in_state(self, state: str) -> list[RunRecord]:
-        """All runs in ``state`` (any owner)."""
-        rows = self._exec(f"SELECT {self._RUN_COLS} FROM runs WHERE state = ?", state)
-        return [self._run(r) for r in rows]
+    def orphaned_runs(self, run_id: str | None = None) -> list[RunRecord]:
+        """Runs in state ``running`` (all, or ``run_id``) that no live server executes: their
+        server died mid-run. Each is returned taken by this process; :meth:`finish_step` frees it.
+
+        A server marks each run it executes from before its state becomes ``running`` until
+        after it leaves it: SQLite (one server per store) in this process's memory, PostgreSQL
+        also with an advisory lock that dies with the server's connection. So a ``running``
+        run this process can take is one nobody else is executing."""
+        if run_id is None:
+            candidates = [self._run(r) for r in self._exec(f"SELECT {self._RUN_COLS} FROM runs WHERE state = 'running'")]
+        else:
+            candidates = [r for r in [self.get_run(run_id)] if r is not None]
+        orphans = []
+        for run in candidates:
+            if run.state != "running" or not self._take_run(run.id):
+                continue
+            current = self.get_run(run.id)  # read again under the lock: it may have just finished
+            if current is not None and current.state == "running":
+                orphans.append(current)
+            else:
+                self._release_run(run.id)
+        return orphans
 
     def request_cancel(self, run_id: str) -> None:
         """Ask a running run to stop before its next operation."""

@@ -247,6 +247,8 @@ class SpacesAPI:
         while True:
             wake = self.service.wakeup(run_id)
             run = await asyncio.to_thread(store.get_run, run_id)
+            if run is not None and run.state == "running" and await self.service.recover_interrupted_runs(run_id):
+                run = await asyncio.to_thread(store.get_run, run_id)  # its server died: now reported interrupted
             for seq, event in await asyncio.to_thread(store.events, run_id, after):
                 after = seq
                 yield f"id: {seq}\nevent: {event.get('type', 'event')}\ndata: {json.dumps(event)}\n\n".encode()
@@ -393,14 +395,14 @@ def create_app(store: SpacesStore, *, auth: bool = True, sandbox: bool = True,
                     removed = await service.cleanup_expired()
                     if removed:
                         log.info("removed %d expired spaces", removed)
+                    # Also at start-up; later, the runs of another server sharing the store that died.
+                    recovered = await service.recover_interrupted_runs()
+                    if recovered:
+                        log.warning("marked %d runs interrupted by a server stop as error", recovered)
                 except Exception:
-                    log.exception("cleanup of expired spaces failed")
+                    log.exception("cleanup of expired spaces or interrupted runs failed")
                 await asyncio.sleep(cleanup_interval_s)
 
-        if store.kind == "sqlite":
-            recovered = await service.recover_interrupted_runs()
-            if recovered:
-                log.warning("marked %d runs interrupted by a previous server stop as error", recovered)
         task = asyncio.create_task(cleaner())
         try:
             yield

@@ -127,12 +127,11 @@ class SpacesService:
             await cached.space_env.env.cleanup()
         self._envs.clear()
 
-    async def recover_interrupted_runs(self) -> int:
-        """Mark runs left ``running`` by a server that stopped as ``error`` (with an error event).
-
-        Only safe when this process is the store's only server (SQLite): with a shared
-        PostgreSQL store another server may still be running them."""
-        interrupted = await self._db(self.store.runs_in_state, "running")
+    async def recover_interrupted_runs(self, run_id: str | None = None) -> int:
+        """Mark runs (all, or ``run_id``) left ``running`` by a server that died as ``error``, with
+        an error event; a run another live server executes is left alone (see
+        :meth:`~codeloop.spaces.database.SpacesStore.orphaned_runs`)."""
+        interrupted = await self._db(self.store.orphaned_runs, run_id)
         for run in interrupted:
             message = (f"the server stopped while this run was running; operations from index {run.cursor} "
                        "on did not run (the one at that index may have run partly)")
@@ -223,6 +222,8 @@ class SpacesService:
         """A run with all its events: the events message plus ``state``, ``spaceId`` and
         ``pendingOperationId``. ``status`` is ``running`` while it runs."""
         run = await self.run_for(owner, run_id)
+        if run.state == "running" and await self.recover_interrupted_runs(run_id):
+            run = await self.run_for(owner, run_id)
         events = [e for _, e in await self._db(self.store.events, run_id)]
         return {"protocolVersion": "1.0", "runId": run.id, "spaceId": run.space_id, "status": _status(run.state),
                 "state": run.state, "pendingOperationId": run.pending_operation, "events": events}
