@@ -41,11 +41,13 @@ import signal
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
+
+from kill_campaign_common import Outcome, read_text, sum_trials
 
 from .server_process import ServerProcess
 
@@ -128,7 +130,7 @@ def read_sse(http: httpx.Client, run_id: str, after: int, sink: Received | None,
 
 
 @dataclass
-class Trial:
+class Trial(Outcome):
     """What one trial found."""
 
     killed: bool = False
@@ -145,11 +147,6 @@ class Trial:
     """Approvals sent whose answer the kill cut (each sent again after the restart)."""
     approved_ops: int = 0
     lost_events: list[str] = field(default_factory=list)
-    lost: list[str] = field(default_factory=list)
-    duplicated: list[str] = field(default_factory=list)
-    interrupted: list[str] = field(default_factory=list)
-    interrupted_mark_present: list[str] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         return (f"killed={self.killed} after {self.events_at_kill} events; runs={self.runs} "
@@ -319,7 +316,7 @@ def check(server: ServerProcess, client: Client, plan: list[tuple[str, ...]], tr
     workspace = server.data_dir / "workspaces" / client.space_id
     marks: Counter[str] = Counter()
     for name in ("log.txt", "approved.txt"):
-        text = _read(workspace / name)
+        text = read_text(workspace / name)
         for line in text.splitlines():
             if MARK.match(line):
                 marks[line] += 1
@@ -389,12 +386,6 @@ def _check_run(run_id: str, r: int, n_ops: int, events: list[dict[str, Any]], st
             trial.problems.append(f"{op} of a completed run has no event")
 
 
-def _read(path: Path) -> str:
-    try:
-        return path.read_text()
-    except FileNotFoundError:
-        return ""
-
 
 @dataclass
 class Campaign:
@@ -403,13 +394,7 @@ class Campaign:
     trials: list[Trial] = field(default_factory=list)
 
     def totals(self) -> dict[str, int]:
-        """Each count of :class:`Trial` summed (a list counts its items), plus ``trials``."""
-        sums: dict[str, int] = {"trials": len(self.trials)}
-        for f in fields(Trial):
-            if f.name != "kill_after_events":
-                sums[f.name] = sum(len(v) if isinstance(v, list) else int(v)
-                                   for v in (getattr(t, f.name) for t in self.trials))
-        return sums
+        return sum_trials(Trial, self.trials, ("kill_after_events",))
 
 
 def run_campaign(data_dir: Path, trials: int, *, database: str | None = None, runs: int = 3, ops_per_run: int = 5,
