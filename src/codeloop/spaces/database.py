@@ -217,10 +217,10 @@ class SpacesStore:
     def __init__(self, backend: _Backend, data_dir: Path) -> None:
         self._db = backend
         self.data_dir = data_dir
+        """Where workspaces are created (``data_dir/workspaces/<space id>``)."""
         self._executing: set[str] = set()
         """Runs this process executes (each also locked in the back end, see :meth:`orphaned_runs`)."""
         self._executing_lock = threading.Lock()
-        """Where workspaces are created (``data_dir/workspaces/<space id>``)."""
         with self._db.cursor() as cur:
             for statement in SCHEMA:
                 cur.execute(statement)
