@@ -35,11 +35,11 @@ class ServerProcess:
     def _cli(self, *args: str) -> list[str]:
         return [sys.executable, "-m", "codeloop.cli.main", "spaces", *args]
 
-    def start(self) -> ServerProcess:
+    def start(self, timeout_s: float = 30) -> ServerProcess:
         self.proc = subprocess.Popen(
             self._cli("serve", "--port", str(self.port), "--data-dir", str(self.data_dir), *self.extra),
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=dict(os.environ))
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"server exited: {self.proc.stderr.read().decode() if self.proc.stderr else ''}")
@@ -48,7 +48,7 @@ class ServerProcess:
                     return self
             except httpx.HTTPError:
                 time.sleep(0.1)
-        raise RuntimeError("server did not become healthy in 30 s")
+        raise RuntimeError(f"server did not become healthy in {timeout_s} s")
 
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:

@@ -54,6 +54,8 @@ from .server_process import ServerProcess
 POLICY = {"preset": "standard", "shell": {"approvalRequiredPatterns": [r"approved\.txt"]}}
 KINDS = ("create", "shell", "approve")
 INTERRUPTED = "the server stopped while this run was running"
+STARTUP_S = 300
+"""How long a (re)start may take: the campaigns run on loaded machines; slowness is not a finding."""
 MARK = re.compile(r"^r\d+o\d+$")
 
 
@@ -263,7 +265,7 @@ def run_trial(server: ServerProcess, rng: random.Random, *, runs: int, ops_per_r
     kill(server)
     for t in threads:
         t.join(timeout=120)
-    server.start()
+    server.start(STARTUP_S)
     trial.problems += client.errors
     reconnect(server, client, trial)
     check(server, client, plan, trial)
@@ -404,7 +406,7 @@ def run_campaign(data_dir: Path, trials: int, *, database: str | None = None, ru
     server = ServerProcess(data_dir, "--no-auth", *(["--database", database] if database else []))
     rng = random.Random(seed)
     campaign = Campaign()
-    server.start()
+    server.start(STARTUP_S)
     try:
         for n in range(trials):
             trial = run_trial(server, rng, runs=runs, ops_per_run=ops_per_run)

@@ -356,8 +356,14 @@ class SpacesStore:
         This is what makes a resume execute the approved operation exactly once, even when
         two requests (or two servers) race. The run is executed by this process until
         :meth:`finish_step`."""
-        if not self._take_run(run_id):
-            return False
+        deadline = time.monotonic() + 5
+        while not self._take_run(run_id):
+            # Held by a server executing the run, or, for a moment, by one checking whether it
+            # was orphaned: only the latter is worth waiting for.
+            run = self.get_run(run_id)
+            if run is None or run.state != from_state or time.monotonic() > deadline:
+                return False
+            time.sleep(0.01)
         with self._db.cursor() as cur:
             cur.execute(self._sql("UPDATE runs SET state = 'running', updated_at = ? WHERE id = ? AND state = ?"),
                         (time.time(), run_id, from_state))
@@ -386,13 +392,18 @@ class SpacesStore:
             candidates = [r for r in [self.get_run(run_id)] if r is not None]
         orphans = []
         for run in candidates:
-            if run.state != "running" or not self._take_run(run.id):
+            if run.state != "running":
                 continue
-            current = self.get_run(run.id)  # read again under the lock: it may have just finished
-            if current is not None and current.state == "running":
-                orphans.append(current)
-            else:
-                self._release_run(run.id)
+            # Under the process's lock, so a claim in this process waits for the check, not fails.
+            with self._executing_lock:
+                if run.id in self._executing or not self._db.try_lock_run(run.id):
+                    continue
+                current = self.get_run(run.id)  # read again under the lock: it may have just finished
+                if current is not None and current.state == "running":
+                    self._executing.add(run.id)
+                    orphans.append(current)
+                else:
+                    self._db.unlock_run(run.id)
         return orphans
 
     def request_cancel(self, run_id: str) -> None:
