@@ -1,5 +1,5 @@
-"""A full disk under ``codeloop run`` (issue 23): the workspace, the session log and the
-checkpoints each on a real tmpfs of 256 KiB filled to a few pages (tests/cli/small_disk.py,
+"""A full disk under ``codeloop run`` (issue 23): the workspace, the session log, the
+checkpoints and the ``codeloop spaces serve`` database each on a real tmpfs of 256 KiB filled to a few pages (tests/cli/small_disk.py,
 ``unshare -rm`` + ``mount -t tmpfs``: a real ENOSPC from the kernel, nothing simulated).
 Each time: a clear error naming what could not be written where, nothing half-written, and
 the session goes on with ``--resume`` once space is back."""
@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import json
 import re
+import socket
+import sqlite3
 import subprocess
+import sys
 import warnings
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from chat_server import text_reply, tool_reply
 from fault_server import FaultServer
@@ -99,10 +103,10 @@ def test_a_full_disk_under_the_session_log_stops_the_run_with_a_whole_log_and_it
     ws = tmp_path / "ws"
     ws.mkdir()
     state = tmp_path / "disk" / "state"
-    call = tool_reply("shell", {"command": "echo ran >> log.txt"})
+    call = tool_reply("shell", {"command": "echo ran >> log.txt # " + "x" * 6000})
     with SmallDisk(tmp_path / "disk", DISK) as disk, FaultServer() as server:
-        disk.fill(leave=4096)  # one page: the first lines fit, the long reply's line does not
-        server.replies.append(call | {"content": "I will append. " + "x" * 6000})
+        disk.fill(leave=4096)  # one page: the first lines fit, the tool call's start does not
+        server.replies.append(call | {"content": "I will append."})
         done = run(disk, server, ws, state, "chat_completions")
         assert done.returncode == 1 and "Traceback" not in done.stderr
         sid = session_id(done)
@@ -111,7 +115,7 @@ def test_a_full_disk_under_the_session_log_stops_the_run_with_a_whole_log_and_it
                f"continue with: codeloop run --resume {sid}); the session stops here" in " ".join(done.stderr.split())
         assert not (ws / "log.txt").exists()  # what the log could not record did not run
         kinds = [e.kind for e in read_log(monkeypatch, disk.path(state), sid)]  # whole lines only
-        assert kinds == ["session_start", "user_input", "assistant_text_start"]
+        assert kinds == ["session_start", "user_input", "assistant_text_start", "assistant_text_end"]
 
         disk.unfill()
         server.replies.extend([call | {"content": "I will append."}, text_reply("Appended.")])
@@ -149,3 +153,44 @@ def test_a_full_disk_under_the_checkpoints_is_a_warning_and_nothing_is_half_writ
         server.replies.append(text_reply("Nothing left to do."))
         resumed = run(disk, server, ws, state, "chat_completions", "--resume", sid)
     assert resumed.returncode == 0, resumed.stderr
+
+
+def test_a_full_disk_under_the_spaces_database_is_a_507_and_the_database_stays_whole(tmp_path: Path) -> None:
+    """``codeloop spaces serve`` with its SQLite database on the small disk (8 MiB: room for
+    the WAL), the workspaces beside it on the real disk."""
+    ops = [{"type": "createFile", "path": "a.txt", "content": "z" * 40000}, {"type": "shell", "command": "wc -c a.txt"}]
+    message = {"protocolVersion": "1.0", "operations": ops}
+    db = tmp_path / "disk" / "spaces.db"
+    with SmallDisk(tmp_path / "disk", 8 << 20) as disk:
+        python = [sys.executable, "-c"]
+        key = subprocess.run(disk.command([*python, "from codeloop.spaces.database import open_store; "
+                                           f"s = open_store('sqlite:{db}', None); print(s.create_key('t')[1])"]),
+                             capture_output=True, text=True, check=True).stdout.strip()
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        serve = [sys.executable, "-m", "codeloop.cli.main", "spaces", "serve", "--port", str(port),
+                 "--data-dir", str(tmp_path / "data"), "--database", f"sqlite:{db}"]
+        server = subprocess.Popen(disk.command(serve), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {key}"},
+                              timeout=30, transport=httpx.HTTPTransport(retries=50)) as client:
+                space = client.post("/v1/spaces", json={}).json()["id"]
+                disk.fill(leave=8192)
+                full = client.post(f"/v1/spaces/{space}/runs", json=message)
+                assert full.status_code == 507, full.text
+                assert full.json()["error"] == {"code": "insufficient_storage", "message": (
+                    f"no space left on device writing the spaces database {db}; nothing of this change was "
+                    "stored: free some space, then send the request again")}
+                assert not (tmp_path / "data" / "workspaces" / space / "a.txt").exists()  # the run never began
+                assert client.get(f"/v1/spaces/{space}/runs").json()["runs"] == []
+
+                disk.unfill()
+                with sqlite3.connect(disk.path(db)) as check:
+                    assert check.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+                done = client.post(f"/v1/spaces/{space}/runs", json=message).json()
+                assert done["status"] == "completed" and done["events"][1]["stdout"].split()[0] == "40000"
+        finally:
+            server.terminate()
+            _, stderr = server.communicate(timeout=30)
+    assert "Traceback" not in stderr
