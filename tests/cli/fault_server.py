@@ -8,9 +8,20 @@ reply (``text_reply``/``tool_reply`` of chat_server). Faults:
 
 - ``status(429, {"retry-after": "1"})``: an error answer with that status and headers;
 - ``RESET``: the connection is reset (TCP RST) before any byte of the answer;
-- ``cut(n)``: a 200 stream of the reply that is reset after ``n`` SSE events.
+- ``cut(n)``: a 200 stream of the reply that is reset after ``n`` SSE events;
+- ``storm(codes)``: one error answer per status, ``retry-after: 0`` so tests stay fast;
+- ``BYTE_BY_BYTE``: the reply streamed one byte per write, each flushed and a little apart;
+- ``GARBAGE``: the reply with comments, unknown fields and stray lines between its events
+  (all ignored by a WHATWG parser);
+- ``not_json(n)``: the reply with its ``n``-th event's data cut mid-object;
+- ``NO_DATA_PREFIX``: the reply whose last event lost its ``data:`` prefix (so it is never
+  dispatched: the stream ends without its final event);
+- ``huge(size)``: a 200 stream of one text event of ``size`` bytes;
+- ``raw(body, content_length)``: a 200 JSON answer of exactly ``body``, announcing
+  ``content_length`` bytes (a lie when it differs), then the connection closes.
 
-``requests`` records (path, fault or "ok") per request.
+Requests without ``stream`` (``complete()``) get the same faults, then a Chat Completions
+JSON reply. ``requests`` records (path, fault or "ok") per request.
 """
 
 from __future__ import annotations
@@ -19,6 +30,7 @@ import json
 import socket
 import struct
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,12 +42,19 @@ from chat_server import ChatServer
 
 @dataclass(frozen=True)
 class Fault:
-    """One misbehaviour: an error status, a reset, or a stream cut after ``cut_after`` events."""
+    """One misbehaviour; the fields that are set say which (see the module docstring)."""
 
     name: str
     status: int = 0
     headers: dict[str, str] = field(default_factory=dict)
+    reset: bool = False
     cut_after: int | None = None
+    rewrite: Callable[[list[bytes]], list[bytes]] | None = None
+    """Changes the reply's SSE frames before they are sent."""
+    byte_by_byte: bool = False
+    huge: int = 0
+    body: bytes | None = None
+    content_length: int | None = None
 
 
 def status(code: int, headers: dict[str, str] | None = None) -> Fault:
@@ -46,7 +65,43 @@ def cut(events: int) -> Fault:
     return Fault(f"cut after {events}", cut_after=events)
 
 
-RESET = Fault("reset")
+def storm(codes: list[int]) -> list[Fault]:
+    return [status(code, {"retry-after": "0"}) for code in codes]
+
+
+def _with_garbage(frames: list[bytes]) -> list[bytes]:
+    noise = b": keep-alive\n\nnonsense without a colon\nx-unknown-field: 1\nretry: soon\n\n"
+    return [noise + frame for frame in frames] + [noise]
+
+
+def _not_json(index: int) -> Callable[[list[bytes]], list[bytes]]:
+    def rewrite(frames: list[bytes]) -> list[bytes]:
+        head, _, data = frames[index].partition(b"data: ")
+        return [*frames[:index], head + b"data: " + data[: len(data) // 2] + b"\n\n", *frames[index + 1:]]
+    return rewrite
+
+
+def _no_data_prefix(frames: list[bytes]) -> list[bytes]:
+    return [*frames[:-1], frames[-1].replace(b"data: ", b"", 1)]
+
+
+def not_json(index: int) -> Fault:
+    return Fault(f"event {index} not JSON", rewrite=_not_json(index))
+
+
+def huge(size: int) -> Fault:
+    return Fault(f"{size} byte event", huge=size)
+
+
+def raw(body: bytes, content_length: int | None = None) -> Fault:
+    length = len(body) if content_length is None else content_length
+    return Fault(f"raw body of {len(body)} bytes, content-length {length}", body=body, content_length=length)
+
+
+RESET = Fault("reset", reset=True)
+BYTE_BY_BYTE = Fault("byte by byte", byte_by_byte=True)
+GARBAGE = Fault("garbage lines", rewrite=_with_garbage)
+NO_DATA_PREFIX = Fault("no data prefix", rewrite=_no_data_prefix)
 
 ERROR_BODIES: dict[str, Callable[[int], dict[str, Any]]] = {
     "/v1/messages": lambda code: {"type": "error", "error": {
@@ -152,29 +207,74 @@ class FaultServer:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length", "0"))))
                 path = self.path.split("?")[0]
-                if path not in FRAMES or not body.get("stream"):
-                    self._answer(404, {"error": {"message": f"fault server: no streaming {path}"}})
+                if path not in FRAMES:
+                    self._answer(404, {"error": {"message": f"fault server: no {path}"}})
                     return
                 fault = server.faults.popleft() if server.faults else None
                 server.requests.append((path, fault.name if fault else "ok"))
                 if fault is not None and fault.status:
                     self._answer(fault.status, ERROR_BODIES[path](fault.status), fault.headers)
-                    return
-                if fault is not None and fault.cut_after is None:
+                elif fault is not None and fault.reset:
                     self._reset()
-                    return
-                reply = server.replies.popleft() if server.replies else {"content": "(script exhausted)"}
-                frames = FRAMES[path](reply)
-                self.send_response(200)
-                self.send_header("content-type", "text/event-stream")
-                self.send_header("connection", "close")
-                self.end_headers()
+                elif fault is not None and fault.body is not None:
+                    self._raw(fault.body, fault.content_length)
+                elif fault is not None and fault.huge:
+                    self._huge(fault.huge)
+                else:
+                    reply = server.replies.popleft() if server.replies else {"content": "(script exhausted)"}
+                    if body.get("stream"):
+                        self._stream(FRAMES[path](reply), fault)
+                    else:
+                        self._answer(200, ChatServer.completion(reply))
+
+            def _stream(self, frames: list[bytes], fault: Fault | None) -> None:
+                if fault is not None and fault.rewrite is not None:
+                    frames = fault.rewrite(frames)
+                self._start_stream()
                 for index, frame in enumerate(frames):
                     if fault is not None and index == fault.cut_after:
                         self._reset()
                         return
-                    self.wfile.write(frame)
+                    for piece in ([frame[i:i + 1] for i in range(len(frame))]
+                                  if fault is not None and fault.byte_by_byte else [frame]):
+                        self.wfile.write(piece)
+                        self.wfile.flush()
+                        if len(piece) == 1:
+                            time.sleep(0.0002)  # apart: each byte its own TCP segment
+                self.close_connection = True
+
+            def _start_stream(self) -> None:
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("connection", "close")
+                self.end_headers()
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+            def _huge(self, size: int) -> None:
+                self._start_stream()
+                self.wfile.write(b'data: {"type": "content_block_delta", "index": 0, "delta": {"type": '
+                                 b'"text_delta", "text": "')
+                block = b"x" * (1 << 20)
+                try:
+                    for _ in range(size >> 20):
+                        self.wfile.write(block)
+                    self.wfile.write(b'"}}\n\n')
                     self.wfile.flush()
+                except OSError:
+                    pass  # the client stopped reading, as it should
+                self.close_connection = True
+
+            def _raw(self, data: bytes, length: int | None) -> None:
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(length))
+                self.send_header("connection", "close")
+                self.end_headers()
+                try:
+                    self.wfile.write(data)
+                    self.wfile.flush()
+                except OSError:
+                    pass  # the client stopped reading (a refused 50 MB body)
                 self.close_connection = True
 
             def _answer(self, code: int, obj: dict[str, Any], headers: dict[str, str] | None = None) -> None:

@@ -12,7 +12,8 @@ The adapters and ``Client`` never retry (§6.6); the loop does, per model call, 
 - a Retry-After longer than the policy's ``max_delay`` is not waited out: a ``warning``
   says how long the provider asked for, and the error closes the session as before;
 - attempts are bounded by ``SessionConfig.max_retries`` and by ``retry_max_total`` seconds
-  since the call began (no retry starts after that);
+  since the call began (no retry starts after that); the error that ends them says what
+  failed and how many tries were made (``server error (HTTP 502) on each of 7 tries: ...``);
 - a stream that breaks after some of its text was shown is asked again from the start: tool
   calls run only once a call has returned its whole :class:`Response`, so nothing of a
   broken call ever reached a tool and no tool runs twice. The ``retry`` event's
@@ -32,6 +33,7 @@ from codeloop.llm.errors import (
     ProviderError,
     RateLimitError,
     RequestTimeoutError,
+    SDKError,
     ServerError,
     StreamError,
     is_retryable,
@@ -91,7 +93,10 @@ async def call_model(client: ModelClient, request: Request, *, stream: bool, con
     policy = RetryPolicy(max_retries=config.max_retries, base_delay=config.retry_base_delay,
                          max_delay=config.retry_max_delay, on_retry=on_retry, should_retry=should_retry)
 
+    tries = [0]
+
     async def attempt() -> Response:
+        tries[0] += 1
         shown[0] = arrived[0] = False
         if not stream:
             return await client.complete(request)
@@ -111,8 +116,12 @@ async def call_model(client: ModelClient, request: Request, *, stream: bool, con
 
     try:
         return await retry(attempt, policy)
-    except ProviderError as exc:
-        _report_long_wait(exc, config, emit)
+    except SDKError as exc:
+        if isinstance(exc, ProviderError):
+            _report_long_wait(exc, config, emit)
+        if tries[0] > 1:  # the message, not the type: callers still tell errors apart by type
+            exc.message = f"{describe_cause(exc)} on each of {tries[0]} tries: {exc.message}"
+            exc.args = (exc.message,)
         raise
 
 

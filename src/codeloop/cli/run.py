@@ -82,6 +82,9 @@ class Runner:
         self.environment: Any = None
         self.mcp: Any = None
         self.log_id: str | None = None
+        self.log_error: Exception | None = None
+        """Why the session log could not be written (the run then stops and fails)."""
+        self.stopping: Any = None
 
     async def start(self, resume: str | None) -> None:
         """Model, environment and the first Session (resuming ``resume`` when given)."""
@@ -111,9 +114,12 @@ class Runner:
 
     async def open(self, resume: str | None) -> None:
         """A new Session, recorded (and resumed from ``resume``), with the MCP tools."""
+        import asyncio
+
         from codeloop.agent.config import SessionConfig
         from codeloop.agent.session import Session
         from codeloop.policy import ApprovalStore, approval_policy
+        from codeloop.policy.model import Decision
         from codeloop.profiles import create_profile
         from codeloop.sessions import record_session
 
@@ -121,8 +127,16 @@ class Runner:
         store = ApprovalStore(s.root)
         if store.warning:
             self.err.print(f"[yellow]warning: {escape(store.warning)}[/]")
-        policy = approval_policy(s.approval, store, self.terminal.ask,
-                                 warn=lambda message: self.err.print(f"[yellow]warning: {escape(message)}[/]"))
+        approve = approval_policy(s.approval, store, self.terminal.ask,
+                                  warn=lambda message: self.err.print(f"[yellow]warning: {escape(message)}[/]"))
+
+        async def policy(call: Any, env: Any) -> Decision:
+            # Checked before each tool runs, so a call the log could not record never runs,
+            # even before the abort below takes effect.
+            if self.log_error is not None:
+                return Decision("deny", "the session log cannot be written, so nothing more runs")
+            return await approve(call, env)
+
         # Issue 10: OpenAI-compatible servers (local models) often write calls as text.
         profile = create_profile(s.choice.profile, s.choice.model)
         config = SessionConfig(max_turns=s.max_turns, max_retries=s.max_retries,
@@ -134,9 +148,16 @@ class Runner:
         session = Session(profile, self.environment, config, self.client, policy=policy)
         if resume is not None:
             session.id = resume  # events (--json, the log) carry the id --resume and rewind take
-        self.recording = record_session(session, s.root, resume=resume,
-                                        on_error=lambda e: self.err.print(f"[yellow]warning: session log: "
-                                                                          f"{escape(str(e))}[/]"))
+        def log_failed(exc: Exception) -> None:
+            # Going on unrecorded would let a resume run again what the log cannot tell.
+            self.log_error = exc
+            self.err.print(f"[bold red]error:[/] [red]session log: {escape(str(exc))}; the session stops "
+                           "here so that nothing runs unrecorded[/]")
+            self.stopping = asyncio.get_running_loop().create_task(session.abort())
+
+        self.recording = record_session(
+            session, s.root, resume=resume, on_error=log_failed,
+            on_checkpoint_error=lambda message: self.err.print(f"[yellow]warning: checkpoint: {escape(message)}[/]"))
         self.log_id = self.recording.log_id
         session.subscribe(self.renderer)
         if self.mcp is not None:
@@ -152,7 +173,9 @@ class Runner:
             self.recording.close()
             await self.open(self.log_id)
         await self.session.submit(text)
-        return str(self.session.end_reason)
+        if self.stopping is not None:
+            await self.stopping
+        return "error" if self.log_error is not None else str(self.session.end_reason)
 
     async def close(self) -> None:
         """Close the Session, the log, MCP servers and the client (each even if one fails)."""

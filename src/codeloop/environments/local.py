@@ -64,7 +64,8 @@ def _os_error(exc: OSError, path: str, action: str) -> WorkspaceError:
     if isinstance(exc, NotADirectoryError | FileExistsError):
         return IsAFileError(f"Cannot {action} {path!r}: a parent of it is a file, not a directory", path=path)
     if exc.errno == errno.ENOSPC:
-        return WorkspaceError(f"Cannot {action} {path!r}: no space left on device", path=path)
+        return WorkspaceError(f"Cannot {action} {path!r}: no space left on device (the file is unchanged; "
+                              "free some space, then try again)", path=path)
     return WorkspaceError(f"Cannot {action} {path!r}: {exc.strerror or exc}", path=path)
 
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -89,11 +89,14 @@ class Checkpoints:
 
     Feed it every session event (``session.subscribe(checkpoints.observe)``) so it knows the
     current turn, and give :meth:`around` to the tool pipeline (``Session.checkpoint``) so
-    file tools snapshot their targets. Snapshot failures never fail a tool call.
+    file tools snapshot their targets. Snapshot failures never fail a tool call: they go to
+    ``on_error`` (a full disk: the change is made but cannot be rewound).
     """
 
-    def __init__(self, session_id: str, workspace: Path | str, *, turn: int = 0) -> None:
+    def __init__(self, session_id: str, workspace: Path | str, *, turn: int = 0,
+                 on_error: Callable[[str], None] = lambda message: None) -> None:
         self.session_id = session_id
+        self.on_error = on_error
         self.workspace = Path(workspace).resolve()
         self.directory = checkpoints_path(session_id)
         self.turn = turn
@@ -171,13 +174,22 @@ class Checkpoints:
             yield
             return
         paths = target_paths(call.name, call.arguments)
-        with suppress(OSError):
+        try:
             self.before_write(paths)
+        except OSError as exc:
+            self._failed(exc, paths)
         try:
             yield
         finally:
-            with suppress(OSError):
+            try:
                 self.after_write(paths)
+            except OSError as exc:
+                self._failed(exc, paths)
+
+    def _failed(self, exc: OSError, paths: list[str]) -> None:
+        # atomic_write left no partial file; what is lost is the ability to rewind this change.
+        self.on_error(f"{exc.strerror or exc} writing the checkpoint of {', '.join(paths)} in {self.directory}; "
+                      "`codeloop rewind` cannot undo this change")
 
     # -- reading -----------------------------------------------------------------------
 

@@ -4,7 +4,8 @@ Each line is one event in its wire form ``{kind, timestamp, session_id, data}``
 (:func:`codeloop.agent.events.event_to_json`). Lines are appended with ``O_APPEND``, written
 in one ``write`` and ``fsync``-ed before :meth:`SessionLog.append` returns, so a crash
 (``kill -9``, power loss) loses at most the line being written. Readers ignore a torn last
-line with a warning; the next writer cuts it off before appending.
+line with a warning; the next writer cuts it off before appending. A write that fails (a
+full disk) cuts its partial line at once and raises an OSError naming the log.
 
 Streaming deltas (``assistant_text_delta``, ``tool_call_output_delta``) are not recorded by
 default: their content is repeated in full by ``assistant_text_end`` and ``tool_call_end``,
@@ -17,6 +18,7 @@ import json
 import os
 import warnings
 from collections.abc import Callable, Iterable
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,10 +80,18 @@ class SessionLog:
         if wire.get("kind") in DELTA_KINDS and not self.record_deltas:
             return
         line = (json.dumps(wire, ensure_ascii=False, default=str) + "\n").encode("utf-8")
-        view = memoryview(line)
-        while view:
-            view = view[os.write(self._fd, view):]
-        os.fsync(self._fd)
+        size = os.fstat(self._fd).st_size
+        try:
+            view = memoryview(line)
+            while view:
+                view = view[os.write(self._fd, view):]
+            os.fsync(self._fd)
+        except OSError as exc:
+            # A full disk takes part of a line: cut it, so the log ends at its last whole event.
+            with suppress(OSError):
+                os.ftruncate(self._fd, size)
+            raise OSError(exc.errno, f"{exc.strerror or exc} writing {self.path} (free some space, then "
+                                     f"continue with: codeloop run --resume {self.session_id})") from exc
 
     def listener(self, on_error: Callable[[Exception], None]) -> Callable[[SessionEvent], None]:
         """A session listener that never raises (session listeners must not): the first write

@@ -61,12 +61,15 @@ def _remember_seen_files(session: Session, events: list[LoggedEvent]) -> None:
 
 
 def record_session(session: Session, workspace: Path | str, *, resume: str | None = None,
-                   on_error: Callable[[Exception], None] = lambda exc: None) -> Recording:
+                   on_error: Callable[[Exception], None] = lambda exc: None,
+                   on_checkpoint_error: Callable[[str], None] = lambda message: None) -> Recording:
     """Attach logging and checkpoints to ``session``; with ``resume``, first load that log's
     conversation into ``session.history`` and continue its log and turn count.
 
     Raises SessionNotFoundError (unknown ``resume`` id) and ValueError (invalid id). A later
-    write failure of the log goes to ``on_error`` once; the session is not interrupted.
+    write failure of the log goes to ``on_error`` once (recording stops there: the caller
+    decides whether the session may go on unrecorded); one of a checkpoint goes to
+    ``on_checkpoint_error`` (the change was made, it cannot be rewound).
     """
     log_id = resume or session.id
     turn = 0
@@ -77,7 +80,7 @@ def record_session(session: Session, workspace: Path | str, *, resume: str | Non
         turn = count_turns(events)
         _remember_seen_files(session, events)
     log = SessionLog(log_id)
-    checkpoints = Checkpoints(log_id, workspace, turn=turn)
+    checkpoints = Checkpoints(log_id, workspace, turn=turn, on_error=on_checkpoint_error)
     session.checkpoint = checkpoints.around
     recording = Recording(log_id, log, checkpoints)
     recording._unsubscribe += [session.subscribe(log.listener(on_error)), session.subscribe(checkpoints.observe)]

@@ -105,11 +105,16 @@ class _Backend(Protocol):
     def unlock_run(self, run_id: str) -> None: ...
 
 
+class StoreFullError(Exception):
+    """The database's disk is full; the transaction was rolled back (the database is intact)."""
+
+
 class _SQLite:
     placeholder = "?"
     kind = "sqlite"
 
     def __init__(self, path: Path) -> None:
+        self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         self._conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=30)
         self._conn.execute("PRAGMA journal_mode=WAL")
@@ -124,8 +129,13 @@ class _SQLite:
             try:
                 yield cur
                 cur.execute("COMMIT")
-            except BaseException:
-                cur.execute("ROLLBACK")
+            except BaseException as exc:
+                if self._conn.in_transaction:  # SQLite rolls back by itself on SQLITE_FULL
+                    cur.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.OperationalError) and exc.sqlite_errorcode == sqlite3.SQLITE_FULL:
+                    raise StoreFullError(f"no space left on device writing the spaces database {self.path}; "
+                                         "nothing of this change was stored: free some space, then send "
+                                         "the request again") from exc
                 raise
             finally:
                 cur.close()

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from codeloop.policy import Policy
-from codeloop.spaces.database import RunRecord, SpaceRecord, SpacesStore
+from codeloop.spaces.database import RunRecord, SpaceRecord, SpacesStore, StoreFullError
 from codeloop.spaces.engine import execute_run, now_iso
 from codeloop.spaces.operations import Approval, ErrorEvent, event_to_json
 from codeloop.spaces.policy_config import build_policy
@@ -64,7 +64,10 @@ class SpacesService:
         self._wakeups: dict[str, asyncio.Event] = {}
 
     async def _db(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        return await asyncio.to_thread(fn, *args, **kwargs)
+        try:
+            return await asyncio.to_thread(fn, *args, **kwargs)
+        except StoreFullError as exc:
+            raise ServiceError(507, "insufficient_storage", str(exc)) from None
 
     # --- spaces
     async def space_for(self, owner: str, space_id: str) -> SpaceRecord:

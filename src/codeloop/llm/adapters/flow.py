@@ -18,7 +18,9 @@ error status → ``map_error`` (by default :func:`error_from_response`: body mes
 ``Retry-After``, raw body kept); a 2xx body or stream event that is not a JSON object →
 ProviderError / StreamError quoting it (:func:`decode_json_body`, :func:`decode_json_event`);
 silence longer than the stream read timeout → RequestTimeoutError; a stream event of the
-wrong shape (a :data:`MALFORMED` error in the state) → StreamError. Rate limits come from
+wrong shape (a :data:`MALFORMED` error in the state) → StreamError; an answer larger than
+:data:`MAX_ANSWER_BYTES`, or a stream line longer than :data:`MAX_LINE_BYTES`, → a
+non-retryable ProviderError, read no further (memory stays bounded). Rate limits come from
 ``x-ratelimit-*`` / ``anthropic-ratelimit-*`` headers (:func:`rate_limit_from_headers`).
 """
 
@@ -59,6 +61,19 @@ ProviderError (a body, :func:`unexpected_shape`) and the flow into StreamError (
 event), so they never escape."""
 
 _MAX_ERROR_BODY = 64 * 1024
+MAX_ANSWER_BYTES = 32 << 20
+"""The most of one answer (a JSON body, or a whole stream) read before giving up: far above
+what a model replies (a 128k-token stream is ~20 MiB), far below what would hurt."""
+MAX_LINE_BYTES = 8 << 20
+"""The longest stream line held while waiting for its end (no provider event is near it)."""
+
+
+def too_large(provider: str, what: str, limit: int) -> ProviderError:
+    return ProviderError(
+        f"{provider} sent {what} larger than {limit >> 20} MiB; codeloop stopped reading it "
+        "(is the base URL a model API, or a proxy answering something else?)",
+        provider=provider, status_code=200, retryable=False,
+    )
 
 
 # ------------------------------------------------------------ HTTP answers → SDK values
@@ -439,7 +454,13 @@ class HTTPAdapter(ABC):
         )
         try:
             async with asyncio.timeout(limits.request):
-                return await client.send(http_request, stream=stream)
+                response = await client.send(http_request, stream=True)
+                if stream:
+                    return response
+                try:
+                    body = await self._read_bounded(response)
+                finally:
+                    await response.aclose()
         except TimeoutError as exc:
             what = "the stream did not start" if stream else "no complete answer"
             raise RequestTimeoutError(
@@ -447,6 +468,23 @@ class HTTPAdapter(ABC):
             ) from exc
         except httpx.HTTPError as exc:
             raise error_from_transport(self._name, exc) from exc
+        # aiter_bytes already decoded any content-encoding: the copy must not decode again.
+        kept = [(k, v) for k, v in response.headers.multi_items() if k not in ("content-encoding", "content-length")]
+        return httpx.Response(response.status_code, headers=kept, content=body, request=http_request)
+
+    async def _read_bounded(self, response: httpx.Response) -> bytes:
+        """The whole body, or ``too_large`` once it passes MAX_ANSWER_BYTES (or says it will)."""
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > MAX_ANSWER_BYTES:
+            raise too_large(self._name, f"an answer of {int(declared)} bytes", MAX_ANSWER_BYTES)
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > MAX_ANSWER_BYTES:
+                raise too_large(self._name, "an answer", MAX_ANSWER_BYTES)
+            chunks.append(chunk)
+        return b"".join(chunks)
 
     async def _guarded_events(self, response: httpx.Response) -> AsyncIterator[SSEEvent]:
         parsed = aiter_sse(self._with_silence_limit(response.aiter_bytes()))
@@ -458,6 +496,7 @@ class HTTPAdapter(ABC):
 
     async def _with_silence_limit(self, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
         read_timeout = self.timeout.stream_read
+        total = line = 0
         while True:
             try:
                 async with asyncio.timeout(read_timeout):
@@ -468,6 +507,13 @@ class HTTPAdapter(ABC):
                 raise RequestTimeoutError(
                     f"{self._name}: the stream sent nothing for {read_timeout:g} s", provider=self._name, cause=exc
                 ) from exc
+            total += len(chunk)
+            end = chunk.rfind(b"\n")
+            line = line + len(chunk) if end < 0 else len(chunk) - end - 1
+            if total > MAX_ANSWER_BYTES:
+                raise too_large(self._name, "a stream", MAX_ANSWER_BYTES)
+            if line > MAX_LINE_BYTES:
+                raise too_large(self._name, "a stream line", MAX_LINE_BYTES)
             yield chunk
 
 
