@@ -56,11 +56,9 @@ class McpServerConfig:
     name: str
     """The server's name; its tools are registered as ``NAME__tool``."""
     command: str | None = None
-    """Program to start for a stdio server."""
+    """Program to start for a stdio server (with ``args`` and extra ``env``)."""
     args: tuple[str, ...] = ()
-    """Arguments of ``command``."""
     env: Mapping[str, str] = field(default_factory=dict)
-    """Extra environment variables for the stdio server."""
     url: str | None = None
     """Endpoint of a streamable HTTP server (instead of ``command``)."""
     timeout: float = 60.0
@@ -69,26 +67,20 @@ class McpServerConfig:
 
 @dataclass(frozen=True)
 class CodeloopConfig:
-    """The merged configuration; ``None`` means "not set" (the CLI's default applies)."""
+    """The merged configuration; ``None`` means "not set" (the CLI's default applies). The
+    keys are those of the file (module docstring; docs/config.md)."""
 
     model: str | None = None
-    """Model id sent to the provider."""
     provider: str | None = None
-    """Provider name (``openai``, ``anthropic``, ``gemini``...)."""
     profile: str | None = None
-    """Tool/prompt profile: ``openai``, ``anthropic``, ``gemini`` or ``text``."""
     base_url: str | None = None
-    """Base URL of the provider's API (OpenAI-compatible servers such as llama.cpp)."""
     sandbox: str | None = None
-    """``read-only``, ``workspace-write`` or ``full``."""
     approval: str | None = None
-    """``never-ask``, ``on-risk`` or ``always-ask``."""
     max_turns: int | None = None
     """Turn limit of a session (0: none)."""
     max_retries: int | None = None
     """Retries of one model call after a transient failure (0: none)."""
     mcp_servers: Mapping[str, McpServerConfig] = field(default_factory=dict)
-    """MCP servers by name."""
     sources: tuple[str, ...] = ()
     """The files that were read, lowest priority first."""
     warnings: tuple[str, ...] = ()
@@ -112,7 +104,8 @@ def project_config_path(workspace: Path | str) -> Path:
     return Path(workspace) / ".codeloop" / "config.toml"
 
 
-def _line_of(text: str, key: str, section: str | None = None) -> int | None:
+def _where(path: Path, text: str, key: str, section: str | None = None) -> str:
+    """``path:line`` of ``key`` (in ``[section]``), or ``path`` when it cannot be found."""
     lines = text.splitlines()
     start = 0
     if section is not None:
@@ -121,15 +114,10 @@ def _line_of(text: str, key: str, section: str | None = None) -> int | None:
     pattern = re.compile(r"^\s*\"?" + re.escape(key) + r"\"?\s*=")
     for i in range(start, len(lines)):
         if pattern.match(lines[i]):
-            return i + 1
+            return f"{path}:{i + 1}"
         if section is not None and lines[i].lstrip().startswith("["):
             break
-    return None
-
-
-def _where(path: Path, text: str, key: str, section: str | None = None) -> str:
-    line = _line_of(text, key, section)
-    return f"{path}:{line}" if line else str(path)
+    return str(path)
 
 
 def _unknown(path: Path, text: str, key: str, known: tuple[str, ...], section: str | None) -> ConfigError:
@@ -218,16 +206,10 @@ def needs_trust(config: CodeloopConfig) -> dict[str, Any]:
     """The settings of a project file that apply only once the user trusts it: those that
     lower safety (``sandbox = "full"``, ``approval = "never-ask"``), send the API key
     elsewhere (``base_url``) or start programs (``mcp_servers``)."""
-    risky: dict[str, Any] = {}
-    if config.sandbox == "full":
-        risky["sandbox"] = config.sandbox
-    if config.approval == "never-ask":
-        risky["approval"] = config.approval
-    if config.base_url is not None:
-        risky["base_url"] = config.base_url
-    if config.mcp_servers:
-        risky["mcp_servers"] = dict(config.mcp_servers)
-    return risky
+    risky = {"sandbox": config.sandbox == "full", "approval": config.approval == "never-ask",
+             "base_url": config.base_url is not None, "mcp_servers": bool(config.mcp_servers)}
+    return {key: getattr(config, key) if key != "mcp_servers" else dict(config.mcp_servers)
+            for key, applies in risky.items() if applies}
 
 
 def merge(low: CodeloopConfig, high: CodeloopConfig) -> CodeloopConfig:
