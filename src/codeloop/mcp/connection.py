@@ -31,14 +31,12 @@ class McpServerError(RuntimeError):
 
 @dataclass(frozen=True)
 class McpTool:
-    """A tool as a server lists it."""
+    """A tool as a server lists it: its name there, description (may be empty) and the JSON
+    Schema of its arguments."""
 
     name: str
-    """The server's name for the tool."""
     description: str
-    """Its description (may be empty)."""
     input_schema: dict[str, Any]
-    """JSON Schema of its arguments."""
 
 
 def _describe(exc: BaseException) -> str:
