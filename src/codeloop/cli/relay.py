@@ -7,8 +7,8 @@ Every command prints what to paste where; ``--json`` prints one JSON document in
 
 The commands share most of their options: each is spelled once in :data:`_PARAMS` and a
 command names the ones it takes (:func:`_command`), receiving the relay settings among them
-as one :class:`RelayConfig`. Over 500 lines because the messages telling the user what to
-paste where live here, next to the commands that print them; the logic is in ``codeloop.relay``.
+as one :class:`RelayConfig`. The messages telling the user what to paste where live here,
+next to the commands that print them; the logic is in ``codeloop.relay``.
 """
 
 from __future__ import annotations
@@ -57,18 +57,20 @@ _PARAMS: dict[str, Any] = {
     "session_id": Annotated[str | None, typer.Argument(help=_SESSION_HELP)],
     "held_id": Annotated[str, typer.Argument(help=_HELD_HELP)],
     "reason": _option("--reason", "Why, for the model (shown in the next outbox)."),
-    "root": _option("--root", "Relay root holding inbox/, outbox/, sessions/ (env CODELOOP_RELAY_ROOT; default: .)"),
+    "root": _option("--root",
+                    "Relay root holding inbox/, outbox/, sessions/ (env CODELOOP_RELAY_ROOT; default: .)"),
     "workspace": _option("--workspace", "Directory the model works on (default ROOT/workspace)."),
     "session": _option("--session", _SESSION_HELP),
     "inbox": _option("--inbox", "Inbox directory (default ROOT/inbox)."),
     "outbox": _option("--outbox", "Outbox directory (default ROOT/outbox)."),
     "sessions": _option("--sessions", "Sessions directory (default ROOT/sessions)."),
     "timeout": _option("--timeout", "Seconds a RUN_COMMAND may run (default 30).", float | None),
-    "output_limit": _option("--output-limit", "Characters of command output kept (default 4000).", int | None),
+    "output_limit": _option("--output-limit", "Characters of command output kept (default 4000).",
+                            int | None),
     "max_listed_files": _option("--max-listed-files", "Files listed in an outbox, 0 for all (default 2000).",
                                 int | None),
-    "max_read_chars": _option("--max-read-chars",
-                              "Characters of a requested file shown, 0 for all (default 100000).", int | None),
+    "max_read_chars": _option("--max-read-chars", "Characters of a requested file shown, 0 for all "
+                              "(default 100000).", int | None),
     "config_file": _option("--config", "TOML config file (default ROOT/relay.toml when it exists)."),
     "clipboard": _option("--clipboard/--no-clipboard", "Copy each new outbox to the clipboard if possible.",
                          bool | None),
@@ -117,8 +119,8 @@ def _command(name: str, params: str) -> Callable[[Callable[..., None]], Callable
 
         # Typer reads the parameters from the signature and passes them by keyword.
         cast(Any, command).__signature__ = inspect.Signature([
-            inspect.Parameter(p, inspect.Parameter.KEYWORD_ONLY, default=_DEFAULTS.get(p), annotation=_PARAMS[p])
-            for p in params.split()
+            inspect.Parameter(p, inspect.Parameter.KEYWORD_ONLY, default=_DEFAULTS.get(p),
+                              annotation=_PARAMS[p]) for p in params.split()
         ])
         command.__doc__ = func.__doc__
         relay_app.command(name)(command)
@@ -141,23 +143,15 @@ def _indent(text: str, prefix: str = "    ") -> str:
 
 def _print_event(event: RelayEvent) -> None:
     """Human form of one event, printed as it happens."""
-    from codeloop.relay.progress import (
-        CommandFinished,
-        ModelMessage,
-        OutboxWritten,
-        ReplySkipped,
-        ReplyStarted,
-        SessionCompleted,
-    )
+    from codeloop.relay.progress import CommandFinished, ModelMessage, ReplySkipped, ReplyStarted
     from codeloop.relay.results import format_result
 
     match event:
         case ReplyStarted():
-            resumed = (
-                f" (continuing an interrupted step: {event.already_applied} command(s) were already applied)"
-                if event.already_applied
-                else ""
-            )
+            resumed = ""
+            if event.already_applied:
+                resumed = (f" (continuing an interrupted step: {event.already_applied} command(s) were "
+                           "already applied)")
             typer.secho(
                 f"Applying {event.source} as the reply to outbox #{event.sequence}{resumed}", bold=True
             )
@@ -169,8 +163,6 @@ def _print_event(event: RelayEvent) -> None:
             typer.echo(_indent(event.text or "(empty)"))
         case ReplySkipped():
             typer.secho(f"  Skipped {event.path}: {event.reason}", fg=typer.colors.YELLOW, err=True)
-        case OutboxWritten() | SessionCompleted():
-            pass
 
 
 def _next_steps(config: RelayConfig, path: Path, copied: str | None, watching: bool) -> None:
@@ -253,19 +245,11 @@ def _report_json(config: RelayConfig, report: StepReport, copied: str | None) ->
     from codeloop.relay.progress import event_to_json
 
     state = report.session
-    return {
-        "sessionId": state.session_id,
-        "sequence": state.sequence_number,
-        "complete": state.is_complete,
-        "summary": state.summary,
-        "replies": report.replies,
-        "blocked": report.blocked,
-        "outbox": None if state.is_complete else str(outbox_path(config, state)),
-        "copiedWith": copied,
-        "workspace": state.workspace,
-        "held": _held_json(state),
-        "events": [event_to_json(e) for e in report.events],
-    }
+    return {"sessionId": state.session_id, "sequence": state.sequence_number, "complete": state.is_complete,
+            "summary": state.summary, "replies": report.replies, "blocked": report.blocked,
+            "outbox": None if state.is_complete else str(outbox_path(config, state)), "copiedWith": copied,
+            "workspace": state.workspace, "held": _held_json(state),
+            "events": [event_to_json(e) for e in report.events]}
 
 
 _STEP_PARAMS = ("root session inbox outbox sessions timeout output_limit max_listed_files max_read_chars "
@@ -288,17 +272,9 @@ def new_command(config: RelayConfig, task: str, as_json: bool) -> None:
         state, path = asyncio.run(start_session(config, task))
     copied = asyncio.run(_copy(config, path))
     if as_json:
-        _json(
-            {
-                "sessionId": state.session_id,
-                "sequence": state.sequence_number,
-                "outbox": str(path),
-                "inbox": str(config.inbox_dir),
-                "workspace": state.workspace,
-                "policy": state.policy,
-                "copiedWith": copied,
-            }
-        )
+        _json({"sessionId": state.session_id, "sequence": state.sequence_number, "outbox": str(path),
+               "inbox": str(config.inbox_dir), "workspace": state.workspace, "policy": state.policy,
+               "copiedWith": copied})
         return
     typer.secho(f"Started relay session {state.session_id}", bold=True)
     typer.echo(f"  Workspace: {state.workspace}")
@@ -418,17 +394,9 @@ def resume_command(config: RelayConfig, session_id: str | None, as_json: bool) -
         return
     copied = asyncio.run(_copy(config, path))
     if as_json:
-        _json(
-            {
-                "sessionId": state.session_id,
-                "sequence": state.sequence_number,
-                "complete": False,
-                "outbox": str(path),
-                "pendingReadFiles": list(state.read_file_requests),
-                "held": _held_json(state),
-                "copiedWith": copied,
-            }
-        )
+        _json({"sessionId": state.session_id, "sequence": state.sequence_number, "complete": False,
+               "outbox": str(path), "pendingReadFiles": list(state.read_file_requests),
+               "held": _held_json(state), "copiedWith": copied})
         return
     typer.secho(f"Resumed session {state.session_id} at outbox #{state.sequence_number}", bold=True)
     typer.echo(f"  Task: {state.task.splitlines()[0] if state.task else ''}")
@@ -495,28 +463,12 @@ def status_command(config: RelayConfig, as_json: bool) -> None:
     errors = [str(e) for e in found if isinstance(e, SessionFileError)]
     active = next((s.session_id for s in states if not s.is_complete), None)
     if as_json:
-        _json(
-            {
-                "root": str(config.root),
-                "active": active,
-                "pendingReplies": pending,
-                "sessions": [
-                    {
-                        "sessionId": s.session_id,
-                        "task": s.task,
-                        "sequence": s.sequence_number,
-                        "complete": s.is_complete,
-                        "updatedAt": s.updated_at,
-                        "workspace": s.workspace,
-                        "outbox": None if s.is_complete else str(outbox_path(config, s)),
-                        "policy": s.policy,
-                        "held": _held_json(s),
-                    }
-                    for s in states
-                ],
-                "errors": errors,
-            }
-        )
+        sessions = [{"sessionId": s.session_id, "task": s.task, "sequence": s.sequence_number,
+                     "complete": s.is_complete, "updatedAt": s.updated_at, "workspace": s.workspace,
+                     "outbox": None if s.is_complete else str(outbox_path(config, s)), "policy": s.policy,
+                     "held": _held_json(s)} for s in states]
+        _json({"root": str(config.root), "active": active, "pendingReplies": pending, "sessions": sessions,
+               "errors": errors})
         return
     if not states and not errors:
         typer.echo(

@@ -1,9 +1,10 @@
 """MCP servers of a session (official ``mcp`` SDK): connections, and their tools registered.
 
-:class:`McpConnection` is one server, usable from any asyncio task. The SDK's client is an async context manager built on anyio task groups, which must be
-entered and exited by the same task. So each connection runs a small owner task that
-enters the client, signals readiness, waits for :meth:`McpConnection.close`, and exits;
-calls from other tasks go through the open client meanwhile.
+:class:`McpConnection` is one server, usable from any asyncio task. The SDK's client is an
+async context manager built on anyio task groups, which must be entered and exited by the
+same task. So each connection runs a small owner task that enters the client, signals
+readiness, waits for :meth:`McpConnection.close`, and exits; calls from other tasks go
+through the open client meanwhile.
 
 :class:`McpServers` starts them lazily, the first time :meth:`McpServers.register_tools` (or
 a call) needs them, never at config load. Each tool becomes a :class:`RegisteredTool` named
