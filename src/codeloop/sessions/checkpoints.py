@@ -99,8 +99,6 @@ class Checkpoints:
         self.turn = turn
         """The current turn number (0 before the first reply)."""
 
-    # -- recording ---------------------------------------------------------------------
-
     def observe(self, event: SessionEvent) -> None:
         """Advance the turn on each ``assistant_text_end`` (tool calls follow their reply)."""
         if event.kind == EventKind.ASSISTANT_TEXT_END:
@@ -178,8 +176,6 @@ class Checkpoints:
         finally:
             with suppress(OSError):
                 self.after_write(paths)
-
-    # -- reading -----------------------------------------------------------------------
 
     def turns(self) -> list[int]:
         """Turn numbers that have a checkpoint, ascending."""
