@@ -137,7 +137,7 @@ class Checkpoints:
     def before_write(self, paths: Iterable[str]) -> None:
         """Snapshot each path's current content, the first time this turn touches it."""
         files = self._load(self.turn)
-        changed = False
+        known = len(files)
         for raw in paths:
             resolved = self._resolve(raw)
             if resolved is None or resolved[0] in files:
@@ -148,8 +148,7 @@ class Checkpoints:
             except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
                 before = None
             files[rel] = {"before": before, "after": before}
-            changed = True
-        if changed:
+        if len(files) > known:
             self._save(self.turn, files)
 
     def after_write(self, paths: Iterable[str]) -> None:
