@@ -28,7 +28,7 @@ from typing import Any, TextIO
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from codeloop.config.files import McpServerConfig
+from codeloop.config import McpServerConfig
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.runner import orphan_proof_argv
 from codeloop.llm.types import ImageData, ToolDefinition
@@ -88,12 +88,11 @@ class McpConnection:
             self._owner = asyncio.create_task(self._own(ready), name=f"mcp:{self.config.name}")
             try:
                 self._client = await asyncio.wait_for(asyncio.shield(ready), self.config.timeout)
-            except TimeoutError:
-                await self._abandon()
-                raise McpServerError(self._failed(f"no answer within {self.config.timeout:g} s")) from None
             except Exception as exc:
                 await self._abandon()
-                raise McpServerError(self._failed(_describe(exc))) from None
+                timed_out = isinstance(exc, TimeoutError)
+                why = f"no answer within {self.config.timeout:g} s" if timed_out else _describe(exc)
+                raise McpServerError(self._failed(why)) from None
 
     def _failed(self, why: str) -> str:
         c = self.config
@@ -217,8 +216,9 @@ class McpServers:
         return RegisteredTool(ToolDefinition(tool_name(connection.config.name, tool.name), description,
                                              _schema(tool.input_schema)), executor)
 
-    async def tools(self) -> tuple[list[RegisteredTool], list[str]]:
-        """Start every server (in parallel) and list its tools: ``(tools, errors)``."""
+    async def register_tools(self, registry: ToolRegistry) -> list[str]:
+        """Start every server (in parallel) and add its tools to ``registry``; returns the start
+        errors (for warnings)."""
         async def one(connection: McpConnection) -> list[RegisteredTool] | str:
             try:
                 return [self._tool(connection, t) for t in await connection.list_tools()]
@@ -228,16 +228,9 @@ class McpServers:
                 return f"MCP server {connection.config.name!r}: listing its tools failed: {exc}"
 
         found = await asyncio.gather(*(one(c) for c in self.connections.values()))
-        tools = [t for f in found if isinstance(f, list) for t in f]
-        errors = [f for f in found if isinstance(f, str)]
-        return tools, errors
-
-    async def register_tools(self, registry: ToolRegistry) -> list[str]:
-        """Add every server's tools to ``registry``; returns the start errors (for warnings)."""
-        tools, errors = await self.tools()
-        for tool in tools:
+        for tool in (t for f in found if isinstance(f, list) for t in f):
             registry.register(tool)
-        return errors
+        return [f for f in found if isinstance(f, str)]
 
     async def close(self) -> None:
         """Stop every started server."""
