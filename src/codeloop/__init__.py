@@ -15,43 +15,19 @@ import importlib
 import warnings
 from typing import Any
 
-_HOMES: dict[str, str] = {
-    # agent loop
-    "Session": "codeloop.agent",
-    "SessionConfig": "codeloop.agent",
-    "SessionEvent": "codeloop.agent",
-    "SessionState": "codeloop.agent",
-    "EventKind": "codeloop.agent",
-    "event_to_json": "codeloop.agent",
-    # profiles
-    "ProviderProfile": "codeloop.profiles",
-    "create_profile": "codeloop.profiles",
-    "create_openai_profile": "codeloop.profiles",
-    "create_anthropic_profile": "codeloop.profiles",
-    "create_gemini_profile": "codeloop.profiles",
-    "create_text_profile": "codeloop.profiles",
-    # unified LLM client
-    "Client": "codeloop.llm",
-    "Message": "codeloop.llm",
-    "Request": "codeloop.llm",
-    "Response": "codeloop.llm",
-    "generate": "codeloop.llm",
-    "OpenAICompatibleAdapter": "codeloop.llm",
-    "ScriptedAdapter": "codeloop.llm",
-    # environments
-    "ExecutionEnvironment": "codeloop.environments",
-    "LocalExecutionEnvironment": "codeloop.environments",
-    "ExecResult": "codeloop.environments",
-    "WorkspaceError": "codeloop.environments",
-    "SandboxedExecutionEnvironment": "codeloop.environments.sandbox",
-    "SSHExecutionEnvironment": "codeloop.environments.ssh",
-    # tools
-    "ToolRegistry": "codeloop.tools",
-    "RegisteredTool": "codeloop.tools",
-    "ToolDefinition": "codeloop.llm",
-    "ToolCallOutcome": "codeloop.tools",
-    "execute_tool_call": "codeloop.tools",
+_EXPORTS = {
+    "codeloop.agent": "Session SessionConfig SessionEvent SessionState EventKind event_to_json",
+    "codeloop.profiles": "ProviderProfile create_profile create_openai_profile create_anthropic_profile "
+    "create_gemini_profile create_text_profile",
+    "codeloop.llm": "Client Message Request Response generate OpenAICompatibleAdapter ScriptedAdapter "
+    "ToolDefinition",
+    "codeloop.environments": "ExecutionEnvironment LocalExecutionEnvironment ExecResult WorkspaceError",
+    "codeloop.environments.sandbox": "SandboxedExecutionEnvironment",
+    "codeloop.environments.ssh": "SSHExecutionEnvironment",
+    "codeloop.tools": "ToolRegistry RegisteredTool ToolCallOutcome execute_tool_call",
 }
+"""The public names, by home module."""
+_HOMES = {name: home for home, names in _EXPORTS.items() for name in names.split()}
 
 _DEPRECATED: dict[str, tuple[str, str]] = {
     # The pipeline's result was called ToolResult, the name of the LLM layer's own (spec §5.4).

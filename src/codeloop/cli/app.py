@@ -19,11 +19,6 @@ app = typer.Typer(
 )
 
 
-@app.callback()
-def _root() -> None:
-    """codeloop: a coding-agent engine. Example: codeloop run 'add a --verbose flag to cli.py'"""
-
-
 @app.command()
 def version() -> None:
     """Print the codeloop version. Example: codeloop version"""

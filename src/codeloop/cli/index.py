@@ -34,16 +34,13 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(1)
 
 
-def _index(repo: Path) -> CodeIndex:
+def _open(repo: Path, refresh: bool = False) -> CodeIndex:
+    """The index of ``repo``, brought up to date first with ``refresh``."""
     from codeloop.index import CodeIndex
 
     if not repo.is_dir():
         raise _fail(f"--repo {repo} is not a directory; pass the repository root")
-    return CodeIndex(repo)
-
-
-def _open(repo: Path, refresh: bool) -> CodeIndex:
-    index = _index(repo)
+    index = CodeIndex(repo)
     if refresh:
         report, _ = index.ensure_fresh()
         if report is not None and report.added + report.updated + report.removed:
@@ -77,7 +74,7 @@ def _emit(value: Any, as_json_flag: bool, text: Callable[[], str]) -> None:
 @index_app.command("build")
 def build(repo: RepoOption = Path("."), json_out: JsonOption = False) -> None:
     """Create or incrementally refresh the index. Example: codeloop index build --repo ."""
-    index = _index(repo)
+    index = _open(repo)
     report = _run(index.build)
     _emit(report, json_out, lambda: (
         f"indexed {report.files_total} files ({report.added} added, {report.updated} updated, "
@@ -97,8 +94,7 @@ def search(
     """Search code and documents. Example: codeloop index search "open session" --limit 5"""
     if mode not in {"auto", "words", "substring"}:
         raise _fail(f"--mode {mode!r} is not one of auto, words, substring")
-    index = _open(repo, True)
-    hits = _run(lambda: index.search(query, limit, mode, path))  # type: ignore[arg-type]
+    hits = _run(lambda: _open(repo, True).search(query, limit, mode, path))  # type: ignore[arg-type]
 
     def text() -> str:
         if not hits:
@@ -123,8 +119,7 @@ def symbols(
     json_out: JsonOption = False,
 ) -> None:
     """List definitions. Example: codeloop index symbols src/app.py  (or --name Session)"""
-    index = _open(repo, True)
-    found = _run(lambda: index.symbols(path, name, kind, limit))
+    found = _run(lambda: _open(repo, True).symbols(path, name, kind, limit))
     _emit(found, json_out, lambda: "\n".join(
         f"{s.path}:{s.start_line}:{s.start_column + 1}  {s.kind:<9} {s.qualified_name}" for s in found)
         or "no symbols")
@@ -139,8 +134,7 @@ def ast(
     json_out: JsonOption = False,
 ) -> None:
     """Show a file's syntax tree. Example: codeloop index ast src/app.py --depth 3"""
-    index = _open(repo, False)
-    tree = _run(lambda: index.ast(path, depth, max_nodes))
+    tree = _run(lambda: _open(repo).ast(path, depth, max_nodes))
 
     def text() -> str:
         lines: list[str] = []
@@ -166,8 +160,7 @@ def impact(
     json_out: JsonOption = False,
 ) -> None:
     """Files importing PATH and files it imports. Example: codeloop index impact src/auth/login.ts"""
-    index = _open(repo, True)
-    report = _run(lambda: index.impact(path))
+    report = _run(lambda: _open(repo, True).impact(path))
 
     def text() -> str:
         out = [f"{report.file}", "inbound (imported by):"]
@@ -189,15 +182,14 @@ def tree(
     json_out: JsonOption = False,
 ) -> None:
     """Show the indexed files as a tree. Example: codeloop index tree --max-depth 2"""
-    index = _open(repo, True)
-    listing = _run(lambda: index.tree(depth))
+    listing = _run(lambda: _open(repo, True).tree(depth))
     _emit({"tree": listing}, json_out, lambda: listing)
 
 
 @index_app.command("status")
 def status(repo: RepoOption = Path("."), json_out: JsonOption = False) -> None:
     """Say whether the index exists and is current. Example: codeloop index status --json"""
-    state = _run(_index(repo).status)
+    state = _run(_open(repo).status)
     _emit(state, json_out, lambda: (
         f"repo: {state.repo_root}\nindex: {state.db_path}\n"
         f"state: {'stale (' + ', '.join(state.stale_reasons) + ')' if state.stale else 'fresh'}\n"
@@ -210,7 +202,7 @@ def watch(repo: RepoOption = Path("."), json_out: JsonOption = False) -> None:
     from codeloop.index import as_json
     from codeloop.index.watch import watch_index
 
-    index = _index(repo)
+    index = _open(repo)
 
     def report(r: Any) -> None:
         if json_out:

@@ -34,11 +34,9 @@ class ModelChoice:
     provider: str
     """``openai``, ``anthropic``, ``gemini`` or ``openai_compatible``."""
     profile: str
-    """Profile id."""
     model: str | None
     """Model id; None = the profile's default."""
     base_url: str | None
-    """API root override."""
     api_key: str | None
     """The key found in the environment (never printed)."""
     local: bool = False

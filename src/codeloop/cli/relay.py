@@ -5,17 +5,21 @@ Commands: ``new``, ``step``, ``watch``, ``resume``, ``status``, ``approve``, ``d
 Every command prints what to paste where; ``--json`` prints one JSON document instead
 (``watch --json``: one JSON event per line). Errors are one line on stderr, exit 1.
 
-About 600 lines because Typer wants every option spelled out per command (seven commands
-sharing ten settings) and the messages telling the user what to paste where live here,
-next to the commands that print them; the logic itself is in ``codeloop.relay``.
+The commands share most of their options: each is spelled once in :data:`_PARAMS` and a
+command names the ones it takes (:func:`_command`), receiving the relay settings among them
+as one :class:`RelayConfig`. The messages telling the user what to paste where live here,
+next to the commands that print them; the logic is in ``codeloop.relay``.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, cast
 
 import typer
 
@@ -23,12 +27,8 @@ import typer
 # faces do not pay for it (cold start, docs/cli.md).
 if TYPE_CHECKING:
     from codeloop.relay.config import RelayConfig
-    from codeloop.relay.engine import (
-        StepReport,
-    )
-    from codeloop.relay.progress import (
-        RelayEvent,
-    )
+    from codeloop.relay.engine import StepReport
+    from codeloop.relay.progress import RelayEvent
     from codeloop.relay.session import SessionState
 
 LARGE_OUTBOX_BYTES = 100_000
@@ -45,44 +45,46 @@ relay_app = typer.Typer(
     rich_markup_mode=None,
 )
 
-RootOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--root", help="Relay root holding inbox/, outbox/, sessions/ (env CODELOOP_RELAY_ROOT; default: .)"
-    ),
-]
-InboxOpt = Annotated[str | None, typer.Option("--inbox", help="Inbox directory (default ROOT/inbox).")]
-OutboxOpt = Annotated[str | None, typer.Option("--outbox", help="Outbox directory (default ROOT/outbox).")]
-SessionsOpt = Annotated[
-    str | None, typer.Option("--sessions", help="Sessions directory (default ROOT/sessions).")
-]
-TimeoutOpt = Annotated[
-    float | None, typer.Option("--timeout", help="Seconds a RUN_COMMAND may run (default 30).")
-]
-OutputOpt = Annotated[
-    int | None, typer.Option("--output-limit", help="Characters of command output kept (default 4000).")
-]
-ListOpt = Annotated[
-    int | None,
-    typer.Option("--max-listed-files", help="Files listed in an outbox, 0 for all (default 2000)."),
-]
-ReadOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--max-read-chars", help="Characters of a requested file shown, 0 for all (default 100000)."
-    ),
-]
-ConfigOpt = Annotated[
-    str | None, typer.Option("--config", help="TOML config file (default ROOT/relay.toml when it exists).")
-]
-ClipOpt = Annotated[
-    bool | None,
-    typer.Option("--clipboard/--no-clipboard", help="Copy each new outbox to the clipboard if possible."),
-]
-SessionOpt = Annotated[
-    str | None, typer.Option("--session", help="Session id (default: the active session).")
-]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for machines instead of text.")]
+
+def _option(decls: str, help: str, kind: Any = str | None) -> Any:
+    return Annotated[kind, typer.Option(decls, help=help)]
+
+
+_SESSION_HELP = "Session id (default: the active session)."
+_HELD_HELP = "The id 'relay step' printed (e.g. 3-2)."
+_PARAMS: dict[str, Any] = {
+    "task": Annotated[str, typer.Argument(help="What the model should do, in plain words.")],
+    "session_id": Annotated[str | None, typer.Argument(help=_SESSION_HELP)],
+    "held_id": Annotated[str, typer.Argument(help=_HELD_HELP)],
+    "reason": _option("--reason", "Why, for the model (shown in the next outbox)."),
+    "root": _option("--root",
+                    "Relay root holding inbox/, outbox/, sessions/ (env CODELOOP_RELAY_ROOT; default: .)"),
+    "workspace": _option("--workspace", "Directory the model works on (default ROOT/workspace)."),
+    "session": _option("--session", _SESSION_HELP),
+    "inbox": _option("--inbox", "Inbox directory (default ROOT/inbox)."),
+    "outbox": _option("--outbox", "Outbox directory (default ROOT/outbox)."),
+    "sessions": _option("--sessions", "Sessions directory (default ROOT/sessions)."),
+    "timeout": _option("--timeout", "Seconds a RUN_COMMAND may run (default 30).", float | None),
+    "output_limit": _option("--output-limit", "Characters of command output kept (default 4000).",
+                            int | None),
+    "max_listed_files": _option("--max-listed-files", "Files listed in an outbox, 0 for all (default 2000).",
+                                int | None),
+    "max_read_chars": _option("--max-read-chars", "Characters of a requested file shown, 0 for all "
+                              "(default 100000).", int | None),
+    "config_file": _option("--config", "TOML config file (default ROOT/relay.toml when it exists)."),
+    "clipboard": _option("--clipboard/--no-clipboard", "Copy each new outbox to the clipboard if possible.",
+                         bool | None),
+    "policy": _option("--policy", "Policy preset judging every command: restrictive, standard or permissive "
+                      "(default; env CODELOOP_RELAY_POLICY). The session keeps it."),
+    "as_json": _option("--json", "Print JSON for machines instead of text.", bool),
+}
+"""Every parameter of the relay commands, by name."""
+_DEFAULTS = {"task": inspect.Parameter.empty, "held_id": inspect.Parameter.empty, "as_json": False}
+"""Defaults other than None (``empty``: required)."""
+_SETTINGS = ("inbox", "outbox", "sessions", "workspace", "timeout", "output_limit", "max_listed_files",
+             "max_read_chars", "clipboard", "policy")
+"""The parameters that are relay settings (``load_config`` flags); with --root and --config
+they become the command's ``config``."""
 
 
 def _fail(message: str) -> NoReturn:
@@ -90,39 +92,41 @@ def _fail(message: str) -> NoReturn:
     raise typer.Exit(1)
 
 
-def _config(
-    root: str | None,
-    *,
-    inbox: str | None = None,
-    outbox: str | None = None,
-    sessions: str | None = None,
-    workspace: str | None = None,
-    timeout: float | None = None,
-    output_limit: int | None = None,
-    max_listed_files: int | None = None,
-    max_read_chars: int | None = None,
-    clipboard: bool | None = None,
-    config: str | None = None,
-    policy: str | None = None,
-) -> RelayConfig:
-    from codeloop.relay.config import RelayConfigError, load_config
+@contextmanager
+def _relay_errors() -> Iterator[None]:
+    from codeloop.relay.engine import RelayError
 
-    flags = {
-        "inbox": inbox,
-        "outbox": outbox,
-        "sessions": sessions,
-        "workspace": workspace,
-        "timeout": timeout,
-        "output_limit": output_limit,
-        "max_listed_files": max_listed_files,
-        "max_read_chars": max_read_chars,
-        "clipboard": clipboard,
-        "policy": policy,
-    }
     try:
-        return load_config(root, flags, config)
-    except RelayConfigError as exc:
+        yield
+    except RelayError as exc:
         _fail(str(exc))
+
+
+def _command(name: str, params: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Register ``func(config, **rest)`` as ``codeloop relay NAME`` with the parameters
+    ``params`` names (in the order --help lists them)."""
+
+    def register(func: Callable[..., None]) -> Callable[..., None]:
+        def command(**given: Any) -> None:
+            from codeloop.relay.config import RelayConfigError, load_config
+
+            flags = {key: given.pop(key) for key in _SETTINGS if key in given}
+            try:
+                config = load_config(given.pop("root"), flags, given.pop("config_file"))
+            except RelayConfigError as exc:
+                _fail(str(exc))
+            func(config, **given)
+
+        # Typer reads the parameters from the signature and passes them by keyword.
+        cast(Any, command).__signature__ = inspect.Signature([
+            inspect.Parameter(p, inspect.Parameter.KEYWORD_ONLY, default=_DEFAULTS.get(p),
+                              annotation=_PARAMS[p]) for p in params.split()
+        ])
+        command.__doc__ = func.__doc__
+        relay_app.command(name)(command)
+        return func
+
+    return register
 
 
 def _json(data: Any) -> None:
@@ -139,23 +143,15 @@ def _indent(text: str, prefix: str = "    ") -> str:
 
 def _print_event(event: RelayEvent) -> None:
     """Human form of one event, printed as it happens."""
-    from codeloop.relay.progress import (
-        CommandFinished,
-        ModelMessage,
-        OutboxWritten,
-        ReplySkipped,
-        ReplyStarted,
-        SessionCompleted,
-    )
+    from codeloop.relay.progress import CommandFinished, ModelMessage, ReplySkipped, ReplyStarted
     from codeloop.relay.results import format_result
 
     match event:
         case ReplyStarted():
-            resumed = (
-                f" (continuing an interrupted step: {event.already_applied} command(s) were already applied)"
-                if event.already_applied
-                else ""
-            )
+            resumed = ""
+            if event.already_applied:
+                resumed = (f" (continuing an interrupted step: {event.already_applied} command(s) were "
+                           "already applied)")
             typer.secho(
                 f"Applying {event.source} as the reply to outbox #{event.sequence}{resumed}", bold=True
             )
@@ -167,13 +163,9 @@ def _print_event(event: RelayEvent) -> None:
             typer.echo(_indent(event.text or "(empty)"))
         case ReplySkipped():
             typer.secho(f"  Skipped {event.path}: {event.reason}", fg=typer.colors.YELLOW, err=True)
-        case OutboxWritten() | SessionCompleted():
-            pass
 
 
-def _next_steps(
-    config: RelayConfig, state: SessionState, path: Path, copied: str | None, watching: bool
-) -> None:
+def _next_steps(config: RelayConfig, path: Path, copied: str | None, watching: bool) -> None:
     typer.secho(f"\nNext outbox: {path}", bold=True)
     try:
         size = path.stat().st_size
@@ -232,6 +224,12 @@ def _print_held(config: RelayConfig, state: SessionState) -> None:
     typer.echo("  The rest of the reply runs after your answer; paste the next outbox only then.")
 
 
+def _skipped(report: StepReport) -> int:
+    from codeloop.relay.progress import SessionCompleted
+
+    return next((e.skipped_after_done for e in report.events if isinstance(e, SessionCompleted)), 0)
+
+
 def _held_json(state: SessionState) -> dict[str, Any] | None:
     return None if state.held is None or state.held.answer is not None else state.held.to_json()
 
@@ -247,44 +245,20 @@ def _report_json(config: RelayConfig, report: StepReport, copied: str | None) ->
     from codeloop.relay.progress import event_to_json
 
     state = report.session
-    return {
-        "sessionId": state.session_id,
-        "sequence": state.sequence_number,
-        "complete": state.is_complete,
-        "summary": state.summary,
-        "replies": report.replies,
-        "blocked": report.blocked,
-        "outbox": None if state.is_complete else str(outbox_path(config, state)),
-        "copiedWith": copied,
-        "workspace": state.workspace,
-        "held": _held_json(state),
-        "events": [event_to_json(e) for e in report.events],
-    }
+    return {"sessionId": state.session_id, "sequence": state.sequence_number, "complete": state.is_complete,
+            "summary": state.summary, "replies": report.replies, "blocked": report.blocked,
+            "outbox": None if state.is_complete else str(outbox_path(config, state)), "copiedWith": copied,
+            "workspace": state.workspace, "held": _held_json(state),
+            "events": [event_to_json(e) for e in report.events]}
 
 
-@relay_app.command("new")
-def new_command(
-    task: Annotated[str, typer.Argument(help="What the model should do, in plain words.")],
-    root: RootOpt = None,
-    workspace: Annotated[
-        str | None, typer.Option("--workspace", help="Directory the model works on (default ROOT/workspace).")
-    ] = None,
-    inbox: InboxOpt = None,
-    outbox: OutboxOpt = None,
-    sessions: SessionsOpt = None,
-    timeout: TimeoutOpt = None,
-    output_limit: OutputOpt = None,
-    max_listed_files: ListOpt = None,
-    max_read_chars: ReadOpt = None,
-    config_file: ConfigOpt = None,
-    clipboard: ClipOpt = None,
-    policy: Annotated[
-        str | None,
-        typer.Option("--policy", help="Policy preset judging every command: restrictive, standard or "
-                     "permissive (default; env CODELOOP_RELAY_POLICY). The session keeps it."),
-    ] = None,
-    as_json: JsonOpt = False,
-) -> None:
+_STEP_PARAMS = ("root session inbox outbox sessions timeout output_limit max_listed_files max_read_chars "
+                "config_file clipboard as_json")
+
+
+@_command("new", "task root workspace inbox outbox sessions timeout output_limit max_listed_files "
+          "max_read_chars config_file clipboard policy as_json")
+def new_command(config: RelayConfig, task: str, as_json: bool) -> None:
     """Start a session and write its first outbox.
 
     Example: codeloop relay new "write a fizzbuzz.py with tests" --root ~/relay --workspace ~/code/fizz
@@ -292,52 +266,24 @@ def new_command(
     """
     import asyncio
 
-    from codeloop.relay.engine import RelayError, start_session
+    from codeloop.relay.engine import start_session
 
-    config = _config(
-        root, inbox=inbox, outbox=outbox, sessions=sessions, workspace=workspace, timeout=timeout,
-        output_limit=output_limit, max_listed_files=max_listed_files, max_read_chars=max_read_chars,
-        clipboard=clipboard, config=config_file, policy=policy,
-    )  # fmt: skip
-    try:
+    with _relay_errors():
         state, path = asyncio.run(start_session(config, task))
-    except RelayError as exc:
-        _fail(str(exc))
     copied = asyncio.run(_copy(config, path))
     if as_json:
-        _json(
-            {
-                "sessionId": state.session_id,
-                "sequence": state.sequence_number,
-                "outbox": str(path),
-                "inbox": str(config.inbox_dir),
-                "workspace": state.workspace,
-                "policy": state.policy,
-                "copiedWith": copied,
-            }
-        )
+        _json({"sessionId": state.session_id, "sequence": state.sequence_number, "outbox": str(path),
+               "inbox": str(config.inbox_dir), "workspace": state.workspace, "policy": state.policy,
+               "copiedWith": copied})
         return
     typer.secho(f"Started relay session {state.session_id}", bold=True)
     typer.echo(f"  Workspace: {state.workspace}")
     typer.echo(f"  Policy: {state.policy}")
-    _next_steps(config, state, path, copied, watching=False)
+    _next_steps(config, path, copied, watching=False)
 
 
-@relay_app.command("step")
-def step_command(
-    root: RootOpt = None,
-    session: SessionOpt = None,
-    inbox: InboxOpt = None,
-    outbox: OutboxOpt = None,
-    sessions: SessionsOpt = None,
-    timeout: TimeoutOpt = None,
-    output_limit: OutputOpt = None,
-    max_listed_files: ListOpt = None,
-    max_read_chars: ReadOpt = None,
-    config_file: ConfigOpt = None,
-    clipboard: ClipOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
+@_command("step", _STEP_PARAMS)
+def step_command(config: RelayConfig, session: str | None, as_json: bool) -> None:
     """Apply the replies waiting in the inbox, write the next outbox, and exit.
 
     Exit status 1 when a reply could not be read (it stays in the inbox) or on errors.
@@ -345,17 +291,10 @@ def step_command(
     """
     import asyncio
 
-    from codeloop.relay.engine import RelayError, outbox_path, step
-    from codeloop.relay.progress import SessionCompleted
+    from codeloop.relay.engine import outbox_path, step
 
-    config = _config(
-        root, inbox=inbox, outbox=outbox, sessions=sessions, timeout=timeout, output_limit=output_limit,
-        max_listed_files=max_listed_files, max_read_chars=max_read_chars, clipboard=clipboard, config=config_file,
-    )  # fmt: skip
-    try:
+    with _relay_errors():
         report = asyncio.run(step(config, session, None if as_json else _print_event))
-    except RelayError as exc:
-        _fail(str(exc))
     state = report.session
     copied = None
     if report.replies and not state.is_complete:
@@ -365,32 +304,18 @@ def step_command(
     elif _held_json(state) is not None:
         _print_held(config, state)
     elif state.is_complete:
-        skipped = next((e.skipped_after_done for e in report.events if isinstance(e, SessionCompleted)), 0)
-        _print_done(config, state, skipped)
+        _print_done(config, state, _skipped(report))
     elif report.replies:
-        _next_steps(config, state, outbox_path(config, state), copied, watching=False)
+        _next_steps(config, outbox_path(config, state), copied, watching=False)
     elif not report.blocked:
         typer.echo(f"No reply waiting in {config.inbox_dir}/.")
-        _next_steps(config, state, outbox_path(config, state), None, watching=False)
+        _next_steps(config, outbox_path(config, state), None, watching=False)
     if report.blocked:
         raise typer.Exit(1)
 
 
-@relay_app.command("watch")
-def watch_command(
-    root: RootOpt = None,
-    session: SessionOpt = None,
-    inbox: InboxOpt = None,
-    outbox: OutboxOpt = None,
-    sessions: SessionsOpt = None,
-    timeout: TimeoutOpt = None,
-    output_limit: OutputOpt = None,
-    max_listed_files: ListOpt = None,
-    max_read_chars: ReadOpt = None,
-    config_file: ConfigOpt = None,
-    clipboard: ClipOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
+@_command("watch", _STEP_PARAMS)
+def watch_command(config: RelayConfig, session: str | None, as_json: bool) -> None:
     """Wait for replies in the inbox and apply each one as soon as it is saved, until the
     session is done (Ctrl-C stops). --json prints one JSON event per line.
 
@@ -399,13 +324,8 @@ def watch_command(
     import asyncio
 
     from codeloop.relay.engine import RelayError, find_session, outbox_path
-    from codeloop.relay.progress import SessionCompleted, event_to_json
+    from codeloop.relay.progress import event_to_json
     from codeloop.relay.watch import watch
-
-    config = _config(
-        root, inbox=inbox, outbox=outbox, sessions=sessions, timeout=timeout, output_limit=output_limit,
-        max_listed_files=max_listed_files, max_read_chars=max_read_chars, clipboard=clipboard, config=config_file,
-    )  # fmt: skip
 
     def on_event(event: RelayEvent) -> None:
         if as_json:
@@ -424,7 +344,7 @@ def watch_command(
         copied = await _copy(config, path) if path.is_file() else None
         if not as_json:
             typer.secho(f"Watching {config.inbox_dir}/ for session {state.session_id}.", bold=True)
-            _next_steps(config, state, path, copied, watching=True)
+            _next_steps(config, path, copied, watching=True)
 
         async def on_step(report: StepReport) -> None:
             done = report.session
@@ -435,7 +355,7 @@ def watch_command(
             nxt = outbox_path(config, done)
             copied_now = await _copy(config, nxt)
             if not as_json:
-                _next_steps(config, done, nxt, copied_now, watching=True)
+                _next_steps(config, nxt, copied_now, watching=True)
 
         return await watch(config, state.session_id, on_event, on_step)
 
@@ -449,25 +369,12 @@ def watch_command(
         )
         raise typer.Exit(130) from None
     if report is not None and report.session.is_complete and not as_json:
-        skipped = next((e.skipped_after_done for e in report.events if isinstance(e, SessionCompleted)), 0)
-        _print_done(config, report.session, skipped)
+        _print_done(config, report.session, _skipped(report))
 
 
-@relay_app.command("resume")
-def resume_command(
-    session_id: Annotated[
-        str | None, typer.Argument(help="Session id (default: the active session).")
-    ] = None,
-    root: RootOpt = None,
-    inbox: InboxOpt = None,
-    outbox: OutboxOpt = None,
-    sessions: SessionsOpt = None,
-    max_listed_files: ListOpt = None,
-    max_read_chars: ReadOpt = None,
-    config_file: ConfigOpt = None,
-    clipboard: ClipOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
+@_command("resume", "session_id root inbox outbox sessions max_listed_files max_read_chars config_file "
+          "clipboard as_json")
+def resume_command(config: RelayConfig, session_id: str | None, as_json: bool) -> None:
     """Make a session the active one and offer its current outbox again (same sequence,
     same results and requested files); finishes a step that was interrupted.
 
@@ -475,16 +382,10 @@ def resume_command(
     """
     import asyncio
 
-    from codeloop.relay.engine import RelayError, resume
+    from codeloop.relay.engine import resume
 
-    config = _config(
-        root, inbox=inbox, outbox=outbox, sessions=sessions, max_listed_files=max_listed_files,
-        max_read_chars=max_read_chars, clipboard=clipboard, config=config_file,
-    )  # fmt: skip
-    try:
+    with _relay_errors():
         state, path = asyncio.run(resume(config, session_id, None if as_json else _print_event))
-    except RelayError as exc:
-        _fail(str(exc))
     if state.is_complete:
         if as_json:
             _json({"sessionId": state.session_id, "complete": True, "summary": state.summary, "outbox": None})
@@ -493,38 +394,27 @@ def resume_command(
         return
     copied = asyncio.run(_copy(config, path))
     if as_json:
-        _json(
-            {
-                "sessionId": state.session_id,
-                "sequence": state.sequence_number,
-                "complete": False,
-                "outbox": str(path),
-                "pendingReadFiles": list(state.read_file_requests),
-                "held": _held_json(state),
-                "copiedWith": copied,
-            }
-        )
+        _json({"sessionId": state.session_id, "sequence": state.sequence_number, "complete": False,
+               "outbox": str(path), "pendingReadFiles": list(state.read_file_requests),
+               "held": _held_json(state), "copiedWith": copied})
         return
     typer.secho(f"Resumed session {state.session_id} at outbox #{state.sequence_number}", bold=True)
     typer.echo(f"  Task: {state.task.splitlines()[0] if state.task else ''}")
     if _held_json(state) is not None:
         _print_held(config, state)
         return
-    _next_steps(config, state, path, copied, watching=False)
+    _next_steps(config, path, copied, watching=False)
 
 
-def _answer(held_id: str, approved: bool, note: str | None, root: str | None, session: str | None,
-            config_file: str | None, as_json: bool) -> None:
+def _answer(config: RelayConfig, held_id: str, approved: bool, note: str | None, session: str | None,
+            as_json: bool) -> None:
     import asyncio
 
-    from codeloop.relay.engine import RelayError, answer_held, outbox_path
+    from codeloop.relay.engine import answer_held, outbox_path
 
-    config = _config(root, config=config_file)
-    try:
+    with _relay_errors():
         report = asyncio.run(answer_held(config, held_id, approved, note, session,
                                          None if as_json else _print_event))
-    except RelayError as exc:
-        _fail(str(exc))
     state = report.session
     if as_json:
         _json(_report_json(config, report, None))
@@ -533,54 +423,33 @@ def _answer(held_id: str, approved: bool, note: str | None, root: str | None, se
     elif state.is_complete:
         _print_done(config, state, 0)
     else:
-        _next_steps(config, state, outbox_path(config, state), asyncio.run(_copy(config, outbox_path(config, state))),
-                    watching=False)
+        path = outbox_path(config, state)
+        _next_steps(config, path, asyncio.run(_copy(config, path)), watching=False)
 
 
-@relay_app.command("approve")
-def approve_command(
-    held_id: Annotated[str, typer.Argument(help="The id 'relay step' printed (e.g. 3-2).")],
-    root: RootOpt = None,
-    session: SessionOpt = None,
-    config_file: ConfigOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
+@_command("approve", "held_id root session config_file as_json")
+def approve_command(config: RelayConfig, held_id: str, session: str | None, as_json: bool) -> None:
     """Run a command the session's policy held for approval (once), then the rest of its
     reply, and write the next outbox.
 
     Example: codeloop relay approve 3-2 --root ~/relay
     """
-    _answer(held_id, True, None, root, session, config_file, as_json)
+    _answer(config, held_id, True, None, session, as_json)
 
 
-@relay_app.command("deny")
-def deny_command(
-    held_id: Annotated[str, typer.Argument(help="The id 'relay step' printed (e.g. 3-2).")],
-    reason: Annotated[
-        str | None, typer.Option("--reason", help="Why, for the model (shown in the next outbox).")
-    ] = None,
-    root: RootOpt = None,
-    session: SessionOpt = None,
-    config_file: ConfigOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
+@_command("deny", "held_id reason root session config_file as_json")
+def deny_command(config: RelayConfig, held_id: str, reason: str | None, session: str | None,
+                 as_json: bool) -> None:
     """Refuse a command the session's policy held for approval: it never runs, the next
     outbox tells the model why, and the rest of its reply runs.
 
     Example: codeloop relay deny 3-2 --reason "do not delete the build cache" --root ~/relay
     """
-    _answer(held_id, False, reason, root, session, config_file, as_json)
+    _answer(config, held_id, False, reason, session, as_json)
 
 
-@relay_app.command("status")
-def status_command(
-    root: RootOpt = None,
-    inbox: InboxOpt = None,
-    outbox: OutboxOpt = None,
-    sessions: SessionsOpt = None,
-    config_file: ConfigOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
+@_command("status", "root inbox outbox sessions config_file as_json")
+def status_command(config: RelayConfig, as_json: bool) -> None:
     """List the sessions of a relay root, newest first, and the replies waiting.
 
     Example: codeloop relay status --root ~/relay --json
@@ -588,35 +457,18 @@ def status_command(
     from codeloop.relay.engine import outbox_path, pending_replies
     from codeloop.relay.session import SessionFileError, SessionState, list_sessions
 
-    config = _config(root, inbox=inbox, outbox=outbox, sessions=sessions, config=config_file)
     found = list_sessions(config.sessions_dir)
     pending = [str(p) for p in pending_replies(config)]
     states = [s for s in found if isinstance(s, SessionState)]
     errors = [str(e) for e in found if isinstance(e, SessionFileError)]
     active = next((s.session_id for s in states if not s.is_complete), None)
     if as_json:
-        _json(
-            {
-                "root": str(config.root),
-                "active": active,
-                "pendingReplies": pending,
-                "sessions": [
-                    {
-                        "sessionId": s.session_id,
-                        "task": s.task,
-                        "sequence": s.sequence_number,
-                        "complete": s.is_complete,
-                        "updatedAt": s.updated_at,
-                        "workspace": s.workspace,
-                        "outbox": None if s.is_complete else str(outbox_path(config, s)),
-                        "policy": s.policy,
-                        "held": _held_json(s),
-                    }
-                    for s in states
-                ],
-                "errors": errors,
-            }
-        )
+        sessions = [{"sessionId": s.session_id, "task": s.task, "sequence": s.sequence_number,
+                     "complete": s.is_complete, "updatedAt": s.updated_at, "workspace": s.workspace,
+                     "outbox": None if s.is_complete else str(outbox_path(config, s)), "policy": s.policy,
+                     "held": _held_json(s)} for s in states]
+        _json({"root": str(config.root), "active": active, "pendingReplies": pending, "sessions": sessions,
+               "errors": errors})
         return
     if not states and not errors:
         typer.echo(

@@ -51,7 +51,6 @@ class RunSettings:
     """Everything a run needs once options and config files are merged."""
 
     choice: ModelChoice
-    """Provider, profile and model."""
     root: Path
     """The workspace."""
     sandbox: SandboxMode
@@ -59,7 +58,6 @@ class RunSettings:
     network: bool
     """Network for commands (off holds in every mode)."""
     approval: str
-    """Approval mode."""
     max_turns: int
     """Turn limit (0 = none)."""
     mcp_servers: Any
@@ -74,8 +72,10 @@ class Runner:
     """One workspace run: the Session, its recording and MCP servers. After an abort (which
     closes a Session) the chat goes on in a new Session resumed from the same log."""
 
-    def __init__(self, settings: RunSettings, renderer: Renderer, err: Console, terminal: Terminal) -> None:
-        self.settings, self.renderer, self.err, self.terminal = settings, renderer, err, terminal
+    def __init__(self, settings: RunSettings, renderer: Renderer, err: Console) -> None:
+        self.settings, self.renderer, self.err = settings, renderer, err
+        self.terminal = Terminal(err)
+        self.terminal.before_output = renderer.pause
         self.session: Any = None
         self.recording: Any = None
         self.client: Any = None
@@ -198,9 +198,8 @@ async def run_task(task: str, settings: RunSettings, resume: str | None, rendere
                    err: Console) -> tuple[str, str | None]:
     """Run one task to the end; returns (end reason, session log id). Lines typed on the
     terminal while the agent works steer it (``>>`` prefix: follow-up)."""
-    terminal = Terminal(err)
-    terminal.before_output = renderer.pause
-    runner = Runner(settings, renderer, err, terminal)
+    runner = Runner(settings, renderer, err)
+    terminal = runner.terminal
     try:
         await runner.start(resume)
         if terminal.start():
@@ -219,9 +218,8 @@ async def run_chat(settings: RunSettings, resume: str | None, renderer: Renderer
     import signal
     import time
 
-    terminal = Terminal(err)
-    terminal.before_output = renderer.pause
-    runner = Runner(settings, renderer, err, terminal)
+    runner = Runner(settings, renderer, err)
+    terminal = runner.terminal
     loop = asyncio.get_running_loop()
     turn: asyncio.Task[str] | None = None
     last_press = [0.0]
@@ -397,11 +395,9 @@ def register(app: typer.Typer) -> None:
         except KeyboardInterrupt:
             err.print("[yellow]interrupted[/]")
             raise typer.Exit(130) from None
-        except UsageError as exc:
-            err.print(f"[red]error:[/] {escape(str(exc))}")
-            raise typer.Exit(2) from None
         except Exception as exc:  # configuration problems found late (adapter, sandbox, session id, MCP)
-            err.print(f"[red]error:[/] {escape(type(exc).__name__)}: {escape(str(exc))}")
+            kind = "" if isinstance(exc, UsageError) else f"{escape(type(exc).__name__)}: "
+            err.print(f"[red]error:[/] {kind}{escape(str(exc))}")
             raise typer.Exit(2) from None
         if mode == "quiet" and renderer.final_text:
             typer.echo(renderer.final_text)

@@ -183,18 +183,17 @@ class Renderer:
         elif isinstance(event, ev.UserInput):
             self.usage, self._busy = Usage(), True
             self._activity(WAITING)
-        elif isinstance(event, ev.AssistantTextEnd):
-            self.usage.add(event.input_tokens, event.cache_read_tokens, event.output_tokens)
-            self._activity(WAITING)
         elif isinstance(event, ev.SessionEnd):
             self._busy = False
             if self.usage.calls:
                 self.err.print(f"[dim]{escape(self.summary())}[/]", highlight=False)
                 self.usage = Usage()
-        if isinstance(event, ev.AssistantTextDelta):
+        elif isinstance(event, ev.AssistantTextDelta):
             self.out.print(escape(event.delta), end="", highlight=False)
             self._streamed = True
         elif isinstance(event, ev.AssistantTextEnd):
+            self.usage.add(event.input_tokens, event.cache_read_tokens, event.output_tokens)
+            self._activity(WAITING)
             if self._streamed:
                 self.out.print()
             self._streamed = False

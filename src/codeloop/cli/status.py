@@ -131,8 +131,4 @@ def edit_preview(arguments: dict[str, Any], max_lines: int = 12) -> list[tuple[s
 
 
 def _styled(line: str) -> tuple[str, str]:
-    if line.startswith("+"):
-        return "green", line
-    if line.startswith("-"):
-        return "red", line
-    return "dim", line
+    return {"+": "green", "-": "red"}.get(line[:1], "dim"), line

@@ -34,19 +34,6 @@ def _workspace(cwd: Path) -> Path:
     return root.resolve()
 
 
-def make_environment(root: Path, sandbox: str, network: str | None) -> ExecutionEnvironment:
-    """The environment for ``--sandbox``/``--network`` (the rules of
-    ``codeloop.environments.factory``); a refusal is one line and exit 1."""
-    from codeloop.environments.errors import SandboxUnavailableError
-    from codeloop.environments.factory import SandboxOptionError, open_environment, settle_sandbox
-
-    try:
-        choice = settle_sandbox(sandbox, network, default="full")
-    except (SandboxOptionError, SandboxUnavailableError) as exc:
-        raise _fail(str(exc)) from None
-    return open_environment(root, sandbox=choice.mode, network=choice.network)
-
-
 def _read_patch(source: str) -> str:
     if source == "-":
         return sys.stdin.read()
@@ -113,12 +100,17 @@ def tool_command(
     """
     import asyncio
 
-    from codeloop.environments.errors import WorkspaceError
+    from codeloop.environments.errors import SandboxUnavailableError, WorkspaceError
+    from codeloop.environments.factory import SandboxOptionError, open_environment, settle_sandbox
     from codeloop.tools.pipeline import execute_tool_call
     from codeloop.tools.sets import all_tools_registry
 
     root = _workspace(cwd)
-    env = make_environment(root, sandbox, network)
+    try:  # the rules of codeloop.environments.factory; a refusal is one line and exit 1
+        box = settle_sandbox(sandbox, network, default="full")
+    except (SandboxOptionError, SandboxUnavailableError) as exc:
+        raise _fail(str(exc)) from None
+    env = open_environment(root, sandbox=box.mode, network=box.network)
     registry = all_tools_registry()
     try:
         result = asyncio.run(_with_env(env, execute_tool_call(registry, name, args, env)))
@@ -127,16 +119,8 @@ def tool_command(
     except Exception as exc:
         raise _fail(f"tool {name} could not run: {type(exc).__name__}: {exc}") from None
     if as_json:
-        typer.echo(
-            json.dumps(
-                {
-                    "output": result.output,
-                    "full_output_chars": result.full_output_chars,
-                    "is_error": result.is_error,
-                },
-                ensure_ascii=False,
-            )
-        )
+        fields = ("output", "full_output_chars", "is_error")
+        typer.echo(json.dumps({key: getattr(result, key) for key in fields}, ensure_ascii=False))
     else:
         output = result.output
         typer.echo(output, err=result.is_error, nl=not output.endswith("\n"))

@@ -30,7 +30,7 @@ def register(app: typer.Typer) -> None:
 
         Example: codeloop trust ~/src/app
         """
-        from codeloop.config.files import ConfigError, needs_trust, parse_config, project_config_path
+        from codeloop.config import ConfigError, needs_trust, parse_config, project_config_path
         from codeloop.policy.approval_modes import ApprovalsFileError, parse_approvals
         from codeloop.policy.trust import trust, trust_file
 

@@ -1,32 +1,243 @@
-"""Configuration files of ``codeloop run`` (issue 9; docs/config.md).
+"""User and project configuration of ``codeloop run`` (issue 9; docs/config.md).
 
-Public API::
+Two TOML files, the project's winning key by key: the user's
+``platformdirs.user_config_dir("codeloop")/config.toml`` (``~/.config/codeloop/config.toml``
+on Linux; ``$CODELOOP_CONFIG_DIR`` replaces the directory) and the workspace's
+``.codeloop/config.toml``. Every key is checked: an unknown key, a wrong type or value, or
+broken TOML raises :class:`ConfigError` naming the file, the line and the fix.
 
-    load_config(workspace) -> CodeloopConfig       user + project config.toml; ConfigError
+The project file comes with the repository, so it is not trusted: its ``sandbox = "full"``,
+``approval = "never-ask"``, ``base_url`` and ``mcp_servers`` are ignored (with a warning in
+``CodeloopConfig.warnings``) until the user trusts that exact content with ``codeloop trust``
+(:mod:`codeloop.policy.trust`).
+
+::
+
+    model = "qwen2.5-coder"        provider = "openai"      profile = "openai"
+    base_url = "http://127.0.0.1:8080/v1"
+    sandbox = "workspace-write"    approval = "on-risk"     max_turns = 50
+    max_retries = 6                # retries of one model call after a 429/5xx/dropped connection
+
+    [mcp_servers.files]            # stdio
+    command = "python"
+    args = ["-m", "my_server"]
+    env = { TOKEN = "..." }
+    timeout = 30                   # seconds per call (default 60)
+
+    [mcp_servers.web]              # streamable HTTP
+    url = "http://127.0.0.1:9000/mcp"
 
 The approval modes and remembered approvals live in :mod:`codeloop.policy.approval_modes`.
 """
 
-from codeloop.config.files import (
-    SANDBOX_MODES,
-    CodeloopConfig,
-    ConfigError,
-    McpServerConfig,
-    load_config,
-    parse_config,
-    project_config_path,
-    user_config_path,
-)
-from codeloop.policy.approval_modes import APPROVAL_MODES
+from __future__ import annotations
 
-__all__ = [
-    "APPROVAL_MODES",
-    "SANDBOX_MODES",
-    "CodeloopConfig",
-    "ConfigError",
-    "McpServerConfig",
-    "load_config",
-    "parse_config",
-    "project_config_path",
-    "user_config_path",
-]
+import difflib
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from codeloop.policy.approval_modes import APPROVAL_MODES as APPROVAL_MODES  # re-exported
+from codeloop.policy.trust import is_trusted, untrusted_warning, user_config_dir
+
+SANDBOX_MODES = ("read-only", "workspace-write", "full")
+PROFILES = ("openai", "anthropic", "gemini", "text")
+
+
+class ConfigError(ValueError):
+    """A config file is malformed; the message names the file, line/key and the fix."""
+
+
+@dataclass(frozen=True)
+class McpServerConfig:
+    """One ``[mcp_servers.NAME]`` table."""
+
+    name: str
+    """The server's name; its tools are registered as ``NAME__tool``."""
+    command: str | None = None
+    """Program to start for a stdio server (with ``args`` and extra ``env``)."""
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    url: str | None = None
+    """Endpoint of a streamable HTTP server (instead of ``command``)."""
+    timeout: float = 60.0
+    """Seconds a start or a tool call may take before it fails."""
+
+
+@dataclass(frozen=True)
+class CodeloopConfig:
+    """The merged configuration; ``None`` means "not set" (the CLI's default applies). The
+    keys are those of the file (module docstring; docs/config.md)."""
+
+    model: str | None = None
+    provider: str | None = None
+    profile: str | None = None
+    base_url: str | None = None
+    sandbox: str | None = None
+    approval: str | None = None
+    max_turns: int | None = None
+    """Turn limit of a session (0: none)."""
+    max_retries: int | None = None
+    """Retries of one model call after a transient failure (0: none)."""
+    mcp_servers: Mapping[str, McpServerConfig] = field(default_factory=dict)
+    sources: tuple[str, ...] = ()
+    """The files that were read, lowest priority first."""
+    warnings: tuple[str, ...] = ()
+    """Settings of an untrusted project file that were ignored (show them to the user)."""
+
+
+_STRING_KEYS = ("model", "provider", "profile", "base_url", "sandbox", "approval")
+_CHOICES = {"sandbox": SANDBOX_MODES, "approval": APPROVAL_MODES, "profile": PROFILES}
+_COUNT_KEYS = {"max_turns": "0: no limit", "max_retries": "0: never retry"}
+_TOP_KEYS = (*_STRING_KEYS, *_COUNT_KEYS, "mcp_servers")
+_SERVER_KEYS = ("command", "args", "env", "url", "timeout")
+
+
+def user_config_path() -> Path:
+    """The user's config file (may not exist)."""
+    return user_config_dir() / "config.toml"
+
+
+def project_config_path(workspace: Path | str) -> Path:
+    """The workspace's config file (may not exist)."""
+    return Path(workspace) / ".codeloop" / "config.toml"
+
+
+def _where(path: Path, text: str, key: str, section: str | None = None) -> str:
+    """``path:line`` of ``key`` (in ``[section]``), or ``path`` when it cannot be found."""
+    lines = text.splitlines()
+    start = 0
+    if section is not None:
+        header = re.compile(r"^\s*\[\s*" + re.escape(section).replace(r"\.", r"\s*\.\s*") + r"\s*\]")
+        start = next((i + 1 for i, line in enumerate(lines) if header.match(line)), 0)
+    pattern = re.compile(r"^\s*\"?" + re.escape(key) + r"\"?\s*=")
+    for i in range(start, len(lines)):
+        if pattern.match(lines[i]):
+            return f"{path}:{i + 1}"
+        if section is not None and lines[i].lstrip().startswith("["):
+            break
+    return str(path)
+
+
+def _unknown(path: Path, text: str, key: str, known: tuple[str, ...], section: str | None) -> ConfigError:
+    close = difflib.get_close_matches(key, known, n=1)
+    hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(known)}"
+    where = f"[{section}] " if section else ""
+    return ConfigError(f"{_where(path, text, key, section)}: unknown key {where}{key!r}; {hint} "
+                       "(remove or rename it)")
+
+
+def _parse_server(path: Path, text: str, name: str, table: Any) -> McpServerConfig:
+    section = f"mcp_servers.{name}"
+    if not isinstance(table, dict):
+        raise ConfigError(f"{_where(path, text, name, 'mcp_servers')}: mcp_servers.{name} must be a table "
+                          f"like [mcp_servers.{name}] with command = \"...\" or url = \"...\"")
+    for key in table:
+        if key not in _SERVER_KEYS:
+            raise _unknown(path, text, key, _SERVER_KEYS, section)
+
+    def bad(key: str, what: str) -> ConfigError:
+        return ConfigError(f"{_where(path, text, key, section)}: [{section}] {key} must be {what}")
+
+    command, args, env, url, timeout = (table.get(k) for k in _SERVER_KEYS)
+    if command is not None and (not isinstance(command, str) or not command):
+        raise bad("command", "a non-empty string (the program to start)")
+    if url is not None and (not isinstance(url, str) or not url.startswith(("http://", "https://"))):
+        raise bad("url", "an http:// or https:// URL string")
+    if (command is None) == (url is None):
+        raise ConfigError(f"{path}: [{section}] needs exactly one of command = \"...\" (stdio) "
+                          "or url = \"http://...\" (streamable HTTP)")
+    if args is not None and not (isinstance(args, list) and all(isinstance(a, str) for a in args)):
+        raise bad("args", 'a list of strings, e.g. args = ["-m", "server"]')
+    if env is not None and not (isinstance(env, dict) and all(isinstance(v, str) for v in env.values())):
+        raise bad("env", 'a table of strings, e.g. env = { TOKEN = "..." }')
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0):
+        raise bad("timeout", "a positive number of seconds")
+    return McpServerConfig(name=name, command=command, url=url, args=tuple(args or ()), env=dict(env or {}),
+                           timeout=float(timeout) if timeout is not None else 60.0)
+
+
+def parse_config(text: str, path: Path) -> CodeloopConfig:
+    """Check and convert one file's text; ConfigError on any problem."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}; fix the syntax (see docs/config.md)") from None
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        if key not in _TOP_KEYS:
+            raise _unknown(path, text, key, _TOP_KEYS, None)
+        where = _where(path, text, key)
+        if key in _STRING_KEYS:
+            if not isinstance(value, str) or not value:
+                raise ConfigError(f"{where}: {key} must be a non-empty string, e.g. {key} = \"...\"")
+            if key in _CHOICES and value not in _CHOICES[key]:
+                raise ConfigError(f"{where}: {key} = {value!r} is not one of {', '.join(_CHOICES[key])}")
+        elif key in _COUNT_KEYS:
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigError(f"{where}: {key} must be a whole number >= 0 ({_COUNT_KEYS[key]})")
+        else:
+            if not isinstance(value, dict):
+                raise ConfigError(f"{where}: mcp_servers must be tables: [mcp_servers.NAME]")
+            if any("__" in name or not name for name in value):
+                raise ConfigError(f"{where}: MCP server names must be non-empty and contain no '__' "
+                                  "(it separates server and tool in tool names)")
+            value = {name: _parse_server(path, text, name, table) for name, table in value.items()}
+        values[key] = value
+    return CodeloopConfig(**values, sources=(str(path),))
+
+
+def _read(path: Path) -> tuple[CodeloopConfig, bytes] | None:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}; fix its permissions") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text; save it as UTF-8") from None
+    return parse_config(text, path), raw
+
+
+def needs_trust(config: CodeloopConfig) -> dict[str, Any]:
+    """The settings of a project file that apply only once the user trusts it: those that
+    lower safety (``sandbox = "full"``, ``approval = "never-ask"``), send the API key
+    elsewhere (``base_url``) or start programs (``mcp_servers``)."""
+    risky = {"sandbox": config.sandbox == "full", "approval": config.approval == "never-ask",
+             "base_url": config.base_url is not None, "mcp_servers": bool(config.mcp_servers)}
+    return {key: getattr(config, key) if key != "mcp_servers" else dict(config.mcp_servers)
+            for key, applies in risky.items() if applies}
+
+
+def merge(low: CodeloopConfig, high: CodeloopConfig) -> CodeloopConfig:
+    """``high``'s set keys over ``low``'s; MCP servers merge by name."""
+    changes: dict[str, Any] = {k: getattr(high, k) for k in (*_STRING_KEYS, *_COUNT_KEYS) if getattr(high, k) is not None}
+    return replace(low, **changes, mcp_servers={**low.mcp_servers, **high.mcp_servers},
+                   sources=low.sources + high.sources, warnings=low.warnings + high.warnings)
+
+
+def load_config(workspace: Path | str) -> CodeloopConfig:
+    """The user config overlaid by the project config of ``workspace``; ConfigError if either is bad.
+
+    The project file's :func:`needs_trust` settings are dropped, with a warning in
+    ``warnings``, unless the user trusted that exact content (``codeloop trust``)."""
+    config = CodeloopConfig()
+    user = _read(user_config_path())
+    if user is not None:
+        config = merge(config, user[0])
+    path = project_config_path(workspace)
+    project = _read(path)
+    if project is not None:
+        loaded, raw = project
+        risky = needs_trust(loaded)
+        if risky and not is_trusted(path, raw):
+            dropped: dict[str, Any] = {k: {} if k == "mcp_servers" else None for k in risky}
+            loaded = replace(loaded, **dropped,
+                             warnings=(untrusted_warning(path, ", ".join(risky), Path(workspace)),))
+        config = merge(config, loaded)
+    return config

@@ -8,7 +8,13 @@ Public API::
     await servers.close()
 """
 
-from codeloop.mcp.connection import McpConnection, McpServerError, McpTool, result_to_output
-from codeloop.mcp.manager import McpServers, tool_name
+from codeloop.mcp.connection import (
+    McpConnection,
+    McpServerError,
+    McpServers,
+    McpTool,
+    result_to_output,
+    tool_name,
+)
 
 __all__ = ["McpConnection", "McpServerError", "McpServers", "McpTool", "result_to_output", "tool_name"]

@@ -1,9 +1,16 @@
-"""One MCP server connection (official ``mcp`` SDK), usable from any asyncio task.
+"""MCP servers of a session (official ``mcp`` SDK): connections, and their tools registered.
 
-The SDK's client is an async context manager built on anyio task groups, which must be
-entered and exited by the same task. So each connection runs a small owner task that
-enters the client, signals readiness, waits for :meth:`McpConnection.close`, and exits;
-calls from other tasks go through the open client meanwhile.
+:class:`McpConnection` is one server, usable from any asyncio task. The SDK's client is an
+async context manager built on anyio task groups, which must be entered and exited by the
+same task. So each connection runs a small owner task that enters the client, signals
+readiness, waits for :meth:`McpConnection.close`, and exits; calls from other tasks go
+through the open client meanwhile.
+
+:class:`McpServers` starts them lazily, the first time :meth:`McpServers.register_tools` (or
+a call) needs them, never at config load. Each tool becomes a :class:`RegisteredTool` named
+``server__tool`` with the server's JSON Schema, so it goes through the same pipeline
+(validate, policy, truncate, events) as the built-in tools. A server that fails to start
+does not stop the session: its error is returned and its tools are absent.
 """
 
 from __future__ import annotations
@@ -11,7 +18,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import re
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -19,10 +28,11 @@ from typing import Any, TextIO
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from codeloop.config.files import McpServerConfig
+from codeloop.config import McpServerConfig
+from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.runner import orphan_proof_argv
-from codeloop.llm.types import ImageData
-from codeloop.tools.registry import ToolOutput
+from codeloop.llm.types import ImageData, ToolDefinition
+from codeloop.tools.registry import RegisteredTool, ToolContext, ToolOutput, ToolRegistry
 
 
 class McpServerError(RuntimeError):
@@ -31,14 +41,12 @@ class McpServerError(RuntimeError):
 
 @dataclass(frozen=True)
 class McpTool:
-    """A tool as a server lists it."""
+    """A tool as a server lists it: its name there, description (may be empty) and the JSON
+    Schema of its arguments."""
 
     name: str
-    """The server's name for the tool."""
     description: str
-    """Its description (may be empty)."""
     input_schema: dict[str, Any]
-    """JSON Schema of its arguments."""
 
 
 def _describe(exc: BaseException) -> str:
@@ -80,12 +88,11 @@ class McpConnection:
             self._owner = asyncio.create_task(self._own(ready), name=f"mcp:{self.config.name}")
             try:
                 self._client = await asyncio.wait_for(asyncio.shield(ready), self.config.timeout)
-            except TimeoutError:
-                await self._abandon()
-                raise McpServerError(self._failed(f"no answer within {self.config.timeout:g} s")) from None
             except Exception as exc:
                 await self._abandon()
-                raise McpServerError(self._failed(_describe(exc))) from None
+                timed_out = isinstance(exc, TimeoutError)
+                why = f"no answer within {self.config.timeout:g} s" if timed_out else _describe(exc)
+                raise McpServerError(self._failed(why)) from None
 
     def _failed(self, why: str) -> str:
         c = self.config
@@ -173,3 +180,58 @@ def result_to_output(result: Any) -> ToolOutput:
     if not texts and result.structured_content is not None:
         texts.append(json.dumps(result.structured_content, ensure_ascii=False))
     return ToolOutput("\n".join(texts), is_error=bool(result.is_error), images=tuple(images))
+
+
+_PROVIDER_NAME = re.compile(r"[^A-Za-z0-9_]")
+MAX_TOOL_NAME = 64
+"""Longest tool name every provider accepts."""
+
+
+def tool_name(server: str, tool: str) -> str:
+    """``server__tool``, with characters a tool name may not hold (``ToolDefinition``: letters,
+    digits, ``_``) replaced by ``_``, at most 64 long."""
+    return _PROVIDER_NAME.sub("_", f"{server}__{tool}")[:MAX_TOOL_NAME]
+
+
+def _schema(raw: Mapping[str, Any]) -> dict[str, Any]:
+    schema = dict(raw)
+    if schema.get("type") != "object":
+        schema = {"type": "object", "properties": {}} if not schema else {**schema, "type": "object"}
+    return schema
+
+
+class McpServers:
+    """The configured servers of one session; ``await close()`` when the session ends."""
+
+    def __init__(self, servers: Mapping[str, McpServerConfig], *, cwd: Path | str | None = None,
+                 errlog: TextIO | None = None) -> None:
+        self.connections = {name: McpConnection(cfg, cwd=cwd, errlog=errlog) for name, cfg in servers.items()}
+
+    def _tool(self, connection: McpConnection, tool: McpTool) -> RegisteredTool:
+        description = tool.description or f"Tool {tool.name} of the MCP server {connection.config.name}."
+
+        async def executor(arguments: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:
+            return await connection.call(tool.name, arguments)
+
+        return RegisteredTool(ToolDefinition(tool_name(connection.config.name, tool.name), description,
+                                             _schema(tool.input_schema)), executor)
+
+    async def register_tools(self, registry: ToolRegistry) -> list[str]:
+        """Start every server (in parallel) and add its tools to ``registry``; returns the start
+        errors (for warnings)."""
+        async def one(connection: McpConnection) -> list[RegisteredTool] | str:
+            try:
+                return [self._tool(connection, t) for t in await connection.list_tools()]
+            except McpServerError as exc:
+                return str(exc)
+            except Exception as exc:
+                return f"MCP server {connection.config.name!r}: listing its tools failed: {exc}"
+
+        found = await asyncio.gather(*(one(c) for c in self.connections.values()))
+        for tool in (t for f in found if isinstance(f, list) for t in f):
+            registry.register(tool)
+        return [f for f in found if isinstance(f, str)]
+
+    async def close(self) -> None:
+        """Stop every started server."""
+        await asyncio.gather(*(c.close() for c in self.connections.values()), return_exceptions=True)

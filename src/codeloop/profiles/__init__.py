@@ -5,13 +5,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from codeloop.profiles.anthropic import create_anthropic_profile
-from codeloop.profiles.base import ProviderProfile
-from codeloop.profiles.gemini import create_gemini_profile
-from codeloop.profiles.openai import create_openai_profile
+from codeloop.profiles.base import (
+    ProviderProfile,
+    create_anthropic_profile,
+    create_gemini_profile,
+    create_openai_profile,
+)
 from codeloop.profiles.text import TextProfile, create_text_profile
 
-PROFILE_IDS = ("openai", "anthropic", "gemini", "text")
+_FACTORIES: dict[str, Callable[..., ProviderProfile]] = {
+    "openai": create_openai_profile,
+    "anthropic": create_anthropic_profile,
+    "gemini": create_gemini_profile,
+    "text": create_text_profile,
+}
+PROFILE_IDS = tuple(_FACTORIES)
 """Profiles ``create_profile`` knows."""
 
 
@@ -19,19 +27,11 @@ def create_profile(profile_id: str, model: str | None = None, **options: Any) ->
     """The profile ``profile_id`` for ``model`` (its default model when None).
 
     Raises ValueError naming the known profiles for an unknown id."""
-    factories: dict[str, Callable[..., ProviderProfile]] = {
-        "openai": create_openai_profile,
-        "anthropic": create_anthropic_profile,
-        "gemini": create_gemini_profile,
-        "text": create_text_profile,
-    }
-    factory = factories.get(profile_id)
-    if factory is None:
+    if profile_id not in _FACTORIES:
         raise ValueError(f"unknown profile {profile_id!r}: use one of {', '.join(PROFILE_IDS)}")
-    kwargs: dict[str, Any] = dict(options)
     if model:
-        kwargs["model"] = model
-    return factory(**kwargs)
+        options["model"] = model
+    return _FACTORIES[profile_id](**options)
 
 
 __all__ = [

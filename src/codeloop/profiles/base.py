@@ -1,4 +1,5 @@
-"""The provider profile (loop spec §3.2): a model, its tools, its system prompt.
+"""The provider profile (loop spec §3.2): a model, its tools, its system prompt; and the
+three profiles whose tools travel as native calls (openai §3.4, anthropic §3.5, gemini §3.6).
 
 A profile is plain data plus a registry. Custom tools are registered on
 ``profile.tool_registry`` (latest wins, §3.7); sessions read the registry at every round,
@@ -13,6 +14,8 @@ from typing import Any
 from codeloop.llm.types import ToolDefinition
 from codeloop.profiles import prompts
 from codeloop.tools.registry import RegisteredTool, ToolRegistry
+from codeloop.tools.sets import anthropic_tools, gemini_tools, openai_tools
+from codeloop.tools.shell import ANTHROPIC_SHELL_TIMEOUT_MS, OPENAI_SHELL_TIMEOUT_MS
 
 
 def first_line(text: str) -> str:
@@ -117,4 +120,40 @@ def native_profile(
         context_window_size=context_window_size,
         default_command_timeout_ms=default_command_timeout_ms,
         options=options or {},
+    )
+
+
+def create_openai_profile(
+    model: str = "gpt-5.2-codex", *, context_window_size: int = 400_000, provider: str | None = None
+) -> ProviderProfile:
+    """Codex-aligned: read_file, apply_patch, write_file, shell (10 s), grep, glob; parallel calls on."""
+    return native_profile(
+        "openai", model, openai_tools(), prompts.OPENAI, context_window_size=context_window_size,
+        provider=provider, default_command_timeout_ms=OPENAI_SHELL_TIMEOUT_MS,
+    )
+
+
+def create_anthropic_profile(
+    model: str = "claude-sonnet-4-5", *, context_window_size: int = 200_000, provider: str | None = None,
+    beta_headers: list[str] | None = None,
+) -> ProviderProfile:
+    """Claude Code-aligned: read_file, write_file, edit_file (old_string/new_string), shell (120 s),
+    grep, glob; ``beta_headers`` go to ``provider_options.anthropic.beta_headers`` (§3.5)."""
+    return native_profile(
+        "anthropic", model, anthropic_tools(), prompts.ANTHROPIC, context_window_size=context_window_size,
+        provider=provider, default_command_timeout_ms=ANTHROPIC_SHELL_TIMEOUT_MS,
+        options={"anthropic": {"beta_headers": list(beta_headers)}} if beta_headers else None,
+    )
+
+
+def create_gemini_profile(
+    model: str = "gemini-2.5-pro", *, context_window_size: int = 1_000_000, provider: str | None = None,
+    safety_settings: list[dict[str, Any]] | None = None,
+) -> ProviderProfile:
+    """gemini-cli-aligned: core tools plus read_many_files and list_dir, shell 10 s;
+    ``safety_settings`` go to ``provider_options.gemini`` (§3.6)."""
+    return native_profile(
+        "gemini", model, gemini_tools(), prompts.GEMINI, context_window_size=context_window_size,
+        provider=provider, default_command_timeout_ms=OPENAI_SHELL_TIMEOUT_MS,
+        options={"gemini": {"safety_settings": safety_settings}} if safety_settings else None,
     )

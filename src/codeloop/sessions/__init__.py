@@ -14,10 +14,9 @@ Public API::
 
 from codeloop.sessions.catalog import SessionInfo, latest_session, list_sessions, session_info
 from codeloop.sessions.checkpoints import Checkpoints, FileChange
-from codeloop.sessions.export import to_markdown
 from codeloop.sessions.log import LoggedEvent, SessionLog, SessionLogWarning, events_to_jsonl, load_events
 from codeloop.sessions.recorder import Recording, record_session
-from codeloop.sessions.replay import rebuild_history
+from codeloop.sessions.replay import rebuild_history, to_markdown
 from codeloop.sessions.rewind import RewindRefusedError, RewindResult, rewind
 from codeloop.sessions.state_dir import STATE_DIR_VARIABLE, SessionNotFoundError, sessions_dir
 

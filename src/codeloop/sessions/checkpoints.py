@@ -102,8 +102,6 @@ class Checkpoints:
         self.turn = turn
         """The current turn number (0 before the first reply)."""
 
-    # -- recording ---------------------------------------------------------------------
-
     def observe(self, event: SessionEvent) -> None:
         """Advance the turn on each ``assistant_text_end`` (tool calls follow their reply)."""
         if event.kind == EventKind.ASSISTANT_TEXT_END:
@@ -142,7 +140,7 @@ class Checkpoints:
     def before_write(self, paths: Iterable[str]) -> None:
         """Snapshot each path's current content, the first time this turn touches it."""
         files = self._load(self.turn)
-        changed = False
+        known = len(files)
         for raw in paths:
             resolved = self._resolve(raw)
             if resolved is None or resolved[0] in files:
@@ -153,8 +151,7 @@ class Checkpoints:
             except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
                 before = None
             files[rel] = {"before": before, "after": before}
-            changed = True
-        if changed:
+        if len(files) > known:
             self._save(self.turn, files)
 
     def after_write(self, paths: Iterable[str]) -> None:
@@ -190,8 +187,6 @@ class Checkpoints:
         # atomic_write left no partial file; what is lost is the ability to rewind this change.
         self.on_error(f"{exc.strerror or exc} writing the checkpoint of {', '.join(paths)} in {self.directory}; "
                       "`codeloop rewind` cannot undo this change")
-
-    # -- reading -----------------------------------------------------------------------
 
     def turns(self) -> list[int]:
         """Turn numbers that have a checkpoint, ascending."""

@@ -128,25 +128,19 @@ def _cut_torn_tail(path: Path) -> None:
     """Drop a partial last line left by a crash, so the next line starts on its own."""
     try:
         with open(path, "rb+") as f:
-            size = f.seek(0, os.SEEK_END)
-            if size == 0:
-                return
-            f.seek(size - 1)
-            if f.read(1) == b"\n":
-                return
-            pos = size
-            while pos > 0:
-                step = min(65536, pos)
-                f.seek(pos - step)
-                chunk = f.read(step)
-                nl = chunk.rfind(b"\n")
-                if nl >= 0:
-                    pos = pos - step + nl + 1
+            size = pos = f.seek(0, os.SEEK_END)
+            while pos > 0:  # back to the last newline, 64 KiB at a time
+                start = max(0, pos - 65536)
+                f.seek(start)
+                newline = f.read(pos - start).rfind(b"\n")
+                if newline >= 0:
+                    pos = start + newline + 1
                     break
-                pos -= step
-            f.truncate(pos)
-            f.flush()
-            os.fsync(f.fileno())
+                pos = start
+            if pos < size:
+                f.truncate(pos)
+                f.flush()
+                os.fsync(f.fileno())
     except FileNotFoundError:
         return
 

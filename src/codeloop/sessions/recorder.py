@@ -30,9 +30,7 @@ class Recording:
     log_id: str
     """Id of the log written (the resumed session's id on resume, else ``session.id``)."""
     log: SessionLog
-    """The durable event log."""
     checkpoints: Checkpoints
-    """File snapshots per turn."""
     _unsubscribe: list[Callable[[], None]] = field(default_factory=list)
 
     def close(self) -> None:
