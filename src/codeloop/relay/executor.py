@@ -78,13 +78,9 @@ class Effect:
 
     def to_json(self) -> dict[str, Any]:
         """Journal form."""
-        data: dict[str, Any] = {"kind": self.kind}
-        for key in ("path", "sha256", "command", "marker"):
-            if getattr(self, key) is not None:
-                data[key] = getattr(self, key)
-        if self.result is not None:
-            data["result"] = self.result.to_json()
-        return data
+        data = {key: value for key in ("kind", "path", "sha256", "command", "marker")
+                if (value := getattr(self, key)) is not None}
+        return data | ({"result": self.result.to_json()} if self.result is not None else {})
 
     @classmethod
     def from_json(cls, data: object) -> Effect:
@@ -92,14 +88,8 @@ class Effect:
         if not isinstance(data, dict) or data.get("kind") not in ("write", "delete", "process"):
             raise ValueError("an effect needs a kind of write, delete or process")
         result = CommandResult.from_json(data["result"]) if "result" in data else None
-        return cls(
-            data["kind"],
-            data.get("path"),
-            data.get("sha256"),
-            result,
-            data.get("command"),
-            data.get("marker"),
-        )
+        return cls(data["kind"], data.get("path"), data.get("sha256"), result, data.get("command"),
+                   data.get("marker"))
 
 
 BeforeEffect = Callable[[Effect], None]
@@ -172,11 +162,9 @@ typed outcome the relay words its results from."""
 
 def _truncation(limits: ExecutionLimits) -> TruncationConfig:
     """The relay's output cut (spec: head and tail within ``output_limit_chars``)."""
-    return TruncationConfig(
-        tool_output_limits={"RUN_COMMAND": limits.output_limit_chars},
-        tool_line_limits={"RUN_COMMAND": None},
-        tool_truncation_modes={"RUN_COMMAND": "head_tail_counted"},
-    )
+    return TruncationConfig(tool_output_limits={"RUN_COMMAND": limits.output_limit_chars},
+                            tool_line_limits={"RUN_COMMAND": None},
+                            tool_truncation_modes={"RUN_COMMAND": "head_tail_counted"})
 
 
 def _arguments(cmd: RelayCommand, limits: ExecutionLimits, marker: str | None) -> dict[str, Any]:
@@ -263,13 +251,8 @@ def _translate(cmd: RelayCommand, result: ToolCallOutcome) -> CommandResult:
     return _succeeded(cmd, isinstance(data, ops.Written) and data.replaced)
 
 
-async def execute_command(
-    cmd: RelayCommand,
-    env: ExecutionEnvironment,
-    limits: ExecutionLimits,
-    before_effect: BeforeEffect,
-    marker: str | None = None,
-) -> CommandResult:
+async def execute_command(cmd: RelayCommand, env: ExecutionEnvironment, limits: ExecutionLimits,
+                          before_effect: BeforeEffect, marker: str | None = None) -> CommandResult:
     """Run one command and describe its outcome; never raises for model mistakes.
 
     Workspace commands run as tool calls through the one pipeline
@@ -320,12 +303,9 @@ async def recover_effect(effect: Effect, env: ExecutionEnvironment) -> CommandRe
     if effect.kind == "process":
         killed = kill_marked(effect.marker) if effect.marker else 0
         still = " (it was still running and has now been stopped)" if killed else ""
-        return CommandResult(
-            "RUN_COMMAND",
-            False,
-            f"Ran {_shown(effect.command or '')}: interrupted because the relay stopped while it ran{still}; "
-            "it was not run again, so check what it did before repeating it",
-        )
+        return CommandResult("RUN_COMMAND", False, f"Ran {_shown(effect.command or '')}: interrupted "
+                             f"because the relay stopped while it ran{still}; it was not run again, so check "
+                             "what it did before repeating it")
     path = effect.path or ""
     try:
         if effect.kind == "delete":

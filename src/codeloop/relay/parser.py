@@ -77,14 +77,9 @@ def _parse_attributes(name: str, tag_rest: str) -> tuple[dict[str, str], str] | 
             return attrs, tag_rest[pos + 1 :]
         m = _ATTR.match(tag_rest, pos)
         if m is None:
-            return (
-                f"cannot read the attributes of [{name} ...] near {tag_rest[pos : pos + 20]!r}; "
-                f'write them as key="value": {SYNTAX[name]}'
-            )
-        value = m.group(2)
-        if value is None:
-            value = m.group(3) if m.group(3) is not None else m.group(4)
-        attrs[m.group(1)] = value
+            return (f"cannot read the attributes of [{name} ...] near {tag_rest[pos : pos + 20]!r}; "
+                    f'write them as key="value": {SYNTAX[name]}')
+        attrs[m.group(1)] = next(value for value in m.groups()[1:] if value is not None)
         pos = m.end()
 
 
@@ -119,15 +114,13 @@ def _build_with_body(name: str, attrs: dict[str, str], body: str, line: int) -> 
         return CreateFile(_required(name, attrs, "path"), body, line=line)
     if name == "EDIT_FILE":
         path = _required(name, attrs, "path")
-        return EditFile(
-            path, _line_number(name, attrs, "start_line"), _line_number(name, attrs, "end_line"), body, line=line
-        )
+        start, end = _line_number(name, attrs, "start_line"), _line_number(name, attrs, "end_line")
+        return EditFile(path, start, end, body, line=line)
     text = strip_ending(body)
     if name == "RUN_COMMAND":
         if not text.strip():
-            raise _BlockError(
-                "the command is empty; put the shell command between [RUN_COMMAND] and [/RUN_COMMAND]"
-            )
+            raise _BlockError("the command is empty; put the shell command between [RUN_COMMAND] and "
+                              "[/RUN_COMMAND]")
         return RunCommand(text, line=line)
     if name == "MESSAGE":
         return Message(text, line=line)
@@ -197,10 +190,8 @@ def parse_inbox(text: str) -> list[RelayCommand]:
                 found = None if name in absent else _find_closing(text, closing, next_line)
                 if found is None:
                     absent.add(name)
-                    raise _BlockError(
-                        f"[{name}] opened on line {line} is never closed; end its body with a line "
-                        f"holding only {closing}"
-                    )
+                    raise _BlockError(f"[{name}] opened on line {line} is never closed; end its body with a "
+                                      f"line holding only {closing}")
                 close_start, close_end = found
                 body = text[next_line:close_start]
                 if inline:
