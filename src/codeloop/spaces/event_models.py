@@ -27,57 +27,53 @@ class _Event(Wire):
     timestamp: str
 
 
+class _OperationEvent(_Event):
+    type: str
+    operationId: str | None = None
+
+
+class _FileEvent(_OperationEvent):
+    path: str
+    success: bool
+
+
 class UserMessageEvent(_Event):
     type: Literal["userMessage"] = "userMessage"
     content: str
 
 
-class MessageEvent(_Event):
+class MessageEvent(_OperationEvent):
     type: Literal["message"] = "message"
-    operationId: str | None = None
     success: Literal[True] = True
 
 
-class CreateFileEvent(_Event):
+class CreateFileEvent(_FileEvent):
     type: Literal["createFile"] = "createFile"
-    operationId: str | None = None
-    path: str
-    success: bool
     error: str | None = None
     bytesWritten: int | None = None
 
 
-class ReadFileEvent(_Event):
+class ReadFileEvent(_FileEvent):
     type: Literal["readFile"] = "readFile"
-    operationId: str | None = None
-    path: str
-    success: bool
     content: str | None = None
     encoding: Encoding | None = None
     size: int | None = None
     error: str | None = None
 
 
-class EditFileEvent(_Event):
+class EditFileEvent(_FileEvent):
     type: Literal["editFile"] = "editFile"
-    operationId: str | None = None
-    path: str
-    success: bool
     editsApplied: int | None = None
     error: str | None = None
 
 
-class DeleteFileEvent(_Event):
+class DeleteFileEvent(_FileEvent):
     type: Literal["deleteFile"] = "deleteFile"
-    operationId: str | None = None
-    path: str
-    success: bool
     error: str | None = None
 
 
-class ShellEvent(_Event):
+class ShellEvent(_OperationEvent):
     type: Literal["shell"] = "shell"
-    operationId: str | None = None
     command: str
     success: bool
     exitCode: int | None = None
@@ -102,35 +98,22 @@ class ApprovalRequiredEvent(_Event):
     details: ApprovalDetails
 
 
-class PolicyDeniedEvent(_Event):
+class PolicyDeniedEvent(_OperationEvent):
     type: Literal["policyDenied"] = "policyDenied"
-    operationId: str | None = None
     operationType: str
     reason: str
     suggestion: str | None = None
 
 
-class ErrorEvent(_Event):
+class ErrorEvent(_OperationEvent):
     type: Literal["error"] = "error"
-    operationId: str | None = None
     category: ErrorCategory
     message: str
     details: dict[str, Any] | None = None
 
 
-Event = Annotated[
-    UserMessageEvent
-    | MessageEvent
-    | CreateFileEvent
-    | ReadFileEvent
-    | EditFileEvent
-    | DeleteFileEvent
-    | ShellEvent
-    | ApprovalRequiredEvent
-    | PolicyDeniedEvent
-    | ErrorEvent,
-    Field(discriminator="type"),
-]
+Event = Annotated[UserMessageEvent | MessageEvent | CreateFileEvent | ReadFileEvent | EditFileEvent | DeleteFileEvent
+                  | ShellEvent | ApprovalRequiredEvent | PolicyDeniedEvent | ErrorEvent, Field(discriminator="type")]
 
 
 class EventsMessage(Wire):

@@ -69,24 +69,26 @@ MAX_TIMEOUT_MS = 3_600_000
 # ----------------------------------------------------------------------------- operations
 
 
-class MessageOperation(Wire):
-    type: Literal["message"] = "message"
+class _Operation(Wire):
+    type: str
     id: str | None = None
+
+
+class MessageOperation(_Operation):
+    type: Literal["message"] = "message"
     content: str
 
 
-class CreateFileOperation(Wire):
+class CreateFileOperation(_Operation):
     type: Literal["createFile"] = "createFile"
-    id: str | None = None
     path: str
     content: str
     encoding: Encoding = "utf-8"
     overwrite: bool = False
 
 
-class ReadFileOperation(Wire):
+class ReadFileOperation(_Operation):
     type: Literal["readFile"] = "readFile"
-    id: str | None = None
     path: str
     encoding: Encoding = "utf-8"
 
@@ -96,37 +98,27 @@ class FileEdit(Wire):
     newContent: str
 
 
-class EditFileOperation(Wire):
+class EditFileOperation(_Operation):
     type: Literal["editFile"] = "editFile"
-    id: str | None = None
     path: str
     edits: list[FileEdit]
 
 
-class DeleteFileOperation(Wire):
+class DeleteFileOperation(_Operation):
     type: Literal["deleteFile"] = "deleteFile"
-    id: str | None = None
     path: str
 
 
-class ShellOperation(Wire):
+class ShellOperation(_Operation):
     type: Literal["shell"] = "shell"
-    id: str | None = None
     command: str
     cwd: str | None = None
     timeout: int | None = None
     env: dict[str, str] | None = None
 
 
-Operation = Annotated[
-    MessageOperation
-    | CreateFileOperation
-    | ReadFileOperation
-    | EditFileOperation
-    | DeleteFileOperation
-    | ShellOperation,
-    Field(discriminator="type"),
-]
+Operation = Annotated[MessageOperation | CreateFileOperation | ReadFileOperation | EditFileOperation
+                      | DeleteFileOperation | ShellOperation, Field(discriminator="type")]
 
 
 class OperationsMessage(Wire):
