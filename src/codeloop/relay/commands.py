@@ -13,15 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar, Final
 
-COMMAND_NAMES: Final = (
-    "CREATE_FILE",
-    "EDIT_FILE",
-    "DELETE_FILE",
-    "READ_FILE",
-    "RUN_COMMAND",
-    "MESSAGE",
-    "DONE",
-)
+COMMAND_NAMES: Final = ("CREATE_FILE", "EDIT_FILE", "DELETE_FILE", "READ_FILE", "RUN_COMMAND", "MESSAGE",
+                        "DONE")
 """The seven tag names of protocol version 1.0."""
 
 SELF_CLOSING: Final = frozenset({"DELETE_FILE", "READ_FILE"})

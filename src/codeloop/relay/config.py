@@ -156,12 +156,8 @@ def _read_config_file(path: Path) -> dict[str, Any]:
     return {key: _parse_value(key, value, f"config file {path}") for key, value in data.items()}
 
 
-def load_config(
-    root: str | None,
-    flags: Mapping[str, Any] | None = None,
-    config_file: str | None = None,
-    environ: Mapping[str, str] | None = None,
-) -> RelayConfig:
+def load_config(root: str | None, flags: Mapping[str, Any] | None = None, config_file: str | None = None,
+                environ: Mapping[str, str] | None = None) -> RelayConfig:
     """Build the settings; ``flags`` holds only options given on the command line
     (keys as in the config file: ``inbox``, ``timeout`` in seconds, ...).
 

@@ -77,10 +77,8 @@ class StepJournal:
             try:
                 journal._replay(json.loads(line))
             except (ValueError, KeyError, TypeError) as exc:
-                raise JournalError(
-                    f"the step journal {journal.path} is damaged at line {number} ({exc}); "
-                    "move it away to redo this reply"
-                ) from None
+                raise JournalError(f"the step journal {journal.path} is damaged at line {number} ({exc}); "
+                                   "move it away to redo this reply") from None
         return journal
 
     def _replay(self, item: dict[str, Any]) -> None:

@@ -136,16 +136,9 @@ def space_policy(policy: Policy, verdicts: list[Decision]) -> ToolPolicy:
     return check
 
 
-async def execute_run(
-    operations: list[Any],
-    env: ExecutionEnvironment,
-    policy: Policy,
-    emit: Emit,
-    *,
-    start: int = 0,
-    approval: wire.Approval | None = None,
-    should_stop: Callable[[], bool] = lambda: False,
-) -> RunOutcome:
+async def execute_run(operations: list[Any], env: ExecutionEnvironment, policy: Policy, emit: Emit, *,
+                      start: int = 0, approval: wire.Approval | None = None,
+                      should_stop: Callable[[], bool] = lambda: False) -> RunOutcome:
     """Run ``operations[start:]``; see the module docstring for the contract.
 
     ``approval`` must name the operation at ``start`` (raise :class:`ApprovalMismatchError`).

@@ -112,8 +112,9 @@ class ErrorEvent(_OperationEvent):
     details: dict[str, Any] | None = None
 
 
-Event = Annotated[UserMessageEvent | MessageEvent | CreateFileEvent | ReadFileEvent | EditFileEvent | DeleteFileEvent
-                  | ShellEvent | ApprovalRequiredEvent | PolicyDeniedEvent | ErrorEvent, Field(discriminator="type")]
+Event = Annotated[UserMessageEvent | MessageEvent | CreateFileEvent | ReadFileEvent | EditFileEvent
+                  | DeleteFileEvent | ShellEvent | ApprovalRequiredEvent | PolicyDeniedEvent | ErrorEvent,
+                  Field(discriminator="type")]
 
 
 class EventsMessage(Wire):
@@ -138,9 +139,5 @@ def event_to_json(event: BaseModel) -> dict[str, Any]:
 
 def events_message_to_json(message: EventsMessage) -> dict[str, Any]:
     """The wire form of an events message (``None`` fields of events left out)."""
-    return {
-        "protocolVersion": message.protocolVersion,
-        "runId": message.runId,
-        "status": message.status,
-        "events": [event_to_json(e) for e in message.events],
-    }
+    return {"protocolVersion": message.protocolVersion, "runId": message.runId, "status": message.status,
+            "events": [event_to_json(e) for e in message.events]}

@@ -206,12 +206,9 @@ _ALLOWED_FIELDS: dict[str, dict[str, str]] = {
               "env": "env"},
 }
 _MODELS: dict[str, type[BaseModel]] = {
-    "message": MessageOperation,
-    "createFile": CreateFileOperation,
-    "readFile": ReadFileOperation,
-    "editFile": EditFileOperation,
-    "deleteFile": DeleteFileOperation,
-    "shell": ShellOperation,
+    model.model_fields["type"].default: model
+    for model in (MessageOperation, CreateFileOperation, ReadFileOperation, EditFileOperation,
+                  DeleteFileOperation, ShellOperation)
 }
 # The required fields come from the models, in declaration order, so the two cannot disagree.
 _REQUIRED: dict[str, tuple[str, ...]] = {
