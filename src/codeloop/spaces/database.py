@@ -12,6 +12,7 @@ secrets with that much entropy, there is nothing to brute-force).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import queue
@@ -137,29 +138,19 @@ class _Postgres:
     def __init__(self, dsn: str, size: int = 8) -> None:
         import psycopg
 
-        def connect() -> Any:
-            return psycopg.connect(dsn, autocommit=False)
-
-        self._connect = connect
+        self._connect = functools.partial(psycopg.connect, dsn, autocommit=False)
+        # None stands for a connection not made yet; a returned one goes on top, so a new
+        # connection is only opened when every open one is busy.
         self._pool: queue.LifoQueue[Any] = queue.LifoQueue()
+        for _ in range(size - 1):
+            self._pool.put(None)
         self._pool.put(self._connect())  # fail now, with the driver's message, if the DSN is wrong
-        self._size = size
-        self._made = 1
-        self._lock = threading.Lock()
-
-    def _take(self) -> Any:
-        try:
-            return self._pool.get_nowait()
-        except queue.Empty:
-            with self._lock:
-                if self._made < self._size:
-                    self._made += 1
-                    return self._connect()
-            return self._pool.get()
 
     @contextmanager
     def cursor(self) -> Iterator[Any]:
-        conn = self._take()
+        conn = self._pool.get()
+        if conn is None:
+            conn = self._connect()
         try:
             with conn.cursor() as cur:
                 yield cur
@@ -171,11 +162,10 @@ class _Postgres:
             self._pool.put(conn)
 
     def close(self) -> None:
-        while True:
-            try:
-                self._pool.get_nowait().close()
-            except queue.Empty:
-                return
+        while not self._pool.empty():
+            conn = self._pool.get_nowait()
+            if conn is not None:
+                conn.close()
 
 
 def hash_key(secret: str) -> str:
@@ -259,12 +249,10 @@ class SpacesStore:
     def update_space(self, space_id: str, *, name: str | None = None, policy: dict[str, Any] | None = None,
                      expires_at: float | None = None) -> None:
         """Change a space's name, policy or expiry."""
-        if name is not None:
-            self._exec("UPDATE spaces SET name = ? WHERE id = ?", name, space_id)
-        if policy is not None:
-            self._exec("UPDATE spaces SET policy = ? WHERE id = ?", json.dumps(policy), space_id)
-        if expires_at is not None:
-            self._exec("UPDATE spaces SET expires_at = ? WHERE id = ?", expires_at, space_id)
+        encoded = None if policy is None else json.dumps(policy)
+        for column, value in {"name": name, "policy": encoded, "expires_at": expires_at}.items():
+            if value is not None:
+                self._exec(f"UPDATE spaces SET {column} = ? WHERE id = ?", value, space_id)
 
     def delete_space(self, space_id: str) -> None:
         """Delete a space's rows (runs and events too); the caller removes the workspace."""

@@ -16,21 +16,19 @@ import asyncio
 import json
 import shutil
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from pydantic import BaseModel
 
 from codeloop.policy import Policy
 from codeloop.spaces.database import RunRecord, SpaceRecord, SpacesStore
-from codeloop.spaces.engine import execute_run, now_iso
+from codeloop.spaces.engine import RunOutcome, execute_run, now_iso
 from codeloop.spaces.operations import Approval, ErrorEvent, event_to_json
 from codeloop.spaces.policy_config import build_policy
 from codeloop.spaces.runs import new_run_id, parse_message, wire_status
 from codeloop.spaces.workspace import SpaceEnvironment, open_environment
 
-T = TypeVar("T")
 DEFAULT_TTL_S = 24 * 3600
 MAX_TTL_S = 30 * 24 * 3600
 
@@ -63,13 +61,10 @@ class SpacesService:
         self._cancelled: set[str] = set()
         self._wakeups: dict[str, asyncio.Event] = {}
 
-    async def _db(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        return await asyncio.to_thread(fn, *args, **kwargs)
-
     # --- spaces
     async def space_for(self, owner: str, space_id: str) -> SpaceRecord:
         """The owner's space; another owner's space is reported as missing."""
-        space = await self._db(self.store.get_space, space_id)
+        space = await asyncio.to_thread(self.store.get_space, space_id)
         if space is None or space.owner != owner:
             raise ServiceError(404, "space_not_found", f"no space {space_id!r} for this API key")
         return space
@@ -77,19 +72,19 @@ class SpacesService:
     async def create_space(self, owner: str, name: str, policy: dict[str, Any], ttl_s: int) -> SpaceRecord:
         """Create a space after checking its policy builds."""
         build_policy(policy)
-        return await self._db(self.store.create_space, owner, name, policy, float(ttl_s))
+        return await asyncio.to_thread(self.store.create_space, owner, name, policy, float(ttl_s))
 
     async def update_space(self, space: SpaceRecord, name: str | None, policy: dict[str, Any] | None) -> SpaceRecord:
         """Rename a space or replace its policy (takes effect for the next operation run)."""
         if policy is not None:
             build_policy(policy)
-        await self._db(self.store.update_space, space.id, name=name, policy=policy)
+        await asyncio.to_thread(self.store.update_space, space.id, name=name, policy=policy)
         return await self.space_for(space.owner, space.id)
 
     async def extend_space(self, space: SpaceRecord, ttl_s: int) -> SpaceRecord:
         """Push the expiry ``ttl_s`` seconds further (from now if it is already near)."""
         expires = min(max(space.expires_at, time.time()) + ttl_s, time.time() + MAX_TTL_S)
-        await self._db(self.store.update_space, space.id, expires_at=expires)
+        await asyncio.to_thread(self.store.update_space, space.id, expires_at=expires)
         return await self.space_for(space.owner, space.id)
 
     async def delete_space(self, space: SpaceRecord) -> None:
@@ -97,12 +92,12 @@ class SpacesService:
         cached = self._envs.pop(space.id, None)
         if cached:
             await cached.space_env.env.cleanup()
-        await self._db(self.store.delete_space, space.id)
+        await asyncio.to_thread(self.store.delete_space, space.id)
         await asyncio.to_thread(shutil.rmtree, space.workspace, True)
 
     async def cleanup_expired(self) -> int:
         """Delete expired spaces; return how many."""
-        expired = await self._db(self.store.expired_spaces)
+        expired = await asyncio.to_thread(self.store.expired_spaces)
         for space in expired:
             await self.delete_space(space)
         return len(expired)
@@ -132,19 +127,19 @@ class SpacesService:
 
         Only safe when this process is the store's only server (SQLite): with a shared
         PostgreSQL store another server may still be running them."""
-        interrupted = await self._db(self.store.runs_in_state, "running")
+        interrupted = await asyncio.to_thread(self.store.runs_in_state, "running")
         for run in interrupted:
             message = (f"the server stopped while this run was running; operations from index {run.cursor} "
                        "on did not run (the one at that index may have run partly)")
             event = event_to_json(ErrorEvent(timestamp=now_iso(), category="system", message=message))
-            await self._db(self.store.append_event, run.id, event, run.cursor)
-            await self._db(self.store.finish_step, run.id, "error", run.cursor, None)
+            await asyncio.to_thread(self.store.append_event, run.id, event, run.cursor)
+            await asyncio.to_thread(self.store.finish_step, run.id, "error", run.cursor, None)
         return len(interrupted)
 
     # --- runs
     async def run_for(self, owner: str, run_id: str) -> RunRecord:
         """The owner's run; another owner's run is reported as missing."""
-        run = await self._db(self.store.get_run, run_id)
+        run = await asyncio.to_thread(self.store.get_run, run_id)
         if run is None or run.owner != owner:
             raise ServiceError(404, "run_not_found", f"no run {run_id!r} for this API key")
         return run
@@ -163,7 +158,7 @@ class SpacesService:
         """Validate and execute an operations message; return its events message."""
         parse_message(raw)  # raises MessageRejectedError before anything is stored
         run_id = new_run_id()
-        await self._db(self.store.create_run, run_id, space, raw)
+        await asyncio.to_thread(self.store.create_run, run_id, space, raw)
         return await self._execute(run_id, space, raw, 0, None)
 
     async def resume(self, owner: str, run_id: str, approval: Approval) -> dict[str, Any]:
@@ -175,7 +170,7 @@ class SpacesService:
             raise ServiceError(409, "wrong_operation",
                                f"run {run_id} awaits approval of {run.pending_operation!r}, "
                                f"not {approval.operationId!r}")
-        if not await self._db(self.store.claim_run, run_id, "awaiting_approval"):
+        if not await asyncio.to_thread(self.store.claim_run, run_id, "awaiting_approval"):
             raise ServiceError(409, "not_awaiting_approval", f"run {run_id} was resumed by another request")
         space = await self.space_for(owner, run.space_id)
         return await self._execute(run_id, space, run.message, run.cursor, approval)
@@ -183,14 +178,16 @@ class SpacesService:
     async def cancel(self, owner: str, run_id: str) -> dict[str, Any]:
         """Cancel a paused run now, or a running one before its next operation."""
         run = await self.run_for(owner, run_id)
-        if run.state == "awaiting_approval" and await self._db(self.store.claim_run, run_id, "awaiting_approval"):
+        claimed = run.state == "awaiting_approval" and await asyncio.to_thread(self.store.claim_run, run_id,
+                                                                                 "awaiting_approval")
+        if claimed:
             event = event_to_json(ErrorEvent(timestamp=now_iso(), category="execution", message="run cancelled"))
-            await self._db(self.store.append_event, run_id, event, run.cursor)
-            await self._db(self.store.finish_step, run_id, "cancelled", run.cursor, None)
+            await asyncio.to_thread(self.store.append_event, run_id, event, run.cursor)
+            await asyncio.to_thread(self.store.finish_step, run_id, "cancelled", run.cursor, None)
             self._notify(run_id)
         elif run.state == "running":
             self._cancelled.add(run_id)
-            await self._db(self.store.request_cancel, run_id)
+            await asyncio.to_thread(self.store.request_cancel, run_id)
         return await self.run_view(owner, run_id)
 
     async def _execute(self, run_id: str, space: SpaceRecord, raw: Any, start: int,
@@ -199,7 +196,7 @@ class SpacesService:
 
         async def emit(event: BaseModel, cursor: int) -> None:
             data = event_to_json(event)
-            await self._db(self.store.append_event, run_id, data, cursor)
+            await asyncio.to_thread(self.store.append_event, run_id, data, cursor)
             emitted.append(data)
             self._notify(run_id)
 
@@ -211,11 +208,11 @@ class SpacesService:
                                             approval=approval, should_stop=lambda: run_id in self._cancelled)
             except Exception as exc:  # system failure: recorded on the run, never a 500 with a lost state
                 await emit(ErrorEvent(timestamp=now_iso(), category="system", message=f"run failed: {exc}"), start)
-                await self._db(self.store.finish_step, run_id, "error", start, None)
-                self._notify(run_id)
-                return {"protocolVersion": "1.0", "runId": run_id, "status": "error", "events": emitted}
-        self._cancelled.discard(run_id)
-        await self._db(self.store.finish_step, run_id, outcome.state, outcome.cursor, outcome.pending_operation_id)
+                outcome = RunOutcome("error", start)
+            else:
+                self._cancelled.discard(run_id)
+        await asyncio.to_thread(self.store.finish_step, run_id, outcome.state, outcome.cursor,
+                                outcome.pending_operation_id)
         self._notify(run_id)
         return {"protocolVersion": "1.0", "runId": run_id, "status": wire_status(outcome), "events": emitted}
 
@@ -223,12 +220,7 @@ class SpacesService:
         """A run with all its events: the events message plus ``state``, ``spaceId`` and
         ``pendingOperationId``. ``status`` is ``running`` while it runs."""
         run = await self.run_for(owner, run_id)
-        events = [e for _, e in await self._db(self.store.events, run_id)]
-        return {"protocolVersion": "1.0", "runId": run.id, "spaceId": run.space_id, "status": _status(run.state),
+        events = [e for _, e in await asyncio.to_thread(self.store.events, run_id)]
+        status = run.state if run.state in ("completed", "awaiting_approval", "running") else "error"
+        return {"protocolVersion": "1.0", "runId": run.id, "spaceId": run.space_id, "status": status,
                 "state": run.state, "pendingOperationId": run.pending_operation, "events": events}
-
-
-def _status(state: str) -> str:
-    if state in ("completed", "awaiting_approval", "running"):
-        return state
-    return "error"
