@@ -14,13 +14,7 @@ from codeloop.environments.base import ExecutionEnvironment
 from codeloop.policy import Policy
 from codeloop.policy.input_limits import InputLimitError, check_encodable
 from codeloop.spaces.engine import RunOutcome, execute_run
-from codeloop.spaces.operations import (
-    Approval,
-    EventsMessage,
-    RunStatus,
-    envelope_problems,
-    split_operations,
-)
+from codeloop.spaces.operations import Approval, EventsMessage, RunStatus, envelope_problems, split_operations
 
 
 class MessageRejectedError(ValueError):
