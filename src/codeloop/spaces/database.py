@@ -48,7 +48,7 @@ SCHEMA = (
 
 @dataclass(frozen=True)
 class SpaceRecord:
-    """One space as stored."""
+    """One space as stored; times are seconds since the epoch."""
 
     id: str
     """``sp_`` + hex."""
@@ -61,14 +61,13 @@ class SpaceRecord:
     workspace: str
     """Absolute path of the space's workspace directory."""
     created_at: float
-    """Seconds since the epoch."""
     expires_at: float
-    """When the space and its workspace are deleted (seconds since the epoch)."""
+    """When the space and its workspace are deleted."""
 
 
 @dataclass(frozen=True)
 class RunRecord:
-    """One run as stored."""
+    """One run as stored; times are seconds since the epoch."""
 
     id: str
     """``run_`` + hex."""
@@ -87,9 +86,7 @@ class RunRecord:
     cancel_requested: bool
     """True once a cancel was asked for."""
     created_at: float
-    """Seconds since the epoch."""
     updated_at: float
-    """Seconds since the epoch."""
 
 
 class _Backend(Protocol):
