@@ -225,23 +225,18 @@ class SpacesStore:
                    now, record.expires_at)
         return record
 
-    @staticmethod
-    def _space(row: tuple[Any, ...]) -> SpaceRecord:
-        return SpaceRecord(row[0], row[1], row[2], json.loads(row[3]), row[4], float(row[5]), float(row[6]))
-
-    _SPACE_COLS = "id, owner, name, policy, workspace, created_at, expires_at"
+    def _spaces(self, where: str, *params: Any) -> list[SpaceRecord]:
+        rows = self._exec("SELECT id, owner, name, policy, workspace, created_at, expires_at FROM spaces "
+                          f"WHERE {where}", *params)
+        return [SpaceRecord(r[0], r[1], r[2], json.loads(r[3]), r[4], float(r[5]), float(r[6])) for r in rows]
 
     def get_space(self, space_id: str) -> SpaceRecord | None:
         """The space, or ``None`` (also when it has expired)."""
-        rows = self._exec(f"SELECT {self._SPACE_COLS} FROM spaces WHERE id = ? AND expires_at > ?",
-                          space_id, time.time())
-        return self._space(rows[0]) if rows else None
+        return next(iter(self._spaces("id = ? AND expires_at > ?", space_id, time.time())), None)
 
     def list_spaces(self, owner: str) -> list[SpaceRecord]:
         """The owner's live spaces, oldest first."""
-        rows = self._exec(f"SELECT {self._SPACE_COLS} FROM spaces WHERE owner = ? AND expires_at > ? "
-                          "ORDER BY created_at", owner, time.time())
-        return [self._space(r) for r in rows]
+        return self._spaces("owner = ? AND expires_at > ? ORDER BY created_at", owner, time.time())
 
     def update_space(self, space_id: str, *, name: str | None = None, policy: dict[str, Any] | None = None,
                      expires_at: float | None = None) -> None:
@@ -261,17 +256,14 @@ class SpacesStore:
 
     def expired_spaces(self) -> list[SpaceRecord]:
         """Spaces whose time is up."""
-        rows = self._exec(f"SELECT {self._SPACE_COLS} FROM spaces WHERE expires_at <= ?", time.time())
-        return [self._space(r) for r in rows]
+        return self._spaces("expires_at <= ?", time.time())
 
     # --- runs
-    _RUN_COLS = ("id, space_id, owner, message, cursor, state, pending_operation, cancel_requested, "
-                 "created_at, updated_at")
-
-    @staticmethod
-    def _run(row: tuple[Any, ...]) -> RunRecord:
-        return RunRecord(row[0], row[1], row[2], json.loads(row[3]), int(row[4]), row[5], row[6], bool(row[7]),
-                         float(row[8]), float(row[9]))
+    def _runs(self, where: str, *params: Any) -> list[RunRecord]:
+        rows = self._exec("SELECT id, space_id, owner, message, cursor, state, pending_operation, "
+                          f"cancel_requested, created_at, updated_at FROM runs WHERE {where}", *params)
+        return [RunRecord(r[0], r[1], r[2], json.loads(r[3]), int(r[4]), r[5], r[6], bool(r[7]), float(r[8]),
+                          float(r[9])) for r in rows]
 
     def create_run(self, run_id: str, space: SpaceRecord, message: dict[str, Any]) -> None:
         """Record a new run in state ``running``."""
@@ -282,13 +274,11 @@ class SpacesStore:
 
     def get_run(self, run_id: str) -> RunRecord | None:
         """The run, or ``None``."""
-        rows = self._exec(f"SELECT {self._RUN_COLS} FROM runs WHERE id = ?", run_id)
-        return self._run(rows[0]) if rows else None
+        return next(iter(self._runs("id = ?", run_id)), None)
 
     def list_runs(self, space_id: str) -> list[RunRecord]:
         """The space's runs, oldest first."""
-        rows = self._exec(f"SELECT {self._RUN_COLS} FROM runs WHERE space_id = ? ORDER BY created_at", space_id)
-        return [self._run(r) for r in rows]
+        return self._runs("space_id = ? ORDER BY created_at", space_id)
 
     def claim_run(self, run_id: str, from_state: str) -> bool:
         """Atomically move a run from ``from_state`` to ``running``; False if it was not in it.
@@ -307,8 +297,7 @@ class SpacesStore:
 
     def runs_in_state(self, state: str) -> list[RunRecord]:
         """All runs in ``state`` (any owner)."""
-        rows = self._exec(f"SELECT {self._RUN_COLS} FROM runs WHERE state = ?", state)
-        return [self._run(r) for r in rows]
+        return self._runs("state = ?", state)
 
     def request_cancel(self, run_id: str) -> None:
         """Ask a running run to stop before its next operation."""
