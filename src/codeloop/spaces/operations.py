@@ -322,9 +322,7 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
 def _field_problems(op_type: str, field: str, kind: str, value: object, where: str) -> list[str]:
     at = f"{where}.{field}"
     if kind == "string":
-        if not isinstance(value, str):
-            return [f"{at}: must be a string (got {_json_type(value)})"]
-        return []
+        return [] if isinstance(value, str) else [f"{at}: must be a string (got {_json_type(value)})"]
     if kind == "boolean":
         return [] if isinstance(value, bool) else [f"{at}: must be true or false (got {_json_type(value)})"]
     if kind == "encoding":

@@ -188,8 +188,7 @@ class SpacesAPI:
 
     async def create_run(self, request: Request) -> Response:
         space = await self.service.space_for(await self.owner(request), request.path_params["space_id"])
-        raw = await self.json_body(request)
-        return JSONResponse(await self.service.start_run(space, raw))
+        return JSONResponse(await self.service.start_run(space, await self.json_body(request)))
 
     async def list_runs(self, request: Request) -> Response:
         space = await self.service.space_for(await self.owner(request), request.path_params["space_id"])
@@ -329,15 +328,14 @@ ROUTES = [
 def openapi_document() -> dict[str, Any]:
     """The OpenAPI 3.1 description of the API."""
     paths: dict[str, Any] = {}
+    bodies = {"create_run": {"$ref": "#/components/schemas/OperationsMessage"},
+              "resume_run": ResumeBody.model_json_schema(), "create_space": CreateSpace.model_json_schema()}
     for path, method, name, summary in ROUTES:
         op: dict[str, Any] = {"operationId": name, "summary": summary, "responses": {"200": {"description": "OK"}}}
+        if name in bodies:
+            op["requestBody"] = {"content": {"application/json": {"schema": bodies[name]}}}
         if name == "create_run":
-            op["requestBody"] = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/OperationsMessage"}}}}
             op["responses"]["200"]["content"] = {"application/json": {"schema": {"$ref": "#/components/schemas/EventsMessage"}}}
-        if name == "resume_run":
-            op["requestBody"] = {"content": {"application/json": {"schema": ResumeBody.model_json_schema()}}}
-        if name == "create_space":
-            op["requestBody"] = {"content": {"application/json": {"schema": CreateSpace.model_json_schema()}}}
         paths.setdefault(path.replace("{path:path}", "{path}"), {})[method.lower()] = op
     return {
         "openapi": "3.1.0",
