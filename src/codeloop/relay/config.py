@@ -38,6 +38,7 @@ CONFIG_FILE_NAME = "relay.toml"
 _INT_KEYS = {"output_limit": 0, "max_listed_files": 0, "max_read_chars": 0}
 _DIR_KEYS = ("workspace", "inbox", "outbox", "sessions")
 _KEYS = (*_DIR_KEYS, "timeout", *_INT_KEYS, "clipboard", "policy")
+_SWITCH = dict.fromkeys(("1", "true", "yes", "on"), True) | dict.fromkeys(("0", "false", "no", "off"), False)
 _FIELDS = {"timeout": "timeout_ms", "output_limit": "output_limit_chars"}
 """The RelayConfig field of a setting whose name differs."""
 
@@ -129,13 +130,9 @@ def _parse_value(key: str, value: Any, source: str) -> Any:
             raise RelayConfigError(f"{source}: {key} must be a whole number (0 or more), got {value!r}")
         return number
     if key == "clipboard":
-        if isinstance(value, bool):
-            return value
-        text = str(value).strip().lower()
-        if text in ("1", "true", "yes", "on"):
-            return True
-        if text in ("0", "false", "no", "off"):
-            return False
+        answer = value if isinstance(value, bool) else _SWITCH.get(str(value).strip().lower())
+        if answer is not None:
+            return answer
         raise RelayConfigError(f"{source}: clipboard must be true or false, got {value!r}")
     if key == "policy":
         if value not in PRESET_NAMES:

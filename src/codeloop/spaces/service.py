@@ -24,7 +24,7 @@ from pydantic import BaseModel
 from codeloop.policy import Policy
 from codeloop.spaces.database import RunRecord, SpaceRecord, SpacesStore
 from codeloop.spaces.engine import RunOutcome, execute_run, now_iso
-from codeloop.spaces.operations import Approval, ErrorEvent, event_to_json
+from codeloop.spaces.operations import Approval, ErrorCategory, ErrorEvent, event_to_json
 from codeloop.spaces.policy_config import build_policy
 from codeloop.spaces.runs import new_run_id, parse_message, wire_status
 from codeloop.spaces.workspace import SpaceEnvironment, open_environment
@@ -129,12 +129,17 @@ class SpacesService:
         PostgreSQL store another server may still be running them."""
         interrupted = await asyncio.to_thread(self.store.runs_in_state, "running")
         for run in interrupted:
-            message = (f"the server stopped while this run was running; operations from index {run.cursor} "
-                       "on did not run (the one at that index may have run partly)")
-            event = event_to_json(ErrorEvent(timestamp=now_iso(), category="system", message=message))
-            await asyncio.to_thread(self.store.append_event, run.id, event, run.cursor)
-            await asyncio.to_thread(self.store.finish_step, run.id, "error", run.cursor, None)
+            await self._stop(run, "error", "system", "the server stopped while this run was running; "
+                             f"operations from index {run.cursor} on did not run (the one at that index may "
+                             "have run partly)")
         return len(interrupted)
+
+    async def _stop(self, run: RunRecord, state: str, category: ErrorCategory, message: str) -> None:
+        """End a run that is not executing here with an error event saying why."""
+        event = event_to_json(ErrorEvent(timestamp=now_iso(), category=category, message=message))
+        await asyncio.to_thread(self.store.append_event, run.id, event, run.cursor)
+        await asyncio.to_thread(self.store.finish_step, run.id, state, run.cursor, None)
+        self._notify(run.id)
 
     # --- runs
     async def run_for(self, owner: str, run_id: str) -> RunRecord:
@@ -181,10 +186,7 @@ class SpacesService:
         claimed = run.state == "awaiting_approval" and await asyncio.to_thread(self.store.claim_run, run_id,
                                                                                  "awaiting_approval")
         if claimed:
-            event = event_to_json(ErrorEvent(timestamp=now_iso(), category="execution", message="run cancelled"))
-            await asyncio.to_thread(self.store.append_event, run_id, event, run.cursor)
-            await asyncio.to_thread(self.store.finish_step, run_id, "cancelled", run.cursor, None)
-            self._notify(run_id)
+            await self._stop(run, "cancelled", "execution", "run cancelled")
         elif run.state == "running":
             self._cancelled.add(run_id)
             await asyncio.to_thread(self.store.request_cancel, run_id)
