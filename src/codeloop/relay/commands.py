@@ -13,15 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar, Final
 
-COMMAND_NAMES: Final = (
-    "CREATE_FILE",
-    "EDIT_FILE",
-    "DELETE_FILE",
-    "READ_FILE",
-    "RUN_COMMAND",
-    "MESSAGE",
-    "DONE",
-)
+COMMAND_NAMES: Final = ("CREATE_FILE", "EDIT_FILE", "DELETE_FILE", "READ_FILE", "RUN_COMMAND", "MESSAGE",
+                        "DONE")
 """The seven tag names of protocol version 1.0."""
 
 SELF_CLOSING: Final = frozenset({"DELETE_FILE", "READ_FILE"})
@@ -37,22 +30,26 @@ class _Located:
 
 
 @dataclass(frozen=True)
-class CreateFile(_Located):
-    """``[CREATE_FILE path="..."]``: create or overwrite a file, creating parents."""
+class _OnPath(_Located):
+    """A command on one file."""
 
     path: str
     """Workspace-relative path, as written by the model."""
+
+
+@dataclass(frozen=True)
+class CreateFile(_OnPath):
+    """``[CREATE_FILE path="..."]``: create or overwrite a file, creating parents."""
+
     content: str
     """The body verbatim: every body line with its own line terminator."""
     name: ClassVar[str] = "CREATE_FILE"
 
 
 @dataclass(frozen=True)
-class EditFile(_Located):
+class EditFile(_OnPath):
     """``[EDIT_FILE path start_line end_line]``: replace lines start..end (1-based, inclusive)."""
 
-    path: str
-    """Workspace-relative path."""
     start_line: int
     """First line replaced (1-based)."""
     end_line: int
@@ -63,20 +60,16 @@ class EditFile(_Located):
 
 
 @dataclass(frozen=True)
-class DeleteFile(_Located):
+class DeleteFile(_OnPath):
     """``[DELETE_FILE path="..."]``: delete one file."""
 
-    path: str
-    """Workspace-relative path."""
     name: ClassVar[str] = "DELETE_FILE"
 
 
 @dataclass(frozen=True)
-class ReadFile(_Located):
+class ReadFile(_OnPath):
     """``[READ_FILE path="..."]``: put the file's contents into the next outbox."""
 
-    path: str
-    """Workspace-relative path."""
     name: ClassVar[str] = "READ_FILE"
 
 

@@ -24,18 +24,23 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from codeloop.policy import PRESET_NAMES
 
+N = TypeVar("N", int, float)
 ENV_PREFIX = "CODELOOP_RELAY_"
 CONFIG_FILE_NAME = "relay.toml"
 
 _INT_KEYS = {"output_limit": 0, "max_listed_files": 0, "max_read_chars": 0}
 _DIR_KEYS = ("workspace", "inbox", "outbox", "sessions")
+_KEYS = (*_DIR_KEYS, "timeout", *_INT_KEYS, "clipboard", "policy")
+_SWITCH = dict.fromkeys(("1", "true", "yes", "on"), True) | dict.fromkeys(("0", "false", "no", "off"), False)
+_FIELDS = {"timeout": "timeout_ms", "output_limit": "output_limit_chars"}
+"""The RelayConfig field of a setting whose name differs."""
 
 DEFAULT_POLICY = "permissive"
 """The policy of a new session: runs what the relay always ran except privilege escalation
@@ -95,14 +100,16 @@ class RelayConfig:
 
     def ensure_dirs(self) -> None:
         """Create every directory the relay writes to."""
-        for d in (
-            self.inbox_dir,
-            self.outbox_dir,
-            self.sessions_dir,
-            self.processing_dir,
-            self.processed_dir,
-        ):
+        for d in self.inbox_dir, self.outbox_dir, self.sessions_dir, self.processing_dir, self.processed_dir:
             d.mkdir(parents=True, exist_ok=True)
+
+
+def _number(convert: Callable[[Any], N], value: Any, refused: Any) -> N | None:
+    """``convert(value)``, or None when it fails or ``value`` is of a ``refused`` type."""
+    try:
+        return None if isinstance(value, refused) else convert(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def _parse_value(key: str, value: Any, source: str) -> Any:
@@ -111,38 +118,27 @@ def _parse_value(key: str, value: Any, source: str) -> Any:
             raise RelayConfigError(f"{source}: {key} must be a directory path")
         return value
     if key == "timeout":
-        try:
-            seconds = float(value) if not isinstance(value, bool) else None
-        except (TypeError, ValueError):
-            seconds = None
+        seconds = _number(float, value, bool)
         if seconds is None or not 0 < seconds <= 600:
             raise RelayConfigError(
                 f"{source}: timeout must be a number of seconds between 0 and 600, got {value!r}"
             )
         return int(seconds * 1000)
     if key in _INT_KEYS:
-        try:
-            number = int(value) if not isinstance(value, bool | float) else None
-        except (TypeError, ValueError):
-            number = None
+        number = _number(int, value, bool | float)
         if number is None or number < 0:
             raise RelayConfigError(f"{source}: {key} must be a whole number (0 or more), got {value!r}")
         return number
     if key == "clipboard":
-        if isinstance(value, bool):
-            return value
-        text = str(value).strip().lower()
-        if text in ("1", "true", "yes", "on"):
-            return True
-        if text in ("0", "false", "no", "off"):
-            return False
+        answer = value if isinstance(value, bool) else _SWITCH.get(str(value).strip().lower())
+        if answer is not None:
+            return answer
         raise RelayConfigError(f"{source}: clipboard must be true or false, got {value!r}")
     if key == "policy":
         if value not in PRESET_NAMES:
             raise RelayConfigError(f"{source}: policy must be one of {', '.join(PRESET_NAMES)}, got {value!r}")
         return value
-    known = ", ".join((*_DIR_KEYS, "timeout", *_INT_KEYS, "clipboard", "policy"))
-    raise RelayConfigError(f"{source}: unknown setting {key!r}; known settings: {known}")
+    raise RelayConfigError(f"{source}: unknown setting {key!r}; known settings: {', '.join(_KEYS)}")
 
 
 def _read_config_file(path: Path) -> dict[str, Any]:
@@ -157,12 +153,8 @@ def _read_config_file(path: Path) -> dict[str, Any]:
     return {key: _parse_value(key, value, f"config file {path}") for key, value in data.items()}
 
 
-def load_config(
-    root: str | None,
-    flags: Mapping[str, Any] | None = None,
-    config_file: str | None = None,
-    environ: Mapping[str, str] | None = None,
-) -> RelayConfig:
+def load_config(root: str | None, flags: Mapping[str, Any] | None = None, config_file: str | None = None,
+                environ: Mapping[str, str] | None = None) -> RelayConfig:
     """Build the settings; ``flags`` holds only options given on the command line
     (keys as in the config file: ``inbox``, ``timeout`` in seconds, ...).
 
@@ -183,7 +175,7 @@ def load_config(
             settings[key] = value
             if key in _DIR_KEYS:
                 sources[key] = root_path
-    for key in (*_DIR_KEYS, "timeout", *_INT_KEYS, "clipboard", "policy"):
+    for key in _KEYS:
         env_name = ENV_PREFIX + key.upper()
         if env_name in environ and environ[env_name] != "":
             settings[key] = _parse_value(key, environ[env_name], f"environment variable {env_name}")
@@ -199,16 +191,6 @@ def load_config(
         base = sources.get(key, Path.cwd())
         return (base / Path(settings[key]).expanduser()).resolve()
 
-    return RelayConfig(
-        root=root_path,
-        inbox_dir=directory("inbox"),
-        outbox_dir=directory("outbox"),
-        sessions_dir=directory("sessions"),
-        workspace=directory("workspace"),
-        timeout_ms=settings.get("timeout", 30_000),
-        output_limit_chars=settings.get("output_limit", 4000),
-        max_listed_files=settings.get("max_listed_files", 2000),
-        max_read_chars=settings.get("max_read_chars", 100_000),
-        clipboard=settings.get("clipboard", True),
-        policy=settings.get("policy", DEFAULT_POLICY),
-    )
+    return RelayConfig(root=root_path, inbox_dir=directory("inbox"), outbox_dir=directory("outbox"),
+                       sessions_dir=directory("sessions"), workspace=directory("workspace"),
+                       **{_FIELDS.get(k, k): v for k, v in settings.items() if k not in _DIR_KEYS})

@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import functools
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -49,7 +50,7 @@ from codeloop.relay.commands import Done, Message, ReadFile, RelayCommand
 from codeloop.relay.config import RelayConfig
 from codeloop.relay.executor import ExecutionLimits, execute_command, recover_effect
 from codeloop.relay.journal import JournalError, StepJournal
-from codeloop.relay.outbox import RequestedFile, render_outbox
+from codeloop.relay.outbox import render_outbox
 from codeloop.relay.parser import parse_inbox
 from codeloop.relay.progress import (
     CommandFinished,
@@ -76,12 +77,9 @@ from codeloop.relay.workspace import list_workspace, open_workspace, read_reques
 LOCK_WAIT_S = 60.0
 """How long a step waits for another step on the same root to finish."""
 
-NO_COMMANDS = CommandResult(
-    "REPLY",
-    False,
-    "No command blocks were found in your reply. Answer with the blocks described under "
-    'PROTOCOL, for example [READ_FILE path="README.md"], or [DONE] summary [/DONE] when finished.',
-)
+NO_COMMANDS = CommandResult("REPLY", False, "No command blocks were found in your reply. Answer with the "
+                            'blocks described under PROTOCOL, for example [READ_FILE path="README.md"], or '
+                            "[DONE] summary [/DONE] when finished.")
 
 
 class RelayError(Exception):
@@ -149,13 +147,18 @@ def _claims(config: RelayConfig, state: SessionState) -> list[Path]:
         return []
 
 
+def _move(path: Path, target: Path) -> Path:
+    """Move ``path`` to ``target``, or beside it under a unique name when that is taken."""
+    if target.exists():
+        target = target.with_name(f"{target.stem}.{time.time_ns()}{target.suffix}")
+    os.replace(path, target)
+    return target
+
+
 def _set_aside(config: RelayConfig, state: SessionState, path: Path, why: str) -> Path:
     """Move an inbox file that cannot be applied to ``inbox/rejected/`` with a ``.note`` saying why."""
     config.rejected_dir.mkdir(parents=True, exist_ok=True)
-    target = config.rejected_dir / (_claim_prefix(state) + path.name)
-    if target.exists():
-        target = config.rejected_dir / f"{target.stem}.{time.time_ns()}{target.suffix}"
-    os.replace(path, target)
+    target = _move(path, config.rejected_dir / (_claim_prefix(state) + path.name))
     atomic_write(target.with_name(target.name + ".note"),
                  f"{path.name} was not applied: {why}. Save the reply as UTF-8 text and put it in the inbox "
                  "again.\n".encode())
@@ -163,10 +166,7 @@ def _set_aside(config: RelayConfig, state: SessionState, path: Path, why: str) -
 
 
 def _archive(config: RelayConfig, claim: Path) -> None:
-    target = config.processed_dir / claim.name
-    if target.exists():
-        target = config.processed_dir / f"{claim.stem}.{time.time_ns()}{claim.suffix}"
-    os.replace(claim, target)
+    _move(claim, config.processed_dir / claim.name)
 
 
 @contextlib.contextmanager
@@ -181,10 +181,8 @@ def _root_lock(config: RelayConfig) -> Iterator[None]:
                 break
             except BlockingIOError:
                 if time.monotonic() > deadline:
-                    raise RelayError(
-                        f"another relay step on {config.root} has been running for over {LOCK_WAIT_S:g} s; "
-                        "wait for it or stop it, then try again"
-                    ) from None
+                    raise RelayError(f"another relay step on {config.root} has been running for over "
+                                     f"{LOCK_WAIT_S:g} s; wait for it or stop it, then try again") from None
                 time.sleep(0.1)
         yield
     finally:
@@ -197,10 +195,8 @@ def _root_lock(config: RelayConfig) -> Iterator[None]:
 def find_session(config: RelayConfig, session_id: str | None = None) -> SessionState:
     """The named session, or the most recently updated session that is not complete."""
     if not config.sessions_dir.is_dir():
-        raise RelayError(
-            f"no relay session in {config.root} (no {config.sessions_dir}); check --root, or start one with "
-            f'codeloop relay new "TASK" --root {config.root}'
-        )
+        raise RelayError(f"no relay session in {config.root} (no {config.sessions_dir}); check --root, or "
+                         f'start one with codeloop relay new "TASK" --root {config.root}')
     if session_id:
         try:
             return load_session(config.sessions_dir, session_id)
@@ -211,53 +207,40 @@ def find_session(config: RelayConfig, session_id: str | None = None) -> SessionS
     if open_sessions:
         return open_sessions[0]
     if sessions:
-        raise RelayError(
-            f"every session in {config.sessions_dir} is complete; start a new one with "
-            f'codeloop relay new "TASK" --root {config.root}'
-        )
-    raise RelayError(
-        f'no relay session in {config.root}; start one with codeloop relay new "TASK" --root {config.root}'
-    )
+        raise RelayError(f"every session in {config.sessions_dir} is complete; start a new one with "
+                         f'codeloop relay new "TASK" --root {config.root}')
+    raise RelayError(f"no relay session in {config.root}; start one with codeloop relay new "
+                     f'"TASK" --root {config.root}')
 
 
 def _require_workspace(state: SessionState) -> None:
     """Stop before a reply is taken when the session's workspace has disappeared."""
     if not os.path.isdir(state.workspace):
-        raise RelayError(
-            f"the workspace {state.workspace} of session {state.session_id} does not exist any more; "
-            "restore it (or create it empty with mkdir) and run the step again"
-        )
+        raise RelayError(f"the workspace {state.workspace} of session {state.session_id} does not exist any "
+                         "more; restore it (or create it empty with mkdir) and run the step again")
 
 
 def _check_layout(config: RelayConfig, workspace: Path) -> None:
     """The model must not reach the relay's own files (it could write its own replies)."""
-    for name, directory in (
-        ("inbox", config.inbox_dir),
-        ("outbox", config.outbox_dir),
-        ("sessions", config.sessions_dir),
-    ):
+    for name, directory in (("inbox", config.inbox_dir), ("outbox", config.outbox_dir),
+                            ("sessions", config.sessions_dir)):
         if directory == workspace or workspace in directory.parents:
-            raise RelayError(
-                f"the workspace {workspace} contains the relay's {name} directory {directory}; "
-                "choose a workspace outside them (the default is ROOT/workspace)"
-            )
+            raise RelayError(f"the workspace {workspace} contains the relay's {name} directory {directory}; "
+                             "choose a workspace outside them (the default is ROOT/workspace)")
 
 
 async def write_outbox(config: RelayConfig, state: SessionState, env: ExecutionEnvironment) -> Path:
     """Write the session's newest outbox atomically and return its path."""
     listing = await list_workspace(env, config.max_listed_files)
-    requested: list[RequestedFile] = await read_requested(
-        env, state.read_file_requests, config.max_read_chars
-    )
+    requested = await read_requested(env, state.read_file_requests, config.max_read_chars)
     path = outbox_path(config, state)
     config.outbox_dir.mkdir(parents=True, exist_ok=True)
     atomic_write(path, render_outbox(state, listing, requested).encode("utf-8"))
     return path
 
 
-async def start_session(
-    config: RelayConfig, task: str, workspace: Path | None = None
-) -> tuple[SessionState, Path]:
+async def start_session(config: RelayConfig, task: str,
+                        workspace: Path | None = None) -> tuple[SessionState, Path]:
     """Create a session and its first outbox; return both."""
     if not task.strip():
         raise RelayError('the task is empty; describe what to do, e.g. codeloop relay new "add a README"')
@@ -297,11 +280,8 @@ def _claim_next(config: RelayConfig, state: SessionState, emit: EventSink) -> Pa
             emit(ReplySkipped(path, f"cannot read {path.name}: {exc}", blocking=True))
             return False
         if not text.strip():
-            emit(
-                ReplySkipped(
-                    path, f"{path.name} is empty; paste the model's reply into it and save", blocking=False
-                )
-            )
+            emit(ReplySkipped(path, f"{path.name} is empty; paste the model's reply into it and save",
+                              blocking=False))
             continue
         claim = config.processing_dir / (_claim_prefix(state) + path.name)
         config.processing_dir.mkdir(parents=True, exist_ok=True)
@@ -313,9 +293,8 @@ def _claim_next(config: RelayConfig, state: SessionState, emit: EventSink) -> Pa
     return None
 
 
-async def _apply_reply(
-    config: RelayConfig, state: SessionState, env: ExecutionEnvironment, claim: Path, emit: EventSink
-) -> SessionState:
+async def _apply_reply(config: RelayConfig, state: SessionState, env: ExecutionEnvironment, claim: Path,
+                       emit: EventSink) -> SessionState:
     source = claim.name[len(_claim_prefix(state)) :]
     commands = parse_inbox(decode_reply(await asyncio.to_thread(claim.read_bytes)))
     try:
@@ -330,25 +309,18 @@ async def _apply_reply(
     skipped = 0
     for index, cmd in enumerate(commands):
         entry = journal.entries.get(index)
-        replayed = entry is not None and entry.result is not None
-        if entry is not None and entry.result is not None:
-            result = entry.result
-        else:
-            recovered = await recover_effect(entry.effect, env) if entry and entry.effect else None
-            gated = gate(cmd, index, state.sequence_number, state.policy, state.held) if recovered is None else None
+        result = entry.result if entry else None
+        replayed = result is not None
+        if result is None:
+            result = await recover_effect(entry.effect, env) if entry and entry.effect else None
+            gated = None if result else gate(cmd, index, state.sequence_number, state.policy, state.held)
             if isinstance(gated, HeldCommand):
-                return await _hold(config, state, env, gated, (cmd, len(commands) - index - 1), results, reads, emit)
-            if gated is not None:
-                recovered = gated
-            if recovered is None:
-                recovered = await execute_command(
-                    cmd,
-                    env,
-                    limits,
-                    lambda effect, i=index: journal.begin(i, effect),  # type: ignore[misc]
-                    marker=f"{state.session_id}-seq{state.sequence_number:04d}-cmd{index}",
-                )
-            result = recovered
+                rest = len(commands) - index - 1
+                return await _hold(config, state, env, gated, (cmd, rest), results, reads, emit)
+            if result is None:
+                result = gated or await execute_command(
+                    cmd, env, limits, functools.partial(journal.begin, index),
+                    marker=f"{state.session_id}-seq{state.sequence_number:04d}-cmd{index}")
             journal.done(index, result)
         results.append(result)
         emit(CommandFinished(index, result, replayed))
@@ -371,16 +343,9 @@ async def _apply_reply(
     return new_state
 
 
-async def _hold(
-    config: RelayConfig,
-    state: SessionState,
-    env: ExecutionEnvironment,
-    held: HeldCommand,
-    cmd_and_rest: tuple[RelayCommand, int],
-    results: list[CommandResult],
-    reads: list[str],
-    emit: EventSink,
-) -> SessionState:
+async def _hold(config: RelayConfig, state: SessionState, env: ExecutionEnvironment, held: HeldCommand,
+                cmd_and_rest: tuple[RelayCommand, int], results: list[CommandResult], reads: list[str],
+                emit: EventSink) -> SessionState:
     """Stop the reply at a held command: the next outbox says it waits, then the session
     file records it (a crash in between holds it again on the next step)."""
     waiting = waiting_result(cmd_and_rest[0], held, cmd_and_rest[1])
@@ -398,9 +363,8 @@ def waiting_for_answer(state: SessionState) -> HeldCommand | None:
     return state.held if state.held is not None and state.held.answer is None else None
 
 
-async def _step_locked(
-    config: RelayConfig, state: SessionState, emit: EventSink, *, take_new: bool
-) -> tuple[SessionState, int, bool]:
+async def _step_locked(config: RelayConfig, state: SessionState, emit: EventSink, *,
+                       take_new: bool) -> tuple[SessionState, int, bool]:
     _require_workspace(state)
     env = open_workspace(Path(state.workspace), config)
     applied = 0
@@ -422,9 +386,8 @@ async def _step_locked(
     return state, applied, False
 
 
-async def step(
-    config: RelayConfig, session_id: str | None = None, on_event: EventSink | None = None
-) -> StepReport:
+async def step(config: RelayConfig, session_id: str | None = None,
+               on_event: EventSink | None = None) -> StepReport:
     """Apply every pending reply to the session (default: the active one) and write the
     next outbox after each; return what happened. Stops at a command held for approval
     (``report.session.held``). Raises :class:`RelayError` only for problems of the root
@@ -432,14 +395,8 @@ async def step(
     return await _locked(config, session_id, on_event, None)
 
 
-async def answer_held(
-    config: RelayConfig,
-    held_id: str,
-    approved: bool,
-    note: str | None = None,
-    session_id: str | None = None,
-    on_event: EventSink | None = None,
-) -> StepReport:
+async def answer_held(config: RelayConfig, held_id: str, approved: bool, note: str | None = None,
+                      session_id: str | None = None, on_event: EventSink | None = None) -> StepReport:
     """Approve or deny the held command ``held_id`` and finish the reply it belongs to
     (the answer is saved first). :class:`RelayError` when nothing waits under that id."""
     answer: Literal["approved", "denied"] = "approved" if approved else "denied"
@@ -459,14 +416,21 @@ async def answer_held(
     return await _locked(config, session_id, on_event, record)
 
 
-async def _locked(
-    config: RelayConfig,
-    session_id: str | None,
-    on_event: EventSink | None,
-    answer: Callable[[SessionState], SessionState] | None,
-) -> StepReport:
+@contextlib.contextmanager
+def _open_session(config: RelayConfig, session_id: str | None, if_complete: str) -> Iterator[SessionState]:
+    """The session, read again under the root's lock; :class:`RelayError` when it is complete."""
     find_session(config, session_id)  # fail before creating anything under a wrong --root
     config.ensure_dirs()
+    with _root_lock(config):
+        state = find_session(config, session_id)
+        if state.is_complete:
+            raise RelayError(f"session {state.session_id} is complete ({state.summary or 'no summary'}); "
+                             f"{if_complete}")
+        yield state
+
+
+async def _locked(config: RelayConfig, session_id: str | None, on_event: EventSink | None,
+                  answer: Callable[[SessionState], SessionState] | None) -> StepReport:
     events: list[RelayEvent] = []
 
     def emit(event: RelayEvent) -> None:
@@ -474,41 +438,27 @@ async def _locked(
         if on_event is not None:
             on_event(event)
 
-    with _root_lock(config):
-        state = find_session(config, session_id)
-        if state.is_complete:
-            raise RelayError(
-                f"session {state.session_id} is complete ({state.summary or 'no summary'}); "
-                f'start a new one with codeloop relay new "TASK" --root {config.root}'
-            )
+    new_one = f'start a new one with codeloop relay new "TASK" --root {config.root}'
+    with _open_session(config, session_id, new_one) as state:
         if answer is not None:
             state = answer(state)
         try:
             state, applied, blocked = await _step_locked(config, state, emit, take_new=answer is None)
         except (WorkspaceError, OSError) as exc:
-            raise RelayError(
-                f"the step stopped: {exc}; fix the cause and run it again (nothing is lost)"
-            ) from None
+            raise RelayError(f"the step stopped: {exc}; fix the cause and run it again "
+                             "(nothing is lost)") from None
     return StepReport(state, applied, events, blocked)
 
 
-async def resume(
-    config: RelayConfig, session_id: str | None = None, on_event: EventSink | None = None
-) -> tuple[SessionState, Path]:
+async def resume(config: RelayConfig, session_id: str | None = None,
+                 on_event: EventSink | None = None) -> tuple[SessionState, Path]:
     """Make a session the active one and re-offer its newest outbox.
 
     Finishes a step that was interrupted (its reply is in ``inbox/processing``) without
     taking new inbox files; rewrites the outbox from the session file (keeping its
     results and READ_FILE requests) only when it is missing. Never changes the sequence.
     """
-    find_session(config, session_id)
-    config.ensure_dirs()
-    with _root_lock(config):
-        state = find_session(config, session_id)
-        if state.is_complete:
-            raise RelayError(
-                f"session {state.session_id} is complete ({state.summary or 'no summary'}); nothing to resume"
-            )
+    with _open_session(config, session_id, "nothing to resume") as state:
         state, _, _ = await _step_locked(config, state, on_event or (lambda _e: None), take_new=False)
         path = outbox_path(config, state)
         if waiting_for_answer(state) is not None:  # the outbox saying what waits

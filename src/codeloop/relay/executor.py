@@ -20,17 +20,7 @@ from typing import Any, Literal
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import WorkspaceError
 from codeloop.llm.types import ToolDefinition
-from codeloop.relay.commands import (
-    CreateFile,
-    DeleteFile,
-    Done,
-    EditFile,
-    Message,
-    ParseError,
-    ReadFile,
-    RelayCommand,
-    RunCommand,
-)
+from codeloop.relay import commands as c
 from codeloop.relay.orphans import MARKER_VARIABLE, kill_marked
 from codeloop.relay.results import CommandResult
 from codeloop.tools import workspace_ops as ops
@@ -78,13 +68,9 @@ class Effect:
 
     def to_json(self) -> dict[str, Any]:
         """Journal form."""
-        data: dict[str, Any] = {"kind": self.kind}
-        for key in ("path", "sha256", "command", "marker"):
-            if getattr(self, key) is not None:
-                data[key] = getattr(self, key)
-        if self.result is not None:
-            data["result"] = self.result.to_json()
-        return data
+        data = {key: value for key in ("kind", "path", "sha256", "command", "marker")
+                if (value := getattr(self, key)) is not None}
+        return data | ({"result": self.result.to_json()} if self.result is not None else {})
 
     @classmethod
     def from_json(cls, data: object) -> Effect:
@@ -92,14 +78,8 @@ class Effect:
         if not isinstance(data, dict) or data.get("kind") not in ("write", "delete", "process"):
             raise ValueError("an effect needs a kind of write, delete or process")
         result = CommandResult.from_json(data["result"]) if "result" in data else None
-        return cls(
-            data["kind"],
-            data.get("path"),
-            data.get("sha256"),
-            result,
-            data.get("command"),
-            data.get("marker"),
-        )
+        return cls(data["kind"], data.get("path"), data.get("sha256"), result, data.get("command"),
+                   data.get("marker"))
 
 
 BeforeEffect = Callable[[Effect], None]
@@ -112,7 +92,7 @@ def _shown(text: str, limit: int = 80) -> str:
     return repr(first[:limit] + (" ..." if more else ""))
 
 
-def _failure(cmd: RelayCommand, summary: str) -> CommandResult:
+def _failure(cmd: c.RelayCommand, summary: str) -> CommandResult:
     return CommandResult(cmd.name, False, summary)
 
 
@@ -172,20 +152,18 @@ typed outcome the relay words its results from."""
 
 def _truncation(limits: ExecutionLimits) -> TruncationConfig:
     """The relay's output cut (spec: head and tail within ``output_limit_chars``)."""
-    return TruncationConfig(
-        tool_output_limits={"RUN_COMMAND": limits.output_limit_chars},
-        tool_line_limits={"RUN_COMMAND": None},
-        tool_truncation_modes={"RUN_COMMAND": "head_tail_counted"},
-    )
+    return TruncationConfig(tool_output_limits={"RUN_COMMAND": limits.output_limit_chars},
+                            tool_line_limits={"RUN_COMMAND": None},
+                            tool_truncation_modes={"RUN_COMMAND": "head_tail_counted"})
 
 
-def _arguments(cmd: RelayCommand, limits: ExecutionLimits, marker: str | None) -> dict[str, Any]:
+def _arguments(cmd: c.RelayCommand, limits: ExecutionLimits, marker: str | None) -> dict[str, Any]:
     match cmd:
-        case CreateFile():
+        case c.CreateFile():
             return {"path": cmd.path, "content": cmd.content}
-        case EditFile():
+        case c.EditFile():
             return {"path": cmd.path, "start_line": cmd.start_line, "end_line": cmd.end_line, "content": cmd.content}
-        case RunCommand():
+        case c.RunCommand():
             return {"command": cmd.command, "timeout_ms": limits.timeout_ms} | ({"marker": marker} if marker else {})
     return {"path": getattr(cmd, "path", "")}
 
@@ -193,18 +171,18 @@ def _arguments(cmd: RelayCommand, limits: ExecutionLimits, marker: str | None) -
 # -- the spec's result texts ----------------------------------------------------------------
 
 
-def _succeeded(cmd: RelayCommand, replaced: bool) -> CommandResult:
+def _succeeded(cmd: c.RelayCommand, replaced: bool) -> CommandResult:
     """The result line of a command that did what it said."""
     match cmd:
-        case CreateFile():
+        case c.CreateFile():
             summary = f"{'Replaced' if replaced else 'Created'} {cmd.path!r}"
-        case EditFile():
+        case c.EditFile():
             added = len(split_keeping_ends(cmd.content))
             summary = (
                 f"Edited {cmd.path!r}: replaced lines {cmd.start_line}-{cmd.end_line} "
                 f"({cmd.end_line - cmd.start_line + 1}) with {added} line{'s' if added != 1 else ''}"
             )
-        case DeleteFile():
+        case c.DeleteFile():
             summary = f"Deleted {cmd.path!r}"
         case _:
             summary = f"Contents of {getattr(cmd, 'path', '')!r} are under Requested File Contents"
@@ -220,24 +198,24 @@ _FAILURE_TEXTS: dict[str, str] = {
 }
 
 
-def _failed(cmd: RelayCommand, path: str, exc: ops.OperationError) -> CommandResult:
+def _failed(cmd: c.RelayCommand, path: str, exc: ops.OperationError) -> CommandResult:
     """The spec's result line for a failed operation (without host paths)."""
     match cmd, exc.kind:
-        case EditFile(), "not_text":
+        case c.EditFile(), "not_text":
             return _failure(cmd, f"{path!r} is not a UTF-8 text file; EDIT_FILE only changes text files")
-        case EditFile(), "bad_range":
+        case c.EditFile(), "bad_range":
             hint = "; write it with CREATE_FILE" if exc.count == 0 else ""
             return _failure(cmd, f"Invalid line range {cmd.start_line}-{cmd.end_line} for {path!r}: {exc}{hint}")
-        case DeleteFile(), "is_directory":
+        case c.DeleteFile(), "is_directory":
             return _failure(
                 cmd, f"{path!r} is a directory; DELETE_FILE removes files (use RUN_COMMAND rm -r for directories)")
-        case ReadFile(), "is_directory":
+        case c.ReadFile(), "is_directory":
             return _failure(cmd, f"{path!r} is a directory; the workspace listing shows its files")
     text = _FAILURE_TEXTS.get(exc.kind, "{path}: {error}")
     return _failure(cmd, text.format(path=repr(path), error=exc))
 
 
-def _ran(cmd: RunCommand, outcome: ops.CommandOutcome, output: str) -> CommandResult:
+def _ran(cmd: c.RunCommand, outcome: ops.CommandOutcome, output: str) -> CommandResult:
     shown = _shown(cmd.command)
     match outcome.status:
         case "timed_out":
@@ -252,24 +230,19 @@ def _ran(cmd: RunCommand, outcome: ops.CommandOutcome, output: str) -> CommandRe
     return CommandResult(cmd.name, outcome.status == "ok", summary, output)
 
 
-def _translate(cmd: RelayCommand, result: ToolCallOutcome) -> CommandResult:
+def _translate(cmd: c.RelayCommand, result: ToolCallOutcome) -> CommandResult:
     data = result.data
     if isinstance(data, ops.OperationError):
         return _failed(cmd, getattr(cmd, "path", ""), data)
-    if isinstance(cmd, RunCommand) and isinstance(data, ops.CommandOutcome):
+    if isinstance(cmd, c.RunCommand) and isinstance(data, ops.CommandOutcome):
         return _ran(cmd, data, result.output)
     if result.is_error:
         return _failure(cmd, result.output)
     return _succeeded(cmd, isinstance(data, ops.Written) and data.replaced)
 
 
-async def execute_command(
-    cmd: RelayCommand,
-    env: ExecutionEnvironment,
-    limits: ExecutionLimits,
-    before_effect: BeforeEffect,
-    marker: str | None = None,
-) -> CommandResult:
+async def execute_command(cmd: c.RelayCommand, env: ExecutionEnvironment, limits: ExecutionLimits,
+                          before_effect: BeforeEffect, marker: str | None = None) -> CommandResult:
     """Run one command and describe its outcome; never raises for model mistakes.
 
     Workspace commands run as tool calls through the one pipeline
@@ -282,11 +255,11 @@ async def execute_command(
     written, so they reflect the later commands of the same reply too.
     """
     match cmd:
-        case ParseError():
+        case c.ParseError():
             return _failure(cmd, f"Parse error at line {cmd.line}: {cmd.message}")
-        case Message():
+        case c.Message():
             return CommandResult(cmd.name, True, "Shown to the user")
-        case Done():
+        case c.Done():
             return CommandResult(cmd.name, True, "Task marked complete; the session has ended")
     journal_failures: list[Exception] = []
 
@@ -320,12 +293,9 @@ async def recover_effect(effect: Effect, env: ExecutionEnvironment) -> CommandRe
     if effect.kind == "process":
         killed = kill_marked(effect.marker) if effect.marker else 0
         still = " (it was still running and has now been stopped)" if killed else ""
-        return CommandResult(
-            "RUN_COMMAND",
-            False,
-            f"Ran {_shown(effect.command or '')}: interrupted because the relay stopped while it ran{still}; "
-            "it was not run again, so check what it did before repeating it",
-        )
+        return CommandResult("RUN_COMMAND", False, f"Ran {_shown(effect.command or '')}: interrupted "
+                             f"because the relay stopped while it ran{still}; it was not run again, so check "
+                             "what it did before repeating it")
     path = effect.path or ""
     try:
         if effect.kind == "delete":

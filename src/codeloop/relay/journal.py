@@ -77,10 +77,8 @@ class StepJournal:
             try:
                 journal._replay(json.loads(line))
             except (ValueError, KeyError, TypeError) as exc:
-                raise JournalError(
-                    f"the step journal {journal.path} is damaged at line {number} ({exc}); "
-                    "move it away to redo this reply"
-                ) from None
+                raise JournalError(f"the step journal {journal.path} is damaged at line {number} ({exc}); "
+                                   "move it away to redo this reply") from None
         return journal
 
     def _replay(self, item: dict[str, Any]) -> None:
@@ -90,9 +88,7 @@ class StepJournal:
         if item["state"] == "begun":
             self.entries[index] = JournalEntry(Effect.from_json(item["effect"]), None)
         else:
-            previous = self.entries.get(index)
-            result = CommandResult.from_json(item["result"])
-            self.entries[index] = JournalEntry(previous.effect if previous else None, result)
+            self._set_done(index, CommandResult.from_json(item["result"]))
 
     @property
     def applied(self) -> int:
@@ -106,9 +102,12 @@ class StepJournal:
 
     def done(self, index: int, result: CommandResult) -> None:
         """Record the final result of command ``index``."""
+        self._set_done(index, result)
+        self._append({"index": index, "state": "done", "result": result.to_json()})
+
+    def _set_done(self, index: int, result: CommandResult) -> None:
         previous = self.entries.get(index)
         self.entries[index] = JournalEntry(previous.effect if previous else None, result)
-        self._append({"index": index, "state": "done", "result": result.to_json()})
 
     def _append(self, item: dict[str, Any]) -> None:
         line = (json.dumps(item, ensure_ascii=False) + "\n").encode("utf-8")

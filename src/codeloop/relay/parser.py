@@ -26,19 +26,7 @@ from __future__ import annotations
 
 import re
 
-from codeloop.relay.commands import (
-    COMMAND_NAMES,
-    SELF_CLOSING,
-    CreateFile,
-    DeleteFile,
-    Done,
-    EditFile,
-    Message,
-    ParseError,
-    ReadFile,
-    RelayCommand,
-    RunCommand,
-)
+from codeloop.relay import commands as c
 from codeloop.tools.text_endings import strip_ending
 
 _ATTR = re.compile(r"""([A-Za-z_][\w-]*)[^\S\n]*=[^\S\n]*(?:"([^"]*)"|'([^']*)'|([^\s\]"']+))""")
@@ -46,11 +34,11 @@ _ATTR = re.compile(r"""([A-Za-z_][\w-]*)[^\S\n]*=[^\S\n]*(?:"([^"]*)"|'([^']*)'|
 # closed by "]" on its line (possessive, so hostile lines cannot make it backtrack), else
 # None and _parse_attributes explains what is wrong; group 3 the rest of the line.
 _OPEN = re.compile(
-    r"\[(" + "|".join(COMMAND_NAMES) + r")(?=[\s\]]|\Z)"
+    r"\[(" + "|".join(c.COMMAND_NAMES) + r")(?=[\s\]]|\Z)"
     r"""(?:((?:\s+[A-Za-z_][\w-]*+\s*=\s*(?:"[^"\n]*+"|'[^'\n]*+'|[^\s\]"']++))*+)\s*\])?"""
     r"([^\n]*)"
 )
-_CLOSING = {name: f"[/{name}]" for name in COMMAND_NAMES}
+_CLOSING = {name: f"[/{name}]" for name in c.COMMAND_NAMES}
 
 SYNTAX: dict[str, str] = {
     "CREATE_FILE": '[CREATE_FILE path="relative/path"] ... [/CREATE_FILE]',
@@ -77,14 +65,9 @@ def _parse_attributes(name: str, tag_rest: str) -> tuple[dict[str, str], str] | 
             return attrs, tag_rest[pos + 1 :]
         m = _ATTR.match(tag_rest, pos)
         if m is None:
-            return (
-                f"cannot read the attributes of [{name} ...] near {tag_rest[pos : pos + 20]!r}; "
-                f'write them as key="value": {SYNTAX[name]}'
-            )
-        value = m.group(2)
-        if value is None:
-            value = m.group(3) if m.group(3) is not None else m.group(4)
-        attrs[m.group(1)] = value
+            return (f"cannot read the attributes of [{name} ...] near {tag_rest[pos : pos + 20]!r}; "
+                    f'write them as key="value": {SYNTAX[name]}')
+        attrs[m.group(1)] = next(value for value in m.groups()[1:] if value is not None)
         pos = m.end()
 
 
@@ -107,31 +90,29 @@ class _BlockError(Exception):
     """Internal: one block is malformed; becomes a ParseError value."""
 
 
-def _build_self_closing(name: str, attrs: dict[str, str], line: int) -> RelayCommand:
+def _build_self_closing(name: str, attrs: dict[str, str], line: int) -> c.RelayCommand:
     path = _required(name, attrs, "path")
     if name == "DELETE_FILE":
-        return DeleteFile(path, line=line)
-    return ReadFile(path, line=line)
+        return c.DeleteFile(path, line=line)
+    return c.ReadFile(path, line=line)
 
 
-def _build_with_body(name: str, attrs: dict[str, str], body: str, line: int) -> RelayCommand:
+def _build_with_body(name: str, attrs: dict[str, str], body: str, line: int) -> c.RelayCommand:
     if name == "CREATE_FILE":
-        return CreateFile(_required(name, attrs, "path"), body, line=line)
+        return c.CreateFile(_required(name, attrs, "path"), body, line=line)
     if name == "EDIT_FILE":
         path = _required(name, attrs, "path")
-        return EditFile(
-            path, _line_number(name, attrs, "start_line"), _line_number(name, attrs, "end_line"), body, line=line
-        )
+        start, end = _line_number(name, attrs, "start_line"), _line_number(name, attrs, "end_line")
+        return c.EditFile(path, start, end, body, line=line)
     text = strip_ending(body)
     if name == "RUN_COMMAND":
         if not text.strip():
-            raise _BlockError(
-                "the command is empty; put the shell command between [RUN_COMMAND] and [/RUN_COMMAND]"
-            )
-        return RunCommand(text, line=line)
+            raise _BlockError("the command is empty; put the shell command between [RUN_COMMAND] and "
+                              "[/RUN_COMMAND]")
+        return c.RunCommand(text, line=line)
     if name == "MESSAGE":
-        return Message(text, line=line)
-    return Done(text, line=line)
+        return c.Message(text, line=line)
+    return c.Done(text, line=line)
 
 
 def _find_closing(text: str, tag: str, start: int) -> tuple[int, int] | None:
@@ -151,7 +132,7 @@ def _find_closing(text: str, tag: str, start: int) -> tuple[int, int] | None:
         pos = i + 1
 
 
-def parse_inbox(text: str) -> list[RelayCommand]:
+def parse_inbox(text: str) -> list[c.RelayCommand]:
     """Parse one inbox file into commands in order of appearance (spec "Parsing Rules").
 
     Never raises; malformed blocks come back as :class:`ParseError` values. Text outside
@@ -159,7 +140,7 @@ def parse_inbox(text: str) -> list[RelayCommand]:
     """
     if text.startswith("\ufeff"):
         text = text[1:]
-    commands: list[RelayCommand] = []
+    commands: list[c.RelayCommand] = []
     absent: set[str] = set()
     pos = 0
     counted_to, line_at = 0, 1
@@ -178,13 +159,13 @@ def parse_inbox(text: str) -> list[RelayCommand]:
         if attr_text is None:
             parsed = _parse_attributes(name, rest)
             if isinstance(parsed, str):
-                commands.append(ParseError(name, parsed, line=line))
+                commands.append(c.ParseError(name, parsed, line=line))
                 continue
             attrs, rest = parsed
         else:
             attrs = {k: dq or sq or bare for k, dq, sq, bare in _ATTR.findall(attr_text)} if attr_text else {}
         try:
-            if name in SELF_CLOSING:
+            if name in c.SELF_CLOSING:
                 commands.append(_build_self_closing(name, attrs, line))
                 continue
             closing = _CLOSING[name]
@@ -197,10 +178,8 @@ def parse_inbox(text: str) -> list[RelayCommand]:
                 found = None if name in absent else _find_closing(text, closing, next_line)
                 if found is None:
                     absent.add(name)
-                    raise _BlockError(
-                        f"[{name}] opened on line {line} is never closed; end its body with a line "
-                        f"holding only {closing}"
-                    )
+                    raise _BlockError(f"[{name}] opened on line {line} is never closed; end its body with a "
+                                      f"line holding only {closing}")
                 close_start, close_end = found
                 body = text[next_line:close_start]
                 if inline:
@@ -208,5 +187,5 @@ def parse_inbox(text: str) -> list[RelayCommand]:
                 pos = close_end + 1
             commands.append(_build_with_body(name, attrs, body, line))
         except _BlockError as exc:
-            commands.append(ParseError(name, str(exc), line=line))
+            commands.append(c.ParseError(name, str(exc), line=line))
     return commands

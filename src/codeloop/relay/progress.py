@@ -91,10 +91,7 @@ EventSink = Callable[[RelayEvent], None]
 
 def event_to_json(event: RelayEvent) -> dict[str, Any]:
     """``{"kind": ..., fields...}`` with paths as strings and results as objects."""
-    data = asdict(event)
+    data = {key: str(value) if isinstance(value, Path) else value for key, value in asdict(event).items()}
     if isinstance(event, CommandFinished):
         data["result"] = event.result.to_json()
-    for key, value in data.items():
-        if isinstance(value, Path):
-            data[key] = str(value)
     return data

@@ -10,17 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from codeloop.relay.commands import (
-    CreateFile,
-    DeleteFile,
-    Done,
-    EditFile,
-    Message,
-    ParseError,
-    ReadFile,
-    RelayCommand,
-    RunCommand,
-)
+from codeloop.relay import commands as c
 
 
 def _path(path: str) -> str:
@@ -50,28 +40,28 @@ def _text_body(name: str, text: str) -> str:
     return _body(name, text + "\n") if text else ""
 
 
-def serialize_command(cmd: RelayCommand) -> str:
+def serialize_command(cmd: c.RelayCommand) -> str:
     """One command as a block, ending with a newline."""
     match cmd:
-        case CreateFile():
+        case c.CreateFile():
             return f"[CREATE_FILE {_path(cmd.path)}]\n{_file_body(cmd.name, cmd.content)}[/CREATE_FILE]\n"
-        case EditFile():
+        case c.EditFile():
             head = f'[EDIT_FILE {_path(cmd.path)} start_line="{cmd.start_line}" end_line="{cmd.end_line}"]'
             return f"{head}\n{_file_body(cmd.name, cmd.content)}[/EDIT_FILE]\n"
-        case DeleteFile():
+        case c.DeleteFile():
             return f"[DELETE_FILE {_path(cmd.path)}]\n"
-        case ReadFile():
+        case c.ReadFile():
             return f"[READ_FILE {_path(cmd.path)}]\n"
-        case RunCommand():
+        case c.RunCommand():
             return f"[RUN_COMMAND]\n{_text_body(cmd.name, cmd.command)}[/RUN_COMMAND]\n"
-        case Message():
+        case c.Message():
             return f"[MESSAGE]\n{_text_body(cmd.name, cmd.text)}[/MESSAGE]\n"
-        case Done():
+        case c.Done():
             return f"[DONE]\n{_text_body(cmd.name, cmd.summary)}[/DONE]\n"
-        case ParseError():
+        case c.ParseError():
             raise ValueError(f"a parse error ({cmd.message}) is not a command and cannot be written")
 
 
-def serialize_commands(commands: Iterable[RelayCommand]) -> str:
+def serialize_commands(commands: Iterable[c.RelayCommand]) -> str:
     """The commands as one inbox text, blocks one after the other."""
     return "".join(serialize_command(cmd) for cmd in commands)

@@ -87,31 +87,14 @@ class SessionState:
         """``{sessionId}_seq{NNNN}.txt`` for ``sequence`` (default: the newest)."""
         return outbox_file_name(self.session_id, self.sequence_number if sequence is None else sequence)
 
-    def advanced(
-        self,
-        results: tuple[CommandResult, ...],
-        read_requests: tuple[str, ...],
-        summary: str | None,
-    ) -> SessionState:
+    def advanced(self, results: tuple[CommandResult, ...], read_requests: tuple[str, ...],
+                 summary: str | None) -> SessionState:
         """The state after one answer: next sequence, or complete when ``summary`` is set."""
+        changes: dict[str, Any] = {"sequence_number": self.sequence_number + 1,
+                                   "read_file_requests": read_requests}
         if summary is not None:
-            return replace(
-                self,
-                is_complete=True,
-                summary=summary,
-                last_results=results,
-                read_file_requests=(),
-                updated_at=utc_now(),
-                held=None,
-            )
-        return replace(
-            self,
-            sequence_number=self.sequence_number + 1,
-            last_results=results,
-            read_file_requests=read_requests,
-            updated_at=utc_now(),
-            held=None,
-        )
+            changes = {"is_complete": True, "summary": summary, "read_file_requests": ()}
+        return replace(self, last_results=results, updated_at=utc_now(), held=None, **changes)
 
     def to_json(self) -> dict[str, Any]:
         """The on-disk form (spec field names first)."""
@@ -170,21 +153,10 @@ class SessionState:
                 results.append(CommandResult.from_json(item))
             except ValueError as exc:
                 raise ValueError(f"lastResults[{i}]: {exc}") from None
-        return cls(
-            session_id=session_id,
-            task=text("task"),
-            workspace=text("workspace"),
-            sequence_number=seq,
-            is_complete=complete,
-            created_at=text("createdAt"),
-            updated_at=text("updatedAt"),
-            last_results=tuple(results),
-            read_file_requests=tuple(requests_raw),
-            summary=text("summary", optional=True),
-            protocol_version=text("protocolVersion", optional=True) or PROTOCOL_VERSION,
-            policy=policy,
-            held=None if held is None else HeldCommand.from_json(held),
-        )
+        return cls(session_id, text("task"), text("workspace"), seq, complete, text("createdAt"),
+                   text("updatedAt"), tuple(results), tuple(requests_raw), text("summary", optional=True),
+                   text("protocolVersion", optional=True) or PROTOCOL_VERSION, policy,
+                   None if held is None else HeldCommand.from_json(held))
 
 
 def outbox_file_name(session_id: str, sequence: int) -> str:
@@ -208,16 +180,14 @@ def save_session(sessions_dir: Path, state: SessionState) -> Path:
 def load_session(sessions_dir: Path, session_id: str) -> SessionState:
     """Read and validate one session; :class:`SessionFileError` says what to fix."""
     if SESSION_ID.fullmatch(session_id) is None:
-        raise SessionFileError(
-            f"{session_id!r} is not a session id: ids are 8 hex characters like 'a1b2c3d4'"
-        )
+        raise SessionFileError(f"{session_id!r} is not a session id: ids are 8 hex characters like "
+                               "'a1b2c3d4'")
     path = session_path(sessions_dir, session_id)
     try:
         raw = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise SessionFileError(
-            f"no session {session_id} in {sessions_dir}; list sessions with 'codeloop relay status'"
-        ) from None
+        raise SessionFileError(f"no session {session_id} in {sessions_dir}; list sessions with "
+                               "'codeloop relay status'") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise SessionFileError(f"cannot read {path}: {exc}") from None
     try:
@@ -225,9 +195,8 @@ def load_session(sessions_dir: Path, session_id: str) -> SessionState:
     except (json.JSONDecodeError, ValueError) as exc:
         raise SessionFileError(f"{path} is damaged ({exc}); fix or remove the file") from None
     if state.session_id != session_id:
-        raise SessionFileError(
-            f"{path} holds session {state.session_id}, not {session_id}; rename or remove it"
-        )
+        raise SessionFileError(f"{path} holds session {state.session_id}, not {session_id}; "
+                               "rename or remove it")
     return state
 
 
@@ -241,10 +210,7 @@ def list_sessions(sessions_dir: Path) -> list[SessionState | SessionFileError]:
             found.append(load_session(sessions_dir, path.stem))
         except SessionFileError as exc:
             found.append(exc)
-    states = sorted(
-        (s for s in found if isinstance(s, SessionState)),
-        key=lambda s: (s.updated_at, s.created_at),
-        reverse=True,
-    )
+    states = sorted((s for s in found if isinstance(s, SessionState)),
+                    key=lambda s: (s.updated_at, s.created_at), reverse=True)
     errors = [e for e in found if isinstance(e, SessionFileError)]
     return [*states, *errors]

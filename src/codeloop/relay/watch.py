@@ -44,13 +44,9 @@ async def _settled(config: RelayConfig) -> Snapshot | None:
     return before if _snapshot(config) == before else None
 
 
-async def watch(
-    config: RelayConfig,
-    session_id: str | None,
-    on_event: EventSink,
-    on_step: Callable[[StepReport], Awaitable[None]],
-    stop: asyncio.Event | None = None,
-) -> StepReport | None:
+async def watch(config: RelayConfig, session_id: str | None, on_event: EventSink,
+                on_step: Callable[[StepReport], Awaitable[None]],
+                stop: asyncio.Event | None = None) -> StepReport | None:
     """Step whenever replies arrive, until the session completes or ``stop`` is set.
 
     Returns the last step's report (None if nothing was stepped). Raises
@@ -61,15 +57,8 @@ async def watch(
     last: StepReport | None = None
     # Files left after a step (empty, or not UTF-8) are retried only once they change.
     left_over: Snapshot = []
-    async for _changes in awatch(
-        config.inbox_dir,
-        stop_event=stop,
-        recursive=False,
-        debounce=300,
-        step=50,
-        rust_timeout=1000,
-        yield_on_timeout=True,
-    ):
+    async for _changes in awatch(config.inbox_dir, stop_event=stop, recursive=False, debounce=300, step=50,
+                                 rust_timeout=1000, yield_on_timeout=True):
         ready = await _settled(config)
         if ready is None or ready == left_over:
             continue

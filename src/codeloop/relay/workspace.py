@@ -50,32 +50,26 @@ async def list_workspace(env: ExecutionEnvironment, max_files: int) -> Workspace
     return WorkspaceListing(shown, len(files) - len(shown), sorted(hidden))
 
 
-async def read_requested(
-    env: ExecutionEnvironment, paths: Sequence[str], max_chars: int
-) -> list[RequestedFile]:
+async def read_requested(env: ExecutionEnvironment, paths: Sequence[str],
+                         max_chars: int) -> list[RequestedFile]:
     """Contents of the READ_FILE paths, as they are now; a file that vanished, became
     binary or is too long gets a note instead of (or after) its text."""
-    found: list[RequestedFile] = []
-    for path in paths:
-        try:
-            data = await env.read_bytes(path)
-        except FileNotFoundInWorkspaceError:
-            found.append(RequestedFile(path, None, "(this file no longer exists)"))
-            continue
-        except (WorkspaceError, OSError) as exc:
-            found.append(RequestedFile(path, None, f"(cannot be read: {exc})"))
-            continue
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            found.append(RequestedFile(path, None, f"(binary file, {len(data)} bytes; not shown)"))
-            continue
-        if 0 < max_chars < len(text):
-            note = (
-                f"[... file truncated: showing {max_chars} of {len(text)} characters; "
-                "view other parts with RUN_COMMAND, e.g. sed -n '200,300p' FILE ...]"
-            )
-            found.append(RequestedFile(path, text[:max_chars].rsplit("\n", 1)[0] + "\n", note))
-            continue
-        found.append(RequestedFile(path, text))
-    return found
+    return [await _requested(env, path, max_chars) for path in paths]
+
+
+async def _requested(env: ExecutionEnvironment, path: str, max_chars: int) -> RequestedFile:
+    try:
+        data = await env.read_bytes(path)
+    except FileNotFoundInWorkspaceError:
+        return RequestedFile(path, None, "(this file no longer exists)")
+    except (WorkspaceError, OSError) as exc:
+        return RequestedFile(path, None, f"(cannot be read: {exc})")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return RequestedFile(path, None, f"(binary file, {len(data)} bytes; not shown)")
+    if 0 < max_chars < len(text):
+        note = (f"[... file truncated: showing {max_chars} of {len(text)} characters; "
+                "view other parts with RUN_COMMAND, e.g. sed -n '200,300p' FILE ...]")
+        return RequestedFile(path, text[:max_chars].rsplit("\n", 1)[0] + "\n", note)
+    return RequestedFile(path, text)

@@ -23,16 +23,7 @@ from codeloop.spaces.policy_config import PolicyConfigError, build_policy
 from codeloop.spaces.runs import MessageRejectedError, run_message
 
 __all__ = [
-    "Approval",
-    "EventsMessage",
-    "MessageRejectedError",
-    "OperationValidationError",
-    "OperationsMessage",
-    "PolicyConfigError",
-    "ValidationResult",
-    "build_policy",
-    "parse_operation",
-    "run_message",
-    "validate_operation",
-    "validate_operations_message",
+    "Approval", "EventsMessage", "MessageRejectedError", "OperationValidationError", "OperationsMessage",
+    "PolicyConfigError", "ValidationResult", "build_policy", "parse_operation", "run_message",
+    "validate_operation", "validate_operations_message",
 ]

@@ -12,6 +12,7 @@ secrets with that much entropy, there is nothing to brute-force).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import queue
@@ -47,7 +48,7 @@ SCHEMA = (
 
 @dataclass(frozen=True)
 class SpaceRecord:
-    """One space as stored."""
+    """One space as stored; times are seconds since the epoch."""
 
     id: str
     """``sp_`` + hex."""
@@ -60,14 +61,13 @@ class SpaceRecord:
     workspace: str
     """Absolute path of the space's workspace directory."""
     created_at: float
-    """Seconds since the epoch."""
     expires_at: float
-    """When the space and its workspace are deleted (seconds since the epoch)."""
+    """When the space and its workspace are deleted."""
 
 
 @dataclass(frozen=True)
 class RunRecord:
-    """One run as stored."""
+    """One run as stored; times are seconds since the epoch."""
 
     id: str
     """``run_`` + hex."""
@@ -86,9 +86,7 @@ class RunRecord:
     cancel_requested: bool
     """True once a cancel was asked for."""
     created_at: float
-    """Seconds since the epoch."""
     updated_at: float
-    """Seconds since the epoch."""
 
 
 class _Backend(Protocol):
@@ -157,33 +155,23 @@ class _Postgres:
     def __init__(self, dsn: str, size: int = 8) -> None:
         import psycopg
 
-        def connect() -> Any:
-            return psycopg.connect(dsn, autocommit=False)
-
-        self._connect = connect
+        self._connect = functools.partial(psycopg.connect, dsn, autocommit=False)
+        # None stands for a connection not made yet; a returned one goes on top, so a new
+        # connection is only opened when every open one is busy.
         self._pool: queue.LifoQueue[Any] = queue.LifoQueue()
+        for _ in range(size - 1):
+            self._pool.put(None)
         self._pool.put(self._connect())  # fail now, with the driver's message, if the DSN is wrong
-        self._size = size
-        self._made = 1
-        self._lock = threading.Lock()
         # Session-level advisory locks on a connection of their own mark the runs this process
         # executes; PostgreSQL drops them when the process dies, however it dies.
         self._run_locks = psycopg.connect(dsn, autocommit=True)
         self._run_locks_lock = threading.Lock()
 
-    def _take(self) -> Any:
-        try:
-            return self._pool.get_nowait()
-        except queue.Empty:
-            with self._lock:
-                if self._made < self._size:
-                    self._made += 1
-                    return self._connect()
-            return self._pool.get()
-
     @contextmanager
     def cursor(self) -> Iterator[Any]:
-        conn = self._take()
+        conn = self._pool.get()
+        if conn is None:
+            conn = self._connect()
         try:
             with conn.cursor() as cur:
                 yield cur
@@ -196,11 +184,10 @@ class _Postgres:
 
     def close(self) -> None:
         self._run_locks.close()
-        while True:
-            try:
-                self._pool.get_nowait().close()
-            except queue.Empty:
-                return
+        while not self._pool.empty():
+            conn = self._pool.get_nowait()
+            if conn is not None:
+                conn.close()
 
     @staticmethod
     def _lock_key(run_id: str) -> int:
@@ -279,33 +266,26 @@ class SpacesStore:
                    now, record.expires_at)
         return record
 
-    @staticmethod
-    def _space(row: tuple[Any, ...]) -> SpaceRecord:
-        return SpaceRecord(row[0], row[1], row[2], json.loads(row[3]), row[4], float(row[5]), float(row[6]))
-
-    _SPACE_COLS = "id, owner, name, policy, workspace, created_at, expires_at"
+    def _spaces(self, where: str, *params: Any) -> list[SpaceRecord]:
+        rows = self._exec("SELECT id, owner, name, policy, workspace, created_at, expires_at FROM spaces "
+                          f"WHERE {where}", *params)
+        return [SpaceRecord(r[0], r[1], r[2], json.loads(r[3]), r[4], float(r[5]), float(r[6])) for r in rows]
 
     def get_space(self, space_id: str) -> SpaceRecord | None:
         """The space, or ``None`` (also when it has expired)."""
-        rows = self._exec(f"SELECT {self._SPACE_COLS} FROM spaces WHERE id = ? AND expires_at > ?",
-                          space_id, time.time())
-        return self._space(rows[0]) if rows else None
+        return next(iter(self._spaces("id = ? AND expires_at > ?", space_id, time.time())), None)
 
     def list_spaces(self, owner: str) -> list[SpaceRecord]:
         """The owner's live spaces, oldest first."""
-        rows = self._exec(f"SELECT {self._SPACE_COLS} FROM spaces WHERE owner = ? AND expires_at > ? "
-                          "ORDER BY created_at", owner, time.time())
-        return [self._space(r) for r in rows]
+        return self._spaces("owner = ? AND expires_at > ? ORDER BY created_at", owner, time.time())
 
     def update_space(self, space_id: str, *, name: str | None = None, policy: dict[str, Any] | None = None,
                      expires_at: float | None = None) -> None:
         """Change a space's name, policy or expiry."""
-        if name is not None:
-            self._exec("UPDATE spaces SET name = ? WHERE id = ?", name, space_id)
-        if policy is not None:
-            self._exec("UPDATE spaces SET policy = ? WHERE id = ?", json.dumps(policy), space_id)
-        if expires_at is not None:
-            self._exec("UPDATE spaces SET expires_at = ? WHERE id = ?", expires_at, space_id)
+        encoded = None if policy is None else json.dumps(policy)
+        for column, value in {"name": name, "policy": encoded, "expires_at": expires_at}.items():
+            if value is not None:
+                self._exec(f"UPDATE spaces SET {column} = ? WHERE id = ?", value, space_id)
 
     def delete_space(self, space_id: str) -> None:
         """Delete a space's rows (runs and events too); the caller removes the workspace."""
@@ -317,17 +297,14 @@ class SpacesStore:
 
     def expired_spaces(self) -> list[SpaceRecord]:
         """Spaces whose time is up."""
-        rows = self._exec(f"SELECT {self._SPACE_COLS} FROM spaces WHERE expires_at <= ?", time.time())
-        return [self._space(r) for r in rows]
+        return self._spaces("expires_at <= ?", time.time())
 
     # --- runs
-    _RUN_COLS = ("id, space_id, owner, message, cursor, state, pending_operation, cancel_requested, "
-                 "created_at, updated_at")
-
-    @staticmethod
-    def _run(row: tuple[Any, ...]) -> RunRecord:
-        return RunRecord(row[0], row[1], row[2], json.loads(row[3]), int(row[4]), row[5], row[6], bool(row[7]),
-                         float(row[8]), float(row[9]))
+    def _runs(self, where: str, *params: Any) -> list[RunRecord]:
+        rows = self._exec("SELECT id, space_id, owner, message, cursor, state, pending_operation, "
+                          f"cancel_requested, created_at, updated_at FROM runs WHERE {where}", *params)
+        return [RunRecord(r[0], r[1], r[2], json.loads(r[3]), int(r[4]), r[5], r[6], bool(r[7]), float(r[8]),
+                          float(r[9])) for r in rows]
 
     def _take_run(self, run_id: str) -> bool:
         with self._executing_lock:
@@ -352,13 +329,11 @@ class SpacesStore:
 
     def get_run(self, run_id: str) -> RunRecord | None:
         """The run, or ``None``."""
-        rows = self._exec(f"SELECT {self._RUN_COLS} FROM runs WHERE id = ?", run_id)
-        return self._run(rows[0]) if rows else None
+        return next(iter(self._runs("id = ?", run_id)), None)
 
     def list_runs(self, space_id: str) -> list[RunRecord]:
         """The space's runs, oldest first."""
-        rows = self._exec(f"SELECT {self._RUN_COLS} FROM runs WHERE space_id = ? ORDER BY created_at", space_id)
-        return [self._run(r) for r in rows]
+        return self._runs("space_id = ? ORDER BY created_at", space_id)
 
     def claim_run(self, run_id: str, from_state: str) -> bool:
         """Atomically move a run from ``from_state`` to ``running``; False if it was not in it.
@@ -397,7 +372,7 @@ class SpacesStore:
         also with an advisory lock that dies with the server's connection. So a ``running``
         run this process can take is one nobody else is executing."""
         if run_id is None:
-            candidates = [self._run(r) for r in self._exec(f"SELECT {self._RUN_COLS} FROM runs WHERE state = 'running'")]
+            candidates = self._runs("state = 'running'")
         else:
             candidates = [r for r in [self.get_run(run_id)] if r is not None]
         orphans = []

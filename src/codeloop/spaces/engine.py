@@ -45,26 +45,7 @@ from codeloop.policy import (
     strictest,
 )
 from codeloop.policy.approval import ToolCallRequest, ToolPolicy
-from codeloop.spaces.operations import (
-    Approval,
-    ApprovalDetails,
-    ApprovalRequiredEvent,
-    CreateFileEvent,
-    CreateFileOperation,
-    DeleteFileEvent,
-    DeleteFileOperation,
-    EditFileEvent,
-    EditFileOperation,
-    ErrorEvent,
-    InvalidOperation,
-    MessageEvent,
-    MessageOperation,
-    PolicyDeniedEvent,
-    ReadFileEvent,
-    ReadFileOperation,
-    ShellEvent,
-    ShellOperation,
-)
+from codeloop.spaces import operations as wire
 from codeloop.tools import workspace_ops as ops
 from codeloop.tools.errors import ToolError
 from codeloop.tools.pipeline import execute_tool_call
@@ -116,7 +97,7 @@ def operation_id(op: Any, index: int) -> str:
 
 
 def _op_type(op: Any) -> str:
-    if isinstance(op, InvalidOperation):
+    if isinstance(op, wire.InvalidOperation):
         raw = op.raw
         return str(raw.get("type")) if isinstance(raw, dict) else "unknown"
     return str(op.type)
@@ -155,16 +136,9 @@ def space_policy(policy: Policy, verdicts: list[Decision]) -> ToolPolicy:
     return check
 
 
-async def execute_run(
-    operations: list[Any],
-    env: ExecutionEnvironment,
-    policy: Policy,
-    emit: Emit,
-    *,
-    start: int = 0,
-    approval: Approval | None = None,
-    should_stop: Callable[[], bool] = lambda: False,
-) -> RunOutcome:
+async def execute_run(operations: list[Any], env: ExecutionEnvironment, policy: Policy, emit: Emit, *,
+                      start: int = 0, approval: wire.Approval | None = None,
+                      should_stop: Callable[[], bool] = lambda: False) -> RunOutcome:
     """Run ``operations[start:]``; see the module docstring for the contract.
 
     ``approval`` must name the operation at ``start`` (raise :class:`ApprovalMismatchError`).
@@ -172,28 +146,30 @@ async def execute_run(
     index = start
     if approval is not None:
         if index >= len(operations) or operation_id(operations[index], index) != approval.operationId:
-            raise ApprovalMismatchError(
-                f"operation {approval.operationId!r} is not the one awaiting approval")
+            raise ApprovalMismatchError(f"operation {approval.operationId!r} is not the one awaiting "
+                                        "approval")
     while index < len(operations):
         if should_stop():
-            await emit(ErrorEvent(timestamp=now_iso(), category="execution", message="run cancelled"), index)
+            await emit(wire.ErrorEvent(timestamp=now_iso(), category="execution", message="run cancelled"),
+                       index)
             return RunOutcome("cancelled", index)
         op = operations[index]
         op_id = operation_id(op, index)
         approved = approval is not None and index == start and approval.decision == "approved"
         if approval is not None and index == start and approval.decision == "denied":
             why = f"denied by the user: {approval.reason}" if approval.reason else "denied by the user"
-            await emit(PolicyDeniedEvent(timestamp=now_iso(), operationId=op_id,
-                                         operationType=_op_type(op), reason=why), index + 1)
+            await emit(wire.PolicyDeniedEvent(timestamp=now_iso(), operationId=op_id,
+                                              operationType=_op_type(op), reason=why), index + 1)
             index += 1
             continue
         try:
             event = await _one(op, op_id, env, policy, approved)
         except Exception as exc:  # the runtime itself failed: report it, stop the run
-            await emit(ErrorEvent(timestamp=now_iso(), operationId=getattr(op, "id", None), category="system",
-                                  message=f"internal error while running {_op_type(op)}: {exc}"), index + 1)
+            why = f"internal error while running {_op_type(op)}: {exc}"
+            await emit(wire.ErrorEvent(timestamp=now_iso(), operationId=getattr(op, "id", None),
+                                       category="system", message=why), index + 1)
             return RunOutcome("error", index + 1)
-        if isinstance(event, ApprovalRequiredEvent):
+        if isinstance(event, wire.ApprovalRequiredEvent):
             await emit(event, index)
             return RunOutcome("awaiting_approval", index, op_id)
         await emit(event, index + 1)
@@ -203,10 +179,10 @@ async def execute_run(
 
 async def _one(op: Any, op_id: str, env: ExecutionEnvironment, policy: Policy, approved: bool) -> BaseModel:
     ts = now_iso()
-    if isinstance(op, InvalidOperation):
-        return ErrorEvent(timestamp=ts, operationId=op.id, category="validation", message=op.error)
-    if isinstance(op, MessageOperation):
-        return MessageEvent(timestamp=ts, operationId=op.id)
+    if isinstance(op, wire.InvalidOperation):
+        return wire.ErrorEvent(timestamp=ts, operationId=op.id, category="validation", message=op.error)
+    if isinstance(op, wire.MessageOperation):
+        return wire.MessageEvent(timestamp=ts, operationId=op.id)
     verdicts: list[Decision] = []
 
     async def approver(call: ToolCallRequest, reason: str) -> bool:
@@ -217,14 +193,14 @@ async def _one(op: Any, op_id: str, env: ExecutionEnvironment, policy: Policy, a
         policy=space_policy(policy, verdicts), approver=approver)
     verdict = verdicts[-1] if verdicts else None
     if verdict is not None and verdict.action == "deny":
-        return PolicyDeniedEvent(timestamp=ts, operationId=op.id, operationType=op.type,
-                                 reason=verdict.reason, suggestion=verdict.suggestion)
+        return wire.PolicyDeniedEvent(timestamp=ts, operationId=op.id, operationType=op.type,
+                                      reason=verdict.reason, suggestion=verdict.suggestion)
     if verdict is not None and verdict.action == "ask" and not approved:
-        return ApprovalRequiredEvent(
+        return wire.ApprovalRequiredEvent(
             timestamp=ts, operationId=op_id, operationType=op.type, reason=verdict.reason,
-            details=ApprovalDetails(command=getattr(op, "command", None), path=getattr(op, "path", None),
-                                    policy=verdict.rule))
-    if isinstance(op, ShellOperation):
+            details=wire.ApprovalDetails(command=getattr(op, "command", None), path=getattr(op, "path", None),
+                                         policy=verdict.rule))
+    if isinstance(op, wire.ShellOperation):
         return _shell_event(op, ts, result)
     return _file_event(op, ts, result)
 
@@ -238,25 +214,21 @@ def _error_of(result: ToolCallOutcome) -> Exception:
 
 
 _FILE_EVENTS: dict[type, type[BaseModel]] = {
-    CreateFileOperation: CreateFileEvent, ReadFileOperation: ReadFileEvent,
-    EditFileOperation: EditFileEvent, DeleteFileOperation: DeleteFileEvent}
+    wire.CreateFileOperation: wire.CreateFileEvent, wire.ReadFileOperation: wire.ReadFileEvent,
+    wire.EditFileOperation: wire.EditFileEvent, wire.DeleteFileOperation: wire.DeleteFileEvent}
 
 
 def _file_event(op: Any, ts: str, result: ToolCallOutcome) -> BaseModel:
+    fields: dict[str, Any] = {"success": True}
     if result.is_error:
-        return _FILE_EVENTS[type(op)](timestamp=ts, operationId=op.id, path=op.path, success=False,
-                                      error=_error_text(op, _error_of(result)))
-    if isinstance(op, CreateFileOperation):
-        return CreateFileEvent(timestamp=ts, operationId=op.id, path=op.path, success=True,
-                               bytesWritten=result.data.bytes_written)
-    if isinstance(op, ReadFileOperation):
-        content, size = result.data
-        return ReadFileEvent(timestamp=ts, operationId=op.id, path=op.path, success=True, content=content,
-                             encoding=op.encoding, size=size)
-    if isinstance(op, EditFileOperation):
-        return EditFileEvent(timestamp=ts, operationId=op.id, path=op.path, success=True,
-                             editsApplied=len(op.edits))
-    return DeleteFileEvent(timestamp=ts, operationId=op.id, path=op.path, success=True)
+        fields = {"success": False, "error": _error_text(op, _error_of(result))}
+    elif isinstance(op, wire.CreateFileOperation):
+        fields["bytesWritten"] = result.data.bytes_written
+    elif isinstance(op, wire.ReadFileOperation):
+        fields |= {"content": result.data[0], "encoding": op.encoding, "size": result.data[1]}
+    elif isinstance(op, wire.EditFileOperation):
+        fields["editsApplied"] = len(op.edits)
+    return _FILE_EVENTS[type(op)](timestamp=ts, operationId=op.id, path=op.path, **fields)
 
 
 def _error_text(op: Any, exc: Exception) -> str:
@@ -267,14 +239,14 @@ def _error_text(op: Any, exc: Exception) -> str:
         case "not_found":
             return "File not found"
         case "is_directory" | "not_a_directory":
-            return "Cannot delete a directory (only files)" if isinstance(op, DeleteFileOperation) \
+            return "Cannot delete a directory (only files)" if isinstance(op, wire.DeleteFileOperation) \
                 else "Path is a directory, not a file"
         case "too_large":
-            what = "content" if isinstance(op, CreateFileOperation) else "file"
+            what = "content" if isinstance(op, wire.CreateFileOperation) else "file"
             return f"{what} is {exc.size} bytes, over the {exc.limit}-byte limit"
         case "exists":
             return "File already exists (set overwrite: true to replace it)"
-        case "not_text" if isinstance(op, ReadFileOperation):
+        case "not_text" if isinstance(op, wire.ReadFileOperation):
             return "File is not valid UTF-8 text; read it with encoding \"base64\""
         case "not_text":
             return "File is not valid UTF-8 text and cannot be edited"
@@ -284,9 +256,9 @@ def _error_text(op: Any, exc: Exception) -> str:
     return str(exc)
 
 
-def _shell_event(op: ShellOperation, ts: str, result: ToolCallOutcome) -> BaseModel:
-    def event(**fields: Any) -> ShellEvent:
-        return ShellEvent(timestamp=ts, operationId=op.id, command=op.command, **fields)
+def _shell_event(op: wire.ShellOperation, ts: str, result: ToolCallOutcome) -> BaseModel:
+    def event(**fields: Any) -> wire.ShellEvent:
+        return wire.ShellEvent(timestamp=ts, operationId=op.id, command=op.command, **fields)
 
     outcome = result.data
     if not isinstance(outcome, ops.CommandOutcome):

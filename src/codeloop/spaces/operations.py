@@ -13,7 +13,8 @@ rules (§Validation Rules) accept:
 - ``command`` at most 4096 characters; ``timeout`` an integer in 1000..3600000 (ms).
 
 Messages name the field of the operation that is wrong (``operations[2].timeout: ...``).
-Pydantic appears only here, at the wire edge.
+The events message is what the runtime answers; ``event_to_json`` gives its wire form (unset
+optional fields left out). Pydantic appears only here, at the wire edge.
 """
 
 from __future__ import annotations
@@ -22,40 +23,7 @@ import math
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
-
-from codeloop.spaces.event_models import (
-    Approval,
-    ApprovalDetails,
-    ApprovalRequiredEvent,
-    CreateFileEvent,
-    DeleteFileEvent,
-    EditFileEvent,
-    Encoding,
-    ErrorCategory,
-    ErrorEvent,
-    Event,
-    EventsMessage,
-    MessageEvent,
-    PolicyDeniedEvent,
-    ReadFileEvent,
-    RunStatus,
-    ShellEvent,
-    UserMessageEvent,
-    Wire,
-    event_to_json,
-    events_message_to_json,
-)
-
-__all__ = [  # the event names are re-exported: the protocol is one import for callers
-    "Approval", "ApprovalDetails", "ApprovalRequiredEvent", "CreateFileEvent", "CreateFileOperation",
-    "DeleteFileEvent", "DeleteFileOperation", "EditFileEvent", "EditFileOperation", "Encoding", "ErrorCategory",
-    "ErrorEvent", "Event", "EventsMessage", "FileEdit", "InvalidOperation", "MessageEvent", "MessageOperation",
-    "Operation", "OperationValidationError", "OperationsMessage", "PolicyDeniedEvent", "ReadFileEvent",
-    "ReadFileOperation", "RunStatus", "ShellEvent", "ShellOperation", "UserMessageEvent", "ValidationResult",
-    "envelope_problems", "event_to_json", "events_message_to_json", "parse_operation", "path_problem",
-    "split_operations", "validate_operation", "validate_operations_message",
-]
+from pydantic import BaseModel, ConfigDict, Field
 
 PROTOCOL_VERSION = "1.0"
 OPERATION_TYPES = ("message", "createFile", "readFile", "editFile", "deleteFile", "shell")
@@ -66,27 +34,163 @@ MAX_COMMAND_CHARS = 4096
 MIN_TIMEOUT_MS = 1000
 MAX_TIMEOUT_MS = 3_600_000
 
-# ----------------------------------------------------------------------------- operations
+# ----------------------------------------------------------------------------- events
+
+Encoding = Literal["utf-8", "base64"]
+RunStatus = Literal["completed", "awaiting_approval", "error"]
+ErrorCategory = Literal["validation", "policy", "execution", "timeout", "system"]
 
 
-class MessageOperation(Wire):
-    type: Literal["message"] = "message"
-    id: str | None = None
+class Wire(BaseModel):
+    """Base of the protocol's models: frozen, unknown fields ignored."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, populate_by_name=True)
+
+
+class _Event(Wire):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    timestamp: str
+
+
+class _OperationEvent(_Event):
+    type: str
+    operationId: str | None = None
+
+
+class _FileEvent(_OperationEvent):
+    path: str
+    success: bool
+
+
+class UserMessageEvent(_Event):
+    type: Literal["userMessage"] = "userMessage"
     content: str
 
 
-class CreateFileOperation(Wire):
+class MessageEvent(_OperationEvent):
+    type: Literal["message"] = "message"
+    success: Literal[True] = True
+
+
+class CreateFileEvent(_FileEvent):
     type: Literal["createFile"] = "createFile"
+    error: str | None = None
+    bytesWritten: int | None = None
+
+
+class ReadFileEvent(_FileEvent):
+    type: Literal["readFile"] = "readFile"
+    content: str | None = None
+    encoding: Encoding | None = None
+    size: int | None = None
+    error: str | None = None
+
+
+class EditFileEvent(_FileEvent):
+    type: Literal["editFile"] = "editFile"
+    editsApplied: int | None = None
+    error: str | None = None
+
+
+class DeleteFileEvent(_FileEvent):
+    type: Literal["deleteFile"] = "deleteFile"
+    error: str | None = None
+
+
+class ShellEvent(_OperationEvent):
+    type: Literal["shell"] = "shell"
+    command: str
+    success: bool
+    exitCode: int | None = None
+    stdout: str | None = None
+    stderr: str | None = None
+    durationMs: int | None = None
+    error: str | None = None
+    timedOut: bool | None = None
+
+
+class ApprovalDetails(Wire):
+    command: str | None = None
+    path: str | None = None
+    policy: str | None = None
+
+
+class ApprovalRequiredEvent(_Event):
+    type: Literal["approvalRequired"] = "approvalRequired"
+    operationId: str
+    operationType: str
+    reason: str
+    details: ApprovalDetails
+
+
+class PolicyDeniedEvent(_OperationEvent):
+    type: Literal["policyDenied"] = "policyDenied"
+    operationType: str
+    reason: str
+    suggestion: str | None = None
+
+
+class ErrorEvent(_OperationEvent):
+    type: Literal["error"] = "error"
+    category: ErrorCategory
+    message: str
+    details: dict[str, Any] | None = None
+
+
+Event = Annotated[UserMessageEvent | MessageEvent | CreateFileEvent | ReadFileEvent | EditFileEvent
+                  | DeleteFileEvent | ShellEvent | ApprovalRequiredEvent | PolicyDeniedEvent | ErrorEvent,
+                  Field(discriminator="type")]
+
+
+class EventsMessage(Wire):
+    protocolVersion: Literal["1.0"] = "1.0"
+    runId: str
+    events: list[Event]
+    status: RunStatus
+
+
+class Approval(Wire):
+    """The structured approval of spaces protocol §Approval Flow step 2."""
+
+    operationId: str
+    decision: Literal["approved", "denied"]
+    reason: str | None = None
+
+
+def event_to_json(event: BaseModel) -> dict[str, Any]:
+    """The wire form of an event: optional fields that are unset are left out."""
+    return event.model_dump(mode="json", exclude_none=True)
+
+
+def events_message_to_json(message: EventsMessage) -> dict[str, Any]:
+    """The wire form of an events message (``None`` fields of events left out)."""
+    return {"protocolVersion": message.protocolVersion, "runId": message.runId, "status": message.status,
+            "events": [event_to_json(e) for e in message.events]}
+
+
+# ----------------------------------------------------------------------------- operations
+
+
+class _Operation(Wire):
+    type: str
     id: str | None = None
+
+
+class MessageOperation(_Operation):
+    type: Literal["message"] = "message"
+    content: str
+
+
+class CreateFileOperation(_Operation):
+    type: Literal["createFile"] = "createFile"
     path: str
     content: str
     encoding: Encoding = "utf-8"
     overwrite: bool = False
 
 
-class ReadFileOperation(Wire):
+class ReadFileOperation(_Operation):
     type: Literal["readFile"] = "readFile"
-    id: str | None = None
     path: str
     encoding: Encoding = "utf-8"
 
@@ -96,37 +200,27 @@ class FileEdit(Wire):
     newContent: str
 
 
-class EditFileOperation(Wire):
+class EditFileOperation(_Operation):
     type: Literal["editFile"] = "editFile"
-    id: str | None = None
     path: str
     edits: list[FileEdit]
 
 
-class DeleteFileOperation(Wire):
+class DeleteFileOperation(_Operation):
     type: Literal["deleteFile"] = "deleteFile"
-    id: str | None = None
     path: str
 
 
-class ShellOperation(Wire):
+class ShellOperation(_Operation):
     type: Literal["shell"] = "shell"
-    id: str | None = None
     command: str
     cwd: str | None = None
     timeout: int | None = None
     env: dict[str, str] | None = None
 
 
-Operation = Annotated[
-    MessageOperation
-    | CreateFileOperation
-    | ReadFileOperation
-    | EditFileOperation
-    | DeleteFileOperation
-    | ShellOperation,
-    Field(discriminator="type"),
-]
+Operation = Annotated[MessageOperation | CreateFileOperation | ReadFileOperation | EditFileOperation
+                      | DeleteFileOperation | ShellOperation, Field(discriminator="type")]
 
 
 class OperationsMessage(Wire):
@@ -214,12 +308,9 @@ _ALLOWED_FIELDS: dict[str, dict[str, str]] = {
               "env": "env"},
 }
 _MODELS: dict[str, type[BaseModel]] = {
-    "message": MessageOperation,
-    "createFile": CreateFileOperation,
-    "readFile": ReadFileOperation,
-    "editFile": EditFileOperation,
-    "deleteFile": DeleteFileOperation,
-    "shell": ShellOperation,
+    model.model_fields["type"].default: model
+    for model in (MessageOperation, CreateFileOperation, ReadFileOperation, EditFileOperation,
+                  DeleteFileOperation, ShellOperation)
 }
 # The required fields come from the models, in declaration order, so the two cannot disagree.
 _REQUIRED: dict[str, tuple[str, ...]] = {
@@ -231,9 +322,7 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
 def _field_problems(op_type: str, field: str, kind: str, value: object, where: str) -> list[str]:
     at = f"{where}.{field}"
     if kind == "string":
-        if not isinstance(value, str):
-            return [f"{at}: must be a string (got {_json_type(value)})"]
-        return []
+        return [] if isinstance(value, str) else [f"{at}: must be a string (got {_json_type(value)})"]
     if kind == "boolean":
         return [] if isinstance(value, bool) else [f"{at}: must be true or false (got {_json_type(value)})"]
     if kind == "encoding":

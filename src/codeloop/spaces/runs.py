@@ -14,13 +14,7 @@ from codeloop.environments.base import ExecutionEnvironment
 from codeloop.policy import Policy
 from codeloop.policy.input_limits import InputLimitError, check_encodable
 from codeloop.spaces.engine import RunOutcome, execute_run
-from codeloop.spaces.operations import (
-    Approval,
-    EventsMessage,
-    RunStatus,
-    envelope_problems,
-    split_operations,
-)
+from codeloop.spaces.operations import Approval, EventsMessage, RunStatus, envelope_problems, split_operations
 
 
 class MessageRejectedError(ValueError):
@@ -34,11 +28,7 @@ def new_run_id() -> str:
 
 def wire_status(outcome: RunOutcome) -> RunStatus:
     """The protocol status of an outcome (a cancelled run reports ``error``)."""
-    if outcome.state == "completed":
-        return "completed"
-    if outcome.state == "awaiting_approval":
-        return "awaiting_approval"
-    return "error"
+    return "error" if outcome.state == "cancelled" else outcome.state
 
 
 def parse_message(raw: object) -> list[Any]:
@@ -54,15 +44,8 @@ def parse_message(raw: object) -> list[Any]:
     return split_operations(raw)
 
 
-async def run_message(
-    raw: object,
-    env: ExecutionEnvironment,
-    policy: Policy,
-    *,
-    run_id: str | None = None,
-    start: int = 0,
-    approval: Approval | None = None,
-) -> tuple[EventsMessage, RunOutcome]:
+async def run_message(raw: object, env: ExecutionEnvironment, policy: Policy, *, run_id: str | None = None,
+                      start: int = 0, approval: Approval | None = None) -> tuple[EventsMessage, RunOutcome]:
     """Execute ``raw`` from ``start`` and return the events of this call and where it stopped."""
     operations = parse_message(raw)
     events: list[BaseModel] = []

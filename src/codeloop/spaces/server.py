@@ -1,24 +1,11 @@
 """The spaces HTTP API (Starlette + uvicorn): routing, auth and JSON errors over :mod:`service`.
 
-Endpoints (all JSON unless noted; errors are ``{"error": {"code", "message"}}``)::
-
-    GET    /health                          liveness and store kind (no auth)
-    GET    /openapi.json                    this API (no auth)
-    POST   /v1/spaces                       {name?, policy?, ttlSeconds?} -> space (201)
-    GET    /v1/spaces                       the key's spaces
-    GET    /v1/spaces/{id}                  one space
-    PATCH  /v1/spaces/{id}                  {name?, policy?} -> space
-    DELETE /v1/spaces/{id}                  204; workspace removed
-    POST   /v1/spaces/{id}/extend           {ttlSeconds} -> space
-    POST   /v1/spaces/{id}/runs             operations message -> events message
-    GET    /v1/spaces/{id}/runs             run summaries
-    GET    /v1/runs/{id}                    events message + state
-    POST   /v1/runs/{id}/resume             {"approval": {operationId, decision, reason?}} or
-                                            {"type": "userMessage", "content": "approved"|"denied"}
-    POST   /v1/runs/{id}/cancel             run view
-    GET    /v1/runs/{id}/events             SSE: ``id: seq``, ``event: <type>``, ``data: <event>``; ends
-                                            with ``event: end`` when the run is not running
-    GET|PUT|DELETE /v1/spaces/{id}/files/{path}   raw bytes (GET of a directory lists it)
+Endpoints: :data:`ROUTES` (served as ``/openapi.json``; docs/spaces.md describes each). All
+are JSON except the file endpoints (raw bytes; GET of a directory lists it) and the events
+stream (SSE: ``id: seq``, ``event: <type>``, ``data: <event>``, ending with ``event: end`` once
+the run is not running). Errors are ``{"error": {"code", "message"}}``. A resume body is
+``{"approval": {operationId, decision, reason?}}`` or the spec's
+``{"type": "userMessage", "content": "approved"|"denied"}``.
 
 Auth: ``Authorization: Bearer <key>``; a key sees only the spaces it created (others' are
 404). ``--no-auth`` serves everything as owner ``local`` and is refused on a non-loopback host.
@@ -201,8 +188,7 @@ class SpacesAPI:
 
     async def create_run(self, request: Request) -> Response:
         space = await self.service.space_for(await self.owner(request), request.path_params["space_id"])
-        raw = await self.json_body(request)
-        return JSONResponse(await self.service.start_run(space, raw))
+        return JSONResponse(await self.service.start_run(space, await self.json_body(request)))
 
     async def list_runs(self, request: Request) -> Response:
         space = await self.service.space_for(await self.owner(request), request.path_params["space_id"])
@@ -344,15 +330,14 @@ ROUTES = [
 def openapi_document() -> dict[str, Any]:
     """The OpenAPI 3.1 description of the API."""
     paths: dict[str, Any] = {}
+    bodies = {"create_run": {"$ref": "#/components/schemas/OperationsMessage"},
+              "resume_run": ResumeBody.model_json_schema(), "create_space": CreateSpace.model_json_schema()}
     for path, method, name, summary in ROUTES:
         op: dict[str, Any] = {"operationId": name, "summary": summary, "responses": {"200": {"description": "OK"}}}
+        if name in bodies:
+            op["requestBody"] = {"content": {"application/json": {"schema": bodies[name]}}}
         if name == "create_run":
-            op["requestBody"] = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/OperationsMessage"}}}}
             op["responses"]["200"]["content"] = {"application/json": {"schema": {"$ref": "#/components/schemas/EventsMessage"}}}
-        if name == "resume_run":
-            op["requestBody"] = {"content": {"application/json": {"schema": ResumeBody.model_json_schema()}}}
-        if name == "create_space":
-            op["requestBody"] = {"content": {"application/json": {"schema": CreateSpace.model_json_schema()}}}
         paths.setdefault(path.replace("{path:path}", "{path}"), {})[method.lower()] = op
     return {
         "openapi": "3.1.0",

@@ -24,13 +24,14 @@ from pydantic import BaseModel
 
 from codeloop.policy import Policy
 from codeloop.spaces.database import RunRecord, SpaceRecord, SpacesStore, StoreFullError
-from codeloop.spaces.engine import execute_run, now_iso
-from codeloop.spaces.operations import Approval, ErrorEvent, event_to_json
+from codeloop.spaces.engine import RunOutcome, execute_run, now_iso
+from codeloop.spaces.operations import Approval, ErrorCategory, ErrorEvent, event_to_json
 from codeloop.spaces.policy_config import build_policy
 from codeloop.spaces.runs import new_run_id, parse_message, wire_status
 from codeloop.spaces.workspace import SpaceEnvironment, open_environment
 
 T = TypeVar("T")
+
 DEFAULT_TTL_S = 24 * 3600
 MAX_TTL_S = 30 * 24 * 3600
 
@@ -136,12 +137,17 @@ class SpacesService:
         :meth:`~codeloop.spaces.database.SpacesStore.orphaned_runs`)."""
         interrupted = await self._db(self.store.orphaned_runs, run_id)
         for run in interrupted:
-            message = (f"the server stopped while this run was running; operations from index {run.cursor} "
-                       "on did not run (the one at that index may have run partly)")
-            event = event_to_json(ErrorEvent(timestamp=now_iso(), category="system", message=message))
-            await self._db(self.store.append_event, run.id, event, run.cursor)
-            await self._db(self.store.finish_step, run.id, "error", run.cursor, None)
+            await self._stop(run, "error", "system", "the server stopped while this run was running; "
+                             f"operations from index {run.cursor} on did not run (the one at that index may "
+                             "have run partly)")
         return len(interrupted)
+
+    async def _stop(self, run: RunRecord, state: str, category: ErrorCategory, message: str) -> None:
+        """End a run that is not executing here with an error event saying why."""
+        event = event_to_json(ErrorEvent(timestamp=now_iso(), category=category, message=message))
+        await self._db(self.store.append_event, run.id, event, run.cursor)
+        await self._db(self.store.finish_step, run.id, state, run.cursor, None)
+        self._notify(run.id)
 
     # --- runs
     async def run_for(self, owner: str, run_id: str) -> RunRecord:
@@ -185,11 +191,10 @@ class SpacesService:
     async def cancel(self, owner: str, run_id: str) -> dict[str, Any]:
         """Cancel a paused run now, or a running one before its next operation."""
         run = await self.run_for(owner, run_id)
-        if run.state == "awaiting_approval" and await self._db(self.store.claim_run, run_id, "awaiting_approval"):
-            event = event_to_json(ErrorEvent(timestamp=now_iso(), category="execution", message="run cancelled"))
-            await self._db(self.store.append_event, run_id, event, run.cursor)
-            await self._db(self.store.finish_step, run_id, "cancelled", run.cursor, None)
-            self._notify(run_id)
+        claimed = run.state == "awaiting_approval" and await self._db(self.store.claim_run, run_id,
+                                                                                 "awaiting_approval")
+        if claimed:
+            await self._stop(run, "cancelled", "execution", "run cancelled")
         elif run.state == "running":
             self._cancelled.add(run_id)
             await self._db(self.store.request_cancel, run_id)
@@ -213,11 +218,11 @@ class SpacesService:
                                             approval=approval, should_stop=lambda: run_id in self._cancelled)
             except Exception as exc:  # system failure: recorded on the run, never a 500 with a lost state
                 await emit(ErrorEvent(timestamp=now_iso(), category="system", message=f"run failed: {exc}"), start)
-                await self._db(self.store.finish_step, run_id, "error", start, None)
-                self._notify(run_id)
-                return {"protocolVersion": "1.0", "runId": run_id, "status": "error", "events": emitted}
-        self._cancelled.discard(run_id)
-        await self._db(self.store.finish_step, run_id, outcome.state, outcome.cursor, outcome.pending_operation_id)
+                outcome = RunOutcome("error", start)
+            else:
+                self._cancelled.discard(run_id)
+        await self._db(self.store.finish_step, run_id, outcome.state, outcome.cursor,
+                                outcome.pending_operation_id)
         self._notify(run_id)
         return {"protocolVersion": "1.0", "runId": run_id, "status": wire_status(outcome), "events": emitted}
 
@@ -228,11 +233,6 @@ class SpacesService:
         if run.state == "running" and await self.recover_interrupted_runs(run_id):
             run = await self.run_for(owner, run_id)
         events = [e for _, e in await self._db(self.store.events, run_id)]
-        return {"protocolVersion": "1.0", "runId": run.id, "spaceId": run.space_id, "status": _status(run.state),
+        status = run.state if run.state in ("completed", "awaiting_approval", "running") else "error"
+        return {"protocolVersion": "1.0", "runId": run.id, "spaceId": run.space_id, "status": status,
                 "state": run.state, "pendingOperationId": run.pending_operation, "events": events}
-
-
-def _status(state: str) -> str:
-    if state in ("completed", "awaiting_approval", "running"):
-        return state
-    return "error"

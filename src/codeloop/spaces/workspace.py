@@ -43,17 +43,14 @@ class SpaceEnvironment:
     """The policy to judge operations by: the space's, ``unsandboxed`` without the sandbox."""
 
 
-def _limits(policy: Policy) -> ExecLimits:
-    return ExecLimits(default_timeout_ms=policy.shell.default_timeout_ms, max_timeout_ms=policy.shell.max_timeout_ms)
-
-
 async def open_environment(root: Path | str, policy: Policy, *, sandbox: bool = True) -> SpaceEnvironment:
     """An initialized environment for ``root`` under ``policy`` (sandboxed when possible)."""
     from codeloop.environments import factory
     from codeloop.environments.errors import SandboxUnavailableError
 
     Path(root).mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - one cheap mkdir before any I/O
-    limits = _limits(policy)
+    limits = ExecLimits(default_timeout_ms=policy.shell.default_timeout_ms,
+                        max_timeout_ms=policy.shell.max_timeout_ms)
     network = policy.network.enabled
     if sandbox:
         env = factory.open_environment(root, sandbox="workspace-write", network=network, limits=limits,
