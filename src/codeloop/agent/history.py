@@ -182,6 +182,16 @@ class History:
             self._signatures.extend(
                 c.name + "\x00" + json.dumps(c.arguments, sort_keys=True, default=str) for c in turn.tool_calls)
 
+    def add_message(self, message: Message) -> None:
+        """Add a message that is no turn of this session (another party's, in a shared history)."""
+        self._messages.append(message)
+        self.total_chars += len(message.text)
+
+    def restart(self, messages: list[Message]) -> None:
+        """Go on from ``messages`` alone (a summarized conversation); the turns before are dropped."""
+        self.turns, self._starts, self._messages = [], [], list(messages)
+        self.total_chars = sum(len(m.text) for m in messages)
+
     def messages(self) -> list[Message]:
         """The conversation as LLM messages (a fresh list; messages are shared)."""
         return list(self._messages)
