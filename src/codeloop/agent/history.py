@@ -228,6 +228,5 @@ class History:
     def recent_call_signatures(self, last: int) -> list[str]:
         """Signatures (name + canonical arguments) of the last ``last`` tool calls, oldest first
         (computed once per call on append; at most ``SIGNATURES_KEPT`` are kept)."""
-        if last <= 0:
-            return []
-        return list(self._signatures)[-last:]
+        signatures = self._signatures
+        return [signatures[i] for i in range(-min(last, len(signatures)), 0)]  # no copy of the whole deque

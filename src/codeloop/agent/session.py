@@ -265,7 +265,7 @@ class Session:
         self._emit(ev.UserInput, content=user_input)
         self._drain_steering()
         turn = Turn(self)
-        guards = [make() for make in self.guards]
+        guards = [guard for make in self.guards if (guard := make()).applies(self)]
         # Only the guards that override a hook are called for it (two awaits a round saved per guard).
         reply_guards = [g for g in guards if type(g).after_reply is not TurnGuard.after_reply]
         tools_guards = [g for g in guards if type(g).after_tools is not TurnGuard.after_tools]
@@ -319,24 +319,22 @@ class Session:
                     self._inject(action.text, action.event)
 
     def _request(self) -> Request:
-        registry = self._tools()
+        tools = self._tools().definitions()
         key = (self._registry_key, self.config.user_instructions)
         if self._system_prompt[0] != key:
             self._system_prompt = (key, self.fixed_prompt if self.fixed_prompt is not None else
-                                   self.profile.build_system_prompt(
-                                       self._environment_block, self._project_docs,
-                                       self.config.user_instructions, registry.definitions()))
+                                   self.profile.build_system_prompt(self._environment_block, self._project_docs,
+                                                                    self.config.user_instructions, tools))
         system = self._system_prompt[1]
-        native = self.profile.native_tool_calls and not self._constrained
         if self._constrained:
             # The schema lists every tool; llama.cpp refuses a grammar together with tools.
-            system += "\n\n" + constrained.describe_reply_format(self._tools().definitions())
+            system += "\n\n" + constrained.describe_reply_format(tools)
         return Request(
             model=self.profile.model,
             messages=[Message.system(system), *self.history.messages()],
             provider=self.profile.provider,
-            tools=self._tools().definitions() if native else None,
-            response_format=constrained.response_format(self._tools().definitions()) if self._constrained else None,
+            tools=tools if self.profile.native_tool_calls and not self._constrained else None,
+            response_format=constrained.response_format(tools) if self._constrained else None,
             reasoning_effort=self.config.reasoning_effort if self.profile.supports_reasoning else None,
             provider_options=self.profile.provider_options(),
             stop_sequences=list(self.profile.stop_sequences) or None,
