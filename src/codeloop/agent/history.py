@@ -40,12 +40,14 @@ class CallResult:
 
 
 @dataclass(frozen=True)
-class UserTurn:
-    """Input from the user."""
-
+class _TextTurn:
     content: str
-    """The input text."""
+    """Sent to the model as a user message."""
     timestamp: float = field(default_factory=time.time)
+
+
+class UserTurn(_TextTurn):
+    """Input from the user."""
 
 
 @dataclass(frozen=True)
@@ -77,22 +79,12 @@ class ToolResultsTurn:
     timestamp: float = field(default_factory=time.time)
 
 
-@dataclass(frozen=True)
-class SystemTurn:
+class SystemTurn(_TextTurn):
     """A note from the harness (not the user)."""
 
-    content: str
-    """The note."""
-    timestamp: float = field(default_factory=time.time)
 
-
-@dataclass(frozen=True)
-class SteeringTurn:
+class SteeringTurn(_TextTurn):
     """A message injected between tool rounds (§2.6) or a loop warning (§2.10)."""
-
-    content: str
-    """Sent to the model as a user message."""
-    timestamp: float = field(default_factory=time.time)
 
 
 Turn = UserTurn | AssistantTurn | ToolResultsTurn | SystemTurn | SteeringTurn
@@ -130,7 +122,7 @@ def render_text_results(results: tuple[CallResult, ...]) -> str:
 
 def native_messages(turn: Turn) -> list[Message]:
     """Messages of one turn for profiles with native tool calling."""
-    if isinstance(turn, UserTurn | SteeringTurn | SystemTurn):
+    if isinstance(turn, _TextTurn):
         return [Message.user(turn.content)]
     if isinstance(turn, AssistantTurn):
         return [_assistant_message(turn)]
@@ -168,7 +160,6 @@ class History:
         """User and assistant turns, as counted against ``max_turns``."""
         self._signatures: deque[str] = deque(maxlen=SIGNATURES_KEPT)
         self._starts: list[int] = []
-        self._shortened = 0
 
     def append(self, turn: Turn) -> None:
         """Add a turn and convert it."""
@@ -222,7 +213,6 @@ class History:
             start = self._starts[i]
             old_len = len(self._convert(turn))
             self._messages[start:start + old_len] = self._convert(replaced)
-        self._shortened += count
         return count
 
     def recent_call_signatures(self, last: int) -> list[str]:

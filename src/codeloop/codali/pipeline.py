@@ -318,14 +318,8 @@ class RolesPipeline:
     async def _complete(self, role: str, choice: ModelChoice, system: str,
                         tools: list[ToolDefinition] | None = None,
                         response_format: ResponseFormat | None = None) -> Response:
-        """One model call for ``role``, its reply shown as a ``reply`` event."""
-        response = await self._call(choice, system, tools, response_format)
-        self._emit("reply", {"role": role, "text": response.text,
-                             "tool_calls": [c.name for c in response.tool_calls]})
-        return response
-
-    async def _call(self, choice: ModelChoice, system: str, tools: list[ToolDefinition] | None,
-                    response_format: ResponseFormat | None) -> Response:
+        """One model call for ``role`` on the shared history (compacted first when it nears
+        the window), its reply shown as a ``reply`` event."""
         # The prompt and the reply share the window.
         budget = choice.context_window - min(self.config.max_output_tokens or 0, choice.context_window // 2)
         if await self.history.fit(self._summarize, len(system), budget):
@@ -337,13 +331,16 @@ class RolesPipeline:
                            messages=[Message.system(system), *self.history.messages()])
 
         try:
-            return await self.client.complete(request())
+            response = await self.client.complete(request())
         except ContextLengthError:
             # The estimate was short of the real count: compact now and ask once more.
             if not await self.history.fit(self._summarize, len(system), budget, force=True):
                 raise
             self._emit("history_compacted", {"messages": len(self.history.messages())})
-            return await self.client.complete(request())
+            response = await self.client.complete(request())
+        self._emit("reply", {"role": role, "text": response.text,
+                             "tool_calls": [c.name for c in response.tool_calls]})
+        return response
 
     async def _role_turn(self, role: str, choice: ModelChoice, system: str, instruction: str) -> str:
         """Ask ``role`` until it answers without an AGENT_REQUEST; answer each request."""
