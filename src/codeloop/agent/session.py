@@ -13,6 +13,9 @@ Invariants:
   running commands' process groups, up to 2 s, SIGKILL what remains (cancellation +
   ``environment.cleanup()``), emit ``SESSION_END`` with state ``closed``, close subagents;
   the session is then CLOSED for good.
+
+Over 500 lines: the loop, its tool round and the lifecycle share one state (history,
+listeners, the running task); split apart, each part would need the whole session.
 """
 
 from __future__ import annotations
@@ -120,7 +123,7 @@ class Session:
         self.guards = tuple(guards)
         """Makers of the turn guards (:mod:`codeloop.agent.guards`), one fresh set per input."""
         self.state = SessionState.IDLE
-        self.history = history or History(native_messages if profile.native_tool_calls else text_messages)
+        self.history = history if history is not None else History(native_messages if profile.native_tool_calls else text_messages)
         """The conversation; a given one is continued (and its conversion kept)."""
         self.fixed_prompt = system_prompt
         """Replaces the profile's layered prompt (no environment block or project docs gathered)."""

@@ -11,6 +11,9 @@
 Every role call sends the full shared history (spec §4); near 90 % of the called model's
 context window it is summarized by the summarizer model. Each role has its own model.
 A model's malformed request becomes a message it can correct, never an exception.
+
+Over 500 lines: the roles share one history, one model-call path and the plan checks;
+requests, answers and the critic's verdict already live in their own modules.
 """
 
 from __future__ import annotations
