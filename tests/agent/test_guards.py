@@ -50,3 +50,21 @@ async def test_after_tools_nudges_reach_the_model_and_guards_are_fresh_per_input
     notes = [e.content for e in h.of(ev.SteeringInjected)]
     assert notes == ["round 1 of this input done (1 counted by the loop)"] * 2
     assert h.adapter.requests[1].messages[-1].text == notes[0]
+
+
+class NeverApplies(CountRounds):
+    """Would nudge after every round, but is off for every session."""
+
+    def applies(self, session: object) -> bool:
+        return False
+
+
+async def test_a_guard_that_does_not_apply_to_the_session_is_never_called(harness) -> None:
+    h = harness("anthropic", [calls("anthropic", ("shell", {"command": "true"})), text_response("done")])
+    h.session.guards = (NeverApplies,)
+    await h.session.submit("go")
+    assert not h.of(ev.SteeringInjected) and h.session.end_reason == "completed"
+    on = harness("anthropic", [calls("anthropic", ("shell", {"command": "true"})), text_response("done")])
+    on.session.guards = (CountRounds,)
+    await on.session.submit("go")
+    assert [e.content for e in on.of(ev.SteeringInjected)] == ["round 1 of this input done (1 counted by the loop)"]

@@ -306,3 +306,50 @@ async def test_9_6_steering_turn_recorded_in_history(harness) -> None:
     h.session.steer("note")
     await h.session.submit("x")
     assert any(isinstance(t, SteeringTurn) and t.content == "note" for t in h.session.history.turns)
+
+
+async def test_a_session_can_continue_a_given_history_under_a_fixed_prompt(tmp_path) -> None:
+    # The seams the codali builder uses: another party's messages first, its own system prompt,
+    # model calls limited per input (a nudge counts), and the closing error kept.
+    from codeloop.agent.guards import ACCEPT, TurnGuard, nudge
+    from codeloop.agent.history import History
+    from codeloop.agent.session import Session
+    from codeloop.environments.local import LocalExecutionEnvironment
+    from codeloop.llm.adapters.scripted import ScriptedAdapter
+    from codeloop.llm.client import Client
+    from codeloop.llm.types import Message
+    from codeloop.profiles import create_profile
+
+    class AlwaysNudge(TurnGuard):
+        async def after_reply(self, reply, turn):  # type: ignore[no-untyped-def]
+            return ACCEPT if reply.calls else nudge("go on")
+
+    history = History()
+    history.add_message(Message.user("from another role"))
+    adapter = ScriptedAdapter([text_response("one"), text_response("two"), text_response("never")])
+    session = Session(create_profile("openai"), LocalExecutionEnvironment(str(tmp_path)),
+                      SessionConfig(max_model_calls_per_input=2, stream=False), Client({"scripted": adapter}),
+                      guards=(AlwaysNudge,), history=history, system_prompt="FIXED PROMPT")
+    await session.submit("do it")
+    assert session.end_reason == "round_limit" and len(adapter.requests) == 2
+    first = adapter.requests[0].messages
+    assert first[0].text == "FIXED PROMPT" and [m.text for m in first[1:]] == ["from another role", "do it"]
+    assert [m.text for m in history.messages()] == ["from another role", "do it", "one", "go on", "two", "go on"]
+    assert session.error is None
+
+    failing = Session(create_profile("openai"), LocalExecutionEnvironment(str(tmp_path)), SessionConfig(),
+                      Client({"scripted": ScriptedAdapter([AuthenticationError("bad key", provider="scripted")])}))
+    await failing.submit("x")
+    assert isinstance(failing.error, AuthenticationError)
+
+
+async def test_track_reads_off_lets_a_session_replace_a_file_it_has_not_read(harness) -> None:
+    write = ("write_file", {"file_path": "a.txt", "content": "new"})
+    tracked = harness("openai", [calls("openai", write), text_response("done")])
+    (tracked.root / "a.txt").write_text("old")
+    await tracked.session.submit("replace a.txt")
+    assert (tracked.root / "a.txt").read_text() == "old"
+    assert "you have not read it in this session" in tracked.of(ev.ToolCallEnd)[0].error
+    untracked = harness("openai", [calls("openai", write), text_response("done")], SessionConfig(track_reads=False))
+    await untracked.session.submit("replace a.txt")
+    assert (untracked.root / "a.txt").read_text() == "new"

@@ -514,3 +514,54 @@ async def test_a_builder_call_cut_by_the_output_limit_is_not_run_and_the_model_i
     assert ("tool_call", {"name": "write_file", "is_error": True}) in events
     told = str(adapter.requests[3].messages[-1].content)
     assert "cut off at the output limit (2048 tokens)" in told and "Send the call again, shorter" in told
+
+
+async def test_the_builder_is_an_agent_session_continuing_the_shared_history(repo: Path) -> None:
+    from codeloop.agent.history import SteeringTurn
+    from codeloop.agent.session import Session
+    from codeloop.codali.prompts import BUILDER, BUILDER_NUDGE
+
+    new_html = (repo / "src/public/index.html").read_text().replace("Landing page", "Welcome")
+    adapter = ScriptedAdapter([
+        text_response("Brief."), text_response(PLAN),
+        text_response("Done."),  # the builder's turn guard nudges once
+        tool_call_response(("write_file", {"file_path": "src/public/index.html", "content": new_html})),
+        text_response("Changed the heading."),
+        text_response("status: PASS"),
+    ])
+    pipeline = RolesPipeline(Client({"scripted": adapter}), repo, config())
+    await pipeline.run("Rename the heading")
+    session = pipeline.builder_session
+    assert isinstance(session, Session) and session.history is pipeline.history
+    assert session.end_reason == "completed" and session.last_text == "Changed the heading."
+    assert SteeringTurn in [type(t) for t in session.history.turns]
+    assert [t.content for t in session.history.turns if isinstance(t, SteeringTurn)] == [BUILDER_NUDGE]
+    assert adapter.requests[2].messages[0].text == BUILDER
+
+
+async def test_the_builders_model_calls_stop_at_max_builder_steps(repo: Path) -> None:
+    from codeloop.codali.prompts import BUILDER
+
+    reads = [tool_call_response(("read_file", {"file_path": "src/app.py"})) for _ in range(3)]
+    adapter = ScriptedAdapter([text_response("Brief."), text_response(PLAN), *reads, text_response("status: FAIL")])
+    pipeline = RolesPipeline(Client({"scripted": adapter}), repo, config(max_builder_steps=2, max_rounds=1))
+    await pipeline.run("task")
+    assert [r.messages[0].text for r in adapter.requests].count(BUILDER) == 2
+    assert pipeline.builder_session is not None and pipeline.builder_session.end_reason == "round_limit"
+
+
+async def test_a_write_outside_plan_targets_is_refused_by_the_builder_sessions_policy(repo: Path) -> None:
+    from codeloop.policy.approval import ToolCallRequest
+
+    adapter = ScriptedAdapter([text_response("Brief."), text_response(PLAN), text_response("Nothing."),
+                               text_response("Nothing."), text_response("status: PASS")])
+    pipeline = RolesPipeline(Client({"scripted": adapter}), repo, config())
+    await pipeline.run("task")
+    session = pipeline.builder_session
+    assert session is not None and session.policy is not None
+    outside = await session.policy(ToolCallRequest("write_file", {"file_path": "docs/guide.md", "content": ""}),
+                                   pipeline.env)
+    assert outside.action == "deny"
+    assert "write_file refused: docs/guide.md is not in plan_targets (src/public/index.html)" in outside.reason
+    inside = await session.policy(ToolCallRequest("edit_file", {"file_path": "./src/public/index.html"}), pipeline.env)
+    assert inside.action == "allow"

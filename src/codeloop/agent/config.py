@@ -17,6 +17,8 @@ class SessionConfig:
     """Turns across the whole session before TURN_LIMIT; 0 = unlimited (§2.2)."""
     max_tool_rounds_per_input: int = 200
     """Tool rounds per user input before TURN_LIMIT (§2.2)."""
+    max_model_calls_per_input: int = 0
+    """codeloop: model calls per user input (nudges included) before TURN_LIMIT; 0 = unlimited."""
     default_command_timeout_ms: int = 10_000
     """Shell timeout when the call gives none; the profile may set its own default (§5.4)."""
     max_command_timeout_ms: int = 600_000
@@ -46,6 +48,9 @@ class SessionConfig:
     """codeloop (issue 10): before a final answer ends an input, check once that the files it
     says were created, changed or deleted were (:mod:`codeloop.agent.claims`), and send the
     model back when not; None = on for small context windows (the compact prompt)."""
+    track_reads: bool = True
+    """codeloop (issue 19): a write over a file this session has not read, or that changed since
+    it did, is refused; off where file contents reach the model another way (codali's responses)."""
     context_warning_ratio: float = 0.8
     """Fraction of the context window at which the §5.5 warning fires."""
     constrained_decoding: str = "off"
@@ -70,7 +75,7 @@ class SessionConfig:
             )
         if self.constrained_decoding not in ("auto", "on", "off"):
             raise ValueError(f"constrained_decoding must be auto, on or off, not {self.constrained_decoding!r}")
-        for name in ("max_turns", "max_tool_rounds_per_input", "loop_detection_window", "max_subagent_depth",
-                     "max_retries", "retry_base_delay", "retry_max_delay", "retry_max_total"):
+        for name in ("max_turns", "max_tool_rounds_per_input", "max_model_calls_per_input", "loop_detection_window",
+                     "max_subagent_depth", "max_retries", "retry_base_delay", "retry_max_delay", "retry_max_total"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, not {getattr(self, name)}")

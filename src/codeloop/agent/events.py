@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import typing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -89,7 +90,6 @@ class UserInput(_Event):
 
     kind: ClassVar[EventKind] = EventKind.USER_INPUT
     content: str
-    """The input text."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -105,7 +105,6 @@ class AssistantTextDelta(_Event):
 
     kind: ClassVar[EventKind] = EventKind.ASSISTANT_TEXT_DELTA
     delta: str
-    """The new text."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -146,9 +145,7 @@ class ToolCallOutputDelta(_Event):
 
     kind: ClassVar[EventKind] = EventKind.TOOL_CALL_OUTPUT_DELTA
     call_id: str
-    """The call producing the output."""
     delta: str
-    """The new output."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -157,9 +154,7 @@ class ToolCallEnd(_Event):
 
     kind: ClassVar[EventKind] = EventKind.TOOL_CALL_END
     call_id: str
-    """The call that finished."""
     tool_name: str
-    """Name of the tool."""
     output: str | None = None
     """Full untruncated output on success (the model got the truncated one)."""
     error: str | None = None
@@ -209,7 +204,6 @@ class WarningEvent(_Event):
 
     kind: ClassVar[EventKind] = EventKind.WARNING
     message: str
-    """Human-readable text."""
     code: str = ""
     """Machine-readable code: ``context_usage``, ``context_length``, ``tool_recovery``..."""
 
@@ -233,7 +227,6 @@ class Retry(_Event):
 
     kind: ClassVar[EventKind] = EventKind.RETRY
     attempt: int
-    """Which retry this is, from 1."""
     max_retries: int
     """How many retries a model call may use."""
     wait: float
@@ -241,9 +234,7 @@ class Retry(_Event):
     cause: str
     """A few words: ``rate limited``, ``server error (HTTP 503)``, ``connection failed``..."""
     error_type: str
-    """Class name of the error (``RateLimitError``...)."""
     message: str
-    """The error's text."""
     discard_deltas: bool = False
     """True when text of this call was already streamed: the retry starts the reply over."""
 
@@ -267,14 +258,7 @@ SessionEvent = (
 )
 """The closed union of every event a session emits."""
 
-EVENT_TYPES: dict[EventKind, type[_Event]] = {
-    cls.kind: cls
-    for cls in (
-        SessionStart, SessionEnd, UserInput, AssistantTextStart, AssistantTextDelta,
-        AssistantTextEnd, ToolCallStart, ToolCallOutputDelta, ToolCallEnd, SteeringInjected,
-        TurnLimit, LoopDetection, WarningEvent, ErrorEvent, Retry,
-    )
-}
+EVENT_TYPES: dict[EventKind, type[_Event]] = {cls.kind: cls for cls in typing.get_args(SessionEvent)}
 """Kind → dataclass, one entry per kind (checked by the tests)."""
 
 _ENVELOPE = frozenset({"session_id", "timestamp"})

@@ -40,12 +40,14 @@ class CallResult:
 
 
 @dataclass(frozen=True)
-class UserTurn:
-    """Input from the user."""
-
+class _TextTurn:
     content: str
-    """The input text."""
+    """Sent to the model as a user message."""
     timestamp: float = field(default_factory=time.time)
+
+
+class UserTurn(_TextTurn):
+    """Input from the user."""
 
 
 @dataclass(frozen=True)
@@ -77,22 +79,12 @@ class ToolResultsTurn:
     timestamp: float = field(default_factory=time.time)
 
 
-@dataclass(frozen=True)
-class SystemTurn:
+class SystemTurn(_TextTurn):
     """A note from the harness (not the user)."""
 
-    content: str
-    """The note."""
-    timestamp: float = field(default_factory=time.time)
 
-
-@dataclass(frozen=True)
-class SteeringTurn:
+class SteeringTurn(_TextTurn):
     """A message injected between tool rounds (§2.6) or a loop warning (§2.10)."""
-
-    content: str
-    """Sent to the model as a user message."""
-    timestamp: float = field(default_factory=time.time)
 
 
 Turn = UserTurn | AssistantTurn | ToolResultsTurn | SystemTurn | SteeringTurn
@@ -130,7 +122,7 @@ def render_text_results(results: tuple[CallResult, ...]) -> str:
 
 def native_messages(turn: Turn) -> list[Message]:
     """Messages of one turn for profiles with native tool calling."""
-    if isinstance(turn, UserTurn | SteeringTurn | SystemTurn):
+    if isinstance(turn, _TextTurn):
         return [Message.user(turn.content)]
     if isinstance(turn, AssistantTurn):
         return [_assistant_message(turn)]
@@ -168,7 +160,6 @@ class History:
         """User and assistant turns, as counted against ``max_turns``."""
         self._signatures: deque[str] = deque(maxlen=SIGNATURES_KEPT)
         self._starts: list[int] = []
-        self._shortened = 0
 
     def append(self, turn: Turn) -> None:
         """Add a turn and convert it."""
@@ -181,6 +172,16 @@ class History:
         if isinstance(turn, AssistantTurn):
             self._signatures.extend(
                 c.name + "\x00" + json.dumps(c.arguments, sort_keys=True, default=str) for c in turn.tool_calls)
+
+    def add_message(self, message: Message) -> None:
+        """Add a message that is no turn of this session (another party's, in a shared history)."""
+        self._messages.append(message)
+        self.total_chars += len(message.text)
+
+    def restart(self, messages: list[Message]) -> None:
+        """Go on from ``messages`` alone (a summarized conversation); the turns before are dropped."""
+        self.turns, self._starts, self._messages = [], [], list(messages)
+        self.total_chars = sum(len(m.text) for m in messages)
 
     def messages(self) -> list[Message]:
         """The conversation as LLM messages (a fresh list; messages are shared)."""
@@ -212,12 +213,10 @@ class History:
             start = self._starts[i]
             old_len = len(self._convert(turn))
             self._messages[start:start + old_len] = self._convert(replaced)
-        self._shortened += count
         return count
 
     def recent_call_signatures(self, last: int) -> list[str]:
         """Signatures (name + canonical arguments) of the last ``last`` tool calls, oldest first
         (computed once per call on append; at most ``SIGNATURES_KEPT`` are kept)."""
-        if last <= 0:
-            return []
-        return list(self._signatures)[-last:]
+        signatures = self._signatures
+        return [signatures[i] for i in range(-min(last, len(signatures)), 0)]  # no copy of the whole deque

@@ -22,6 +22,7 @@ The adapters and ``Client`` never retry (§6.6); the loop does, per model call, 
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Protocol
@@ -38,7 +39,7 @@ from codeloop.llm.errors import (
     StreamError,
     is_retryable,
 )
-from codeloop.llm.retry import RetryPolicy, retry
+from codeloop.llm.retry import RetryPolicy
 from codeloop.llm.types import Request, Response, StreamEvent, StreamEventType
 
 
@@ -72,57 +73,55 @@ def describe_cause(exc: BaseException) -> str:
 
 async def call_model(client: ModelClient, request: Request, *, stream: bool, config: SessionConfig,
                      emit: Emit) -> Response:
-    """The model's reply to ``request``, retried per ``config``; the last error propagates."""
+    """The model's reply to ``request``, retried per ``config``; the last error propagates.
+
+    The loop is :func:`codeloop.llm.retry.retry`'s, inlined: a call that succeeds at once (the
+    hot path of every round) builds no policy and no closures."""
     started = time.monotonic()
-    shown = [False]
-    """Whether text of the current attempt was already emitted as deltas."""
-    arrived = [False]
-    """Whether any stream event of the current attempt arrived."""
+    progress = [False, False]
+    """Whether text of the current attempt was already emitted as deltas / any event arrived."""
+    attempt = 0
+    while True:
+        progress[0] = progress[1] = False
+        try:
+            if not stream:
+                return await client.complete(request)
+            return await _streamed(client, request, emit, progress)
+        except SDKError as exc:
+            delay = None
+            # A timeout is final in the SDK (§6.3); before any byte, asking again is what a user would do.
+            if attempt < config.max_retries and time.monotonic() - started < config.retry_max_total and (
+                    is_retryable(exc) or (isinstance(exc, RequestTimeoutError) and not progress[1])):
+                policy = RetryPolicy(base_delay=config.retry_base_delay, max_delay=config.retry_max_delay)
+                delay = policy.delay(attempt, getattr(exc, "retry_after", None))
+            if delay is None:
+                if isinstance(exc, ProviderError):
+                    _report_long_wait(exc, config, emit)
+                if attempt:  # the message, not the type: callers still tell errors apart by type
+                    exc.message = f"{describe_cause(exc)} on each of {attempt + 1} tries: {exc.message}"
+                    exc.args = (exc.message,)
+                raise
+            emit(ev.Retry, attempt=attempt + 1, max_retries=config.max_retries, wait=round(delay, 3),
+                 cause=describe_cause(exc), error_type=type(exc).__name__, message=str(exc),
+                 discard_deltas=progress[0])
+            await asyncio.sleep(delay)
+            attempt += 1
 
-    def should_retry(exc: BaseException) -> bool:
-        if time.monotonic() - started >= config.retry_max_total:
-            return False
-        # A timeout is final in the SDK (§6.3); before any byte, asking again is what a user would do.
-        return is_retryable(exc) or (isinstance(exc, RequestTimeoutError) and not arrived[0])
 
-    def on_retry(exc: BaseException, attempt: int, delay: float) -> None:
-        emit(ev.Retry, attempt=attempt + 1, max_retries=config.max_retries, wait=round(delay, 3),
-             cause=describe_cause(exc), error_type=type(exc).__name__, message=str(exc),
-             discard_deltas=shown[0])
-
-    policy = RetryPolicy(max_retries=config.max_retries, base_delay=config.retry_base_delay,
-                         max_delay=config.retry_max_delay, on_retry=on_retry, should_retry=should_retry)
-
-    tries = [0]
-
-    async def attempt() -> Response:
-        tries[0] += 1
-        shown[0] = arrived[0] = False
-        if not stream:
-            return await client.complete(request)
-        response: Response | None = None
-        async for event in client.stream(request):
-            arrived[0] = True
-            if event.type == StreamEventType.TEXT_DELTA and event.delta:
-                shown[0] = True
-                emit(ev.AssistantTextDelta, delta=event.delta)
-            elif event.type == StreamEventType.FINISH:
-                response = event.response
-            elif event.type == StreamEventType.ERROR and event.error is not None:
-                raise event.error
-        if response is None:
-            raise StreamError("the model's stream ended without a final response")
-        return response
-
-    try:
-        return await retry(attempt, policy)
-    except SDKError as exc:
-        if isinstance(exc, ProviderError):
-            _report_long_wait(exc, config, emit)
-        if tries[0] > 1:  # the message, not the type: callers still tell errors apart by type
-            exc.message = f"{describe_cause(exc)} on each of {tries[0]} tries: {exc.message}"
-            exc.args = (exc.message,)
-        raise
+async def _streamed(client: ModelClient, request: Request, emit: Emit, progress: list[bool]) -> Response:
+    response: Response | None = None
+    async for event in client.stream(request):
+        progress[1] = True
+        if event.type == StreamEventType.TEXT_DELTA and event.delta:
+            progress[0] = True
+            emit(ev.AssistantTextDelta, delta=event.delta)
+        elif event.type == StreamEventType.FINISH:
+            response = event.response
+        elif event.type == StreamEventType.ERROR and event.error is not None:
+            raise event.error
+    if response is None:
+        raise StreamError("the model's stream ended without a final response")
+    return response
 
 
 def _report_long_wait(exc: ProviderError, config: SessionConfig, emit: Emit) -> None:

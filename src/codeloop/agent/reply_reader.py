@@ -57,19 +57,19 @@ class ReplyReader:
     """Output tokens per reply, named in the message of a cut-off call."""
 
     def read(self, response: Response) -> Reply:
-        text = response.text
+        text, given = response.text, tuple(response.tool_calls)  # both are computed on each access
         if self.constrained:
             parsed = parse_constrained_reply(text, self.schemas)
             if parsed.answer is not None:
                 text = parsed.answer
             elif parsed.call is not None and parsed.call.parse_error is None and self.native_history:
                 text = ""  # the history carries the call itself: its JSON would only fill the window
-            if response.tool_calls:
-                return Reply(tuple(response.tool_calls), text)
+            if given:
+                return Reply(given, text)
             call = () if parsed.call is None else (parsed.call,)
             return Reply(call, text, bool(call), (CONSTRAINED,))
-        if response.tool_calls or not text or not self.recover:
-            return Reply(tuple(response.tool_calls), text)
+        if given or not text or not self.recover:
+            return Reply(given, text)
         calls = parse_text_tool_calls(text, self.schemas)
         if not calls:
             return Reply((), text)

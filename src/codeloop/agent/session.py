@@ -13,6 +13,9 @@ Invariants:
   running commands' process groups, up to 2 s, SIGKILL what remains (cancellation +
   ``environment.cleanup()``), emit ``SESSION_END`` with state ``closed``, close subagents;
   the session is then CLOSED for good.
+
+Over 500 lines: the loop, its tool round and the lifecycle share one state (history,
+listeners, the running task); split apart, each part would need the whole session.
 """
 
 from __future__ import annotations
@@ -101,6 +104,8 @@ class Session:
         depth: int = 0,
         working_subdir: str = "",
         guards: Sequence[Callable[[], TurnGuard]] = DEFAULT_GUARDS,
+        history: History | None = None,
+        system_prompt: str | None = None,
     ) -> None:
         if client is None:
             raise ValueError("Session needs an LLM client: Session(profile, env, config, client)")
@@ -118,7 +123,12 @@ class Session:
         self.guards = tuple(guards)
         """Makers of the turn guards (:mod:`codeloop.agent.guards`), one fresh set per input."""
         self.state = SessionState.IDLE
-        self.history = History(native_messages if profile.native_tool_calls else text_messages)
+        self.history = history if history is not None else History(native_messages if profile.native_tool_calls else text_messages)
+        """The conversation; a given one is continued (and its conversion kept)."""
+        self.fixed_prompt = system_prompt
+        """Replaces the profile's layered prompt (no environment block or project docs gathered)."""
+        self.error: Exception | None = None
+        """The error that closed the session, if one did."""
         self.end_reason = ""
         """Why the last input ended: ``completed``, ``round_limit``, ``turn_limit``, ``aborted``, ``error``."""
         self.last_text = ""
@@ -258,19 +268,21 @@ class Session:
         self._emit(ev.UserInput, content=user_input)
         self._drain_steering()
         turn = Turn(self)
-        guards = [make() for make in self.guards]
+        guards = [guard for make in self.guards if (guard := make()).applies(self)]
         # Only the guards that override a hook are called for it (two awaits a round saved per guard).
         reply_guards = [g for g in guards if type(g).after_reply is not TurnGuard.after_reply]
         tools_guards = [g for g in guards if type(g).after_tools is not TurnGuard.after_tools]
         warned_context = False
+        calls_left = self.config.max_model_calls_per_input or -1
         while True:
-            if turn.rounds >= self.config.max_tool_rounds_per_input:
+            if turn.rounds >= self.config.max_tool_rounds_per_input or not calls_left:
                 self._emit(ev.TurnLimit, round=turn.rounds)
                 return "round_limit"
             if self.config.max_turns > 0 and self.history.turn_count >= self.config.max_turns:
                 self._emit(ev.TurnLimit, total_turns=self.history.turn_count)
                 return "turn_limit"
 
+            calls_left -= 1
             response = await self._call_model()
             reply = self._read(response)
             self.last_text = reply.text
@@ -310,23 +322,22 @@ class Session:
                     self._inject(action.text, action.event)
 
     def _request(self) -> Request:
-        registry = self._tools()
+        tools = self._tools().definitions()
         key = (self._registry_key, self.config.user_instructions)
         if self._system_prompt[0] != key:
-            self._system_prompt = (key, self.profile.build_system_prompt(
-                self._environment_block, self._project_docs, self.config.user_instructions,
-                registry.definitions()))
+            self._system_prompt = (key, self.fixed_prompt if self.fixed_prompt is not None else
+                                   self.profile.build_system_prompt(self._environment_block, self._project_docs,
+                                                                    self.config.user_instructions, tools))
         system = self._system_prompt[1]
-        native = self.profile.native_tool_calls and not self._constrained
         if self._constrained:
             # The schema lists every tool; llama.cpp refuses a grammar together with tools.
-            system += "\n\n" + constrained.describe_reply_format(self._tools().definitions())
+            system += "\n\n" + constrained.describe_reply_format(tools)
         return Request(
             model=self.profile.model,
             messages=[Message.system(system), *self.history.messages()],
             provider=self.profile.provider,
-            tools=self._tools().definitions() if native else None,
-            response_format=constrained.response_format(self._tools().definitions()) if self._constrained else None,
+            tools=tools if self.profile.native_tool_calls and not self._constrained else None,
+            response_format=constrained.response_format(tools) if self._constrained else None,
             reasoning_effort=self.config.reasoning_effort if self.profile.supports_reasoning else None,
             provider_options=self.profile.provider_options(),
             stop_sequences=list(self.profile.stop_sequences) or None,
@@ -403,7 +414,7 @@ class Session:
         result = await execute_tool_call(
             self._tools(), call.name, call.arguments, self.environment,
             policy=self.policy, approver=self.approver, config=self._truncation,
-            ctx=ToolContext(call_id=call.id, session_id=self.id, on_output=on_output),
+            ctx=ToolContext(call.id, self.id if self.config.track_reads else None, on_output),
             on_event=self._tool_event, checkpoint=self.checkpoint,
         )
         return CallResult(call.id, call.name, result.output, result.is_error)
@@ -465,6 +476,13 @@ class Session:
         if self._started:
             return
         self._started = True
+        if self.fixed_prompt is None:
+            await self._gather_prompt_context()
+        self._emit(ev.SessionStart, profile=self.profile.id, model=self.profile.model,
+                   working_directory=self.environment.working_directory())
+        await self._resolve_constrained()
+
+    async def _gather_prompt_context(self) -> None:
         ctx = await gather_environment_context(self.environment, self.profile.model, self.profile.knowledge_cutoff)
         self._environment_block = render_environment(ctx)
         if self.working_subdir:
@@ -472,9 +490,6 @@ class Session:
                 f"\nYou are scoped to the subdirectory {self.working_subdir!r}: work only inside it.")
         docs = await discover_project_docs(self.environment, self.profile.id, self.working_subdir)
         self._project_docs = render_project_docs(docs)
-        self._emit(ev.SessionStart, profile=self.profile.id, model=self.profile.model,
-                   working_directory=self.environment.working_directory())
-        await self._resolve_constrained()
 
     async def _fail(self, exc: Exception) -> None:
         if isinstance(exc, AuthenticationError):
@@ -487,7 +502,7 @@ class Session:
             what = "internal error"
         self._emit(ev.ErrorEvent, message=f"{what}, closing the session: {exc}",
                    error_type=type(exc).__name__, fatal=True)
-        self.end_reason = "error"
+        self.end_reason, self.error = "error", exc
         await self._shutdown("error", kill_processes=True)
 
     async def _shutdown(self, reason: str, *, kill_processes: bool) -> None:

@@ -11,6 +11,9 @@
 Every role call sends the full shared history (spec §4); near 90 % of the called model's
 context window it is summarized by the summarizer model. Each role has its own model.
 A model's malformed request becomes a message it can correct, never an exception.
+
+Over 500 lines: the roles share one history, one model-call path and the plan checks;
+requests, answers and the critic's verdict already live in their own modules.
 """
 
 from __future__ import annotations
@@ -19,13 +22,16 @@ import difflib
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from codeloop.agent.history import AssistantTurn, native_messages
-from codeloop.agent.reply_reader import ReplyReader
+from codeloop.agent import events as ev
+from codeloop.agent.config import SessionConfig
+from codeloop.agent.guards import ACCEPT, GuardAction, Turn, TurnGuard, nudge
+from codeloop.agent.reply_reader import Reply
+from codeloop.agent.session import Session
 from codeloop.codali.answer import answer_request
 from codeloop.codali.critic import CriticResult, judge, outside_plan, parse_verdict
 from codeloop.codali.needs import NEED_TYPES
@@ -48,13 +54,13 @@ from codeloop.index.ignore import walk_repository
 from codeloop.llm import constrained
 from codeloop.llm.client import Client
 from codeloop.llm.errors import ContextLengthError
-from codeloop.llm.types import Message, Request, Response, ResponseFormat, ToolDefinition
+from codeloop.llm.types import Message, Request, Response, ResponseFormat, StreamEvent, ToolDefinition
 from codeloop.policy import Decision
 from codeloop.policy.approval import ToolCallRequest, ToolPolicy
+from codeloop.profiles.base import ProviderProfile
 from codeloop.profiles.text import describe_text_tools
 from codeloop.tools import workspace_ops as ops
-from codeloop.tools.pipeline import execute_tool_call
-from codeloop.tools.registry import ToolContext, ToolRegistry
+from codeloop.tools.registry import ToolRegistry
 
 OVERVIEW_CHARS = 3000
 """Most characters of the file tree that starts every run (about 750 tokens)."""
@@ -295,6 +301,8 @@ class RolesPipeline:
         self._existed: set[str] = set()
         """Files that existed before the last build."""
         self._task = ""
+        self.builder_session: Session | None = None
+        """The agent Session of the last build."""
 
     # Model calls ------------------------------------------------------------------------
 
@@ -313,32 +321,29 @@ class RolesPipeline:
     async def _complete(self, role: str, choice: ModelChoice, system: str,
                         tools: list[ToolDefinition] | None = None,
                         response_format: ResponseFormat | None = None) -> Response:
-        """One model call for ``role``, its reply shown as a ``reply`` event."""
-        response = await self._call(choice, system, tools, response_format)
-        self._emit("reply", {"role": role, "text": response.text,
-                             "tool_calls": [c.name for c in response.tool_calls]})
-        return response
-
-    async def _call(self, choice: ModelChoice, system: str, tools: list[ToolDefinition] | None,
-                    response_format: ResponseFormat | None) -> Response:
+        """One model call for ``role`` on the shared history (compacted first when it nears
+        the window), its reply shown as a ``reply`` event."""
         # The prompt and the reply share the window.
         budget = choice.context_window - min(self.config.max_output_tokens or 0, choice.context_window // 2)
         if await self.history.fit(self._summarize, len(system), budget):
-            self._emit("history_compacted", {"messages": len(self.history.messages)})
+            self._emit("history_compacted", {"messages": len(self.history.messages())})
 
         def request() -> Request:
             return Request(model=choice.model, provider=choice.provider, tools=tools,
                            max_tokens=self.config.max_output_tokens, response_format=response_format,
-                           messages=[Message.system(system), *self.history.messages])
+                           messages=[Message.system(system), *self.history.messages()])
 
         try:
-            return await self.client.complete(request())
+            response = await self.client.complete(request())
         except ContextLengthError:
             # The estimate was short of the real count: compact now and ask once more.
             if not await self.history.fit(self._summarize, len(system), budget, force=True):
                 raise
-            self._emit("history_compacted", {"messages": len(self.history.messages)})
-            return await self.client.complete(request())
+            self._emit("history_compacted", {"messages": len(self.history.messages())})
+            response = await self.client.complete(request())
+        self._emit("reply", {"role": role, "text": response.text,
+                             "tool_calls": [c.name for c in response.tool_calls]})
+        return response
 
     async def _role_turn(self, role: str, choice: ModelChoice, system: str, instruction: str) -> str:
         """Ask ``role`` until it answers without an AGENT_REQUEST; answer each request."""
@@ -358,22 +363,22 @@ class RolesPipeline:
                 self._turn_replies.append(text)
                 self.history.add(Message.assistant(text))
                 return text
-            await self._answer(role, text, "Send a corrected request, or give your final answer.")
+            self.history.add(Message.user(await self._answer(
+                role, text, "Send a corrected request, or give your final answer.")))
         return text
 
-    async def _answer(self, role: str, text: str, otherwise: str) -> None:
-        """Answer the AGENT_REQUEST in ``text``; a malformed one goes back with ``otherwise``."""
+    async def _answer(self, role: str, text: str, otherwise: str) -> str:
+        """The answer to the AGENT_REQUEST in ``text``; a malformed one goes back with ``otherwise``."""
         try:
             # The pipeline knows who asks: a wrong role or one bad need out of several
             # becomes a warning in the response, not a lost turn (small models do both).
             request = parse_agent_request(text, role=role, skip_bad_needs=True)
         except AgentRequestError as exc:
-            self.history.add(Message.user(f"Codali could not parse your AGENT_REQUEST: {exc}. {otherwise}"))
-            return
+            return f"Codali could not parse your AGENT_REQUEST: {exc}. {otherwise}"
         self._emit("agent_request", {"role": role, "needs": [n.type for n in request.needs]})
         response = await answer_request(request, self.root, env=self.env, index=self.index,
                                         content_budget=self.config.content_budget)
-        self.history.add(Message.user(response.to_text()))
+        return response.to_text()
 
     # Roles ------------------------------------------------------------------------------
 
@@ -465,68 +470,42 @@ class RolesPipeline:
         return policy
 
     async def _builder(self, targets: list[str]) -> list[str]:
+        """The builder is an agent Session continuing the shared history, its writes held to
+        the plan by the plan policy, its model calls made through :meth:`_complete`."""
         self._emit("role_start", {"role": "builder"})
         before = _snapshot(self.root)
         # Earlier text of the planned files, so the critic sees what changed as a diff.
         self._kept = {t: text for t in targets if (text := _read_text(self.root / t)) is not None}
         self._existed = set(before)
         named = ", ".join(targets) or "(none: the plan names no files; find them with the tools)"
-        self.history.add(Message.user(f"[builder] Carry out the latest plan. plan_targets: {named}"))
+        mode, choice = self.config.builder_tools, self.config.builder
         definitions = self.registry.definitions()
-        schemas = {d.name: d.parameters for d in definitions}
-        mode = self.config.builder_tools
-        tools: list[ToolDefinition] | None = None
-        reply_format = None
+        system, reply_format = BUILDER, None
         if mode == "text":
             system = "\n\n".join([BUILDER, BUILDER_TEXT_SYNTAX, describe_text_tools(definitions, compact=True)])
         elif mode == "constrained":
-            system = "\n\n".join([BUILDER, constrained.describe_reply_format(definitions)])
             # The sampler cannot write a path outside the plan: the plan policy never has to.
             reply_format = constrained.response_format(_restrict_paths(definitions, targets))
-        else:
-            system, tools = BUILDER, definitions
-        reader = ReplyReader(schemas, constrained=mode == "constrained", output_limit=self.config.max_output_tokens)
-        policy = self._plan_policy(targets)
-        ran_tool = nudged = False
-        for _ in range(self.config.max_builder_steps):
-            response = await self._complete("builder", self.config.builder, system, tools, reply_format)
-            reply = reader.read(response)
-            calls = reply.calls
-            if calls == tuple(response.tool_calls) and reply.text == response.text:
-                self.history.add(response.message)
-            else:
-                # Calls read from text (small local models write fenced JSON or <tool_call> tags)
-                # or a constrained reply: kept as structured calls, so each tool result answers
-                # a call the server knows.
-                self.history.add(native_messages(AssistantTurn(content=reply.text, tool_calls=calls))[0])
-            if not calls and mode != "constrained" and "AGENT_REQUEST" in response.text:
-                # The builder is a codali role too (spec §1): it may ask for context.
-                await self._answer("builder", response.text, "Use the tools to carry out the plan.")
-                continue
-            if not calls:
-                if ran_tool or nudged or _snapshot(self.root) != before:
-                    break
-                # "Done." with no tool call and nothing changed: a small model's usual first
-                # reply. One reminder, then its word is final (the critic judges the result).
-                nudged = True
-                self._emit("builder_nudge", {})
-                self.history.add(Message.user(BUILDER_NUDGE))
-                continue
-            ran_tool = True
-            for call in calls:
-                if reply.recovered and call.parse_error is not None:
-                    # The recovery parser's message shows the exact valid form of the call.
-                    output, is_error = call.parse_error, True
-                else:
-                    arguments: dict[str, Any] | str = call.arguments if call.parse_error is None else (
-                        call.raw_arguments or "")
-                    result = await execute_tool_call(self.registry, call.name, arguments, self.env,
-                                                     policy=policy, ctx=ToolContext(call_id=call.id))
-                    output, is_error = result.output, result.is_error
-                self._emit("tool_call", {"name": call.name, "is_error": is_error})
-                self.history.add(Message.tool_result(call.id, output, is_error, name=call.name))
+        profile = ProviderProfile("codali-builder", choice.model, self.registry, BUILDER, choice.provider,
+                                  supports_streaming=False, context_window_size=choice.context_window,
+                                  native_tool_calls=mode != "text", max_output_tokens=self.config.max_output_tokens)
+        config = SessionConfig(max_model_calls_per_input=self.config.max_builder_steps, max_subagent_depth=0,
+                               tool_call_recovery=True, check_claims=False, max_retries=0, track_reads=False,
+                               constrained_decoding="on" if mode == "constrained" else "off")
+        guard = _BuilderTurn(self, before)
+        self.builder_session = session = Session(
+            profile, self.env, config, _BuilderClient(self, reply_format), policy=self._plan_policy(targets),
+            guards=(lambda: guard,), history=self.history, system_prompt=system)
+        session.subscribe(self._builder_event)
+        await session.submit(f"[builder] Carry out the latest plan. plan_targets: {named}")
+        if session.error is not None:
+            raise session.error
         after = _snapshot(self.root)
         return sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
+
+    def _builder_event(self, event: ev.SessionEvent) -> None:
+        if isinstance(event, ev.ToolCallEnd):
+            self._emit("tool_call", {"name": event.tool_name, "is_error": event.is_error})
 
     async def _critic(self, touched: list[str], targets: list[str]) -> CriticResult:
         check_failure = None
@@ -609,7 +588,46 @@ class RolesPipeline:
                 break
         return PipelineResult(critic.status if critic else "FAIL", rounds, plan, tuple(targets),
                               tuple(sorted(all_touched)), critic, self.history.compactions,
-                              tuple(self.history.messages))
+                              tuple(self.history.messages()))
+
+
+class _BuilderTurn(TurnGuard):
+    """The builder's turn guard: an AGENT_REQUEST is answered (the builder is a codali role
+    too, spec §1); "Done." with no tool call and nothing changed (a small model's usual first
+    reply) gets one BUILDER_NUDGE, then its word is final (the critic judges the result)."""
+
+    def __init__(self, pipeline: RolesPipeline, before: dict[str, tuple[int, int]]) -> None:
+        self.pipeline, self.before = pipeline, before
+        self.ran_tool = self.nudged = False
+
+    async def after_reply(self, reply: Reply, turn: Turn) -> GuardAction:
+        pipeline = self.pipeline
+        if reply.calls:
+            self.ran_tool = True
+        elif pipeline.config.builder_tools != "constrained" and "AGENT_REQUEST" in reply.text:
+            return nudge(await pipeline._answer("builder", reply.text, "Use the tools to carry out the plan."))
+        elif not (self.ran_tool or self.nudged or _snapshot(pipeline.root) != self.before):
+            self.nudged = True
+            pipeline._emit("builder_nudge", {})
+            return nudge(BUILDER_NUDGE)
+        return ACCEPT
+
+
+@dataclass(frozen=True)
+class _BuilderClient:
+    """The builder Session's model: each call goes through :meth:`RolesPipeline._complete`
+    (the shared history compacted near the window, a ``reply`` event), with the Session's
+    prompt, tools and reply format (the plan-restricted one when constrained)."""
+
+    pipeline: RolesPipeline
+    reply_format: ResponseFormat | None
+
+    async def complete(self, request: Request) -> Response:
+        return await self.pipeline._complete("builder", self.pipeline.config.builder, request.messages[0].text,
+                                             request.tools, self.reply_format or request.response_format)
+
+    def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
+        raise NotImplementedError("the builder's profile does not stream")
 
 
 def history_transcript(result: PipelineResult) -> str:

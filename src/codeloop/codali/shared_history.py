@@ -9,8 +9,9 @@ verbatim (spec §4: "Replace history with the summary + most recent messages").
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 
+from codeloop.agent.history import History as TurnHistory
+from codeloop.agent.history import native_messages
 from codeloop.llm.types import ContentKind, Message, Role
 
 CHARS_PER_TOKEN = 3
@@ -48,26 +49,25 @@ def transcript(messages: list[Message]) -> str:
     return "\n\n".join(lines)
 
 
-@dataclass
-class History:
-    """Messages shared by all roles, oldest first."""
+class History(TurnHistory):
+    """Messages shared by all roles, oldest first; the builder's Session continues it."""
 
-    context_window_tokens: int
-    """The smallest context window among the role models."""
-    keep_recent: int = 6
-    """Messages kept verbatim after a compaction."""
-    threshold: float = 0.9
-    """Fraction of the window that triggers a compaction (spec §4: 90 %)."""
-    messages: list[Message] = field(default_factory=list)
-    compactions: int = 0
-    """How many times the history was summarized."""
+    def __init__(self, context_window_tokens: int, keep_recent: int = 6, threshold: float = 0.9) -> None:
+        super().__init__(native_messages)
+        self.context_window_tokens = context_window_tokens
+        """The smallest context window among the role models."""
+        self.keep_recent = keep_recent
+        """Messages kept verbatim after a compaction."""
+        self.threshold = threshold
+        """Fraction of the window that triggers a compaction (spec §4: 90 %)."""
+        self.compactions = 0
+        """How many times the history was summarized."""
 
-    def add(self, message: Message) -> None:
-        self.messages.append(message)
+    add = TurnHistory.add_message
 
     def estimated_tokens(self, extra_chars: int = 0) -> int:
         """Estimated prompt tokens of the history plus ``extra_chars`` (system prompt, instructions)."""
-        return (sum(message_chars(m) for m in self.messages) + extra_chars) // CHARS_PER_TOKEN
+        return (sum(message_chars(m) for m in self._messages) + extra_chars) // CHARS_PER_TOKEN
 
     async def fit(self, summarize: Summarize, extra_chars: int = 0, window_tokens: int | None = None,
                   *, force: bool = False) -> bool:
@@ -77,14 +77,15 @@ class History:
         window = window_tokens or self.context_window_tokens
         if not force and self.estimated_tokens(extra_chars) < self.threshold * window:
             return False
-        cut = max(0, len(self.messages) - self.keep_recent)
+        messages = self._messages
+        cut = max(0, len(messages) - self.keep_recent)
         # Never split a tool call from its result: start the kept tail at a non-tool message.
-        while cut < len(self.messages) and self.messages[cut].role == Role.TOOL:
+        while cut < len(messages) and messages[cut].role == Role.TOOL:
             cut += 1
-        older, recent = self.messages[:cut], self.messages[cut:]
+        older, recent = messages[:cut], messages[cut:]
         if not older:
             return False
         summary = await summarize(transcript(older))
-        self.messages = [Message.user(f"Summary of the conversation so far:\n{summary}"), *recent]
+        self.restart([Message.user(f"Summary of the conversation so far:\n{summary}"), *recent])
         self.compactions += 1
         return True

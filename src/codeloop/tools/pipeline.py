@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from functools import partial
 from typing import Any
 
@@ -185,8 +185,11 @@ async def execute(
 ) -> ToolOutput:
     """EXECUTE inside CHECKPOINT: run the executor; every exception becomes an error output."""
     try:
-        with checkpoint() if checkpoint is not None else nullcontext():
+        if checkpoint is None:  # the usual case: no context manager entered at all
             produced = await tool.executor(args, env, ctx)
+        else:
+            with checkpoint():
+                produced = await tool.executor(args, env, ctx)
     except (WorkspaceError, ToolError) as exc:
         return ToolOutput(str(exc), is_error=True, data=exc)
     except Exception as exc:

@@ -56,6 +56,10 @@ class Turn:
 class TurnGuard:
     """Accepts everything; a guard overrides the hooks it needs. Must not raise."""
 
+    def applies(self, session: Session) -> bool:
+        """False when the guard has nothing to do in ``session`` (its hooks are then not called)."""
+        return True
+
     async def after_reply(self, reply: Reply, turn: Turn) -> GuardAction:
         return ACCEPT
 

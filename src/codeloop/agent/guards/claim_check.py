@@ -8,6 +8,7 @@ usually gets the call made.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from codeloop.agent.claims import claim_note, unbacked
 from codeloop.agent.guards.base import ACCEPT, GuardAction, Turn, TurnGuard, nudge
@@ -16,6 +17,9 @@ from codeloop.agent.reply_reader import Reply
 from codeloop.llm.types import ToolCall
 from codeloop.policy.approval_modes import READ_ONLY_TOOLS
 
+if TYPE_CHECKING:
+    from codeloop.agent.session import Session
+
 
 class ClaimCheck(TurnGuard):
     def __init__(self) -> None:
@@ -23,13 +27,15 @@ class ClaimCheck(TurnGuard):
         self.touched: list[str] = []
         """Arguments of this input's successful calls that can change files (they back claims)."""
 
-    async def after_reply(self, reply: Reply, turn: Turn) -> GuardAction:
-        session = turn.session
+    def applies(self, session: Session) -> bool:
         check = session.config.check_claims
-        if reply.calls or self.checked or not (session.profile.compact if check is None else check):
+        return session.profile.compact if check is None else check
+
+    async def after_reply(self, reply: Reply, turn: Turn) -> GuardAction:
+        if reply.calls or self.checked:
             return ACCEPT
         self.checked = True
-        found = await unbacked(reply.text, self.touched, session.environment.file_exists)
+        found = await unbacked(reply.text, self.touched, turn.session.environment.file_exists)
         return nudge(claim_note(found)) if found else ACCEPT
 
     async def after_tools(self, calls: Sequence[ToolCall], results: Sequence[CallResult], turn: Turn) -> GuardAction:

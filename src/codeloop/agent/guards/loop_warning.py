@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from codeloop.agent.guards.base import ACCEPT, GuardAction, Turn, TurnGuard, nudge
 from codeloop.agent.history import CallResult
 from codeloop.llm.types import ToolCall
+
+if TYPE_CHECKING:
+    from codeloop.agent.session import Session
 
 
 def loop_warning(window: int) -> str:
@@ -33,9 +37,11 @@ def detect_loop(recent_calls: Sequence[str], window_size: int) -> bool:
 
 
 class LoopWarning(TurnGuard):
+    def applies(self, session: Session) -> bool:
+        return session.config.enable_loop_detection
+
     async def after_tools(self, calls: Sequence[ToolCall], results: Sequence[CallResult], turn: Turn) -> GuardAction:
-        config = turn.session.config
-        window = config.loop_detection_window
-        if config.enable_loop_detection and detect_loop(turn.session.history.recent_call_signatures(window), window):
+        window = turn.session.config.loop_detection_window
+        if detect_loop(turn.session.history.recent_call_signatures(window), window):
             return nudge(loop_warning(window), event="loop_detection")
         return ACCEPT
