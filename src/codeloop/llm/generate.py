@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import partial
 from typing import Any, TypedDict, TypeVar, Unpack
 
@@ -77,27 +77,13 @@ class StepResult:
 
 
 @dataclass(frozen=True, slots=True)
-class GenerateResult:
-    """Everything a generate() call produced (§4.3)."""
+class GenerateResult(StepResult):
+    """Everything a generate() call produced (§4.3): the final step's fields, plus these."""
 
-    text: str
-    """Text of the final step."""
-    reasoning: str | None
-    """Reasoning of the final step."""
-    tool_calls: list[ToolCall]
-    """Tool calls of the final step."""
-    tool_results: list[ToolResult]
-    """Tool results of the final step."""
-    finish_reason: FinishReason
-    """Why the final step stopped."""
-    usage: Usage
-    """Usage of the final step."""
-    total_usage: Usage
+    total_usage: Usage = field(default_factory=Usage)
     """Usage summed over all steps."""
-    steps: list[StepResult]
+    steps: list[StepResult] = field(default_factory=list)
     """Every step, in order."""
-    response: Response
-    """The final response."""
     output: Any = None
     """Parsed structured output (generate_object)."""
 
@@ -195,15 +181,8 @@ def _step(response: Response, results: list[ToolResult]) -> StepResult:
 
 
 def _result(steps: list[StepResult]) -> GenerateResult:
-    last = steps[-1]
-    total = Usage()
-    for s in steps:
-        total = total + s.usage
-    return GenerateResult(
-        text=last.text, reasoning=last.reasoning, tool_calls=last.tool_calls, tool_results=last.tool_results,
-        finish_reason=last.finish_reason, usage=last.usage, total_usage=total, steps=steps,
-        response=last.response,
-    )
+    final_step = {f.name: getattr(steps[-1], f.name) for f in fields(StepResult)}
+    return GenerateResult(**final_step, total_usage=sum((s.usage for s in steps), Usage()), steps=steps)
 
 
 async def _run_tools(response: Response, conversation: list[Message], opts: _Options) -> list[ToolResult]:
