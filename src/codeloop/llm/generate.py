@@ -356,10 +356,7 @@ class StreamResult:
                 self._final = response
                 return
             _continue(conversation, response, results)
-            yield StreamEvent(
-                StreamEventType.STEP_FINISH, finish_reason=response.finish_reason, usage=response.usage,
-                response=response,
-            )
+            yield StreamEvent.finish(response, StreamEventType.STEP_FINISH)
         self._final = self._steps[-1].response  # pragma: no cover - the loop always returns
 
 

@@ -645,3 +645,8 @@ class StreamEvent:
     """Set on ERROR."""
     raw: dict[str, Any] | None = None
     """The provider event, for passthrough."""
+
+    @classmethod
+    def finish(cls, response: Response, kind: StreamEventType = StreamEventType.FINISH) -> StreamEvent:
+        """The FINISH (or STEP_FINISH) event carrying ``response``, its finish reason and usage."""
+        return cls(kind, finish_reason=response.finish_reason, usage=response.usage, response=response)

@@ -75,6 +75,11 @@ def arguments_object(arguments: dict[str, Any] | str) -> dict[str, Any]:
     return parsed if isinstance(parsed, dict) else {"_raw_arguments": arguments}
 
 
+def put_present(body: dict[str, Any], **fields: Any) -> None:
+    """Set each field whose value is not None (an unset parameter keeps the provider's default)."""
+    body.update({key: value for key, value in fields.items() if value is not None})
+
+
 def result_text(content: str | dict[str, Any] | list[Any]) -> str:
     """Tool result content as text: strings unchanged, structures as JSON."""
     return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)
