@@ -196,11 +196,21 @@ async def _run_tools(response: Response, conversation: list[Message], opts: _Opt
     )
 
 
-def _continue(conversation: list[Message], response: Response, results: list[ToolResult]) -> None:
+async def _advance(
+    opts: _Options, round_num: int, conversation: list[Message], steps: list[StepResult], response: Response
+) -> bool:
+    """Run the tools ``response`` asks for and record the step; True when another round follows
+    (the response and the tool results then end ``conversation``)."""
+    run = _wants_tools(response, opts) and round_num < opts.max_tool_rounds
+    results = await _run_tools(response, conversation, opts) if run else []
+    steps.append(_step(response, results))
+    if not run or (opts.stop_when is not None and opts.stop_when(steps)):
+        return False
     names = {c.id: c.name for c in response.tool_calls}
     conversation.append(response.message)
     for r in results:
         conversation.append(Message.tool_result(r.tool_call_id, r.content, r.is_error, name=names.get(r.tool_call_id)))
+    return True
 
 
 async def _loop(opts: _Options) -> GenerateResult:
@@ -209,12 +219,8 @@ async def _loop(opts: _Options) -> GenerateResult:
     for round_num in range(opts.max_tool_rounds + 1):
         request = replace(opts.base, messages=list(conversation))
         response = await _bounded(retry(partial(opts.client.complete, request), opts.policy), opts, "LLM call")
-        run = _wants_tools(response, opts) and round_num < opts.max_tool_rounds
-        results = await _run_tools(response, conversation, opts) if run else []
-        steps.append(_step(response, results))
-        if not run or (opts.stop_when is not None and opts.stop_when(steps)):
+        if not await _advance(opts, round_num, conversation, steps, response):
             break
-        _continue(conversation, response, results)
     return _result(steps)
 
 
@@ -349,13 +355,9 @@ class StreamResult:
                 self._acc.process(event)
                 yield event
             response = self._acc.response()
-            run = _wants_tools(response, opts) and round_num < opts.max_tool_rounds
-            results = await _run_tools(response, conversation, opts) if run else []
-            self._steps.append(_step(response, results))
-            if not run or (opts.stop_when is not None and opts.stop_when(self._steps)):
+            if not await _advance(opts, round_num, conversation, self._steps, response):
                 self._final = response
                 return
-            _continue(conversation, response, results)
             yield StreamEvent.finish(response, StreamEventType.STEP_FINISH)
         self._final = self._steps[-1].response  # pragma: no cover - the loop always returns
 

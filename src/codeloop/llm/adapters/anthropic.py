@@ -38,6 +38,7 @@ import httpx
 
 from codeloop.llm.adapters.base import AdapterTimeout
 from codeloop.llm.adapters.content_encoding import (
+    append_turn,
     arguments_object,
     inline_media,
     merge_options,
@@ -178,12 +179,8 @@ def translate_messages(messages: list[Message]) -> tuple[list[dict[str, Any]], l
             continue
         role = "assistant" if message.role == Role.ASSISTANT else "user"
         blocks = [b for b in (_block(p) for p in message.content) if b is not None]
-        if not blocks:
-            continue
-        if turns and turns[-1]["role"] == role:
-            turns[-1]["content"].extend(blocks)
-        else:
-            turns.append({"role": role, "content": blocks})
+        if blocks:
+            append_turn(turns, role, "content", blocks)
     return system, turns
 
 

@@ -51,6 +51,7 @@ import httpx
 
 from codeloop.llm.adapters.base import AdapterTimeout
 from codeloop.llm.adapters.content_encoding import (
+    append_turn,
     arguments_object,
     inline_media,
     merge_options,
@@ -255,12 +256,8 @@ def translate_contents(
             continue
         role = "model" if message.role == Role.ASSISTANT else "user"
         parts = _parts(message, names, message.name)
-        if not parts:
-            continue
-        if contents and contents[-1]["role"] == role:
-            contents[-1]["parts"].extend(parts)
-        else:
-            contents.append({"role": role, "parts": parts})
+        if parts:
+            append_turn(contents, role, "parts", parts)
     return ({"parts": system} if system else None), contents
 
 

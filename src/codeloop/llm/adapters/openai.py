@@ -360,6 +360,11 @@ def parse_response(
 # ---------------------------------------------------------------- stream
 
 
+def _partial_call(item: dict[str, Any], arguments: str) -> ToolCall:
+    """A ``function_call`` item's call while its arguments are still arriving."""
+    return ToolCall(str(item.get("call_id") or item.get("id") or ""), str(item.get("name") or ""), {}, arguments)
+
+
 class _StreamState:
     """Turns Responses API stream events into unified events and the final response."""
 
@@ -431,8 +436,7 @@ class _StreamState:
             self.index_of[str(item["id"])] = index
         if item.get("type") == "function_call":
             self.arguments[index] = []
-            call = ToolCall(str(item.get("call_id") or item.get("id") or ""), str(item.get("name") or ""), {}, "")
-            return [StreamEvent(StreamEventType.TOOL_CALL_START, tool_call=call)]
+            return [StreamEvent(StreamEventType.TOOL_CALL_START, tool_call=_partial_call(item, ""))]
         if item.get("type") == "reasoning":
             return [StreamEvent(StreamEventType.REASONING_START)]
         return []
@@ -441,7 +445,7 @@ class _StreamState:
         item = self.items.get(index, {})
         parts = self.arguments.setdefault(index, [])
         parts.append(piece)
-        call = ToolCall(str(item.get("call_id") or item.get("id") or ""), str(item.get("name") or ""), {}, "".join(parts))
+        call = _partial_call(item, "".join(parts))
         return [StreamEvent(StreamEventType.TOOL_CALL_DELTA, delta=piece, tool_call=call)]
 
     def _item_done(self, index: int, item: dict[str, Any]) -> list[StreamEvent]:
