@@ -18,6 +18,9 @@ Native ``POST {base_url}/responses`` over httpx (``base_url`` defaults to
 - ``provider_options["openai"]`` is merged into the body (``include``, ``store``,
   ``reasoning.summary``, built-in tools via ``tools`` ...); a dict merges into the dict the
   adapter built.
+
+This module is over 500 lines on purpose: one file per wire API (STYLE §6), holding that
+API's request translation, response parsing, stream state and adapter class together.
 """
 
 from __future__ import annotations
