@@ -1,7 +1,7 @@
 """codeloop.llm: one data model over OpenAI, Anthropic, Gemini and OpenAI-compatible servers.
 
 Implements ``specs/unified-llm-spec.md``. Layers (§2.1): ``types`` and ``adapters.base``
-(the contract), ``sse``/``wire``/``retry`` (adapter utilities), ``client`` (routing and
+(the contract), ``sse``/``adapters.flow``/``retry`` (adapter utilities), ``client`` (routing and
 middleware), ``generate``/``structured`` (tool loop, structured output). Importing this
 package has no side effects; the native adapters load on first use.
 """

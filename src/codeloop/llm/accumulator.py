@@ -33,7 +33,6 @@ class _Segment:
     kind: str
     key: str
     chunks: list[str] = field(default_factory=list)
-    signature: str | None = None
     call: ToolCall | None = None
 
 
@@ -59,10 +58,6 @@ class StreamAccumulator:
             self._segments.append(seg)
             self._open[(kind, key)] = seg
         return seg
-
-    def add_reasoning_signature(self, key: str, signature: str) -> None:
-        """Attach a thinking signature (Anthropic ``signature_delta``) to reasoning ``key``."""
-        self._segment("reasoning", key).signature = signature
 
     def process(self, event: StreamEvent, *, reasoning_key: str = "0") -> None:
         """Fold ``event`` in. ``reasoning_key`` separates thinking blocks (default: one block)."""
@@ -100,7 +95,7 @@ class StreamAccumulator:
             if seg.kind == "text":
                 parts.append(ContentPart.of_text("".join(seg.chunks)))
             elif seg.kind == "reasoning":
-                parts.append(ContentPart.of_thinking("".join(seg.chunks), seg.signature))
+                parts.append(ContentPart.of_thinking("".join(seg.chunks)))
             elif seg.call is not None:
                 call = seg.call
                 raw = "".join(seg.chunks)

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 
+from codeloop.llm.errors import ConfigurationError
+
 _CAPABILITIES = {"tools": "supports_tools", "vision": "supports_vision", "reasoning": "supports_reasoning"}
 
 
@@ -66,8 +68,6 @@ def list_models(provider: str | None = None) -> list[ModelInfo]:
 def get_latest_model(provider: str, capability: str | None = None) -> ModelInfo | None:
     """The newest model of ``provider``, optionally with ``capability`` (tools, vision, reasoning)."""
     if capability is not None and capability not in _CAPABILITIES:
-        from codeloop.llm.errors import ConfigurationError
-
         raise ConfigurationError(
             f"unknown capability {capability!r}; use one of {', '.join(sorted(_CAPABILITIES))}"
         )

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from typing import Any, Protocol, TypeAlias
+from typing import Any, TypeAlias
 
 from codeloop.llm.adapters.base import ProviderAdapter
 from codeloop.llm.errors import ConfigurationError
@@ -29,25 +29,8 @@ from codeloop.llm.types import Request, Response, StreamEvent
 CompleteNext = Callable[[Request], Awaitable[Response]]
 StreamNext = Callable[[Request], AsyncIterator[StreamEvent]]
 MiddlewareFunction = Callable[[Request, CompleteNext], Awaitable[Response]]
-
-
-class CompleteMiddleware(Protocol):
-    """Middleware around non-streaming calls."""
-
-    async def complete(self, request: Request, call_next: CompleteNext) -> Response:
-        """Return ``await call_next(request)``, possibly changing request or response."""
-        ...
-
-
-class StreamMiddleware(Protocol):
-    """Middleware around streaming calls."""
-
-    def stream(self, request: Request, call_next: StreamNext) -> AsyncIterator[StreamEvent]:
-        """Yield the events of ``call_next(request)``, possibly observed or transformed."""
-        ...
-
-
-Middleware: TypeAlias = MiddlewareFunction | CompleteMiddleware | StreamMiddleware | Any
+# A function, or an object with ``complete`` and/or ``stream`` (module docstring): duck-typed.
+Middleware: TypeAlias = MiddlewareFunction | Any
 
 
 class Client:

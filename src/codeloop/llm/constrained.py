@@ -132,32 +132,34 @@ def parse_constrained_reply(text: str, schemas: Schemas) -> ConstrainedReply:
     tool's schema, extra or missing keys) give a call with ``parse_error`` that names the
     problem and shows the exact valid form, for the session to return as an error result."""
     raw = text.strip()
+
+    def invalid(why: str, tool: str = "") -> ConstrainedReply:
+        return ConstrainedReply(_error_call(tool, raw, why, schemas), None)
+
     try:
         value = json.loads(raw)
     except json.JSONDecodeError as exc:
-        return ConstrainedReply(_error_call("", raw, f"not JSON ({exc.msg} at character {exc.pos})", schemas), None)
+        return invalid(f"not JSON ({exc.msg} at character {exc.pos})")
     except RecursionError:
-        return ConstrainedReply(_error_call("", raw, "JSON nested too deeply", schemas), None)
+        return invalid("JSON nested too deeply")
     if not isinstance(value, dict):
-        return ConstrainedReply(_error_call("", raw, f"a JSON {type(value).__name__}, not an object", schemas), None)
+        return invalid(f"a JSON {type(value).__name__}, not an object")
     if set(value) == {"final_answer"}:
         answer = value["final_answer"]
         if isinstance(answer, str):
             return ConstrainedReply(None, answer)
-        return ConstrainedReply(_error_call("", raw, '"final_answer" must be a string', schemas), None)
+        return invalid('"final_answer" must be a string')
     if set(value) != {"tool", "arguments"}:
         keys = ", ".join(sorted(map(str, value))) or "none"
-        return ConstrainedReply(_error_call(
-            "", raw, f'keys must be exactly "tool" and "arguments", or "final_answer" (got {keys})', schemas), None)
+        return invalid(f'keys must be exactly "tool" and "arguments", or "final_answer" (got {keys})')
     name, arguments = value["tool"], value["arguments"]
     if not isinstance(name, str) or name not in schemas:
-        known = ", ".join(sorted(schemas)) or "(none)"
-        return ConstrainedReply(_error_call("", raw, f"unknown tool {name!r}; available tools: {known}", schemas), None)
+        return invalid(f"unknown tool {name!r}; available tools: {', '.join(sorted(schemas)) or '(none)'}")
     if not isinstance(arguments, dict):
-        return ConstrainedReply(_error_call(name, raw, '"arguments" must be a JSON object', schemas), None)
+        return invalid('"arguments" must be a JSON object', name)
     problem = _schema_problem(arguments, schemas[name])
     if problem:
-        return ConstrainedReply(_error_call(name, raw, f"arguments for {name}: {problem}", schemas), None)
+        return invalid(f"arguments for {name}: {problem}", name)
     call_id = "call_" + uuid.uuid4().hex[:16]
     return ConstrainedReply(ToolCall(call_id, name, arguments, json.dumps(arguments)), None)
 

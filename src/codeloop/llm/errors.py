@@ -41,6 +41,11 @@ class SDKError(Exception):
 
     retryable: bool = False
 
+    def __init_subclass__(cls, *, retryable: bool | None = None) -> None:
+        super().__init_subclass__()
+        if retryable is not None:
+            cls.retryable = retryable
+
     def __init__(self, message: str, *, cause: BaseException | None = None) -> None:
         super().__init__(message)
         self.message = message
@@ -49,21 +54,12 @@ class SDKError(Exception):
         """The lower-level exception, if any."""
 
 
-class ProviderError(SDKError):
+class ProviderError(SDKError, retryable=True):
     """The provider returned an error response (§6.2)."""
 
-    retryable = True
-
     def __init__(
-        self,
-        message: str,
-        *,
-        provider: str,
-        status_code: int | None = None,
-        error_code: str | None = None,
-        retryable: bool | None = None,
-        retry_after: float | None = None,
-        raw: dict[str, Any] | None = None,
+        self, message: str, *, provider: str, status_code: int | None = None, error_code: str | None = None,
+        retryable: bool | None = None, retry_after: float | None = None, raw: dict[str, Any] | None = None,
         cause: BaseException | None = None,
     ) -> None:
         super().__init__(message, cause=cause)
@@ -81,73 +77,48 @@ class ProviderError(SDKError):
         """The error body as JSON, if it was JSON."""
 
 
-class AuthenticationError(ProviderError):
+class AuthenticationError(ProviderError, retryable=False):
     """401: the API key is missing, invalid or expired."""
 
-    retryable = False
 
-
-class AccessDeniedError(ProviderError):
+class AccessDeniedError(ProviderError, retryable=False):
     """403: the key lacks permission for this model or endpoint."""
 
-    retryable = False
 
-
-class NotFoundError(ProviderError):
+class NotFoundError(ProviderError, retryable=False):
     """404: unknown model or endpoint (check the model id and base URL)."""
 
-    retryable = False
 
-
-class InvalidRequestError(ProviderError):
+class InvalidRequestError(ProviderError, retryable=False):
     """400/422: the provider rejected the request's shape or parameters."""
 
-    retryable = False
 
-
-class RateLimitError(ProviderError):
+class RateLimitError(ProviderError, retryable=True):
     """429: too many requests; retry after ``retry_after`` seconds."""
 
-    retryable = True
 
-
-class ServerError(ProviderError):
+class ServerError(ProviderError, retryable=True):
     """5xx: the provider failed; usually transient."""
 
-    retryable = True
 
-
-class ContentFilterError(ProviderError):
+class ContentFilterError(ProviderError, retryable=False):
     """The provider's safety filter blocked the request or response."""
 
-    retryable = False
 
-
-class ContextLengthError(ProviderError):
+class ContextLengthError(ProviderError, retryable=False):
     """413 or a context-length message: input plus output exceed the model's window."""
 
-    retryable = False
 
-
-class QuotaExceededError(ProviderError):
+class QuotaExceededError(ProviderError, retryable=False):
     """The account's billing or usage quota is exhausted."""
 
-    retryable = False
 
-
-class RequestTimeoutError(SDKError):
+class RequestTimeoutError(SDKError, retryable=False):
     """The request or stream took longer than allowed (408 or a client-side timeout)."""
 
-    retryable = False
-
     def __init__(
-        self,
-        message: str,
-        *,
-        provider: str | None = None,
-        status_code: int | None = None,
-        raw: dict[str, Any] | None = None,
-        cause: BaseException | None = None,
+        self, message: str, *, provider: str | None = None, status_code: int | None = None,
+        raw: dict[str, Any] | None = None, cause: BaseException | None = None,
     ) -> None:
         super().__init__(message, cause=cause)
         self.provider = provider
@@ -162,16 +133,12 @@ class AbortError(SDKError):
     """The caller cancelled the operation through an abort signal."""
 
 
-class NetworkError(SDKError):
+class NetworkError(SDKError, retryable=True):
     """The connection failed (refused, reset, DNS); usually transient."""
 
-    retryable = True
 
-
-class StreamError(SDKError):
+class StreamError(SDKError, retryable=True):
     """A stream broke, sent malformed data, or ended without its final event."""
-
-    retryable = True
 
 
 class InvalidToolCallError(SDKError):

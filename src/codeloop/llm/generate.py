@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import partial
 from typing import Any, TypedDict, TypeVar, Unpack
 
@@ -77,27 +77,13 @@ class StepResult:
 
 
 @dataclass(frozen=True, slots=True)
-class GenerateResult:
-    """Everything a generate() call produced (§4.3)."""
+class GenerateResult(StepResult):
+    """Everything a generate() call produced (§4.3): the final step's fields, plus these."""
 
-    text: str
-    """Text of the final step."""
-    reasoning: str | None
-    """Reasoning of the final step."""
-    tool_calls: list[ToolCall]
-    """Tool calls of the final step."""
-    tool_results: list[ToolResult]
-    """Tool results of the final step."""
-    finish_reason: FinishReason
-    """Why the final step stopped."""
-    usage: Usage
-    """Usage of the final step."""
-    total_usage: Usage
+    total_usage: Usage = field(default_factory=Usage)
     """Usage summed over all steps."""
-    steps: list[StepResult]
+    steps: list[StepResult] = field(default_factory=list)
     """Every step, in order."""
-    response: Response
-    """The final response."""
     output: Any = None
     """Parsed structured output (generate_object)."""
 
@@ -195,15 +181,8 @@ def _step(response: Response, results: list[ToolResult]) -> StepResult:
 
 
 def _result(steps: list[StepResult]) -> GenerateResult:
-    last = steps[-1]
-    total = Usage()
-    for s in steps:
-        total = total + s.usage
-    return GenerateResult(
-        text=last.text, reasoning=last.reasoning, tool_calls=last.tool_calls, tool_results=last.tool_results,
-        finish_reason=last.finish_reason, usage=last.usage, total_usage=total, steps=steps,
-        response=last.response,
-    )
+    final_step = {f.name: getattr(steps[-1], f.name) for f in fields(StepResult)}
+    return GenerateResult(**final_step, total_usage=sum((s.usage for s in steps), Usage()), steps=steps)
 
 
 async def _run_tools(response: Response, conversation: list[Message], opts: _Options) -> list[ToolResult]:
@@ -217,11 +196,21 @@ async def _run_tools(response: Response, conversation: list[Message], opts: _Opt
     )
 
 
-def _continue(conversation: list[Message], response: Response, results: list[ToolResult]) -> None:
+async def _advance(
+    opts: _Options, round_num: int, conversation: list[Message], steps: list[StepResult], response: Response
+) -> bool:
+    """Run the tools ``response`` asks for and record the step; True when another round follows
+    (the response and the tool results then end ``conversation``)."""
+    run = _wants_tools(response, opts) and round_num < opts.max_tool_rounds
+    results = await _run_tools(response, conversation, opts) if run else []
+    steps.append(_step(response, results))
+    if not run or (opts.stop_when is not None and opts.stop_when(steps)):
+        return False
     names = {c.id: c.name for c in response.tool_calls}
     conversation.append(response.message)
     for r in results:
         conversation.append(Message.tool_result(r.tool_call_id, r.content, r.is_error, name=names.get(r.tool_call_id)))
+    return True
 
 
 async def _loop(opts: _Options) -> GenerateResult:
@@ -230,12 +219,8 @@ async def _loop(opts: _Options) -> GenerateResult:
     for round_num in range(opts.max_tool_rounds + 1):
         request = replace(opts.base, messages=list(conversation))
         response = await _bounded(retry(partial(opts.client.complete, request), opts.policy), opts, "LLM call")
-        run = _wants_tools(response, opts) and round_num < opts.max_tool_rounds
-        results = await _run_tools(response, conversation, opts) if run else []
-        steps.append(_step(response, results))
-        if not run or (opts.stop_when is not None and opts.stop_when(steps)):
+        if not await _advance(opts, round_num, conversation, steps, response):
             break
-        _continue(conversation, response, results)
     return _result(steps)
 
 
@@ -370,17 +355,10 @@ class StreamResult:
                 self._acc.process(event)
                 yield event
             response = self._acc.response()
-            run = _wants_tools(response, opts) and round_num < opts.max_tool_rounds
-            results = await _run_tools(response, conversation, opts) if run else []
-            self._steps.append(_step(response, results))
-            if not run or (opts.stop_when is not None and opts.stop_when(self._steps)):
+            if not await _advance(opts, round_num, conversation, self._steps, response):
                 self._final = response
                 return
-            _continue(conversation, response, results)
-            yield StreamEvent(
-                StreamEventType.STEP_FINISH, finish_reason=response.finish_reason, usage=response.usage,
-                response=response,
-            )
+            yield StreamEvent.finish(response, StreamEventType.STEP_FINISH)
         self._final = self._steps[-1].response  # pragma: no cover - the loop always returns
 
 

@@ -59,13 +59,14 @@ class RetryPolicy:
         return delay
 
     def _decide(self, exc: BaseException, attempt: int) -> float | None:
-        """Delay before retrying after ``exc``, or None to give up."""
+        """Delay before retrying after ``exc`` (``on_retry`` told), or None to give up."""
         if attempt >= self.max_retries:
             return None
         allowed = self.should_retry(exc) if self.should_retry is not None else is_retryable(exc)
-        if not allowed:
-            return None
-        return self.delay(attempt, getattr(exc, "retry_after", None))
+        delay = self.delay(attempt, getattr(exc, "retry_after", None)) if allowed else None
+        if delay is not None and self.on_retry is not None:
+            self.on_retry(exc, attempt, delay)
+        return delay
 
 
 Sleep = Callable[[float], Awaitable[None]]
@@ -87,8 +88,6 @@ async def retry(
             delay = policy._decide(exc, attempt)
             if delay is None:
                 raise
-            if policy.on_retry is not None:
-                policy.on_retry(exc, attempt, delay)
             await sleep(delay)
             attempt += 1
 
@@ -117,8 +116,6 @@ async def retry_stream(
             delay = None if started else policy._decide(exc, attempt)
             if delay is None:
                 raise
-            if policy.on_retry is not None:
-                policy.on_retry(exc, attempt, delay)
         finally:
             aclose = getattr(stream, "aclose", None)
             if aclose is not None:

@@ -91,10 +91,6 @@ def parse_partial_json(text: str) -> Any:
     return None
 
 
-def _schema_format(schema: dict[str, Any]) -> ResponseFormat:
-    return ResponseFormat(type="json_schema", json_schema=schema, strict=True)
-
-
 def _schema_instruction(schema: dict[str, Any]) -> str:
     return (
         "Answer with a single JSON value that matches this JSON Schema, and nothing else "
@@ -111,7 +107,7 @@ def _prepare(kwargs: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
         system = kwargs.get("system")
         kwargs["system"] = f"{system}\n\n{_schema_instruction(schema)}" if system else _schema_instruction(schema)
     else:
-        kwargs["response_format"] = _schema_format(schema)
+        kwargs["response_format"] = ResponseFormat(type="json_schema", json_schema=schema, strict=True)
     return kwargs
 
 

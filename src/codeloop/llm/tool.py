@@ -33,20 +33,12 @@ _INJECTABLE = ("messages", "abort_signal", "tool_call_id")
 
 
 @dataclass(frozen=True, slots=True)
-class Tool:
-    """A tool the model may call; with ``execute`` it is active (§5.5)."""
+class Tool(ToolDefinition):
+    """A tool the model may call (name and schema validated as in ToolDefinition); with
+    ``execute`` it is active (§5.5)."""
 
-    name: str
-    """Identifier ``[a-zA-Z][a-zA-Z0-9_]*``, at most 64 characters."""
-    description: str
-    """What the tool does, for the model."""
-    parameters: dict[str, Any]
-    """JSON Schema of the arguments (root ``{"type": "object"}``)."""
     execute: ToolHandler | None = None
     """Handler; None makes the tool passive (calls are returned to the caller)."""
-
-    def __post_init__(self) -> None:
-        ToolDefinition(self.name, self.description, self.parameters)  # validates name and schema root
 
     @property
     def definition(self) -> ToolDefinition:

@@ -25,10 +25,10 @@ import json
 import re
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from codeloop.llm.errors import SDKError
+from codeloop.llm.errors import ConfigurationError, InvalidToolCallError, SDKError
+
 
 class Role(StrEnum):
     """Who produced a message (§3.2)."""
@@ -68,8 +68,6 @@ class ImageData:
 
     def __post_init__(self) -> None:
         if (self.url is None) == (self.data is None):
-            from codeloop.llm.errors import ConfigurationError
-
             raise ConfigurationError("ImageData needs exactly one of url or data")
 
 
@@ -270,8 +268,6 @@ class ToolDefinition:
     """JSON Schema of the arguments; the root must be ``{"type": "object"}``."""
 
     def __post_init__(self) -> None:
-        from codeloop.llm.errors import ConfigurationError
-
         if len(self.name) > 64 or not _TOOL_NAME.fullmatch(self.name):
             raise ConfigurationError(
                 f"tool name {self.name!r} is invalid: use letters, digits and '_', "
@@ -296,8 +292,6 @@ class ToolChoice:
     """The tool to call; required when mode is ``named``."""
 
     def __post_init__(self) -> None:
-        from codeloop.llm.errors import ConfigurationError
-
         if self.mode not in TOOL_CHOICE_MODES:
             raise ConfigurationError(
                 f"tool choice mode {self.mode!r} is unknown; use one of {', '.join(TOOL_CHOICE_MODES)}"
@@ -338,8 +332,6 @@ class ResponseFormat:
     """Ask the provider to enforce the schema strictly."""
 
     def __post_init__(self) -> None:
-        from codeloop.llm.errors import ConfigurationError
-
         if self.type not in ("text", "json", "json_schema"):
             raise ConfigurationError(
                 f"response format type {self.type!r} is unknown; use text, json or json_schema"
@@ -498,8 +490,6 @@ def parse_tool_arguments(raw: str) -> dict[str, Any]:
     An empty string means no arguments. Raises :class:`InvalidToolCallError` saying what
     is wrong when ``raw`` is not JSON or not an object.
     """
-    from codeloop.llm.errors import InvalidToolCallError
-
     if raw.strip() == "":
         return {}
     try:
@@ -522,8 +512,6 @@ def parse_tool_arguments(raw: str) -> dict[str, Any]:
 
 def tool_arguments_or_raw(raw: str) -> dict[str, Any] | str:
     """``raw`` as a JSON object when it is one, else ``raw`` itself (kept for the model to see)."""
-    from codeloop.llm.errors import InvalidToolCallError
-
     try:
         return parse_tool_arguments(raw)
     except InvalidToolCallError:
@@ -536,8 +524,6 @@ def tool_call_from_data(data: ToolCallData) -> ToolCall:
         return ToolCall(
             data.id, data.name, data.arguments, json.dumps(data.arguments), signature=data.signature
         )
-    from codeloop.llm.errors import InvalidToolCallError
-
     try:
         args = parse_tool_arguments(data.arguments)
     except InvalidToolCallError as exc:
@@ -645,3 +631,8 @@ class StreamEvent:
     """Set on ERROR."""
     raw: dict[str, Any] | None = None
     """The provider event, for passthrough."""
+
+    @classmethod
+    def finish(cls, response: Response, kind: StreamEventType = StreamEventType.FINISH) -> StreamEvent:
+        """The FINISH (or STEP_FINISH) event carrying ``response``, its finish reason and usage."""
+        return cls(kind, finish_reason=response.finish_reason, usage=response.usage, response=response)

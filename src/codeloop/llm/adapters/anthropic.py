@@ -25,13 +25,10 @@ Usage: ``reasoning_tokens`` is estimated (4 characters per token) from the think
 since the API reports no separate count (§3.9); cache read/write come from
 ``cache_read_input_tokens`` / ``cache_creation_input_tokens``.
 
-This module is over 500 lines on purpose: one file per wire API (STYLE §6), holding that
-API's request translation, response parsing, stream state and adapter class together.
 """
 
 from __future__ import annotations
 
-import base64
 import math
 import os
 from collections.abc import Mapping
@@ -41,10 +38,12 @@ import httpx
 
 from codeloop.llm.adapters.base import AdapterTimeout
 from codeloop.llm.adapters.content_encoding import (
+    append_turn,
     arguments_object,
     inline_media,
     merge_options,
     options_for,
+    put_present,
     result_text,
 )
 from codeloop.llm.adapters.flow import (
@@ -61,6 +60,7 @@ from codeloop.llm.types import (
     ContentKind,
     ContentPart,
     FinishReason,
+    ImageData,
     Message,
     RateLimitInfo,
     Request,
@@ -131,14 +131,8 @@ def _tool_result_block(part: ContentPart) -> dict[str, Any]:
     assert result is not None
     content: str | list[dict[str, Any]] = result_text(result.content)
     if result.image_data is not None:
-        image = {
-            "type": "image",
-            "source": {
-                "type": "base64",
-                "media_type": result.image_media_type or "image/png",
-                "data": base64.b64encode(result.image_data).decode("ascii"),
-            },
-        }
+        picture = ImageData(data=result.image_data, media_type=result.image_media_type)
+        image = _media_block("image", picture, "image/png")
         content = ([{"type": "text", "text": content}] if content else []) + [image]
     block: dict[str, Any] = {"type": "tool_result", "tool_use_id": result.tool_call_id, "content": content}
     if result.is_error:
@@ -185,12 +179,8 @@ def translate_messages(messages: list[Message]) -> tuple[list[dict[str, Any]], l
             continue
         role = "assistant" if message.role == Role.ASSISTANT else "user"
         blocks = [b for b in (_block(p) for p in message.content) if b is not None]
-        if not blocks:
-            continue
-        if turns and turns[-1]["role"] == role:
-            turns[-1]["content"].extend(blocks)
-        else:
-            turns.append({"role": role, "content": blocks})
+        if blocks:
+            append_turn(turns, role, "content", blocks)
     return system, turns
 
 
@@ -217,21 +207,11 @@ def _tool_choice(
 
 def _add_cache_breakpoints(body: dict[str, Any]) -> bool:
     """Mark system, tools and the newest user turn for caching; True when any was marked."""
-    marked = False
-    system = body.get("system")
-    if system:
-        system[-1]["cache_control"] = dict(_EPHEMERAL)
-        marked = True
-    tools = body.get("tools")
-    if tools:
-        tools[-1]["cache_control"] = dict(_EPHEMERAL)
-        marked = True
-    for turn in reversed(body["messages"]):
-        if turn["role"] == "user":
-            turn["content"][-1]["cache_control"] = dict(_EPHEMERAL)
-            marked = True
-            break
-    return marked
+    user = next((turn["content"] for turn in reversed(body["messages"]) if turn["role"] == "user"), None)
+    marked = [blocks for blocks in (body.get("system"), body.get("tools"), user) if blocks]
+    for blocks in marked:
+        blocks[-1]["cache_control"] = dict(_EPHEMERAL)
+    return bool(marked)
 
 
 def translate_request(
@@ -253,10 +233,7 @@ def translate_request(
         body["tools"] = tools
     if tool_choice:
         body["tool_choice"] = tool_choice
-    if request.temperature is not None:
-        body["temperature"] = request.temperature
-    if request.top_p is not None:
-        body["top_p"] = request.top_p
+    put_present(body, temperature=request.temperature, top_p=request.top_p)
     if request.stop_sequences:
         body["stop_sequences"] = list(request.stop_sequences)
     if request.metadata and "user_id" in request.metadata:
@@ -298,13 +275,10 @@ def _usage(raw: Any, thinking_chars: int | None) -> Usage:
     read = usage.get("cache_read_input_tokens")
     write = usage.get("cache_creation_input_tokens")
     return Usage(
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        total_tokens=input_tokens + output_tokens,
+        input_tokens, output_tokens, input_tokens + output_tokens,
         reasoning_tokens=math.ceil(thinking_chars / 4) if thinking_chars is not None else None,
         cache_read_tokens=int(read) if read is not None else None,
-        cache_write_tokens=int(write) if write is not None else None,
-        raw=usage or None,
+        cache_write_tokens=int(write) if write is not None else None, raw=usage or None,
     )
 
 
@@ -339,15 +313,10 @@ def parse_message(
         raw_stop = body.get("stop_reason")
         reason = _STOP_REASONS.get(str(raw_stop), FinishReason.OTHER)
         return Response(
-            id=str(body.get("id") or ""),
-            model=str(body.get("model") or ""),
-            provider=PROVIDER,
-            message=Message(role=Role.ASSISTANT, content=parts),
-            finish_reason=FinishReason(reason, str(raw_stop) if raw_stop is not None else None),
-            usage=_usage(body.get("usage"), sum(thinking) if thinking else None),
-            raw=body,
-            warnings=warnings,
-            rate_limit=rate_limit,
+            str(body.get("id") or ""), str(body.get("model") or ""), PROVIDER, Message(Role.ASSISTANT, parts),
+            FinishReason(reason, str(raw_stop) if raw_stop is not None else None),
+            _usage(body.get("usage"), sum(thinking) if thinking else None),
+            raw=body, warnings=warnings, rate_limit=rate_limit,
         )
     except MALFORMED as exc:
         raise unexpected_shape(PROVIDER, "a message", exc, body) from exc
@@ -393,14 +362,7 @@ class _StreamState:
         if kind == "message_stop":
             self.finished = True
             response = parse_message(self.body(), rate_limit=self.rate_limit, warnings=self.warnings)
-            return [
-                StreamEvent(
-                    StreamEventType.FINISH,
-                    finish_reason=response.finish_reason,
-                    usage=response.usage,
-                    response=response,
-                )
-            ]
+            return [StreamEvent.finish(response)]
         if kind == "error":
             raise map_anthropic_stream_error(data)
         if kind == "ping":
@@ -477,14 +439,9 @@ class AnthropicAdapter(HTTPAdapter):
     """
 
     def __init__(
-        self,
-        api_key: str | None = None,
-        *,
-        base_url: str | None = None,
-        timeout: float | AdapterTimeout | None = None,
-        default_headers: Mapping[str, str] | None = None,
-        api_version: str = API_VERSION,
-        transport: httpx.AsyncBaseTransport | None = None,
+        self, api_key: str | None = None, *, base_url: str | None = None,
+        timeout: float | AdapterTimeout | None = None, default_headers: Mapping[str, str] | None = None,
+        api_version: str = API_VERSION, transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         key = require_api_key(PROVIDER, api_key, "ANTHROPIC_API_KEY")
         base = (base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")

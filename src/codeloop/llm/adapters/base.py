@@ -13,9 +13,9 @@ Contracts:
   connection.
 - Adapters hold their own connection pool and are safe for concurrent use.
 
-Optional methods, looked up with ``getattr`` by the client: ``async close()``,
-``async initialize()``, ``supports_tool_choice(mode) -> bool`` (see :class:`ClosableAdapter`
-and friends).
+Optional methods, looked up with ``getattr`` by the client: ``async close()`` (release
+connections, idempotent), ``async initialize()`` (raise ConfigurationError when the adapter
+cannot work as configured) and ``supports_tool_choice(mode) -> bool`` (§5.3).
 """
 
 from __future__ import annotations
@@ -42,33 +42,6 @@ class ProviderAdapter(Protocol):
 
     def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
         """Send ``request`` and yield normalized events, FINISH last. Never retries."""
-        ...
-
-
-@runtime_checkable
-class ClosableAdapter(Protocol):
-    """An adapter holding resources; ``Client.close()`` calls ``close``."""
-
-    async def close(self) -> None:
-        """Release connections. Idempotent."""
-        ...
-
-
-@runtime_checkable
-class InitializableAdapter(Protocol):
-    """An adapter that validates its configuration when registered."""
-
-    async def initialize(self) -> None:
-        """Raise ConfigurationError when the adapter cannot work as configured."""
-        ...
-
-
-@runtime_checkable
-class ToolChoiceAwareAdapter(Protocol):
-    """An adapter that can say which ToolChoice modes it honours (§5.3)."""
-
-    def supports_tool_choice(self, mode: str) -> bool:
-        """True when ``mode`` (auto/none/required/named) can be sent."""
         ...
 
 

@@ -75,6 +75,20 @@ def arguments_object(arguments: dict[str, Any] | str) -> dict[str, Any]:
     return parsed if isinstance(parsed, dict) else {"_raw_arguments": arguments}
 
 
+def append_turn(turns: list[dict[str, Any]], role: str, key: str, items: list[dict[str, Any]]) -> None:
+    """Add ``items`` as a ``role`` turn, merged into the last turn when it has that role (the
+    wire requires alternating roles)."""
+    if turns and turns[-1]["role"] == role:
+        turns[-1][key].extend(items)
+    else:
+        turns.append({"role": role, key: items})
+
+
+def put_present(body: dict[str, Any], **fields: Any) -> None:
+    """Set each field whose value is not None (an unset parameter keeps the provider's default)."""
+    body.update({key: value for key, value in fields.items() if value is not None})
+
+
 def result_text(content: str | dict[str, Any] | list[Any]) -> str:
     """Tool result content as text: strings unchanged, structures as JSON."""
     return content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)

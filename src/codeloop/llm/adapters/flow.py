@@ -2,14 +2,8 @@
 
 :class:`HTTPAdapter` writes ``complete`` and ``stream`` once: the JSON POST, the SSE stream,
 timeouts, rate-limit headers and error mapping. A wire API (one file each: OpenAI
-Responses, Anthropic Messages, Gemini, Chat Completions) subclasses it and only translates:
-
-- :meth:`~HTTPAdapter.build_call`: our :class:`Request` → a :class:`WireCall` (URL, body,
-  per-request headers and query, warnings for what could not be sent);
-- :meth:`~HTTPAdapter.parse_response`: a 2xx JSON body → :class:`Response`;
-- :meth:`~HTTPAdapter.new_stream_state`: a :class:`StreamState` turning SSE events into
-  :class:`StreamEvent` values;
-- :meth:`~HTTPAdapter.map_error` (optional): an HTTP error → the §6 error.
+Responses, Anthropic Messages, Gemini, Chat Completions) subclasses it and only translates
+(``build_call``, ``parse_response``, ``new_stream_state``, optionally ``map_error``).
 
 Whatever goes wrong becomes an SDK error here, so that no adapter lets an ``httpx``
 exception, a ``KeyError`` or a ``JSONDecodeError`` escape: a transport failure →
@@ -118,13 +112,8 @@ def error_from_response(provider: str, response: httpx.Response, body_bytes: byt
     message, code, grpc = _error_fields(body, text[:500] or response.reason_phrase)
     raw = body if isinstance(body, dict) else ({"body": text[:2000]} if text else None)
     return error_from_status_code(
-        response.status_code,
-        message,
-        provider=provider,
-        error_code=code,
-        raw=raw,
-        retry_after=retry_after_from_headers(response.headers),
-        grpc_status=grpc,
+        response.status_code, message, provider=provider, error_code=code, raw=raw,
+        retry_after=retry_after_from_headers(response.headers), grpc_status=grpc,
     )
 
 
@@ -205,15 +194,11 @@ def _reset_header(headers: Mapping[str, str], now: float) -> float | None:
 def rate_limit_from_headers(headers: Mapping[str, str], *, now: float | None = None) -> RateLimitInfo | None:
     """RateLimitInfo from ``x-ratelimit-*`` (OpenAI) or ``anthropic-ratelimit-*`` headers (§3.12)."""
     info = RateLimitInfo(
-        requests_remaining=_int_header(
-            headers, "x-ratelimit-remaining-requests", "anthropic-ratelimit-requests-remaining"
-        ),
-        requests_limit=_int_header(headers, "x-ratelimit-limit-requests", "anthropic-ratelimit-requests-limit"),
-        tokens_remaining=_int_header(
-            headers, "x-ratelimit-remaining-tokens", "anthropic-ratelimit-tokens-remaining"
-        ),
-        tokens_limit=_int_header(headers, "x-ratelimit-limit-tokens", "anthropic-ratelimit-tokens-limit"),
-        reset_at=_reset_header(headers, time.time() if now is None else now),
+        _int_header(headers, "x-ratelimit-remaining-requests", "anthropic-ratelimit-requests-remaining"),
+        _int_header(headers, "x-ratelimit-limit-requests", "anthropic-ratelimit-requests-limit"),
+        _int_header(headers, "x-ratelimit-remaining-tokens", "anthropic-ratelimit-tokens-remaining"),
+        _int_header(headers, "x-ratelimit-limit-tokens", "anthropic-ratelimit-tokens-limit"),
+        _reset_header(headers, time.time() if now is None else now),
     )
     return None if info == RateLimitInfo() else info
 
@@ -336,13 +321,8 @@ class HTTPAdapter(ABC):
     that have no start event of their own)."""
 
     def __init__(
-        self,
-        name: str,
-        *,
-        headers: Mapping[str, str],
-        timeout: float | AdapterTimeout | None,
-        transport: httpx.AsyncBaseTransport | None,
-        base_url: str = "",
+        self, name: str, *, headers: Mapping[str, str], timeout: float | AdapterTimeout | None,
+        transport: httpx.AsyncBaseTransport | None, base_url: str = "",
     ) -> None:
         self._name = name
         self.timeout = timeout_of(timeout)

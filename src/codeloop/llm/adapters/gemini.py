@@ -51,10 +51,12 @@ import httpx
 
 from codeloop.llm.adapters.base import AdapterTimeout
 from codeloop.llm.adapters.content_encoding import (
+    append_turn,
     arguments_object,
     inline_media,
     merge_options,
     options_for,
+    put_present,
 )
 from codeloop.llm.adapters.flow import (
     MALFORMED,
@@ -155,14 +157,10 @@ def map_gemini_stream_error(data: dict[str, Any]) -> SDKError:
     """An ``{"error": {...}}`` chunk inside a 200 stream → §6 error."""
     found = data.get("error")
     error: dict[str, Any] = found if isinstance(found, dict) else {}
-    code = error.get("code")
+    code, status = error.get("code"), str(error.get("status")) if error.get("status") else None
     return error_from_status_code(
-        code if isinstance(code, int) else None,
-        str(error.get("message") or "error chunk without a message"),
-        provider=PROVIDER,
-        error_code=str(error.get("status")) if error.get("status") else None,
-        raw=data,
-        grpc_status=str(error.get("status")) if error.get("status") else None,
+        code if isinstance(code, int) else None, str(error.get("message") or "error chunk without a message"),
+        provider=PROVIDER, error_code=status, raw=data, grpc_status=status,
     )
 
 
@@ -194,8 +192,8 @@ def _function_response(part: ContentPart, names: Mapping[str, str], fallback: st
         response = {"result": result.content}
     parts: list[dict[str, Any]] = [{"functionResponse": {"name": name, "response": response}}]
     if result.image_data is not None:
-        data = base64.b64encode(result.image_data).decode("ascii")
-        parts.append({"inlineData": {"mimeType": result.image_media_type or "image/png", "data": data}})
+        image = ImageData(data=result.image_data, media_type=result.image_media_type)
+        parts.append(_media_part(image, "image/png"))
     return parts
 
 
@@ -258,12 +256,8 @@ def translate_contents(
             continue
         role = "model" if message.role == Role.ASSISTANT else "user"
         parts = _parts(message, names, message.name)
-        if not parts:
-            continue
-        if contents and contents[-1]["role"] == role:
-            contents[-1]["parts"].extend(parts)
-        else:
-            contents.append({"role": role, "parts": parts})
+        if parts:
+            append_turn(contents, role, "parts", parts)
     return ({"parts": system} if system else None), contents
 
 
@@ -292,12 +286,7 @@ def _tool_config(request: Request) -> dict[str, Any]:
 
 def _generation_config(request: Request) -> dict[str, Any]:
     config: dict[str, Any] = {}
-    if request.temperature is not None:
-        config["temperature"] = request.temperature
-    if request.top_p is not None:
-        config["topP"] = request.top_p
-    if request.max_tokens is not None:
-        config["maxOutputTokens"] = request.max_tokens
+    put_present(config, temperature=request.temperature, topP=request.top_p, maxOutputTokens=request.max_tokens)
     if request.stop_sequences:
         config["stopSequences"] = list(request.stop_sequences)
     fmt = request.response_format
@@ -346,12 +335,9 @@ def _usage(raw: Any) -> Usage:
     cached = meta.get("cachedContentTokenCount")
     output = candidates + int(thoughts or 0)
     return Usage(
-        input_tokens=prompt,
-        output_tokens=output,
-        total_tokens=int(meta.get("totalTokenCount") or prompt + output),
+        prompt, output, int(meta.get("totalTokenCount") or prompt + output),
         reasoning_tokens=int(thoughts) if thoughts is not None else None,
-        cache_read_tokens=int(cached) if cached is not None else None,
-        raw=meta or None,
+        cache_read_tokens=int(cached) if cached is not None else None, raw=meta or None,
     )
 
 
@@ -426,15 +412,9 @@ def parse_response(
             else:
                 finish = FinishReason(_FINISH.get(str(raw_finish), FinishReason.OTHER), str(raw_finish))
         return Response(
-            id=str(body.get("responseId") or ""),
-            model=str(body.get("modelVersion") or model),
-            provider=PROVIDER,
-            message=Message(role=Role.ASSISTANT, content=parts),
-            finish_reason=finish,
-            usage=_usage(body.get("usageMetadata")),
-            raw=body,
-            warnings=warnings,
-            rate_limit=rate_limit,
+            str(body.get("responseId") or ""), str(body.get("modelVersion") or model), PROVIDER,
+            Message(Role.ASSISTANT, parts), finish, _usage(body.get("usageMetadata")),
+            raw=body, warnings=warnings, rate_limit=rate_limit,
         )
     except MALFORMED as exc:
         raise unexpected_shape(PROVIDER, "a response", exc, body) from exc
@@ -578,9 +558,7 @@ class _StreamState:
         if self.usage is not None:
             body["usageMetadata"] = self.usage
         response = parse_response(body, model=self.model, warnings=warnings, rate_limit=self.rate_limit)
-        return StreamEvent(
-            StreamEventType.FINISH, finish_reason=response.finish_reason, usage=response.usage, response=response
-        )
+        return StreamEvent.finish(response)
 
 
 # ---------------------------------------------------------------- adapter
@@ -600,14 +578,9 @@ class GeminiAdapter(HTTPAdapter):
     """
 
     def __init__(
-        self,
-        api_key: str | None = None,
-        *,
-        base_url: str | None = None,
-        timeout: float | AdapterTimeout | None = None,
-        default_headers: Mapping[str, str] | None = None,
-        key_in_query: bool = False,
-        transport: httpx.AsyncBaseTransport | None = None,
+        self, api_key: str | None = None, *, base_url: str | None = None,
+        timeout: float | AdapterTimeout | None = None, default_headers: Mapping[str, str] | None = None,
+        key_in_query: bool = False, transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         key = require_api_key(PROVIDER, api_key, "GEMINI_API_KEY", "GOOGLE_API_KEY")
         self._base = _api_base(base_url or os.environ.get("GEMINI_BASE_URL") or DEFAULT_BASE_URL)

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import os
-from base64 import b64encode
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -41,6 +40,7 @@ from codeloop.llm.adapters.content_encoding import (
     is_local_path,
     merge_options,
     options_for,
+    put_present,
     result_text,
 )
 from codeloop.llm.adapters.flow import (
@@ -57,6 +57,7 @@ from codeloop.llm.types import (
     ContentKind,
     ContentPart,
     FinishReason,
+    ImageData,
     Message,
     RateLimitInfo,
     Request,
@@ -171,7 +172,7 @@ def _tool_output(part: ContentPart) -> dict[str, Any]:
     assert result is not None
     output: str | list[dict[str, Any]] = result_text(result.content)
     if result.image_data is not None:
-        uri = f"data:{result.image_media_type or 'image/png'};base64,{b64encode(result.image_data).decode()}"
+        uri = data_uri(ImageData(data=result.image_data, media_type=result.image_media_type), "image/png")
         output = [{"type": "input_text", "text": output}, {"type": "input_image", "image_url": uri}]
     return {"type": "function_call_output", "call_id": result.tool_call_id, "output": output}
 
@@ -248,12 +249,7 @@ def translate_request(request: Request, *, stream: bool) -> tuple[dict[str, Any]
     if instructions:
         body["instructions"] = instructions
     body.update(_tools(request))
-    if request.max_tokens is not None:
-        body["max_output_tokens"] = request.max_tokens
-    if request.temperature is not None:
-        body["temperature"] = request.temperature
-    if request.top_p is not None:
-        body["top_p"] = request.top_p
+    put_present(body, max_output_tokens=request.max_tokens, temperature=request.temperature, top_p=request.top_p)
     if request.reasoning_effort:
         body["reasoning"] = {"effort": request.reasoning_effort}
     if request.metadata:
@@ -288,12 +284,9 @@ def _usage(raw: Any) -> Usage:
     cached = in_details.get("cached_tokens") if isinstance(in_details, dict) else None
     reasoning = out_details.get("reasoning_tokens") if isinstance(out_details, dict) else None
     return Usage(
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        total_tokens=int(usage.get("total_tokens") or input_tokens + output_tokens),
+        input_tokens, output_tokens, int(usage.get("total_tokens") or input_tokens + output_tokens),
         reasoning_tokens=int(reasoning) if reasoning is not None else None,
-        cache_read_tokens=int(cached) if cached is not None else None,
-        raw=usage or None,
+        cache_read_tokens=int(cached) if cached is not None else None, raw=usage or None,
     )
 
 
@@ -360,21 +353,19 @@ def parse_response(
             raise TypeError("'output' is not a list")
         parts = [p for item in output if isinstance(item, dict) for p in _parts(item, warnings)]
         return Response(
-            id=str(body.get("id") or ""),
-            model=str(body.get("model") or ""),
-            provider=PROVIDER,
-            message=Message(role=Role.ASSISTANT, content=parts),
-            finish_reason=_finish(body, parts),
-            usage=_usage(body.get("usage")),
-            raw=body,
-            warnings=warnings,
-            rate_limit=rate_limit,
+            str(body.get("id") or ""), str(body.get("model") or ""), PROVIDER, Message(Role.ASSISTANT, parts),
+            _finish(body, parts), _usage(body.get("usage")), raw=body, warnings=warnings, rate_limit=rate_limit,
         )
     except MALFORMED as exc:
         raise unexpected_shape(PROVIDER, "a response", exc, body) from exc
 
 
 # ---------------------------------------------------------------- stream
+
+
+def _partial_call(item: dict[str, Any], arguments: str) -> ToolCall:
+    """A ``function_call`` item's call while its arguments are still arriving."""
+    return ToolCall(str(item.get("call_id") or item.get("id") or ""), str(item.get("name") or ""), {}, arguments)
 
 
 class _StreamState:
@@ -448,8 +439,7 @@ class _StreamState:
             self.index_of[str(item["id"])] = index
         if item.get("type") == "function_call":
             self.arguments[index] = []
-            call = ToolCall(str(item.get("call_id") or item.get("id") or ""), str(item.get("name") or ""), {}, "")
-            return [StreamEvent(StreamEventType.TOOL_CALL_START, tool_call=call)]
+            return [StreamEvent(StreamEventType.TOOL_CALL_START, tool_call=_partial_call(item, ""))]
         if item.get("type") == "reasoning":
             return [StreamEvent(StreamEventType.REASONING_START)]
         return []
@@ -458,7 +448,7 @@ class _StreamState:
         item = self.items.get(index, {})
         parts = self.arguments.setdefault(index, [])
         parts.append(piece)
-        call = ToolCall(str(item.get("call_id") or item.get("id") or ""), str(item.get("name") or ""), {}, "".join(parts))
+        call = _partial_call(item, "".join(parts))
         return [StreamEvent(StreamEventType.TOOL_CALL_DELTA, delta=piece, tool_call=call)]
 
     def _item_done(self, index: int, item: dict[str, Any]) -> list[StreamEvent]:
@@ -483,9 +473,7 @@ class _StreamState:
             body = {**body, "output": [self.items[i] for i in sorted(self.items)]}
         self.finished = True
         response = parse_response(body, rate_limit=self.rate_limit, warnings=self.warnings)
-        return StreamEvent(
-            StreamEventType.FINISH, finish_reason=response.finish_reason, usage=response.usage, response=response
-        )
+        return StreamEvent.finish(response)
 
 
 # ---------------------------------------------------------------- adapter
@@ -506,14 +494,9 @@ class OpenAIAdapter(HTTPAdapter):
     """
 
     def __init__(
-        self,
-        api_key: str | None = None,
-        *,
-        base_url: str | None = None,
-        timeout: float | AdapterTimeout | None = None,
-        default_headers: Mapping[str, str] | None = None,
-        organization: str | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
+        self, api_key: str | None = None, *, base_url: str | None = None,
+        timeout: float | AdapterTimeout | None = None, default_headers: Mapping[str, str] | None = None,
+        organization: str | None = None, transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         key = require_api_key(PROVIDER, api_key, "OPENAI_API_KEY")
         self._url = _responses_url(base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL)

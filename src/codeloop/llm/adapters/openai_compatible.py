@@ -30,7 +30,7 @@ import httpx
 
 from codeloop.llm.accumulator import StreamAccumulator
 from codeloop.llm.adapters.base import AdapterTimeout
-from codeloop.llm.adapters.content_encoding import data_uri, inline_media
+from codeloop.llm.adapters.content_encoding import data_uri, inline_media, put_present
 from codeloop.llm.adapters.flow import HTTPAdapter, WireCall, decode_json_event
 from codeloop.llm.errors import InvalidRequestError, ProviderError, SDKError, error_from_status_code
 from codeloop.llm.sse import SSEEvent, require_final_event
@@ -80,13 +80,9 @@ def usage_from_wire(usage: Any) -> Usage:
     details = usage.get("completion_tokens_details")
     prompt_details = usage.get("prompt_tokens_details")
     return Usage(
-        input_tokens=inp,
-        output_tokens=out,
-        total_tokens=_int(usage.get("total_tokens")) or inp + out,
+        inp, out, _int(usage.get("total_tokens")) or inp + out,
         reasoning_tokens=_opt_int(details.get("reasoning_tokens")) if isinstance(details, dict) else None,
-        cache_read_tokens=(
-            _opt_int(prompt_details.get("cached_tokens")) if isinstance(prompt_details, dict) else None
-        ),
+        cache_read_tokens=_opt_int(prompt_details.get("cached_tokens")) if isinstance(prompt_details, dict) else None,
         raw=usage,
     )
 
@@ -96,20 +92,17 @@ def in_band_error(provider: str, body: dict[str, Any]) -> SDKError:
     err = body["error"]
     code = err.get("code")
     return error_from_status_code(
-        code if isinstance(code, int) else None,
-        str(err.get("message", "unknown error")),
-        provider=provider,
-        error_code=str(err.get("type")) if err.get("type") else None,
-        raw=body,
+        code if isinstance(code, int) else None, str(err.get("message", "unknown error")), provider=provider,
+        error_code=str(err.get("type")) if err.get("type") else None, raw=body,
     )
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _opt_int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _int(value: Any) -> int:
+    return _opt_int(value) or 0
 
 
 class OpenAICompatibleAdapter(HTTPAdapter):
@@ -118,16 +111,10 @@ class OpenAICompatibleAdapter(HTTPAdapter):
     announces_start = True  # a chunk stream has no start event of its own
 
     def __init__(
-        self,
-        base_url: str = "http://127.0.0.1:8080/v1",
-        api_key: str | None = None,
-        *,
-        name: str = "openai_compatible",
-        default_headers: Mapping[str, str] | None = None,
-        timeout: float | AdapterTimeout | None = None,
-        stream_usage: bool = True,
-        transport: httpx.AsyncBaseTransport | None = None,
-        extra_body: Mapping[str, Any] | None = None,
+        self, base_url: str = "http://127.0.0.1:8080/v1", api_key: str | None = None, *,
+        name: str = "openai_compatible", default_headers: Mapping[str, str] | None = None,
+        timeout: float | AdapterTimeout | None = None, stream_usage: bool = True,
+        transport: httpx.AsyncBaseTransport | None = None, extra_body: Mapping[str, Any] | None = None,
     ) -> None:
         """``base_url`` ends at the API root (``.../v1``); ``stream_usage`` asks for usage
         in streams with ``stream_options.include_usage`` (turn off for servers that reject it);
@@ -224,15 +211,10 @@ class OpenAICompatibleAdapter(HTTPAdapter):
                     "json_schema": {"name": "response", "schema": fmt.json_schema, "strict": fmt.strict},
                 }
             )
-        for key, value in (
-            ("temperature", request.temperature),
-            ("top_p", request.top_p),
-            ("max_tokens", request.max_tokens),
-            ("stop", request.stop_sequences),
-            ("reasoning_effort", request.reasoning_effort),
-        ):
-            if value is not None:
-                body[key] = value
+        put_present(
+            body, temperature=request.temperature, top_p=request.top_p, max_tokens=request.max_tokens,
+            stop=request.stop_sequences, reasoning_effort=request.reasoning_effort,
+        )
         if stream:
             body["stream"] = True
             if self.stream_usage:
@@ -284,15 +266,9 @@ class OpenAICompatibleAdapter(HTTPAdapter):
             parts.append(ContentPart.of_tool_call(ToolCallData(str(call_id), fn["name"], arguments)))
         has_calls = any(p.kind == ContentKind.TOOL_CALL for p in parts)
         return Response(
-            id=str(body.get("id", "")),
-            model=str(body.get("model", "")),
-            provider=self._name,
-            message=Message(Role.ASSISTANT, parts),
-            finish_reason=finish_reason(choices[0].get("finish_reason"), has_calls),
-            usage=usage_from_wire(body.get("usage")),
-            raw=body,
-            warnings=warnings,
-            rate_limit=rate_limit,
+            str(body.get("id", "")), str(body.get("model", "")), self._name, Message(Role.ASSISTANT, parts),
+            finish_reason(choices[0].get("finish_reason"), has_calls), usage_from_wire(body.get("usage")),
+            raw=body, warnings=warnings, rate_limit=rate_limit,
         )
 
     def new_stream_state(
@@ -375,11 +351,8 @@ class _ChunkState:
         fragment = fn.get("arguments")
         if isinstance(fragment, str) and fragment:
             self.args[index].append(fragment)
-            out.append(
-                self._emit(
-                    StreamEvent(StreamEventType.TOOL_CALL_DELTA, delta=fragment, tool_call=self.calls[index])
-                )
-            )
+            delta = StreamEvent(StreamEventType.TOOL_CALL_DELTA, delta=fragment, tool_call=self.calls[index])
+            out.append(self._emit(delta))
         return out
 
     def end(self) -> list[StreamEvent]:
@@ -392,13 +365,9 @@ class _ChunkState:
         for index, start in self.calls.items():
             call = tool_call_from_data(ToolCallData(start.id, start.name, "".join(self.args[index])))
             out.append(self._emit(StreamEvent(StreamEventType.TOOL_CALL_END, tool_call=call)))
-        reason = finish_reason(self.raw_finish, bool(self.calls))
-        self.acc.finish_reason = reason
+        self.acc.finish_reason = finish_reason(self.raw_finish, bool(self.calls))
         self.acc.usage = self.usage or Usage()
-        response = self.acc.response()
-        out.append(StreamEvent(StreamEventType.FINISH, finish_reason=reason, usage=response.usage,
-                               response=response))
-        return out
+        return [*out, StreamEvent.finish(self.acc.response())]
 
 
 LOCAL_SERVER_TIMEOUT = AdapterTimeout(connect=10.0, request=1800.0, stream_read=900.0)

@@ -96,13 +96,7 @@ def events_from_response(response: Response, *, chunk_size: int = 8) -> list[Str
             events.append(StreamEvent(StreamEventType.TOOL_CALL_START, tool_call=start))
             events.append(StreamEvent(StreamEventType.TOOL_CALL_DELTA, delta=raw, tool_call=start))
             events.append(StreamEvent(StreamEventType.TOOL_CALL_END, tool_call=call))
-    events.append(
-        StreamEvent(
-            StreamEventType.FINISH, finish_reason=response.finish_reason, usage=response.usage,
-            response=response,
-        )
-    )
-    return events
+    return [*events, StreamEvent.finish(response)]
 
 
 class ScriptedAdapter:
