@@ -46,6 +46,8 @@ def _reject(path: str, why: str) -> PathOutsideWorkspaceError:
 def check_path_syntax(path: str) -> None:
     """Reject strings that can never name a file (NUL, unencodable, too long) with
     ``PathOutsideWorkspaceError``; does not look at the file system."""
+    if not isinstance(path, str):
+        raise PathOutsideWorkspaceError(f"Path {path!r} is not a string", path=str(path))
     if "\x00" in path:
         raise _reject(path, "contains a NUL byte; file names cannot contain NUL")
     try:
@@ -126,8 +128,6 @@ def resolve_workspace_path(root: Path | str, path: str, *, must_exist: bool = Fa
             through symlinks. The message names the path and says what to do.
         FileNotFoundInWorkspaceError: ``must_exist`` is true and nothing exists there.
     """
-    if not isinstance(path, str):
-        raise PathOutsideWorkspaceError(f"Path {path!r} is not a string", path=str(path))
     check_path_syntax(path)
     real_root = _canonical_root(root)
     resolved = _walk(real_root, path, path)

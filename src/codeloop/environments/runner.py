@@ -273,16 +273,19 @@ class _Capture:
 
     def feed(self, idx: int, data: bytes) -> None:
         self.sizes[idx] += len(data)
-        if self.chunks is not None:
+        if self.chunks is None:
+            self._keep(idx, data)
+        else:
             self.chunks.append((idx, data))
             if self.sizes[idx] > self.cap:
                 self._start_spill()
-        else:
-            if self.spill is not None:
-                self.spill.write(data)
-            self.parts[idx].feed(data)
         if self.on_output is not None:
             self._emit(idx, self.decoders[idx].decode(data))
+
+    def _keep(self, idx: int, data: bytes) -> None:
+        if self.spill is not None:
+            self.spill.write(data)
+        self.parts[idx].feed(data)
 
     def _emit(self, idx: int, text: str) -> None:
         if not text or self.on_output is None:
@@ -297,26 +300,26 @@ class _Capture:
             fd, self.spill_path = tempfile.mkstemp(prefix="codeloop-output-", suffix=".log")
             self.spill = os.fdopen(fd, "wb", buffering=_PIPE_SIZE)
         self.parts = [_HeadTail(self.cap), _HeadTail(self.cap)]
-        assert self.chunks is not None
-        for idx, data in self.chunks:
-            if self.spill is not None:
-                self.spill.write(data)
-            self.parts[idx].feed(data)
-        self.chunks = None
+        chunks, self.chunks = self.chunks or [], None
+        for idx, data in chunks:
+            self._keep(idx, data)
 
-    def finish(self) -> tuple[str, str, str | None]:
-        """Return (stdout, stderr, full_output_path) and flush pending callback text."""
+    def result(self, exit_code: int, timed_out: bool, start: float, started: bool = True) -> ExecResult:
+        """The ``ExecResult`` of the command started at ``start``; flushes pending callback text."""
         for idx in range(len(_STREAMS)):
             self._emit(idx, self.decoders[idx].decode(b"", final=True))
+        full_path = None
         if self.chunks is not None:
-            texts = [
-                b"".join(data for i, data in self.chunks if i == idx).decode("utf-8", "replace")
-                for idx in range(len(_STREAMS))
-            ]
-            return texts[0], texts[1], None
-        if self.spill is not None:
-            self.spill.close()
-        return self.parts[0].render(), self.parts[1].render(), self.spill_path
+            stdout, stderr = (b"".join(data for i, data in self.chunks if i == idx).decode("utf-8", "replace")
+                              for idx in range(len(_STREAMS)))
+        else:
+            if self.spill is not None:
+                self.spill.close()
+                full_path = self.spill_path
+            stdout, stderr = self.parts[0].render(), self.parts[1].render()
+        return ExecResult(stdout=stdout, stderr=stderr, exit_code=exit_code, timed_out=timed_out,
+                          duration_ms=_elapsed_ms(start), stdout_bytes=self.sizes[0],
+                          stderr_bytes=self.sizes[1], full_output_path=full_path, started=started)
 
     def discard(self) -> None:
         if self.spill is not None:
@@ -549,15 +552,6 @@ async def run_process(
         proc.poll()
         _tell_guard(f"-{pgid}")
 
-    stdout, stderr, full_path = capture.finish()
-    return ExecResult(
-        stdout=stdout,
-        stderr=stderr,
-        # Not reaped within REAP_TIMEOUT_S of its SIGKILL (the only way to get here unreaped).
-        exit_code=proc.returncode if proc.returncode is not None else -signal.SIGKILL,
-        timed_out=supervisor.timed_out,
-        duration_ms=_elapsed_ms(start),
-        stdout_bytes=capture.sizes[0],
-        stderr_bytes=capture.sizes[1],
-        full_output_path=full_path,
-    )
+    # Not reaped within REAP_TIMEOUT_S of its SIGKILL (the only way to get here unreaped).
+    exit_code = proc.returncode if proc.returncode is not None else -signal.SIGKILL
+    return capture.result(exit_code, supervisor.timed_out, start)

@@ -26,12 +26,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import hashlib
 import io
 import json
 import posixpath
 import shlex
 import signal
+import stat
 import time
 import uuid
 import zipfile
@@ -83,8 +85,7 @@ def _exit_signal(exit_signal: Any) -> int:
         return int(signal.SIGKILL)
 
 
-def _q(text: str) -> str:
-    return shlex.quote(text)
+_q = shlex.quote
 
 
 class SSHExecutionEnvironment:
@@ -190,7 +191,7 @@ class SSHExecutionEnvironment:
         return self._root
 
     def platform(self) -> str:
-        return "linux" if self._os_version.lower().startswith("linux") else (self._os_version.split(" ")[0].lower() or "linux")
+        return self._os_version.split(" ")[0].lower() or "linux"
 
     def os_version(self) -> str:
         return self._os_version
@@ -202,8 +203,6 @@ class SSHExecutionEnvironment:
         return self._sftp
 
     async def _resolve(self, path: str, *, must_exist: bool = False) -> str:
-        if not isinstance(path, str):
-            raise PathOutsideWorkspaceError(f"Path {path!r} is not a string", path=str(path))
         check_path_syntax(path)
         self._require()
         joined = path if path.startswith("/") else posixpath.join(self._root, path or ".")
@@ -289,7 +288,7 @@ class SSHExecutionEnvironment:
             attrs = await sftp.lstat(target)
         except asyncssh.SFTPError as exc:
             raise self._map_sftp_error(exc, path) from None
-        if (attrs.permissions or 0) & 0o170000 == 0o040000:
+        if stat.S_ISDIR(attrs.permissions or 0):
             raise NotAFileError(f"Cannot delete {path!r}: it is a directory", path=path)
         try:
             await sftp.remove(target)
@@ -307,9 +306,8 @@ class SSHExecutionEnvironment:
         sftp = self._require()
         target = await self._resolve(path, must_exist=True)
         attrs = await sftp.stat(target)
-        is_dir = bool(attrs.permissions is not None and (attrs.permissions & 0o170000) == 0o040000)
-        rel = posixpath.relpath(target, self._root)
-        return FileStat(path=rel, is_dir=is_dir, size=int(attrs.size or 0), mtime=float(attrs.mtime or 0))
+        return FileStat(path=posixpath.relpath(target, self._root), is_dir=stat.S_ISDIR(attrs.permissions or 0),
+                        size=int(attrs.size or 0), mtime=float(attrs.mtime or 0))
 
     async def list_directory(self, path: str = ".", depth: int = 1) -> list[DirEntry]:
         sftp = self._require()
@@ -323,8 +321,7 @@ class SSHExecutionEnvironment:
                 name = item.filename
                 if name in (".", ".."):
                     continue
-                mode = item.attrs.permissions or 0
-                is_dir = (mode & 0o170000) == 0o040000
+                is_dir = stat.S_ISDIR(item.attrs.permissions or 0)
                 rel = f"{prefix}{name}"
                 entries.append(DirEntry(name=rel, is_dir=is_dir, size=None if is_dir else int(item.attrs.size or 0)))
                 if is_dir and level < depth:
@@ -351,11 +348,8 @@ class SSHExecutionEnvironment:
         start = time.monotonic()
         timeout = min(timeout_ms or self.limits.default_timeout_ms, self.limits.max_timeout_ms)
         cwd = self._root if working_dir in (None, "", ".") else await self._resolve(working_dir, must_exist=True)
-        exports = "".join(
-            f"export {k}={_q(v)}; "
-            for k, v in (env_vars or {}).items()
-            if k.isidentifier() and not is_secret_name(k)
-        )
+        exports = "".join(f"export {k}={_q(v)}; " for k, v in (env_vars or {}).items()
+                          if k.isidentifier() and not is_secret_name(k))
         pidfile = f"/tmp/codeloop-{uuid.uuid4().hex}.pgid"
         # set -m puts the command in its own process group whose id is $!, so the whole
         # remote tree can be signalled with kill -- -PGID from a second channel.
@@ -377,28 +371,20 @@ class SSHExecutionEnvironment:
 
         async def pump(stream: Any, idx: int) -> None:
             nonlocal remote_shell_up
-            pending = b"" if idx == 1 else None
-            while True:
-                data = await stream.read(_READ_SIZE)
-                if not data:
-                    started.set()
-                    if pending:
-                        capture.feed(idx, pending)
-                    return
-                if pending is not None:
-                    pending += data
-                    if b"\n" not in pending:
+            head = b"" if idx == 1 else None  # stderr's first line may be the start line
+            while data := await stream.read(_READ_SIZE):
+                if head is not None:
+                    head += data
+                    if b"\n" not in head:
                         continue
-                    first, _, data = pending.partition(b"\n")
-                    if first == _START_LINE.encode():
-                        remote_shell_up = True
-                    else:
-                        data = pending
-                    pending = None
+                    first, _, rest = head.partition(b"\n")
+                    remote_shell_up = first == _START_LINE.encode()
+                    data, head = (rest if remote_shell_up else head), None
                     started.set()
-                    if not data:
-                        continue
                 capture.feed(idx, data)
+            started.set()
+            if head:
+                capture.feed(idx, head)
 
         readers = [asyncio.ensure_future(pump(process.stdout, 0)), asyncio.ensure_future(pump(process.stderr, 1))]
         with contextlib.suppress(TimeoutError):
@@ -437,18 +423,7 @@ class SSHExecutionEnvironment:
         exit_code = status if isinstance(status, int) else -_exit_signal(process.exit_signal)
         if timed_out and exit_code > 128:
             exit_code = -(exit_code - 128)
-        stdout, stderr, full_path = capture.finish()
-        return ExecResult(
-            stdout=stdout,
-            stderr=stderr,
-            exit_code=exit_code,
-            timed_out=timed_out,
-            duration_ms=int((time.monotonic() - start) * 1000),
-            stdout_bytes=capture.sizes[0],
-            stderr_bytes=capture.sizes[1],
-            full_output_path=full_path,
-            started=remote_shell_up,
-        )
+        return capture.result(exit_code, timed_out, start, started=remote_shell_up)
 
     # -- search ------------------------------------------------------------------------------
     async def _search_bundle(self) -> str:
@@ -469,7 +444,11 @@ class SSHExecutionEnvironment:
         self._bundle = remote
         return remote
 
-    async def _remote_search(self, request: dict[str, Any]) -> Any:
+    async def _remote_search(self, op: str, path: str, pattern: str, **extra: Any) -> Any:
+        """Run ``remote_search`` on the host for ``op`` below the workspace path ``path``."""
+        base = await self._resolve(path, must_exist=True)
+        start_rel = posixpath.relpath(base, self._root) if base != self._root else "."
+        request = {"op": op, "root": self._root, "start_rel": start_rel, "pattern": pattern, **extra}
         bundle = await self._search_bundle()
         boot = (
             f"import sys; sys.path.insert(0, {bundle!r}); "
@@ -483,39 +462,13 @@ class SSHExecutionEnvironment:
         except json.JSONDecodeError:
             raise WorkspaceError(f"remote search on {self.host} failed: {str(res.stderr or '')[-2000:]}") from None
         if "error" in answer:
-            kind = answer.get("kind")
-            if kind == "pattern":
-                raise InvalidPatternError(answer["error"])
-            if kind == "missing":
-                raise FileNotFoundInWorkspaceError(answer["error"])
-            raise WorkspaceError(answer["error"])
+            kinds = {"pattern": InvalidPatternError, "missing": FileNotFoundInWorkspaceError}
+            raise kinds.get(answer.get("kind"), WorkspaceError)(answer["error"])
         return answer["result"]
 
-    def _start_rel(self, base: str) -> str:
-        return posixpath.relpath(base, self._root) if base != self._root else "."
-
     async def grep(self, pattern: str, path: str = ".", options: GrepOptions | None = None) -> str:
-        opts = options or GrepOptions()
-        base = await self._resolve(path, must_exist=True)
-        result: str = await self._remote_search(
-            {
-                "op": "grep",
-                "root": self._root,
-                "start_rel": self._start_rel(base),
-                "pattern": pattern,
-                "glob_filter": opts.glob_filter,
-                "case_insensitive": opts.case_insensitive,
-                "max_results": opts.max_results,
-                "output_mode": opts.output_mode,
-                "context_lines": opts.context_lines,
-            }
-        )
-        return result
+        opts = dataclasses.asdict(options or GrepOptions())
+        return str(await self._remote_search("grep", path, pattern, options=opts))
 
     async def glob(self, pattern: str, path: str = ".") -> list[str]:
-        pattern = workspace_glob_pattern(pattern, (self._root,))
-        base = await self._resolve(path, must_exist=True)
-        result: list[str] = await self._remote_search(
-            {"op": "glob", "root": self._root, "start_rel": self._start_rel(base), "pattern": pattern}
-        )
-        return result
+        return list(await self._remote_search("glob", path, workspace_glob_pattern(pattern, (self._root,))))
