@@ -34,9 +34,6 @@ from collections.abc import Iterable, Mapping
 
 from codeloop.environments.base import EnvPolicy
 
-SECRET_SUFFIXES: tuple[str, ...] = ("_API_KEY", "_SECRET", "_TOKEN", "_PASSWORD", "_CREDENTIAL")
-"""Name endings that were the whole filter before issue 22; all still match (kept for callers)."""
-
 SECRET_NAME_PARTS: tuple[str, ...] = ("KEY", "TOKEN", "SECRET", "PASS", "CREDENTIAL", "PRIVATE")
 """A name containing any of these (upper-cased) is a secret."""
 

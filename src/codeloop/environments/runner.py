@@ -175,19 +175,15 @@ def process_groups_with(variable: str, value: str, proc: Path = Path("/proc")) -
     """Process-group ids of live processes whose environment holds ``variable=value``
     (never our own group; nothing where ``/proc`` is missing)."""
     needle = f"{variable}={value}".encode()
-    groups: set[int] = set()
     try:
-        entries = list(os.scandir(proc))
+        pids = [entry.name for entry in os.scandir(proc) if entry.name.isdigit()]
     except OSError:
-        return groups
-    for entry in entries:
-        if not entry.name.isdigit():
-            continue
-        try:
-            if needle in Path(entry.path, "environ").read_bytes().split(b"\0"):
-                groups.add(os.getpgid(int(entry.name)))
-        except (OSError, ProcessLookupError):
-            continue
+        return set()
+    groups: set[int] = set()
+    for pid in pids:
+        with contextlib.suppress(OSError):  # gone, or not ours to read
+            if needle in (proc / pid / "environ").read_bytes().split(b"\0"):
+                groups.add(os.getpgid(int(pid)))
     groups.discard(os.getpgid(0))
     return groups
 
@@ -452,27 +448,15 @@ async def run_process(
     try:
         # Popen only forks and execs (no waiting); the asyncio subprocess API would add a
         # transport, protocol and watcher per command for nothing we need.
-        proc = subprocess.Popen(  # noqa: ASYNC220
-            argv,
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out_w,
-            stderr=err_w,
-            start_new_session=True,
-        )
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,  # noqa: ASYNC220
+                                stdout=out_w, stderr=err_w, start_new_session=True)
     except (OSError, ValueError, TypeError) as exc:
         os.close(out_r)
         os.close(err_r)
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        return ExecResult(
-            stdout="",
-            stderr=f"Could not start {argv[0] if argv else 'command'!r} in {cwd}: {reason}",
-            exit_code=-1,
-            timed_out=False,
-            duration_ms=_elapsed_ms(start),
-            started=False,
-        )
+        why = f"Could not start {argv[0] if argv else 'command'!r} in {cwd}: {reason}"
+        return ExecResult(stdout="", stderr=why, exit_code=-1, timed_out=False,
+                          duration_ms=_elapsed_ms(start), started=False)
     finally:
         os.close(out_w)
         os.close(err_w)

@@ -67,27 +67,10 @@ SandboxMode = Literal["read-only", "workspace-write", "full"]
 SANDBOX_MODES: tuple[SandboxMode, ...] = ("read-only", "workspace-write", "full")
 
 DEFAULT_HIDDEN_PATHS: tuple[str, ...] = (
-    "~/.ssh",
-    "~/.aws",
-    "~/.azure",
-    "~/.gnupg",
-    "~/.docker",
-    "~/.kube",
-    "~/.netrc",
-    "~/.git-credentials",
-    "~/.pgpass",
-    "~/.npmrc",
-    "~/.pypirc",
-    "~/.config/gcloud",
-    "~/.config/gh",
-    "~/.config/codeloop",
-    "~/.local/state/codeloop",
-    "~/.cargo/credentials",
-    "~/.cargo/credentials.toml",
-    "/etc/shadow",
-    "/etc/gshadow",
-    "/etc/ssh",
-    "/etc/ssl/private",
+    "~/.ssh", "~/.aws", "~/.azure", "~/.gnupg", "~/.docker", "~/.kube", "~/.netrc", "~/.git-credentials",
+    "~/.pgpass", "~/.npmrc", "~/.pypirc", "~/.config/gcloud", "~/.config/gh", "~/.config/codeloop",
+    "~/.local/state/codeloop", "~/.cargo/credentials", "~/.cargo/credentials.toml", "/etc/shadow",
+    "/etc/gshadow", "/etc/ssh", "/etc/ssl/private",
 )
 """Credential stores hidden from sandboxed commands unless they are inside the workspace
 (most lie outside what is mounted at all; these cover the ones inside mounted toolchains)."""

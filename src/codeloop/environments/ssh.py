@@ -37,17 +37,11 @@ import stat
 import time
 import uuid
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from codeloop.environments.base import (
-    DirEntry,
-    ExecLimits,
-    ExecResult,
-    FileStat,
-    GrepOptions,
-    OutputCallback,
-)
+from codeloop.environments.base import DirEntry, ExecLimits, ExecResult, FileStat, GrepOptions, OutputCallback
 from codeloop.environments.envfilter import is_secret_name
 from codeloop.environments.errors import (
     FileNotFoundInWorkspaceError,
@@ -229,13 +223,17 @@ class SSHExecutionEnvironment:
             )
         return resolved
 
-    def _map_sftp_error(self, exc: Exception, path: str) -> WorkspaceError:
-        code = getattr(exc, "code", None)
-        if asyncssh is not None and code == asyncssh.FX_NO_SUCH_FILE:
-            return FileNotFoundInWorkspaceError(f"No such file or directory: {path!r}", path=path)
-        if asyncssh is not None and code == asyncssh.FX_PERMISSION_DENIED:
-            return PermissionDeniedError(f"Permission denied: {path!r} on {self.host}", path=path)
-        return WorkspaceError(f"SFTP error on {path!r}: {exc}", path=path)
+    @contextlib.contextmanager
+    def _sftp_errors(self, path: str) -> Iterator[None]:
+        """SFTP failures as ``WorkspaceError``s naming ``path``."""
+        try:
+            yield
+        except asyncssh.SFTPError as exc:
+            if exc.code == asyncssh.FX_NO_SUCH_FILE:
+                raise FileNotFoundInWorkspaceError(f"No such file or directory: {path!r}", path=path) from None
+            if exc.code == asyncssh.FX_PERMISSION_DENIED:
+                raise PermissionDeniedError(f"Permission denied: {path!r} on {self.host}", path=path) from None
+            raise WorkspaceError(f"SFTP error on {path!r}: {exc}", path=path) from None
 
     # -- files -------------------------------------------------------------------------
     async def read_bytes(self, path: str) -> bytes:
@@ -246,11 +244,9 @@ class SSHExecutionEnvironment:
             raise NotAFileError(f"{path!r} is a directory, not a file; list it with list_dir instead", path=path)
         if links > 1 and not self.allow_hardlinks:
             raise hardlink_refusal(path, links)
-        try:
+        with self._sftp_errors(path):
             async with sftp.open(target, "rb") as handle:
                 data: bytes = await handle.read()
-        except asyncssh.SFTPError as exc:
-            raise self._map_sftp_error(exc, path) from None
         return data
 
     async def read_file(self, path: str, offset: int | None = None, limit: int | None = None) -> str:
@@ -264,15 +260,16 @@ class SSHExecutionEnvironment:
             raise NotAFileError(f"{path!r} is a directory; choose a file path", path=path)
         parent = posixpath.dirname(target)
         temp = posixpath.join(parent, f".codeloop-{uuid.uuid4().hex}.tmp")
-        try:
-            await sftp.makedirs(parent, exist_ok=True)
-            async with sftp.open(temp, "wb") as handle:
-                await handle.write(data)
-            await sftp.posix_rename(temp, target)
-        except asyncssh.SFTPError as exc:
-            with contextlib.suppress(Exception):
-                await sftp.remove(temp)
-            raise self._map_sftp_error(exc, path) from None
+        with self._sftp_errors(path):
+            try:
+                await sftp.makedirs(parent, exist_ok=True)
+                async with sftp.open(temp, "wb") as handle:
+                    await handle.write(data)
+                await sftp.posix_rename(temp, target)
+            except asyncssh.SFTPError:
+                with contextlib.suppress(Exception):
+                    await sftp.remove(temp)
+                raise
         return len(data)
 
     async def delete_file(self, path: str) -> None:
@@ -284,16 +281,10 @@ class SSHExecutionEnvironment:
         else:
             # The entry itself, not what a symlink at it points to: deleting a link removes the link.
             target = posixpath.join(await self._resolve(parent or "."), name)
-        try:
-            attrs = await sftp.lstat(target)
-        except asyncssh.SFTPError as exc:
-            raise self._map_sftp_error(exc, path) from None
-        if stat.S_ISDIR(attrs.permissions or 0):
-            raise NotAFileError(f"Cannot delete {path!r}: it is a directory", path=path)
-        try:
+        with self._sftp_errors(path):
+            if stat.S_ISDIR((await sftp.lstat(target)).permissions or 0):
+                raise NotAFileError(f"Cannot delete {path!r}: it is a directory", path=path)
             await sftp.remove(target)
-        except asyncssh.SFTPError as exc:
-            raise self._map_sftp_error(exc, path) from None
 
     async def file_exists(self, path: str) -> bool:
         try:
