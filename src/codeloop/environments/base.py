@@ -140,14 +140,9 @@ class ExecutionEnvironment(Protocol):
     async def list_directory(self, path: str = ".", depth: int = 1) -> list[DirEntry]:
         """Entries under ``path`` down to ``depth`` levels, sorted by name."""
 
-    async def exec_command(
-        self,
-        command: str,
-        timeout_ms: int | None = None,
-        working_dir: str | None = None,
-        env_vars: dict[str, str] | None = None,
-        on_output: OutputCallback | None = None,
-    ) -> ExecResult:
+    async def exec_command(self, command: str, timeout_ms: int | None = None, working_dir: str | None = None,
+                           env_vars: dict[str, str] | None = None,
+                           on_output: OutputCallback | None = None) -> ExecResult:
         """Run ``command`` with the environment's shell in a new process group.
 
         ``timeout_ms`` defaults to the environment's default (10 s) and is capped at its

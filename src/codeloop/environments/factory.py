@@ -92,15 +92,9 @@ def settle_sandbox(sandbox: str | None, network: str | None, *, default: Sandbox
     raise SandboxUnavailableError(sandbox_refusal(mode, why))
 
 
-def open_environment(
-    root: str | Path,
-    *,
-    sandbox: SandboxMode,
-    network: bool | None = None,
-    shell: str | None = None,
-    limits: ExecLimits | None = None,
-    env_policy: EnvPolicy = "inherit-all",
-) -> ExecutionEnvironment:
+def open_environment(root: str | Path, *, sandbox: SandboxMode, network: bool | None = None,
+                     shell: str | None = None, limits: ExecLimits | None = None,
+                     env_policy: EnvPolicy = "inherit-all") -> ExecutionEnvironment:
     """The environment for ``root``: a ``LocalExecutionEnvironment`` for ``full`` with the
     network on, else a ``SandboxedExecutionEnvironment`` (whose ``initialize()`` raises
     SandboxUnavailableError, naming the fix, when bubblewrap cannot run here). ``network``

@@ -118,15 +118,9 @@ class LocalExecutionEnvironment:
     output (``ExecResult`` and ``on_output``) as ``[REDACTED:NAME]``.
     """
 
-    def __init__(
-        self,
-        root: str | Path,
-        *,
-        limits: ExecLimits | None = None,
-        env_policy: EnvPolicy = "inherit-all",
-        shell: str = "/bin/bash",
-        env_allow: Sequence[str] = (),
-    ) -> None:
+    def __init__(self, root: str | Path, *, limits: ExecLimits | None = None,
+                 env_policy: EnvPolicy = "inherit-all", shell: str = "/bin/bash",
+                 env_allow: Sequence[str] = ()) -> None:
         self.root = Path(os.path.abspath(root))
         self.limits = limits if limits is not None else ExecLimits()
         self.env_policy: EnvPolicy = env_policy
@@ -255,14 +249,9 @@ class LocalExecutionEnvironment:
 
     # Commands ----------------------------------------------------------------------------
 
-    async def exec_command(
-        self,
-        command: str,
-        timeout_ms: int | None = None,
-        working_dir: str | None = None,
-        env_vars: dict[str, str] | None = None,
-        on_output: OutputCallback | None = None,
-    ) -> ExecResult:
+    async def exec_command(self, command: str, timeout_ms: int | None = None, working_dir: str | None = None,
+                           env_vars: dict[str, str] | None = None,
+                           on_output: OutputCallback | None = None) -> ExecResult:
         timeout = self.limits.default_timeout_ms if timeout_ms is None or timeout_ms <= 0 else timeout_ms
         timeout = min(timeout, self.limits.max_timeout_ms)
         cwd = self.resolve(working_dir or ".", must_exist=True)

@@ -416,17 +416,9 @@ async def _stop_group(supervisor: _Supervisor) -> None:
         signal_process_group(supervisor.pgid, signal.SIGKILL)
 
 
-async def run_process(
-    argv: list[str],
-    *,
-    cwd: Path,
-    env: dict[str, str],
-    timeout_ms: int,
-    limits: ExecLimits,
-    on_output: OutputCallback | None = None,
-    running: set[int] | None = None,
-    keep_full_output: bool = True,
-) -> ExecResult:
+async def run_process(argv: list[str], *, cwd: Path, env: dict[str, str], timeout_ms: int, limits: ExecLimits,
+                      on_output: OutputCallback | None = None, running: set[int] | None = None,
+                      keep_full_output: bool = True) -> ExecResult:
     """Run ``argv`` to completion or timeout and return what it printed (loop spec §4.2, §5.4).
 
     ``env`` is the complete environment (already filtered, §4.2); stdin is ``/dev/null``.

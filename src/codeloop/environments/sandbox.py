@@ -262,17 +262,9 @@ class SandboxedExecutionEnvironment(LocalExecutionEnvironment):
         await env.exec_command("pytest -q")
     """
 
-    def __init__(
-        self,
-        root: str | Path,
-        *,
-        mode: SandboxMode = "workspace-write",
-        network: bool = False,
-        hidden_paths: Sequence[str] = DEFAULT_HIDDEN_PATHS,
-        limits: ExecLimits | None = None,
-        env_policy: EnvPolicy = "inherit-all",
-        shell: str = "/bin/bash",
-    ) -> None:
+    def __init__(self, root: str | Path, *, mode: SandboxMode = "workspace-write", network: bool = False,
+                 hidden_paths: Sequence[str] = DEFAULT_HIDDEN_PATHS, limits: ExecLimits | None = None,
+                 env_policy: EnvPolicy = "inherit-all", shell: str = "/bin/bash") -> None:
         if mode not in SANDBOX_MODES:
             raise ValueError(f"sandbox mode {mode!r} is not one of {', '.join(SANDBOX_MODES)}")
         super().__init__(root, limits=limits, env_policy=env_policy, shell=shell)

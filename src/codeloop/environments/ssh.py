@@ -93,19 +93,10 @@ class SSHExecutionEnvironment:
         result = await env.exec_command("make test", timeout_ms=60_000)
     """
 
-    def __init__(
-        self,
-        host: str,
-        root: str,
-        *,
-        port: int = 22,
-        username: str | None = None,
-        client_keys: list[str] | None = None,
-        known_hosts: str | None = "~/.ssh/known_hosts",
-        insecure_no_host_check: bool = False,
-        limits: ExecLimits | None = None,
-        connect_timeout_s: float = 15.0,
-    ) -> None:
+    def __init__(self, host: str, root: str, *, port: int = 22, username: str | None = None,
+                 client_keys: list[str] | None = None, known_hosts: str | None = "~/.ssh/known_hosts",
+                 insecure_no_host_check: bool = False, limits: ExecLimits | None = None,
+                 connect_timeout_s: float = 15.0) -> None:
         if known_hosts is None and not insecure_no_host_check:
             raise ValueError(
                 "known_hosts=None turns off host key checking; pass insecure_no_host_check=True "
@@ -327,14 +318,9 @@ class SSHExecutionEnvironment:
             f"p=$(cat {_q(pidfile)} 2>/dev/null) && [ -n \"$p\" ] && kill -{int(sig)} -- -\"$p\" 2>/dev/null; true"
         )
 
-    async def exec_command(
-        self,
-        command: str,
-        timeout_ms: int | None = None,
-        working_dir: str | None = None,
-        env_vars: dict[str, str] | None = None,
-        on_output: OutputCallback | None = None,
-    ) -> ExecResult:
+    async def exec_command(self, command: str, timeout_ms: int | None = None, working_dir: str | None = None,
+                           env_vars: dict[str, str] | None = None,
+                           on_output: OutputCallback | None = None) -> ExecResult:
         self._require()
         start = time.monotonic()
         timeout = min(timeout_ms or self.limits.default_timeout_ms, self.limits.max_timeout_ms)
