@@ -1,6 +1,6 @@
 """Entry point run by ``python3`` on an SSH host to answer ``grep``/``glob``.
 
-``SSHExecutionEnvironment`` uploads a zip of the search modules (this one, ``search``,
+``SSHExecutionEnvironment`` uploads a zip of the search modules (this one, ``search``, ``atomic``,
 ``walk``, ``patterns``, ``safe_open``, ``runner``, ``base``, ``errors``) and runs
 ``python3 -c 'import sys; sys.path.insert(0, ZIP); ...main()' REQUEST_JSON``, so remote
 results come from the very code that answers locally. Prints one JSON object:

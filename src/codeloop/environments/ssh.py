@@ -65,7 +65,7 @@ except ImportError:  # pragma: no cover - exercised only without the extra
 
 _READ_SIZE = 1 << 16
 _START_LINE = "codeloop-remote-command-started"
-_BUNDLED = ("base", "errors", "patterns", "safe_open", "walk", "runner", "search", "remote_search")
+_BUNDLED = ("atomic", "base", "errors", "patterns", "safe_open", "walk", "runner", "search", "remote_search")
 
 
 def _exit_signal(exit_signal: Any) -> int:
@@ -221,10 +221,10 @@ class SSHExecutionEnvironment:
             yield
         except asyncssh.SFTPError as exc:
             if exc.code == asyncssh.FX_NO_SUCH_FILE:
-                raise FileNotFoundInWorkspaceError(f"No such file or directory: {path!r}", path=path) from None
+                raise FileNotFoundInWorkspaceError(f"No such file or directory: {path!r}", path) from None
             if exc.code == asyncssh.FX_PERMISSION_DENIED:
-                raise PermissionDeniedError(f"Permission denied: {path!r} on {self.host}", path=path) from None
-            raise WorkspaceError(f"SFTP error on {path!r}: {exc}", path=path) from None
+                raise PermissionDeniedError(f"Permission denied: {path!r} on {self.host}", path) from None
+            raise WorkspaceError(f"SFTP error on {path!r}: {exc}", path) from None
 
     # -- files -------------------------------------------------------------------------
     async def read_bytes(self, path: str) -> bytes:
