@@ -93,11 +93,8 @@ def build_bpf(seccomp: ModuleType) -> bytes:
 
 
 def _system_pythons() -> list[str]:
-    found: list[str] = []
-    for candidate in ("/usr/bin/python3", shutil.which("python3"), "/usr/local/bin/python3"):
-        if candidate and os.path.isfile(candidate) and candidate not in found:
-            found.append(candidate)
-    return found
+    candidates = ("/usr/bin/python3", shutil.which("python3"), "/usr/local/bin/python3")
+    return list(dict.fromkeys(c for c in candidates if c and os.path.isfile(c)))
 
 
 @functools.lru_cache(maxsize=1)

@@ -140,10 +140,7 @@ def _split(line: str, via: tuple[str, ...], depth: int) -> list[ParsedCommand]:
 def _first_error(node: Node) -> Node | None:
     if node.type == "ERROR" or node.is_missing:
         return node
-    for child in node.children:
-        if child.has_error:
-            return _first_error(child)
-    return None
+    return next((_first_error(child) for child in node.children if child.has_error), None)
 
 
 def _text(node: Node) -> str:
