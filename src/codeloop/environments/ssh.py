@@ -54,7 +54,7 @@ from codeloop.environments.errors import (
 )
 from codeloop.environments.local import decode_text, slice_lines
 from codeloop.environments.patterns import workspace_glob_pattern
-from codeloop.environments.resolver import check_path_syntax
+from codeloop.environments.resolver import check_path_syntax, is_within
 from codeloop.environments.runner import DRAIN_TIMEOUT_S, _Capture
 from codeloop.environments.safe_open import hardlink_refusal
 
@@ -200,7 +200,7 @@ class SSHExecutionEnvironment:
         self._last_links = int(lines[1]) if len(lines) > 1 and lines[1].strip().isdigit() else 0
         if res.exit_status != 0 or not resolved:
             raise PathOutsideWorkspaceError(f"Path {path!r} cannot be resolved on {self.host}: {res.stderr}", path=path)
-        if not (resolved == self._root or resolved.startswith(self._root.rstrip("/") + "/")):
+        if not is_within(resolved, self._root):
             raise PathOutsideWorkspaceError(
                 f"Path {path!r} is outside the workspace {self._root} (it resolves to {resolved}); "
                 "use a path relative to the workspace root",
