@@ -101,11 +101,7 @@ _guard_lock = threading.Lock()
 
 def _start_guard() -> None:
     """Start the guard unless it runs (one per codeloop process, before its first command).
-
-    Commands lead their own process group so they can be killed as a whole; that also puts
-    them out of reach of a signal that kills codeloop. The guard, in a session of its own,
-    outlives codeloop just long enough to kill what codeloop left running.
-    """
+    In a session of its own, it outlives codeloop just long enough to kill what was left."""
     global _guard
     with _guard_lock:
         if _guard is None or _guard.poll() is not None:

@@ -365,7 +365,6 @@ class _Walker:
         words: list[_Word] = []
         inline: list[str] = []
         after: list[Node] = []
-        redirects: list[Redirect] = []
         for child in node.named_children:
             if child.type == "variable_assignment":
                 assignments.append(_assignment(child))
@@ -375,10 +374,7 @@ class _Walker:
                 redirect_nodes = [*redirect_nodes, child]
             elif child.type in _WORD_STATEMENTS:
                 words.append(_word(child))
-        for red in redirect_nodes:
-            r = self._redirect(red, inline, after)
-            if r is not None:
-                redirects.append(r)
+        redirects = [r for r in (self._redirect(n, inline, after) for n in redirect_nodes) if r]
         argv: list[str] = []
         dyn: list[int] = []
         globs: list[int] = []
