@@ -98,10 +98,8 @@ class SSHExecutionEnvironment:
                  insecure_no_host_check: bool = False, limits: ExecLimits | None = None,
                  connect_timeout_s: float = 15.0) -> None:
         if known_hosts is None and not insecure_no_host_check:
-            raise ValueError(
-                "known_hosts=None turns off host key checking; pass insecure_no_host_check=True "
-                "to confirm, or give the path of a known_hosts file"
-            )
+            raise ValueError("known_hosts=None turns off host key checking; pass insecure_no_host_check=True "
+                             "to confirm, or give the path of a known_hosts file")
         if not root.startswith("/"):
             raise ValueError(f"root {root!r} must be an absolute path on the remote host")
         self.host = host
@@ -129,17 +127,10 @@ class SSHExecutionEnvironment:
         if self._conn is not None:
             return
         try:
-            self._conn = await asyncio.wait_for(
-                asyncssh.connect(
-                    self.host,
-                    port=self.port,
-                    username=self.username,
-                    client_keys=self.client_keys,
-                    known_hosts=self.known_hosts,
-                    agent_path=None,
-                ),
-                self.connect_timeout_s,
-            )
+            connecting = asyncssh.connect(self.host, port=self.port, username=self.username,
+                                          client_keys=self.client_keys, known_hosts=self.known_hosts,
+                                          agent_path=None)
+            self._conn = await asyncio.wait_for(connecting, self.connect_timeout_s)
         except asyncssh.HostKeyNotVerifiable as exc:
             raise WorkspaceError(
                 f"Host key of {self.host}:{self.port} is not in {self.known_hosts}: {exc}. "
