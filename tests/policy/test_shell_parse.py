@@ -56,6 +56,13 @@ def test_dynamic_command_name_is_flagged() -> None:
     assert not split_commands("ls $DIR")[0].dynamic
 
 
+@pytest.mark.parametrize("line", ["find . -exec {} \\;", "xargs -I{} {} -f", "xargs -I {} sh{} x"])
+def test_command_name_filled_in_by_the_wrapper_is_flagged(line: str) -> None:
+    # find -exec and xargs -I put names read at run time where "{}" stands.
+    inner = split_commands(line)[-1]
+    assert inner.dynamic and "decided only when it runs" in inner.unresolved
+
+
 def test_redirects_are_recorded() -> None:
     cmd = split_commands("echo hi >> /tmp/log 2>/dev/null")[0]
     assert [(r.op, r.target, r.writes) for r in cmd.redirects] == [(">>", "/tmp/log", True), (">", "/dev/null", True)]

@@ -8,6 +8,7 @@ system); then the directory is synced so the rename itself survives a power loss
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import stat
@@ -28,7 +29,6 @@ def atomic_write(path: Path, data: bytes) -> None:
     Raises ``OSError`` (``PermissionError``, ``IsADirectoryError``, ``ENOSPC`` ...) with the
     temporary file already removed; the previous content of ``path`` is then untouched.
     """
-    directory = path.parent
     mode: int | None = None
     try:
         existing = os.stat(path)
@@ -38,39 +38,35 @@ def atomic_write(path: Path, data: bytes) -> None:
         if stat.S_ISDIR(existing.st_mode):
             raise IsADirectoryError(21, "Is a directory", str(path))
         mode = stat.S_IMODE(existing.st_mode)
-    name = path.name.encode("utf-8", "surrogateescape")[:_NAME_ROOM].decode("utf-8", "ignore")
-    tmp = directory / f".{name}.{secrets.token_hex(4)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+    dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        replace_in_directory(dir_fd, path.name, data, mode)
+    finally:
+        os.close(dir_fd)
+
+
+def replace_in_directory(dir_fd: int, name: str, data: bytes, mode: int | None = None) -> None:
+    """Atomically replace the entry ``name`` of the directory ``dir_fd`` with ``data`` (the
+    steps of the module docstring); ``mode``: permission bits to set, None for a new file's
+    default. On any failure the temporary file is removed and the entry is untouched."""
+    short = name.encode("utf-8", "surrogateescape")[:_NAME_ROOM].decode("utf-8", "ignore")
+    temp = f".{short}.{secrets.token_hex(4)}.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(temp, flags, 0o666, dir_fd=dir_fd)
     try:
         try:
             view = memoryview(data)
             while view:
-                written = os.write(fd, view)
-                view = view[written:]
+                view = view[os.write(fd, view):]
             if mode is not None:
                 os.fchmod(fd, mode)
             os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, path)
+        os.rename(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        with contextlib.suppress(OSError):
+            os.unlink(temp, dir_fd=dir_fd)
         raise
-    _sync_directory(directory)
-
-
-def _sync_directory(directory: Path) -> None:
-    """Flush the directory entry of the rename; best effort (not every FS allows it)."""
-    try:
-        dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    except OSError:
-        return
-    try:
+    with contextlib.suppress(OSError):  # best effort: not every file system syncs directories
         os.fsync(dir_fd)
-    except OSError:
-        pass
-    finally:
-        os.close(dir_fd)

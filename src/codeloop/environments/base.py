@@ -121,74 +121,54 @@ class ExecutionEnvironment(Protocol):
     async def read_file(self, path: str, offset: int | None = None, limit: int | None = None) -> str:
         """Return text (UTF-8, undecodable bytes raise ``BinaryFileError``/``DecodeError``);
         ``offset`` is a 1-based first line, ``limit`` a line count; no line numbers added."""
-        ...
 
     async def read_bytes(self, path: str) -> bytes:
         """Return the raw bytes of a file."""
-        ...
 
     async def write_file(self, path: str, content: str | bytes) -> int:
         """Atomically create or replace a file, creating parents; return bytes written."""
-        ...
 
     async def delete_file(self, path: str) -> None:
         """Delete a file (not a directory)."""
-        ...
 
     async def file_exists(self, path: str) -> bool:
         """True when the path exists inside the workspace (False for escaping paths)."""
-        ...
 
     async def stat(self, path: str) -> FileStat:
         """Metadata of a file or directory."""
-        ...
 
     async def list_directory(self, path: str = ".", depth: int = 1) -> list[DirEntry]:
         """Entries under ``path`` down to ``depth`` levels, sorted by name."""
-        ...
 
-    async def exec_command(
-        self,
-        command: str,
-        timeout_ms: int | None = None,
-        working_dir: str | None = None,
-        env_vars: dict[str, str] | None = None,
-        on_output: OutputCallback | None = None,
-    ) -> ExecResult:
+    async def exec_command(self, command: str, timeout_ms: int | None = None, working_dir: str | None = None,
+                           env_vars: dict[str, str] | None = None,
+                           on_output: OutputCallback | None = None) -> ExecResult:
         """Run ``command`` with the environment's shell in a new process group.
 
         ``timeout_ms`` defaults to the environment's default (10 s) and is capped at its
         maximum (10 min). On timeout: SIGTERM to the group, 2 s, SIGKILL. ``working_dir`` is
         a workspace path. ``env_vars`` are added after filtering (§4.2)."""
-        ...
 
     async def grep(self, pattern: str, path: str = ".", options: GrepOptions | None = None) -> str:
         """Search file contents by regex; raise ``InvalidPatternError`` for a bad regex."""
-        ...
 
     async def glob(self, pattern: str, path: str = ".") -> list[str]:
         """Workspace-relative paths matching ``pattern``, newest first, ``.gitignore`` respected."""
-        ...
 
     async def initialize(self) -> None:
         """Prepare the environment (create the workspace, connect, check the sandbox)."""
-        ...
 
     async def cleanup(self) -> None:
         """Release resources; kill commands still running."""
-        ...
 
     def working_directory(self) -> str:
         """Absolute path of the workspace root on the host where commands run."""
-        ...
 
     def platform(self) -> str:
         """``linux``, ``darwin``, ``windows`` or ``wasm``."""
-        ...
 
     def os_version(self) -> str:
         """Operating system version string."""
-        ...
 
 
 @dataclass

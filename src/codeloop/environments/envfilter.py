@@ -11,12 +11,10 @@ Policies (``EnvPolicy``):
 - ``none``: nothing; the command starts from an empty environment (pass what it needs in
   ``env_vars``).
 
-A variable is a secret when its name (case-insensitive) contains ``KEY``, ``TOKEN``,
-``SECRET``, ``PASS``, ``CREDENTIAL`` or ``PRIVATE``, ends in ``PAT``, or has one of the
-words ``PWD``, ``AUTH``, ``OAUTH``, ``CREDS``, ``DSN``, ``JWT``, ``BEARER``, ``SALT``,
-``OTP``, ``COOKIE`` (``MYSQL_PWD``, ``creds2``); or when its value is a URL with a password
-(``postgres://u:pw@host``), a private key, or starts like a well-known token
-(``ghp_``, ``github_pat_``, ``glpat-``, ``xoxb-``, ``sk-``, ``AKIA``, ``AIza``, ``hf_``, ...).
+A variable is a secret when its name (case-insensitive) contains one of
+:data:`SECRET_NAME_PARTS`, ends in ``PAT``, or has one of :data:`SECRET_NAME_WORDS` as a word
+(``MYSQL_PWD``, ``creds2``); or when its value is a URL with a password
+(``postgres://u:pw@host``), a private key, or starts like a well-known token (``ghp_``, ``sk-``, ...).
 Broad on purpose: a harmless variable filtered by mistake costs a line in ``allow``; a
 secret let through reaches every command. The core variables are never filtered, so
 ``inherit-all`` and ``core-only`` always carry them when the host has them.
@@ -33,9 +31,6 @@ import re
 from collections.abc import Iterable, Mapping
 
 from codeloop.environments.base import EnvPolicy
-
-SECRET_SUFFIXES: tuple[str, ...] = ("_API_KEY", "_SECRET", "_TOKEN", "_PASSWORD", "_CREDENTIAL")
-"""Name endings that were the whole filter before issue 22; all still match (kept for callers)."""
 
 SECRET_NAME_PARTS: tuple[str, ...] = ("KEY", "TOKEN", "SECRET", "PASS", "CREDENTIAL", "PRIVATE")
 """A name containing any of these (upper-cased) is a secret."""

@@ -1,19 +1,12 @@
 """``open_environment``: the one place a workspace's ``ExecutionEnvironment`` is chosen.
 
 Every face (``codeloop run``, ``codeloop tool``, relay, spaces, codali) builds its
-environment here from two choices:
-
-- ``sandbox``: ``read-only`` or ``workspace-write`` (commands in bubblewrap, see
-  ``codeloop.environments.sandbox``) or ``full`` (no file system sandbox);
-- ``network``: on or off. Left out, it follows the sandbox (:func:`default_network`): off in
-  ``read-only`` and ``workspace-write``, on in ``full``. Asked for, it holds in every mode:
-  ``full`` with the network off runs each command in bubblewrap with only a new network
-  namespace, and where bubblewrap cannot run that choice is refused with a message naming
-  both ways out, never run with the network on.
-
-:func:`settle_sandbox` turns command-line values into a checked :class:`SandboxChoice`: the
-validation ``run`` and ``tool`` share, and the fallback to no sandbox (with a warning) when
-bubblewrap cannot run and the user chose neither a sandbox nor the network.
+environment here from two choices: ``sandbox`` (``read-only`` or ``workspace-write``:
+commands in bubblewrap; ``full``: no file system sandbox) and ``network``. Left out, the
+network follows the sandbox (:func:`default_network`); asked for, it holds in every mode:
+``full`` with the network off runs each command in bubblewrap with only a new network
+namespace, and where bubblewrap cannot run that is refused, never run with the network on.
+:func:`settle_sandbox` is the validation (and the loud fallback) ``run`` and ``tool`` share.
 """
 
 from __future__ import annotations
@@ -92,15 +85,9 @@ def settle_sandbox(sandbox: str | None, network: str | None, *, default: Sandbox
     raise SandboxUnavailableError(sandbox_refusal(mode, why))
 
 
-def open_environment(
-    root: str | Path,
-    *,
-    sandbox: SandboxMode,
-    network: bool | None = None,
-    shell: str | None = None,
-    limits: ExecLimits | None = None,
-    env_policy: EnvPolicy = "inherit-all",
-) -> ExecutionEnvironment:
+def open_environment(root: str | Path, *, sandbox: SandboxMode, network: bool | None = None,
+                     shell: str | None = None, limits: ExecLimits | None = None,
+                     env_policy: EnvPolicy = "inherit-all") -> ExecutionEnvironment:
     """The environment for ``root``: a ``LocalExecutionEnvironment`` for ``full`` with the
     network on, else a ``SandboxedExecutionEnvironment`` (whose ``initialize()`` raises
     SandboxUnavailableError, naming the fix, when bubblewrap cannot run here). ``network``

@@ -69,7 +69,8 @@ def _os_error(exc: OSError, path: str, action: str) -> WorkspaceError:
     return WorkspaceError(f"Cannot {action} {path!r}: {exc.strerror or exc}", path=path)
 
 
-def _decode(data: bytes, path: str) -> str:
+def decode_text(data: bytes, path: str) -> str:
+    """Decode a file's bytes as UTF-8 text, or raise BinaryFileError / DecodeError naming ``path``."""
     if b"\x00" in data[:BINARY_SNIFF_BYTES]:
         raise BinaryFileError(
             f"{path!r} is a binary file (it contains NUL bytes); it cannot be read as text", path=path
@@ -102,11 +103,6 @@ def slice_lines(text: str, offset: int | None, limit: int | None) -> str:
     return chunk + "\n" if last < len(lines) or text.endswith("\n") else chunk
 
 
-def decode_text(data: bytes, path: str) -> str:
-    """Decode a file's bytes as UTF-8 text, or raise BinaryFileError / DecodeError naming ``path``."""
-    return _decode(data, path)
-
-
 class LocalExecutionEnvironment:
     """Runs tools on the local machine inside the workspace ``root`` (loop spec §4.2).
 
@@ -123,15 +119,9 @@ class LocalExecutionEnvironment:
     output (``ExecResult`` and ``on_output``) as ``[REDACTED:NAME]``.
     """
 
-    def __init__(
-        self,
-        root: str | Path,
-        *,
-        limits: ExecLimits | None = None,
-        env_policy: EnvPolicy = "inherit-all",
-        shell: str = "/bin/bash",
-        env_allow: Sequence[str] = (),
-    ) -> None:
+    def __init__(self, root: str | Path, *, limits: ExecLimits | None = None,
+                 env_policy: EnvPolicy = "inherit-all", shell: str = "/bin/bash",
+                 env_allow: Sequence[str] = ()) -> None:
         self.root = Path(os.path.abspath(root))
         self.limits = limits if limits is not None else ExecLimits()
         self.env_policy: EnvPolicy = env_policy
@@ -179,16 +169,12 @@ class LocalExecutionEnvironment:
         """The canonical absolute path of a workspace path (see ``resolve_workspace_path``)."""
         return resolve_workspace_path(self.root, path, must_exist=must_exist)
 
-    def _file(self, path: str) -> Path:
-        resolved = self.resolve(path, must_exist=True)
-        if resolved.is_dir():
-            raise NotAFileError(f"{path!r} is a directory, not a file; list it with list_directory", path=path)
-        return resolved
-
     # File operations ---------------------------------------------------------------------
 
     async def read_bytes(self, path: str) -> bytes:
-        target = self._file(path)
+        target = self.resolve(path, must_exist=True)
+        if target.is_dir():
+            raise NotAFileError(f"{path!r} is a directory, not a file; list it with list_directory", path=path)
         try:
             return await asyncio.to_thread(read_bytes_beneath, self._real_root(), target, path,
                                            allow_hardlinks=self.allow_hardlinks)
@@ -196,7 +182,7 @@ class LocalExecutionEnvironment:
             raise _os_error(exc, path, "read") from None
 
     async def read_file(self, path: str, offset: int | None = None, limit: int | None = None) -> str:
-        return slice_lines(_decode(await self.read_bytes(path), path), offset, limit)
+        return slice_lines(decode_text(await self.read_bytes(path), path), offset, limit)
 
     async def write_file(self, path: str, content: str | bytes) -> int:
         target = self.resolve(path)
@@ -252,12 +238,8 @@ class LocalExecutionEnvironment:
             info = await asyncio.to_thread(target.stat)
         except OSError as exc:
             raise _os_error(exc, path, "stat") from None
-        return FileStat(
-            path=relative_to_root(self.root, target),
-            is_dir=_stat.S_ISDIR(info.st_mode),
-            size=info.st_size,
-            mtime=info.st_mtime,
-        )
+        return FileStat(path=relative_to_root(self.root, target), is_dir=_stat.S_ISDIR(info.st_mode),
+                        size=info.st_size, mtime=info.st_mtime)
 
     async def list_directory(self, path: str = ".", depth: int = 1) -> list[DirEntry]:
         target = self.resolve(path, must_exist=True)
@@ -268,14 +250,9 @@ class LocalExecutionEnvironment:
 
     # Commands ----------------------------------------------------------------------------
 
-    async def exec_command(
-        self,
-        command: str,
-        timeout_ms: int | None = None,
-        working_dir: str | None = None,
-        env_vars: dict[str, str] | None = None,
-        on_output: OutputCallback | None = None,
-    ) -> ExecResult:
+    async def exec_command(self, command: str, timeout_ms: int | None = None, working_dir: str | None = None,
+                           env_vars: dict[str, str] | None = None,
+                           on_output: OutputCallback | None = None) -> ExecResult:
         timeout = self.limits.default_timeout_ms if timeout_ms is None or timeout_ms <= 0 else timeout_ms
         timeout = min(timeout, self.limits.max_timeout_ms)
         cwd = self.resolve(working_dir or ".", must_exist=True)
@@ -287,15 +264,8 @@ class LocalExecutionEnvironment:
             # Per chunk: a value split across two chunks is caught in the result only.
             shown = on_output
             on_output = lambda stream, text: shown(stream, redact(text))  # noqa: E731
-        result = await run_process(
-            self.build_argv(command),
-            cwd=cwd,
-            env=env,
-            timeout_ms=timeout,
-            limits=self.limits,
-            on_output=on_output,
-            running=self._running,
-        )
+        result = await run_process(self.build_argv(command), cwd=cwd, env=env, timeout_ms=timeout,
+                                   limits=self.limits, on_output=on_output, running=self._running)
         if not redact:
             return result
         return dataclasses.replace(result, stdout=redact(result.stdout), stderr=redact(result.stderr))
@@ -309,20 +279,14 @@ class LocalExecutionEnvironment:
         return relative_to_root(self.root, target)
 
     async def grep(self, pattern: str, path: str = ".", options: GrepOptions | None = None) -> str:
-        start = self._search_start(path)
-        return await search.grep(
-            str(self._real_root()), start, pattern, options or GrepOptions(), self.ripgrep,
-            allow_hardlinks=self.allow_hardlinks,
-        )
+        return await search.grep(str(self._real_root()), self._search_start(path), pattern,
+                                 options or GrepOptions(), self.ripgrep, allow_hardlinks=self.allow_hardlinks)
 
     async def glob(self, pattern: str, path: str = ".") -> list[str]:
         start = self._search_start(path, directory=True)
-        pattern = self._relative_pattern(pattern)
+        # Glob patterns are relative; an absolute one must lie inside the workspace.
+        pattern = workspace_glob_pattern(pattern, (str(self._real_root()), str(self.root)))
         return await search.glob(str(self._real_root()), start, pattern, self.ripgrep)
-
-    def _relative_pattern(self, pattern: str) -> str:
-        """Glob patterns are relative; an absolute one must lie inside the workspace."""
-        return workspace_glob_pattern(pattern, (str(self._real_root()), str(self.root)))
 
     def _real_root(self) -> Path:
         return self.resolve(".")

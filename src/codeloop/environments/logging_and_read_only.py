@@ -52,14 +52,9 @@ class DelegatingExecutionEnvironment:
     async def list_directory(self, path: str = ".", depth: int = 1) -> list[DirEntry]:
         return await self.inner.list_directory(path, depth)
 
-    async def exec_command(
-        self,
-        command: str,
-        timeout_ms: int | None = None,
-        working_dir: str | None = None,
-        env_vars: dict[str, str] | None = None,
-        on_output: OutputCallback | None = None,
-    ) -> ExecResult:
+    async def exec_command(self, command: str, timeout_ms: int | None = None, working_dir: str | None = None,
+                           env_vars: dict[str, str] | None = None,
+                           on_output: OutputCallback | None = None) -> ExecResult:
         return await self.inner.exec_command(command, timeout_ms, working_dir, env_vars, on_output)
 
     async def grep(self, pattern: str, path: str = ".", options: GrepOptions | None = None) -> str:
@@ -95,14 +90,9 @@ class LoggingExecutionEnvironment(DelegatingExecutionEnvironment):
         super().__init__(inner)
         self.logger = logger if logger is not None else logging.getLogger("codeloop.environments")
 
-    async def exec_command(
-        self,
-        command: str,
-        timeout_ms: int | None = None,
-        working_dir: str | None = None,
-        env_vars: dict[str, str] | None = None,
-        on_output: OutputCallback | None = None,
-    ) -> ExecResult:
+    async def exec_command(self, command: str, timeout_ms: int | None = None, working_dir: str | None = None,
+                           env_vars: dict[str, str] | None = None,
+                           on_output: OutputCallback | None = None) -> ExecResult:
         self.logger.info("exec: %s", command)
         result = await super().exec_command(command, timeout_ms, working_dir, env_vars, on_output)
         level = logging.WARNING if result.timed_out else logging.INFO

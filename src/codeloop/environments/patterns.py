@@ -166,15 +166,10 @@ def is_ignored(rules: list[IgnoreRule], rel_path: str, is_dir: bool) -> bool:
     """
     ignored = False
     for rule in rules:
-        if rule.dir_only and not is_dir:
+        prefix = rule.base + "/" if rule.base else ""
+        if (rule.dir_only and not is_dir) or not rel_path.startswith(prefix):
             continue
-        if rule.base:
-            if not rel_path.startswith(rule.base + "/"):
-                continue
-            sub = rel_path[len(rule.base) + 1 :]
-        else:
-            sub = rel_path
-        if rule.regex.fullmatch(sub):
+        if rule.regex.fullmatch(rel_path[len(prefix):]):
             ignored = not rule.negated
     return ignored
 

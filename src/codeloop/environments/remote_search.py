@@ -1,6 +1,6 @@
 """Entry point run by ``python3`` on an SSH host to answer ``grep``/``glob``.
 
-``SSHExecutionEnvironment`` uploads a zip of the search modules (this one, ``search``,
+``SSHExecutionEnvironment`` uploads a zip of the search modules (this one, ``search``, ``atomic``,
 ``walk``, ``patterns``, ``safe_open``, ``runner``, ``base``, ``errors``) and runs
 ``python3 -c 'import sys; sys.path.insert(0, ZIP); ...main()' REQUEST_JSON``, so remote
 results come from the very code that answers locally. Prints one JSON object:
@@ -21,16 +21,10 @@ from codeloop.environments.errors import InvalidPatternError, WorkspaceError
 
 async def _answer(request: dict[str, Any]) -> Any:
     rg = search.find_rg()
+    where = (request["root"], request["start_rel"], request["pattern"])
     if request["op"] == "grep":
-        options = GrepOptions(
-            glob_filter=request.get("glob_filter"),
-            case_insensitive=bool(request.get("case_insensitive")),
-            max_results=int(request.get("max_results", 100)),
-            output_mode=request.get("output_mode", "content"),
-            context_lines=int(request.get("context_lines", 0)),
-        )
-        return await search.grep(request["root"], request["start_rel"], request["pattern"], options, rg)
-    return await search.glob(request["root"], request["start_rel"], request["pattern"], rg)
+        return await search.grep(*where, GrepOptions(**request["options"]), rg)
+    return await search.glob(*where, rg)
 
 
 def main() -> None:

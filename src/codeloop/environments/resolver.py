@@ -46,6 +46,8 @@ def _reject(path: str, why: str) -> PathOutsideWorkspaceError:
 def check_path_syntax(path: str) -> None:
     """Reject strings that can never name a file (NUL, unencodable, too long) with
     ``PathOutsideWorkspaceError``; does not look at the file system."""
+    if not isinstance(path, str):
+        raise PathOutsideWorkspaceError(f"Path {path!r} is not a string", path=str(path))
     if "\x00" in path:
         raise _reject(path, "contains a NUL byte; file names cannot contain NUL")
     try:
@@ -63,10 +65,6 @@ def check_path_syntax(path: str) -> None:
                 f"has a component of {len(part)} bytes (the limit is {MAX_COMPONENT_BYTES}); "
                 "use shorter file names",
             )
-
-
-def _canonical_root(root: Path | str) -> str:
-    return os.path.realpath(os.fspath(root))
 
 
 def _walk(start: str, path: str, original: str) -> str:
@@ -108,8 +106,9 @@ def _walk(start: str, path: str, original: str) -> str:
     return resolved
 
 
-def _inside(root: str, candidate: str) -> bool:
-    return candidate == root or candidate.startswith(root.rstrip("/") + "/")
+def is_within(path: str, directory: str) -> bool:
+    """True when the ``/``-separated ``path`` is ``directory`` or lies below it (as text)."""
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
 
 
 def resolve_workspace_path(root: Path | str, path: str, *, must_exist: bool = False) -> Path:
@@ -126,14 +125,12 @@ def resolve_workspace_path(root: Path | str, path: str, *, must_exist: bool = Fa
             through symlinks. The message names the path and says what to do.
         FileNotFoundInWorkspaceError: ``must_exist`` is true and nothing exists there.
     """
-    if not isinstance(path, str):
-        raise PathOutsideWorkspaceError(f"Path {path!r} is not a string", path=str(path))
     check_path_syntax(path)
-    real_root = _canonical_root(root)
+    real_root = os.path.realpath(root)
     resolved = _walk(real_root, path, path)
     if len(os.fsencode(resolved)) > MAX_PATH_BYTES:
         raise _reject(path, f"resolves to a path longer than {MAX_PATH_BYTES} bytes; use a shorter path")
-    if not _inside(real_root, resolved):
+    if not is_within(resolved, real_root):
         raise _reject(
             path,
             f"is outside the workspace {real_root} (it resolves to {resolved}); "
@@ -154,11 +151,11 @@ def relative_to_root(root: Path | str, abs_path: Path | str) -> str:
     ``abs_path`` should come from :func:`resolve_workspace_path`; anything outside the
     (canonical) root raises :class:`PathOutsideWorkspaceError`.
     """
-    real_root = _canonical_root(root)
+    real_root = os.path.realpath(root)
     text = os.fspath(abs_path)
-    if not _inside(real_root, text):
+    if not is_within(text, real_root):
         text = os.path.realpath(text)
-        if not _inside(real_root, text):
+        if not is_within(text, real_root):
             raise _reject(text, f"is outside the workspace {real_root}")
     rel = text[len(real_root) :].lstrip("/")
     return rel or "."

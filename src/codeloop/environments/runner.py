@@ -101,11 +101,7 @@ _guard_lock = threading.Lock()
 
 def _start_guard() -> None:
     """Start the guard unless it runs (one per codeloop process, before its first command).
-
-    Commands lead their own process group so they can be killed as a whole; that also puts
-    them out of reach of a signal that kills codeloop. The guard, in a session of its own,
-    outlives codeloop just long enough to kill what codeloop left running.
-    """
+    In a session of its own, it outlives codeloop just long enough to kill what was left."""
     global _guard
     with _guard_lock:
         if _guard is None or _guard.poll() is not None:
@@ -175,19 +171,15 @@ def process_groups_with(variable: str, value: str, proc: Path = Path("/proc")) -
     """Process-group ids of live processes whose environment holds ``variable=value``
     (never our own group; nothing where ``/proc`` is missing)."""
     needle = f"{variable}={value}".encode()
-    groups: set[int] = set()
     try:
-        entries = list(os.scandir(proc))
+        pids = [entry.name for entry in os.scandir(proc) if entry.name.isdigit()]
     except OSError:
-        return groups
-    for entry in entries:
-        if not entry.name.isdigit():
-            continue
-        try:
-            if needle in Path(entry.path, "environ").read_bytes().split(b"\0"):
-                groups.add(os.getpgid(int(entry.name)))
-        except (OSError, ProcessLookupError):
-            continue
+        return set()
+    groups: set[int] = set()
+    for pid in pids:
+        with contextlib.suppress(OSError):  # gone, or not ours to read
+            if needle in (proc / pid / "environ").read_bytes().split(b"\0"):
+                groups.add(os.getpgid(int(pid)))
     groups.discard(os.getpgid(0))
     return groups
 
@@ -273,16 +265,19 @@ class _Capture:
 
     def feed(self, idx: int, data: bytes) -> None:
         self.sizes[idx] += len(data)
-        if self.chunks is not None:
+        if self.chunks is None:
+            self._keep(idx, data)
+        else:
             self.chunks.append((idx, data))
             if self.sizes[idx] > self.cap:
                 self._start_spill()
-        else:
-            if self.spill is not None:
-                self.spill.write(data)
-            self.parts[idx].feed(data)
         if self.on_output is not None:
             self._emit(idx, self.decoders[idx].decode(data))
+
+    def _keep(self, idx: int, data: bytes) -> None:
+        if self.spill is not None:
+            self.spill.write(data)
+        self.parts[idx].feed(data)
 
     def _emit(self, idx: int, text: str) -> None:
         if not text or self.on_output is None:
@@ -297,26 +292,26 @@ class _Capture:
             fd, self.spill_path = tempfile.mkstemp(prefix="codeloop-output-", suffix=".log")
             self.spill = os.fdopen(fd, "wb", buffering=_PIPE_SIZE)
         self.parts = [_HeadTail(self.cap), _HeadTail(self.cap)]
-        assert self.chunks is not None
-        for idx, data in self.chunks:
-            if self.spill is not None:
-                self.spill.write(data)
-            self.parts[idx].feed(data)
-        self.chunks = None
+        chunks, self.chunks = self.chunks or [], None
+        for idx, data in chunks:
+            self._keep(idx, data)
 
-    def finish(self) -> tuple[str, str, str | None]:
-        """Return (stdout, stderr, full_output_path) and flush pending callback text."""
+    def result(self, exit_code: int, timed_out: bool, start: float, started: bool = True) -> ExecResult:
+        """The ``ExecResult`` of the command started at ``start``; flushes pending callback text."""
         for idx in range(len(_STREAMS)):
             self._emit(idx, self.decoders[idx].decode(b"", final=True))
+        full_path = None
         if self.chunks is not None:
-            texts = [
-                b"".join(data for i, data in self.chunks if i == idx).decode("utf-8", "replace")
-                for idx in range(len(_STREAMS))
-            ]
-            return texts[0], texts[1], None
-        if self.spill is not None:
-            self.spill.close()
-        return self.parts[0].render(), self.parts[1].render(), self.spill_path
+            stdout, stderr = (b"".join(data for i, data in self.chunks if i == idx).decode("utf-8", "replace")
+                              for idx in range(len(_STREAMS)))
+        else:
+            if self.spill is not None:
+                self.spill.close()
+                full_path = self.spill_path
+            stdout, stderr = self.parts[0].render(), self.parts[1].render()
+        return ExecResult(stdout=stdout, stderr=stderr, exit_code=exit_code, timed_out=timed_out,
+                          duration_ms=_elapsed_ms(start), stdout_bytes=self.sizes[0],
+                          stderr_bytes=self.sizes[1], full_output_path=full_path, started=started)
 
     def discard(self) -> None:
         if self.spill is not None:
@@ -417,17 +412,9 @@ async def _stop_group(supervisor: _Supervisor) -> None:
         signal_process_group(supervisor.pgid, signal.SIGKILL)
 
 
-async def run_process(
-    argv: list[str],
-    *,
-    cwd: Path,
-    env: dict[str, str],
-    timeout_ms: int,
-    limits: ExecLimits,
-    on_output: OutputCallback | None = None,
-    running: set[int] | None = None,
-    keep_full_output: bool = True,
-) -> ExecResult:
+async def run_process(argv: list[str], *, cwd: Path, env: dict[str, str], timeout_ms: int, limits: ExecLimits,
+                      on_output: OutputCallback | None = None, running: set[int] | None = None,
+                      keep_full_output: bool = True) -> ExecResult:
     """Run ``argv`` to completion or timeout and return what it printed (loop spec §4.2, §5.4).
 
     ``env`` is the complete environment (already filtered, §4.2); stdin is ``/dev/null``.
@@ -449,27 +436,15 @@ async def run_process(
     try:
         # Popen only forks and execs (no waiting); the asyncio subprocess API would add a
         # transport, protocol and watcher per command for nothing we need.
-        proc = subprocess.Popen(  # noqa: ASYNC220
-            argv,
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=out_w,
-            stderr=err_w,
-            start_new_session=True,
-        )
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,  # noqa: ASYNC220
+                                stdout=out_w, stderr=err_w, start_new_session=True)
     except (OSError, ValueError, TypeError) as exc:
         os.close(out_r)
         os.close(err_r)
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        return ExecResult(
-            stdout="",
-            stderr=f"Could not start {argv[0] if argv else 'command'!r} in {cwd}: {reason}",
-            exit_code=-1,
-            timed_out=False,
-            duration_ms=_elapsed_ms(start),
-            started=False,
-        )
+        why = f"Could not start {argv[0] if argv else 'command'!r} in {cwd}: {reason}"
+        return ExecResult(stdout="", stderr=why, exit_code=-1, timed_out=False,
+                          duration_ms=_elapsed_ms(start), started=False)
     finally:
         os.close(out_w)
         os.close(err_w)
@@ -549,15 +524,6 @@ async def run_process(
         proc.poll()
         _tell_guard(f"-{pgid}")
 
-    stdout, stderr, full_path = capture.finish()
-    return ExecResult(
-        stdout=stdout,
-        stderr=stderr,
-        # Not reaped within REAP_TIMEOUT_S of its SIGKILL (the only way to get here unreaped).
-        exit_code=proc.returncode if proc.returncode is not None else -signal.SIGKILL,
-        timed_out=supervisor.timed_out,
-        duration_ms=_elapsed_ms(start),
-        stdout_bytes=capture.sizes[0],
-        stderr_bytes=capture.sizes[1],
-        full_output_path=full_path,
-    )
+    # Not reaped within REAP_TIMEOUT_S of its SIGKILL (the only way to get here unreaped).
+    exit_code = proc.returncode if proc.returncode is not None else -signal.SIGKILL
+    return capture.result(exit_code, supervisor.timed_out, start)

@@ -26,10 +26,10 @@ import contextlib
 import errno
 import os
 import stat
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+from codeloop.environments.atomic import replace_in_directory
 from codeloop.environments.errors import NotAFileError, PathOutsideWorkspaceError, WorkspaceError
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -171,10 +171,10 @@ def unlink_beneath(root: Path, entry: Path, shown: str) -> None:
 
 
 def atomic_write_beneath(root: Path, resolved: Path, data: bytes, shown: str) -> None:
-    """Atomically replace ``resolved`` (temp file + fsync + rename in the same directory),
-    creating parents, never following a link swapped in after the check."""
+    """Atomically replace ``resolved`` (``atomic.replace_in_directory``), creating parents,
+    never following a link swapped in after the check."""
     with parent_fd(root, resolved, shown, create=True) as (dir_fd, name):
-        mode = 0o666 & ~_umask()
+        mode: int | None = None
         with contextlib.suppress(FileNotFoundError):
             existing = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
             if stat.S_ISLNK(existing.st_mode):
@@ -182,24 +182,4 @@ def atomic_write_beneath(root: Path, resolved: Path, data: bytes, shown: str) ->
             if stat.S_ISDIR(existing.st_mode):
                 raise WorkspaceError(f"Cannot write {shown!r}: it is a directory", path=shown)
             mode = stat.S_IMODE(existing.st_mode)
-        temp = f".{name[:200]}.{uuid.uuid4().hex[:12]}.codeloop-tmp"
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode, dir_fd=dir_fd)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.chmod(temp, mode, dir_fd=dir_fd)
-            os.rename(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temp, dir_fd=dir_fd)
-            raise
-        with contextlib.suppress(OSError):
-            os.fsync(dir_fd)
-
-
-def _umask() -> int:
-    current = os.umask(0)
-    os.umask(current)
-    return current
+        replace_in_directory(dir_fd, name, data, mode)

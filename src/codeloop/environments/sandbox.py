@@ -61,33 +61,17 @@ from typing import Literal
 from codeloop.environments.base import EnvPolicy, ExecLimits
 from codeloop.environments.errors import SandboxUnavailableError, WriteDeniedError
 from codeloop.environments.local import LocalExecutionEnvironment
+from codeloop.environments.resolver import is_within
 from codeloop.environments.seccomp_filter import SeccompUnavailableError, bpf_program
 
 SandboxMode = Literal["read-only", "workspace-write", "full"]
 SANDBOX_MODES: tuple[SandboxMode, ...] = ("read-only", "workspace-write", "full")
 
 DEFAULT_HIDDEN_PATHS: tuple[str, ...] = (
-    "~/.ssh",
-    "~/.aws",
-    "~/.azure",
-    "~/.gnupg",
-    "~/.docker",
-    "~/.kube",
-    "~/.netrc",
-    "~/.git-credentials",
-    "~/.pgpass",
-    "~/.npmrc",
-    "~/.pypirc",
-    "~/.config/gcloud",
-    "~/.config/gh",
-    "~/.config/codeloop",
-    "~/.local/state/codeloop",
-    "~/.cargo/credentials",
-    "~/.cargo/credentials.toml",
-    "/etc/shadow",
-    "/etc/gshadow",
-    "/etc/ssh",
-    "/etc/ssl/private",
+    "~/.ssh", "~/.aws", "~/.azure", "~/.gnupg", "~/.docker", "~/.kube", "~/.netrc", "~/.git-credentials",
+    "~/.pgpass", "~/.npmrc", "~/.pypirc", "~/.config/gcloud", "~/.config/gh", "~/.config/codeloop",
+    "~/.local/state/codeloop", "~/.cargo/credentials", "~/.cargo/credentials.toml", "/etc/shadow",
+    "/etc/gshadow", "/etc/ssh", "/etc/ssl/private",
 )
 """Credential stores hidden from sandboxed commands unless they are inside the workspace
 (most lie outside what is mounted at all; these cover the ones inside mounted toolchains)."""
@@ -210,10 +194,6 @@ def probe_bwrap(bwrap: str | None = None) -> str | None:
     return None
 
 
-def _under(path: str, directory: str) -> bool:
-    return path == directory or path.startswith(directory.rstrip("/") + "/")
-
-
 @functools.lru_cache(maxsize=1)
 def system_mounts() -> tuple[tuple[str, str | None], ...]:
     """``(path, symlink target or None)`` of the host's toolchain directories and the
@@ -256,15 +236,15 @@ def toolchain_dirs(environ: Mapping[str, str], workspace: str) -> list[str]:
         candidates.append(real)
     for name in TOOLCHAIN_VARIABLES:
         candidates += [os.path.realpath(v) for v in environ.get(name, "").split(":") if v.startswith("/")]
-    if any(_under(c, os.path.join(home, ".cargo")) for c in candidates) and "RUSTUP_HOME" not in environ:
+    if any(is_within(c, os.path.join(home, ".cargo")) for c in candidates) and "RUSTUP_HOME" not in environ:
         candidates.append(os.path.join(home, ".rustup"))  # cargo's proxies need rustup's toolchains
     chosen: list[str] = []
     for path in candidates:
-        if path in ("/", home) or _under(workspace, path) or _under(home, path) or not os.path.isdir(path):
+        if path in ("/", home) or is_within(workspace, path) or is_within(home, path):
             continue
-        if any(_under(path, system) for system in SYSTEM_PATHS) or any(_under(path, c) for c in chosen):
+        if not os.path.isdir(path) or any(is_within(path, above) for above in (*SYSTEM_PATHS, *chosen)):
             continue
-        chosen = [c for c in chosen if not _under(c, path)] + [path]
+        chosen = [c for c in chosen if not is_within(c, path)] + [path]
     return chosen
 
 
@@ -279,17 +259,9 @@ class SandboxedExecutionEnvironment(LocalExecutionEnvironment):
         await env.exec_command("pytest -q")
     """
 
-    def __init__(
-        self,
-        root: str | Path,
-        *,
-        mode: SandboxMode = "workspace-write",
-        network: bool = False,
-        hidden_paths: Sequence[str] = DEFAULT_HIDDEN_PATHS,
-        limits: ExecLimits | None = None,
-        env_policy: EnvPolicy = "inherit-all",
-        shell: str = "/bin/bash",
-    ) -> None:
+    def __init__(self, root: str | Path, *, mode: SandboxMode = "workspace-write", network: bool = False,
+                 hidden_paths: Sequence[str] = DEFAULT_HIDDEN_PATHS, limits: ExecLimits | None = None,
+                 env_policy: EnvPolicy = "inherit-all", shell: str = "/bin/bash") -> None:
         if mode not in SANDBOX_MODES:
             raise ValueError(f"sandbox mode {mode!r} is not one of {', '.join(SANDBOX_MODES)}")
         super().__init__(root, limits=limits, env_policy=env_policy, shell=shell)
@@ -325,10 +297,10 @@ class SandboxedExecutionEnvironment(LocalExecutionEnvironment):
         args: list[str] = []
         for raw in self.hidden_paths:
             target = os.path.realpath(os.path.expanduser(raw))
-            if not os.path.lexists(target) or not any(_under(target, m) for m in mounted):
+            if not os.path.lexists(target) or not any(is_within(target, m) for m in mounted):
                 continue
             # Never hide the workspace itself or anything that contains it.
-            if _under(workspace, target):
+            if is_within(workspace, target):
                 continue
             if os.path.isdir(target):
                 args += ["--tmpfs", target]
@@ -350,13 +322,14 @@ class SandboxedExecutionEnvironment(LocalExecutionEnvironment):
             args += ["--ro-bind", path, path]
             mounted.append(path)
         home = os.environ.get("HOME", "")
-        if home.startswith("/") and not any(_under(home, m) for m in mounted) and not _under(workspace, home):
+        home_mounted = any(is_within(home, m) for m in mounted)
+        if home.startswith("/") and not home_mounted and not is_within(workspace, home):
             args += ["--dir", home]  # exists, empty and read-only, as a home without secrets
         args += self._hidden_mounts(workspace, mounted)
         # A mounted directory holding the workspace would show its siblings (other
         # tenants' workspaces): cover the branch leading to it with an empty tmpfs.
         for path in mounted:
-            if _under(workspace, path) and workspace != path:
+            if is_within(workspace, path) and workspace != path:
                 below = os.path.relpath(workspace, path).split("/", 1)[0]
                 args += ["--tmpfs", os.path.join(path, below)]
         bind = "--bind" if self.mode == "workspace-write" else "--ro-bind"

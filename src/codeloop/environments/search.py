@@ -14,6 +14,7 @@ on huge trees.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -97,12 +98,13 @@ class _Results:
     def __init__(self, max_results: int, separate_files: bool) -> None:
         self.max_results = max(max_results, 0)
         self.separate_files = separate_files
-        self.blocks: dict[str, list[str]] = {}
+        self.blocks: dict[str, list[tuple[str, bool]]] = {}
+        """Each file's lines, each with whether it counts as a result (a match, not context)."""
         self.counts: dict[str, int] = {}
         self.stored = 0
 
     def add(self, path: str, line: str, counts: bool) -> None:
-        self.blocks.setdefault(path, []).append(line)
+        self.blocks.setdefault(path, []).append((line, counts))
         if counts:
             self.counts[path] = self.counts.get(path, 0) + 1
         self.stored += 1
@@ -112,7 +114,7 @@ class _Results:
     def _prune(self) -> None:
         # A file sorting after files that already hold max_results results can never be shown.
         total = 0
-        keep: dict[str, list[str]] = {}
+        keep: dict[str, list[tuple[str, bool]]] = {}
         for path in sorted(self.blocks):
             if total >= self.max_results:
                 self.counts.pop(path, None)
@@ -122,7 +124,11 @@ class _Results:
         self.blocks = keep
         self.stored = sum(len(b) for b in keep.values())
 
-    def render(self, is_result: Callable[[str], bool]) -> str:
+    def add_line(self, path: str, kind: str, number: object, text: str) -> None:
+        """A content line: ``path:N:text`` for a match (``kind`` ``:``), ``path-N-text`` for context."""
+        self.add(path, f"{path}{kind}{number}{kind}{text}", kind == ":")
+
+    def render(self) -> str:
         out: list[str] = []
         total = 0
         for path in sorted(self.blocks):
@@ -130,25 +136,14 @@ class _Results:
                 break
             if out and self.separate_files:
                 out.append("--")
-            for line in self.blocks[path]:
+            for line, counts in self.blocks[path]:
                 if total >= self.max_results:
                     break
-                if is_result(line):
-                    total += 1
+                total += counts
                 out.append(line)
         while out and out[-1] == "--":
             out.pop()
         return "\n".join(out)
-
-
-def _match_suffix(line: str) -> bool:
-    # Content lines are "path:N:text" (match) or "path-N-text" (context); the marker is
-    # stored in a private prefix while collecting so paths with ':' or '-' stay unambiguous.
-    return line.startswith("\x01")
-
-
-def _finish_content(text: str) -> str:
-    return "\n".join(line[1:] if line[:1] in ("\x01", "\x02") else line for line in text.split("\n")) if text else ""
 
 
 def _glob_filter_matcher(glob_filter: str | None) -> Callable[[str], bool] | None:
@@ -188,9 +183,7 @@ async def grep(
     finally:
         if job.explicit_fd is not None:
             os.close(job.explicit_fd)
-    if options.output_mode == "content":
-        return _finish_content(results.render(_match_suffix))
-    return results.render(lambda line: True)
+    return results.render()
 
 
 class _PlainFiles:
@@ -304,8 +297,7 @@ async def _rg_grep(rg: str, job: _Grep) -> None:
         if pending_separator[0] and block:
             results.add(path, "--", False)
         pending_separator[0] = False
-        marker = "\x01" if kind == ":" else "\x02"
-        results.add(path, f"{marker}{path}{kind}{number}{kind}{rest[found.end():]}", kind == ":")
+        results.add_line(path, kind, number, rest[found.end():])
 
     code, stderr = await _run_rg(rg, root, args, on_line)
     if code == 2 and stderr.strip():
@@ -374,29 +366,8 @@ def _add_content(results: _Results, rel: str, lines: list[str], hits: Iterable[i
     for j in sorted(wanted):
         if context > 0 and previous is not None and j != previous + 1:
             results.add(rel, "--", False)
-        kind = ":" if wanted[j] else "-"
-        marker = "\x01" if wanted[j] else "\x02"
-        results.add(rel, f"{marker}{rel}{kind}{j + 1}{kind}{lines[j]}", wanted[j])
+        results.add_line(rel, ":" if wanted[j] else "-", j + 1, lines[j])
         previous = j
-
-
-async def list_files(root: str, start_rel: str, rg: str | None, keep: Callable[[str], bool]) -> list[str]:
-    """Root-relative paths of the searchable files under ``start_rel`` accepted by ``keep``."""
-    found: list[str] = []
-    if rg is None:
-        return [rel for rel in walk_files(root, start_rel) if keep(rel)]
-
-    def on_line(line: str) -> None:
-        if line and keep(line):
-            found.append(line)
-
-    args = ["--files", "--"]
-    if start_rel not in ("", "."):
-        args.append(start_rel)
-    code, stderr = await _run_rg(rg, root, args, on_line)
-    if code not in (0, 1):
-        raise WorkspaceError(f"Listing files failed (rg exit {code}): {stderr.strip() or 'no message'}")
-    return found
 
 
 async def glob(root: str, start_rel: str, pattern: str, rg: str | None) -> list[str]:
@@ -404,17 +375,22 @@ async def glob(root: str, start_rel: str, pattern: str, rg: str | None) -> list[
     newest first (ties by path). Raises ``InvalidPatternError`` for a bad pattern."""
     regex = compile_glob(pattern)
     prefix = "" if start_rel in ("", ".") else start_rel.strip("/") + "/"
-    cut = len(prefix)
+    found: list[str] = []
 
-    def keep(rel: str) -> bool:
-        return bool(regex.match(rel[cut:] if rel.startswith(prefix) else rel))
+    def keep(rel: str) -> None:
+        if rel and regex.match(rel[len(prefix):] if rel.startswith(prefix) else rel):
+            found.append(rel)
 
-    matched = await list_files(root, start_rel, rg, keep)
+    if rg is None:
+        for rel in walk_files(root, start_rel):
+            keep(rel)
+    else:
+        where = [start_rel] if start_rel not in ("", ".") else []
+        code, stderr = await _run_rg(rg, root, ["--files", "--", *where], keep)
+        if code not in (0, 1):
+            raise WorkspaceError(f"Listing files failed (rg exit {code}): {stderr.strip() or 'no message'}")
     stamped: list[tuple[int, str]] = []
-    for rel in matched:
-        try:
+    for rel in found:
+        with contextlib.suppress(OSError):
             stamped.append((-os.stat(os.path.join(root, rel)).st_mtime_ns, rel))
-        except OSError:
-            continue
-    stamped.sort()
-    return [rel for _, rel in stamped]
+    return [rel for _, rel in sorted(stamped)]

@@ -1,18 +1,13 @@
 """The seccomp filter every bubblewrap command runs under (issue 22), as a BPF program.
 
 The policy parser can be fooled by spelling; the kernel cannot. Whatever a command line
-manages to run, these system calls fail inside the sandbox:
-
-- namespaces: ``unshare``, ``setns``, and ``clone`` with any ``CLONE_NEW*`` flag (EPERM);
-- mounts: ``mount``, ``umount2``, ``pivot_root``, ``chroot`` and the new mount API
-  (``open_tree``, ``move_mount``, ``fsopen``, ``fsconfig``, ``fsmount``, ``fspick``,
-  ``mount_setattr``);
-- ``ptrace`` and ``process_vm_readv``/``process_vm_writev`` (reading another process);
-- the kernel keyring (``keyctl``, ``add_key``, ``request_key``);
-- kernel modules and kexec, ``bpf``, ``io_uring_*``, ``perf_event_open``, ``userfaultfd``;
-- ``clone3`` with ENOSYS: its flags sit in memory a filter cannot read, and ENOSYS makes
-  glibc fall back to ``clone``, whose flags the filter checks;
-- every non-native ABI (i386 ``int 0x80`` and x32 on x86-64): the process is killed.
+manages to run, these system calls fail inside the sandbox (EPERM, :data:`DENIED_SYSCALLS`):
+namespaces (``unshare``, ``setns``, ``clone`` with any ``CLONE_NEW*`` flag), mounts (old and
+new API), ``ptrace`` and ``process_vm_*`` (reading another process), the kernel keyring,
+kernel modules and kexec, ``bpf``, ``io_uring_*``, ``perf_event_open``, ``userfaultfd``.
+``clone3`` fails with ENOSYS: its flags sit in memory a filter cannot read, and ENOSYS makes
+glibc fall back to ``clone``, whose flags the filter checks. Every non-native ABI (i386
+``int 0x80`` and x32 on x86-64) kills the process.
 
 Why libseccomp's own Python bindings (the ``seccomp`` module of Debian/Ubuntu
 ``python3-seccomp``, Fedora ``python3-libseccomp``): they are the upstream project's, kept
@@ -93,11 +88,8 @@ def build_bpf(seccomp: ModuleType) -> bytes:
 
 
 def _system_pythons() -> list[str]:
-    found: list[str] = []
-    for candidate in ("/usr/bin/python3", shutil.which("python3"), "/usr/local/bin/python3"):
-        if candidate and os.path.isfile(candidate) and candidate not in found:
-            found.append(candidate)
-    return found
+    candidates = ("/usr/bin/python3", shutil.which("python3"), "/usr/local/bin/python3")
+    return list(dict.fromkeys(c for c in candidates if c and os.path.isfile(c)))
 
 
 @functools.lru_cache(maxsize=1)

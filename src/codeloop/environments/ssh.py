@@ -26,26 +26,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import hashlib
 import io
 import json
 import posixpath
 import shlex
 import signal
+import stat
 import time
 import uuid
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from codeloop.environments.base import (
-    DirEntry,
-    ExecLimits,
-    ExecResult,
-    FileStat,
-    GrepOptions,
-    OutputCallback,
-)
+from codeloop.environments.base import DirEntry, ExecLimits, ExecResult, FileStat, GrepOptions, OutputCallback
 from codeloop.environments.envfilter import is_secret_name
 from codeloop.environments.errors import (
     FileNotFoundInWorkspaceError,
@@ -58,7 +54,7 @@ from codeloop.environments.errors import (
 )
 from codeloop.environments.local import decode_text, slice_lines
 from codeloop.environments.patterns import workspace_glob_pattern
-from codeloop.environments.resolver import check_path_syntax
+from codeloop.environments.resolver import check_path_syntax, is_within
 from codeloop.environments.runner import DRAIN_TIMEOUT_S, _Capture
 from codeloop.environments.safe_open import hardlink_refusal
 
@@ -69,7 +65,7 @@ except ImportError:  # pragma: no cover - exercised only without the extra
 
 _READ_SIZE = 1 << 16
 _START_LINE = "codeloop-remote-command-started"
-_BUNDLED = ("base", "errors", "patterns", "safe_open", "walk", "runner", "search", "remote_search")
+_BUNDLED = ("atomic", "base", "errors", "patterns", "safe_open", "walk", "runner", "search", "remote_search")
 
 
 def _exit_signal(exit_signal: Any) -> int:
@@ -83,8 +79,7 @@ def _exit_signal(exit_signal: Any) -> int:
         return int(signal.SIGKILL)
 
 
-def _q(text: str) -> str:
-    return shlex.quote(text)
+_q = shlex.quote
 
 
 class SSHExecutionEnvironment:
@@ -98,24 +93,13 @@ class SSHExecutionEnvironment:
         result = await env.exec_command("make test", timeout_ms=60_000)
     """
 
-    def __init__(
-        self,
-        host: str,
-        root: str,
-        *,
-        port: int = 22,
-        username: str | None = None,
-        client_keys: list[str] | None = None,
-        known_hosts: str | None = "~/.ssh/known_hosts",
-        insecure_no_host_check: bool = False,
-        limits: ExecLimits | None = None,
-        connect_timeout_s: float = 15.0,
-    ) -> None:
+    def __init__(self, host: str, root: str, *, port: int = 22, username: str | None = None,
+                 client_keys: list[str] | None = None, known_hosts: str | None = "~/.ssh/known_hosts",
+                 insecure_no_host_check: bool = False, limits: ExecLimits | None = None,
+                 connect_timeout_s: float = 15.0) -> None:
         if known_hosts is None and not insecure_no_host_check:
-            raise ValueError(
-                "known_hosts=None turns off host key checking; pass insecure_no_host_check=True "
-                "to confirm, or give the path of a known_hosts file"
-            )
+            raise ValueError("known_hosts=None turns off host key checking; pass insecure_no_host_check=True "
+                             "to confirm, or give the path of a known_hosts file")
         if not root.startswith("/"):
             raise ValueError(f"root {root!r} must be an absolute path on the remote host")
         self.host = host
@@ -143,17 +127,10 @@ class SSHExecutionEnvironment:
         if self._conn is not None:
             return
         try:
-            self._conn = await asyncio.wait_for(
-                asyncssh.connect(
-                    self.host,
-                    port=self.port,
-                    username=self.username,
-                    client_keys=self.client_keys,
-                    known_hosts=self.known_hosts,
-                    agent_path=None,
-                ),
-                self.connect_timeout_s,
-            )
+            connecting = asyncssh.connect(self.host, port=self.port, username=self.username,
+                                          client_keys=self.client_keys, known_hosts=self.known_hosts,
+                                          agent_path=None)
+            self._conn = await asyncio.wait_for(connecting, self.connect_timeout_s)
         except asyncssh.HostKeyNotVerifiable as exc:
             raise WorkspaceError(
                 f"Host key of {self.host}:{self.port} is not in {self.known_hosts}: {exc}. "
@@ -190,7 +167,7 @@ class SSHExecutionEnvironment:
         return self._root
 
     def platform(self) -> str:
-        return "linux" if self._os_version.lower().startswith("linux") else (self._os_version.split(" ")[0].lower() or "linux")
+        return self._os_version.split(" ")[0].lower() or "linux"
 
     def os_version(self) -> str:
         return self._os_version
@@ -202,8 +179,6 @@ class SSHExecutionEnvironment:
         return self._sftp
 
     async def _resolve(self, path: str, *, must_exist: bool = False) -> str:
-        if not isinstance(path, str):
-            raise PathOutsideWorkspaceError(f"Path {path!r} is not a string", path=str(path))
         check_path_syntax(path)
         self._require()
         joined = path if path.startswith("/") else posixpath.join(self._root, path or ".")
@@ -216,7 +191,7 @@ class SSHExecutionEnvironment:
         self._last_links = int(lines[1]) if len(lines) > 1 and lines[1].strip().isdigit() else 0
         if res.exit_status != 0 or not resolved:
             raise PathOutsideWorkspaceError(f"Path {path!r} cannot be resolved on {self.host}: {res.stderr}", path=path)
-        if not (resolved == self._root or resolved.startswith(self._root.rstrip("/") + "/")):
+        if not is_within(resolved, self._root):
             raise PathOutsideWorkspaceError(
                 f"Path {path!r} is outside the workspace {self._root} (it resolves to {resolved}); "
                 "use a path relative to the workspace root",
@@ -230,13 +205,17 @@ class SSHExecutionEnvironment:
             )
         return resolved
 
-    def _map_sftp_error(self, exc: Exception, path: str) -> WorkspaceError:
-        code = getattr(exc, "code", None)
-        if asyncssh is not None and code == asyncssh.FX_NO_SUCH_FILE:
-            return FileNotFoundInWorkspaceError(f"No such file or directory: {path!r}", path=path)
-        if asyncssh is not None and code == asyncssh.FX_PERMISSION_DENIED:
-            return PermissionDeniedError(f"Permission denied: {path!r} on {self.host}", path=path)
-        return WorkspaceError(f"SFTP error on {path!r}: {exc}", path=path)
+    @contextlib.contextmanager
+    def _sftp_errors(self, path: str) -> Iterator[None]:
+        """SFTP failures as ``WorkspaceError``s naming ``path``."""
+        try:
+            yield
+        except asyncssh.SFTPError as exc:
+            if exc.code == asyncssh.FX_NO_SUCH_FILE:
+                raise FileNotFoundInWorkspaceError(f"No such file or directory: {path!r}", path) from None
+            if exc.code == asyncssh.FX_PERMISSION_DENIED:
+                raise PermissionDeniedError(f"Permission denied: {path!r} on {self.host}", path) from None
+            raise WorkspaceError(f"SFTP error on {path!r}: {exc}", path) from None
 
     # -- files -------------------------------------------------------------------------
     async def read_bytes(self, path: str) -> bytes:
@@ -247,11 +226,9 @@ class SSHExecutionEnvironment:
             raise NotAFileError(f"{path!r} is a directory, not a file; list it with list_dir instead", path=path)
         if links > 1 and not self.allow_hardlinks:
             raise hardlink_refusal(path, links)
-        try:
+        with self._sftp_errors(path):
             async with sftp.open(target, "rb") as handle:
                 data: bytes = await handle.read()
-        except asyncssh.SFTPError as exc:
-            raise self._map_sftp_error(exc, path) from None
         return data
 
     async def read_file(self, path: str, offset: int | None = None, limit: int | None = None) -> str:
@@ -265,15 +242,16 @@ class SSHExecutionEnvironment:
             raise NotAFileError(f"{path!r} is a directory; choose a file path", path=path)
         parent = posixpath.dirname(target)
         temp = posixpath.join(parent, f".codeloop-{uuid.uuid4().hex}.tmp")
-        try:
-            await sftp.makedirs(parent, exist_ok=True)
-            async with sftp.open(temp, "wb") as handle:
-                await handle.write(data)
-            await sftp.posix_rename(temp, target)
-        except asyncssh.SFTPError as exc:
-            with contextlib.suppress(Exception):
-                await sftp.remove(temp)
-            raise self._map_sftp_error(exc, path) from None
+        with self._sftp_errors(path):
+            try:
+                await sftp.makedirs(parent, exist_ok=True)
+                async with sftp.open(temp, "wb") as handle:
+                    await handle.write(data)
+                await sftp.posix_rename(temp, target)
+            except asyncssh.SFTPError:
+                with contextlib.suppress(Exception):
+                    await sftp.remove(temp)
+                raise
         return len(data)
 
     async def delete_file(self, path: str) -> None:
@@ -285,16 +263,10 @@ class SSHExecutionEnvironment:
         else:
             # The entry itself, not what a symlink at it points to: deleting a link removes the link.
             target = posixpath.join(await self._resolve(parent or "."), name)
-        try:
-            attrs = await sftp.lstat(target)
-        except asyncssh.SFTPError as exc:
-            raise self._map_sftp_error(exc, path) from None
-        if (attrs.permissions or 0) & 0o170000 == 0o040000:
-            raise NotAFileError(f"Cannot delete {path!r}: it is a directory", path=path)
-        try:
+        with self._sftp_errors(path):
+            if stat.S_ISDIR((await sftp.lstat(target)).permissions or 0):
+                raise NotAFileError(f"Cannot delete {path!r}: it is a directory", path=path)
             await sftp.remove(target)
-        except asyncssh.SFTPError as exc:
-            raise self._map_sftp_error(exc, path) from None
 
     async def file_exists(self, path: str) -> bool:
         try:
@@ -307,9 +279,8 @@ class SSHExecutionEnvironment:
         sftp = self._require()
         target = await self._resolve(path, must_exist=True)
         attrs = await sftp.stat(target)
-        is_dir = bool(attrs.permissions is not None and (attrs.permissions & 0o170000) == 0o040000)
-        rel = posixpath.relpath(target, self._root)
-        return FileStat(path=rel, is_dir=is_dir, size=int(attrs.size or 0), mtime=float(attrs.mtime or 0))
+        return FileStat(path=posixpath.relpath(target, self._root), is_dir=stat.S_ISDIR(attrs.permissions or 0),
+                        size=int(attrs.size or 0), mtime=float(attrs.mtime or 0))
 
     async def list_directory(self, path: str = ".", depth: int = 1) -> list[DirEntry]:
         sftp = self._require()
@@ -323,8 +294,7 @@ class SSHExecutionEnvironment:
                 name = item.filename
                 if name in (".", ".."):
                     continue
-                mode = item.attrs.permissions or 0
-                is_dir = (mode & 0o170000) == 0o040000
+                is_dir = stat.S_ISDIR(item.attrs.permissions or 0)
                 rel = f"{prefix}{name}"
                 entries.append(DirEntry(name=rel, is_dir=is_dir, size=None if is_dir else int(item.attrs.size or 0)))
                 if is_dir and level < depth:
@@ -339,23 +309,15 @@ class SSHExecutionEnvironment:
             f"p=$(cat {_q(pidfile)} 2>/dev/null) && [ -n \"$p\" ] && kill -{int(sig)} -- -\"$p\" 2>/dev/null; true"
         )
 
-    async def exec_command(
-        self,
-        command: str,
-        timeout_ms: int | None = None,
-        working_dir: str | None = None,
-        env_vars: dict[str, str] | None = None,
-        on_output: OutputCallback | None = None,
-    ) -> ExecResult:
+    async def exec_command(self, command: str, timeout_ms: int | None = None, working_dir: str | None = None,
+                           env_vars: dict[str, str] | None = None,
+                           on_output: OutputCallback | None = None) -> ExecResult:
         self._require()
         start = time.monotonic()
         timeout = min(timeout_ms or self.limits.default_timeout_ms, self.limits.max_timeout_ms)
         cwd = self._root if working_dir in (None, "", ".") else await self._resolve(working_dir, must_exist=True)
-        exports = "".join(
-            f"export {k}={_q(v)}; "
-            for k, v in (env_vars or {}).items()
-            if k.isidentifier() and not is_secret_name(k)
-        )
+        exports = "".join(f"export {k}={_q(v)}; " for k, v in (env_vars or {}).items()
+                          if k.isidentifier() and not is_secret_name(k))
         pidfile = f"/tmp/codeloop-{uuid.uuid4().hex}.pgid"
         # set -m puts the command in its own process group whose id is $!, so the whole
         # remote tree can be signalled with kill -- -PGID from a second channel.
@@ -377,28 +339,20 @@ class SSHExecutionEnvironment:
 
         async def pump(stream: Any, idx: int) -> None:
             nonlocal remote_shell_up
-            pending = b"" if idx == 1 else None
-            while True:
-                data = await stream.read(_READ_SIZE)
-                if not data:
-                    started.set()
-                    if pending:
-                        capture.feed(idx, pending)
-                    return
-                if pending is not None:
-                    pending += data
-                    if b"\n" not in pending:
+            head = b"" if idx == 1 else None  # stderr's first line may be the start line
+            while data := await stream.read(_READ_SIZE):
+                if head is not None:
+                    head += data
+                    if b"\n" not in head:
                         continue
-                    first, _, data = pending.partition(b"\n")
-                    if first == _START_LINE.encode():
-                        remote_shell_up = True
-                    else:
-                        data = pending
-                    pending = None
+                    first, _, rest = head.partition(b"\n")
+                    remote_shell_up = first == _START_LINE.encode()
+                    data, head = (rest if remote_shell_up else head), None
                     started.set()
-                    if not data:
-                        continue
                 capture.feed(idx, data)
+            started.set()
+            if head:
+                capture.feed(idx, head)
 
         readers = [asyncio.ensure_future(pump(process.stdout, 0)), asyncio.ensure_future(pump(process.stderr, 1))]
         with contextlib.suppress(TimeoutError):
@@ -437,18 +391,7 @@ class SSHExecutionEnvironment:
         exit_code = status if isinstance(status, int) else -_exit_signal(process.exit_signal)
         if timed_out and exit_code > 128:
             exit_code = -(exit_code - 128)
-        stdout, stderr, full_path = capture.finish()
-        return ExecResult(
-            stdout=stdout,
-            stderr=stderr,
-            exit_code=exit_code,
-            timed_out=timed_out,
-            duration_ms=int((time.monotonic() - start) * 1000),
-            stdout_bytes=capture.sizes[0],
-            stderr_bytes=capture.sizes[1],
-            full_output_path=full_path,
-            started=remote_shell_up,
-        )
+        return capture.result(exit_code, timed_out, start, started=remote_shell_up)
 
     # -- search ------------------------------------------------------------------------------
     async def _search_bundle(self) -> str:
@@ -469,7 +412,11 @@ class SSHExecutionEnvironment:
         self._bundle = remote
         return remote
 
-    async def _remote_search(self, request: dict[str, Any]) -> Any:
+    async def _remote_search(self, op: str, path: str, pattern: str, **extra: Any) -> Any:
+        """Run ``remote_search`` on the host for ``op`` below the workspace path ``path``."""
+        base = await self._resolve(path, must_exist=True)
+        start_rel = posixpath.relpath(base, self._root) if base != self._root else "."
+        request = {"op": op, "root": self._root, "start_rel": start_rel, "pattern": pattern, **extra}
         bundle = await self._search_bundle()
         boot = (
             f"import sys; sys.path.insert(0, {bundle!r}); "
@@ -483,39 +430,13 @@ class SSHExecutionEnvironment:
         except json.JSONDecodeError:
             raise WorkspaceError(f"remote search on {self.host} failed: {str(res.stderr or '')[-2000:]}") from None
         if "error" in answer:
-            kind = answer.get("kind")
-            if kind == "pattern":
-                raise InvalidPatternError(answer["error"])
-            if kind == "missing":
-                raise FileNotFoundInWorkspaceError(answer["error"])
-            raise WorkspaceError(answer["error"])
+            kinds = {"pattern": InvalidPatternError, "missing": FileNotFoundInWorkspaceError}
+            raise kinds.get(answer.get("kind"), WorkspaceError)(answer["error"])
         return answer["result"]
 
-    def _start_rel(self, base: str) -> str:
-        return posixpath.relpath(base, self._root) if base != self._root else "."
-
     async def grep(self, pattern: str, path: str = ".", options: GrepOptions | None = None) -> str:
-        opts = options or GrepOptions()
-        base = await self._resolve(path, must_exist=True)
-        result: str = await self._remote_search(
-            {
-                "op": "grep",
-                "root": self._root,
-                "start_rel": self._start_rel(base),
-                "pattern": pattern,
-                "glob_filter": opts.glob_filter,
-                "case_insensitive": opts.case_insensitive,
-                "max_results": opts.max_results,
-                "output_mode": opts.output_mode,
-                "context_lines": opts.context_lines,
-            }
-        )
-        return result
+        opts = dataclasses.asdict(options or GrepOptions())
+        return str(await self._remote_search("grep", path, pattern, options=opts))
 
     async def glob(self, pattern: str, path: str = ".") -> list[str]:
-        pattern = workspace_glob_pattern(pattern, (self._root,))
-        base = await self._resolve(path, must_exist=True)
-        result: list[str] = await self._remote_search(
-            {"op": "glob", "root": self._root, "start_rel": self._start_rel(base), "pattern": pattern}
-        )
-        return result
+        return list(await self._remote_search("glob", path, workspace_glob_pattern(pattern, (self._root,))))

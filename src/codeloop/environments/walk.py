@@ -19,12 +19,8 @@ IGNORE_FILES = (".gitignore", ".ignore", ".rgignore")
 
 
 def _read_rules(abs_dir: str, rel_dir: str) -> list[IgnoreRule]:
-    rules: list[IgnoreRule] = []
-    for name in IGNORE_FILES:
-        text = read_config_text(os.path.join(abs_dir, name))
-        if text is not None:
-            rules += parse_ignore_file(text, rel_dir)
-    return rules
+    texts = (read_config_text(os.path.join(abs_dir, name)) for name in IGNORE_FILES)
+    return [rule for text in texts if text is not None for rule in parse_ignore_file(text, rel_dir)]
 
 
 def _root_rules(root: str, start_rel: str) -> list[IgnoreRule]:

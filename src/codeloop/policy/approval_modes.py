@@ -131,10 +131,7 @@ class ApprovalStore:
 
     def is_allowed(self, command: str) -> bool:
         """True when every command of the shell line starts with a remembered prefix."""
-        try:
-            commands = split_commands(command)
-        except ShellParseError:
-            return False
+        commands = _parsed(command) or []
         return bool(commands) and all(not c.dynamic and self.matches(c.argv) for c in commands)
 
     def is_tool_allowed(self, name: str) -> bool:
@@ -175,13 +172,17 @@ Ask = Callable[[ApprovalRequest], "Answer | Awaitable[Answer]"]
 """Asks the user; returns ``"y"``, ``"n"`` or ``"always"``. Anything else counts as ``n``."""
 
 
+def _parsed(line: str) -> list[ParsedCommand] | None:
+    try:
+        return split_commands(line)
+    except ShellParseError:
+        return None
+
+
 def is_read_only_line(line: str) -> bool:
     """True when every command of ``line`` only reads (False when it cannot be parsed)."""
-    try:
-        commands = split_commands(line)
-    except ShellParseError:
-        return False
-    return all(is_read_only(c) for c in commands)
+    commands = _parsed(line)
+    return commands is not None and all(is_read_only(c) for c in commands)
 
 
 def _command_of(call: ToolCallRequest) -> str:

@@ -20,6 +20,9 @@ from codeloop.policy.model import Decision, FilesystemPolicy
 
 FileAccess = Literal["read", "write", "delete"]
 
+_GLOB_TOKEN = re.compile(r"\*\*/|/\*\*\Z|\*\*|\*|\?|[^*?/]+|/")
+_GLOB_PARTS = {"**/": "(?:.*/)?", "/**": "(?:/.*)?", "**": ".*", "*": "[^/]*", "?": "[^/]"}
+
 
 @lru_cache(maxsize=512)
 def glob_regex(pattern: str) -> re.Pattern[str]:
@@ -30,43 +33,19 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
         pat = pat[2:]
     if "/" not in pat.rstrip("/"):
         pat = "**/" + pat
-    out = []
-    i = 0
-    while i < len(pat):
-        if pat.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pat.startswith("/**", i) and i + 3 == len(pat):
-            out.append("(?:/.*)?")
-            i += 3
-        elif pat.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pat[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pat[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(pat[i]))
-            i += 1
-    return re.compile("".join(out) + r"/?\Z", re.DOTALL)
+    body = "".join(_GLOB_PARTS.get(part) or re.escape(part) for part in _GLOB_TOKEN.findall(pat))
+    return re.compile(body + r"/?\Z", re.DOTALL)
 
 
 def normalize(path: str) -> str:
     """``./a//b/`` -> ``a/b``: the form globs are matched against."""
-    parts = [p for p in path.split("/") if p not in ("", ".")]
-    return "/".join(parts)
+    return "/".join(p for p in path.split("/") if p not in ("", "."))
 
 
 def matches(path: str, globs: tuple[str, ...]) -> str | None:
     """The first glob matching ``path``, or ``None``."""
     norm = normalize(path)
-    for g in globs:
-        if glob_regex(g).match(norm):
-            return g
-    return None
+    return next((g for g in globs if glob_regex(g).match(norm)), None)
 
 
 def resolved_relative(root: str, path: str) -> str | None:

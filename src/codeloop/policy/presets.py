@@ -11,6 +11,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from codeloop.policy.model import FilesystemPolicy, NetworkPolicy, Policy, ShellPolicy
 from codeloop.policy.shell import FIND_WRITES, READ_ONLY_COMMANDS
 
@@ -47,53 +49,38 @@ _CATASTROPHIC = (
 _INSPECTION = tuple(sorted(READ_ONLY_COMMANDS | {"find"}))  # find -delete/-exec asks, below
 
 
+_STANDARD_SHELL = ShellPolicy(
+    protected_paths=_SECRETS,
+    blocked_commands=_PRIVILEGED + _SYSTEM,
+    blocked_patterns=_CATASTROPHIC,
+    approval_commands=("dd", "kill", "pkill", "killall", "shred", "mkswap"),
+    approval_patterns=_DESTRUCTIVE_PATTERNS,
+)
+
+_PRESETS = {
+    "standard": Policy("standard", FilesystemPolicy(blocked_paths=_SECRETS), _STANDARD_SHELL,
+                       NetworkPolicy(enabled=False)),
+    "restrictive": Policy(
+        "restrictive",
+        FilesystemPolicy(blocked_paths=_SECRETS, approval_paths=("**",), max_file_size=1024 * 1024),
+        replace(_STANDARD_SHELL, allowed_commands=_INSPECTION, approval_commands=(),
+                approval_patterns=(rf"^find\s.*\s({'|'.join(sorted(FIND_WRITES))})(\s|$)",),
+                ask_on_dynamic=False, max_timeout_ms=120_000),
+        NetworkPolicy(enabled=False),
+    ),
+    "permissive": Policy(
+        "permissive",
+        FilesystemPolicy(blocked_paths=(".git/hooks/**",)),
+        ShellPolicy(protected_paths=(".git/hooks/**",), blocked_commands=_PRIVILEGED,
+                    blocked_patterns=_CATASTROPHIC, ask_on_dynamic=False, ask_on_outside_writes=False,
+                    max_timeout_ms=3_600_000),
+        NetworkPolicy(enabled=True),
+    ),
+}
+
+
 def preset(name: str) -> Policy:
     """The policy called ``name``; raise ``ValueError`` naming the presets for another name."""
-    if name == "standard":
-        return Policy(
-            name="standard",
-            filesystem=FilesystemPolicy(blocked_paths=_SECRETS),
-            shell=ShellPolicy(
-                protected_paths=_SECRETS,
-                blocked_commands=_PRIVILEGED + _SYSTEM,
-                blocked_patterns=_CATASTROPHIC,
-                approval_commands=("dd", "kill", "pkill", "killall", "shred", "mkswap"),
-                approval_patterns=_DESTRUCTIVE_PATTERNS,
-                default_timeout_ms=30_000,
-                max_timeout_ms=600_000,
-            ),
-            network=NetworkPolicy(enabled=False),
-        )
-    if name == "restrictive":
-        return Policy(
-            name="restrictive",
-            filesystem=FilesystemPolicy(blocked_paths=_SECRETS, approval_paths=("**",),
-                                        max_file_size=1024 * 1024),
-            shell=ShellPolicy(
-                allowed_commands=_INSPECTION,
-                protected_paths=_SECRETS,
-                blocked_commands=_PRIVILEGED + _SYSTEM,
-                blocked_patterns=_CATASTROPHIC,
-                approval_patterns=(rf"^find\s.*\s({'|'.join(sorted(FIND_WRITES))})(\s|$)",),
-                ask_on_dynamic=False,
-                default_timeout_ms=30_000,
-                max_timeout_ms=120_000,
-            ),
-            network=NetworkPolicy(enabled=False),
-        )
-    if name == "permissive":
-        return Policy(
-            name="permissive",
-            filesystem=FilesystemPolicy(blocked_paths=(".git/hooks/**",)),
-            shell=ShellPolicy(
-                protected_paths=(".git/hooks/**",),
-                blocked_commands=_PRIVILEGED,
-                blocked_patterns=_CATASTROPHIC,
-                ask_on_dynamic=False,
-                ask_on_outside_writes=False,
-                default_timeout_ms=30_000,
-                max_timeout_ms=3_600_000,
-            ),
-            network=NetworkPolicy(enabled=True),
-        )
-    raise ValueError(f"unknown policy preset {name!r}; use one of: {', '.join(PRESET_NAMES)}")
+    if name not in _PRESETS:
+        raise ValueError(f"unknown policy preset {name!r}; use one of: {', '.join(PRESET_NAMES)}")
+    return _PRESETS[name]

@@ -309,14 +309,9 @@ def _hosts(cmd: ParsedCommand) -> list[str]:
 
 
 def _domain_allowed(host: str, allowed: tuple[str, ...]) -> bool:
-    for dom in allowed:
-        d = dom.lower().lstrip(".")
-        if d.startswith("*."):
-            if host.endswith(d[1:]):
-                return True
-        elif host == d or host.endswith("." + d):
-            return True
-    return False
+    domains = (dom.lower().lstrip(".") for dom in allowed)
+    return any(host.endswith(d[1:]) if d.startswith("*.") else host == d or host.endswith("." + d)
+               for d in domains)
 
 
 def _network_decision(cmd: ParsedCommand, net: NetworkPolicy) -> Decision:

@@ -29,6 +29,7 @@ import posixpath
 import re
 from dataclasses import dataclass, replace
 from functools import cache
+from typing import Any
 
 from tree_sitter import Language, Node, Parser
 
@@ -139,10 +140,7 @@ def _split(line: str, via: tuple[str, ...], depth: int) -> list[ParsedCommand]:
 def _first_error(node: Node) -> Node | None:
     if node.type == "ERROR" or node.is_missing:
         return node
-    for child in node.children:
-        if child.has_error:
-            return _first_error(child)
-    return None
+    return next((_first_error(child) for child in node.children if child.has_error), None)
 
 
 def _text(node: Node) -> str:
@@ -367,7 +365,6 @@ class _Walker:
         words: list[_Word] = []
         inline: list[str] = []
         after: list[Node] = []
-        redirects: list[Redirect] = []
         for child in node.named_children:
             if child.type == "variable_assignment":
                 assignments.append(_assignment(child))
@@ -377,10 +374,7 @@ class _Walker:
                 redirect_nodes = [*redirect_nodes, child]
             elif child.type in _WORD_STATEMENTS:
                 words.append(_word(child))
-        for red in redirect_nodes:
-            r = self._redirect(red, inline, after)
-            if r is not None:
-                redirects.append(r)
+        redirects = [r for r in (self._redirect(n, inline, after) for n in redirect_nodes) if r]
         argv: list[str] = []
         dyn: list[int] = []
         globs: list[int] = []
@@ -477,13 +471,17 @@ class _Walker:
             # shell: judge it as a line.
             self._nested(cmd, start, name)
             return
-        wrapped = ParsedCommand(
-            argv=argv[start:], text=cmd.text, assignments=assignments, redirects=cmd.redirects,
-            via=(*cmd.via, name), stdin_piped=cmd.stdin_piped,
-            dynamic_args=tuple(i - start for i in cmd.dynamic_args if i >= start),
-            glob_args=tuple(i - start for i in cmd.glob_args if i >= start))
-        if 0 in wrapped.dynamic_args or 0 in wrapped.glob_args:
-            wrapped = replace(wrapped, dynamic=True, unresolved=f"{name} runs {wrapped.argv[0]!r}, "
+        self._wrapped(cmd, start, len(argv), name, assignments=assignments, redirects=cmd.redirects,
+                      stdin_piped=cmd.stdin_piped)
+
+    def _wrapped(self, cmd: ParsedCommand, start: int, end: int, label: str, **fields: Any) -> None:
+        """Report ``cmd.argv[start:end]``, the command ``label`` runs, and unwrap it in turn."""
+        wrapped = ParsedCommand(argv=cmd.argv[start:end], text=cmd.text, via=(*cmd.via, label),
+                                dynamic_args=tuple(i - start for i in cmd.dynamic_args if start <= i < end),
+                                glob_args=tuple(i - start for i in cmd.glob_args if start <= i < end), **fields)
+        # "{}" is replaced by find -exec (and xargs -I{}) with names read at run time.
+        if 0 in wrapped.dynamic_args or 0 in wrapped.glob_args or "{}" in wrapped.argv[0]:
+            wrapped = replace(wrapped, dynamic=True, unresolved=f"{label} runs {wrapped.argv[0]!r}, "
                               "a command name decided only when it runs")
         self.found.append(wrapped)
         if self.depth + len(wrapped.via) > MAX_NESTING * 3:
@@ -491,23 +489,14 @@ class _Walker:
         self._unwrap(wrapped)
 
     def _find_exec(self, cmd: ParsedCommand) -> None:
-        argv = list(cmd.argv)
         i = 0
-        while i < len(argv):
-            if argv[i] in ("-exec", "-execdir", "-ok", "-okdir"):
+        while i < len(cmd.argv):
+            if cmd.argv[i] in ("-exec", "-execdir", "-ok", "-okdir"):
                 j = i + 1
-                while j < len(argv) and argv[j] not in (";", "+", "\\;"):
+                while j < len(cmd.argv) and cmd.argv[j] not in (";", "+", "\\;"):
                     j += 1
-                inner = tuple(argv[i + 1:j])
-                if inner:
-                    wrapped = ParsedCommand(argv=inner, text=cmd.text, via=(*cmd.via, "find -exec"),
-                                            dynamic_args=tuple(k - i - 1 for k in cmd.dynamic_args if i < k < j),
-                                            glob_args=tuple(k - i - 1 for k in cmd.glob_args if i < k < j))
-                    if "{}" in inner[0] or 0 in wrapped.dynamic_args or 0 in wrapped.glob_args:
-                        wrapped = replace(wrapped, dynamic=True, unresolved=f"find -exec runs {inner[0]!r}, "
-                                          "a command name decided only when it runs")
-                    self.found.append(wrapped)
-                    self._unwrap(wrapped)
+                if j > i + 1:
+                    self._wrapped(cmd, i + 1, j, "find -exec")
                 i = j
             i += 1
 

@@ -22,44 +22,39 @@ class _Options:
     """Short options taking an argument (``-n 5`` or ``-n5``)."""
     short_flags: str = ""
     """Short options without an argument."""
-    long_arg: frozenset[str] = frozenset()
-    long_flags: frozenset[str] = frozenset()
+    long_arg: str = ""
+    """Long options taking an argument, space-separated (``--signal 9`` or ``--signal=9``)."""
+    long_flags: str = ""
     positional: int = 0
     """Words after the options and before the command (``timeout 5 X``: the duration)."""
     digits: bool = False
     """``-5`` is an option (``nice -5 X``)."""
 
 
-def _o(short_arg: str = "", short_flags: str = "", long_arg: str = "", long_flags: str = "",
-       positional: int = 0, digits: bool = False) -> _Options:
-    return _Options(short_arg, short_flags, frozenset(long_arg.split()), frozenset(long_flags.split()),
-                    positional, digits)
-
-
 # Wrappers whose options are known: anything else in an option position makes the wrapped
 # command unresolved (GNU getopt also accepts unique prefixes of long options: resolved below).
 _WRAPPERS: dict[str, _Options] = {
-    "nohup": _o(), "builtin": _o(), "coproc": _o(), "chronic": _o(short_flags="ev"),
-    "time": _o(short_flags="p"), "unbuffer": _o(short_flags="p"),
-    "exec": _o(short_arg="a", short_flags="cl"),
-    "command": _o(short_flags="p"),
-    "setsid": _o(short_flags="cfw", long_flags="ctty fork wait"),
-    "stdbuf": _o(short_arg="ioe", long_arg="input output error"),
-    "nice": _o(short_arg="n", long_arg="adjustment", digits=True),
-    "ionice": _o(short_arg="cn", short_flags="t", long_arg="class classdata", long_flags="ignore"),
-    "timeout": _o(short_arg="sk", short_flags="v", long_arg="signal kill-after",
-                  long_flags="foreground preserve-status verbose", positional=1),
-    "xargs": _o(short_arg="ILnPsdEa", short_flags="0prtx",
-                long_arg="arg-file delimiter eof replace max-lines max-args max-procs max-chars",
-                long_flags="null interactive no-run-if-empty verbose exit open-tty"),
-    "taskset": _o(short_flags="ac", long_flags="all-tasks cpu-list", positional=1),
-    "chrt": _o(short_flags="bdfiomrRv", positional=1),
-    "flock": _o(short_arg="wE", short_flags="sxnuoFv", positional=1),
-    "sudo": _o(short_arg="ugChprtUTD", short_flags="AbEeHiKklnPSsv"),
-    "doas": _o(short_arg="uC", short_flags="ns"),
-    "busybox": _o(),
-    "env": _o(short_arg="uC", short_flags="i0v", long_arg="unset chdir",
-              long_flags="ignore-environment null debug"),
+    "nohup": _Options(), "builtin": _Options(), "coproc": _Options(), "chronic": _Options(short_flags="ev"),
+    "time": _Options(short_flags="p"), "unbuffer": _Options(short_flags="p"),
+    "exec": _Options(short_arg="a", short_flags="cl"),
+    "command": _Options(short_flags="p"),
+    "setsid": _Options(short_flags="cfw", long_flags="ctty fork wait"),
+    "stdbuf": _Options(short_arg="ioe", long_arg="input output error"),
+    "nice": _Options(short_arg="n", long_arg="adjustment", digits=True),
+    "ionice": _Options(short_arg="cn", short_flags="t", long_arg="class classdata", long_flags="ignore"),
+    "timeout": _Options(short_arg="sk", short_flags="v", long_arg="signal kill-after",
+                        long_flags="foreground preserve-status verbose", positional=1),
+    "xargs": _Options(short_arg="ILnPsdEa", short_flags="0prtx",
+                      long_arg="arg-file delimiter eof replace max-lines max-args max-procs max-chars",
+                      long_flags="null interactive no-run-if-empty verbose exit open-tty"),
+    "taskset": _Options(short_flags="ac", long_flags="all-tasks cpu-list", positional=1),
+    "chrt": _Options(short_flags="bdfiomrRv", positional=1),
+    "flock": _Options(short_arg="wE", short_flags="sxnuoFv", positional=1),
+    "sudo": _Options(short_arg="ugChprtUTD", short_flags="AbEeHiKklnPSsv"),
+    "doas": _Options(short_arg="uC", short_flags="ns"),
+    "busybox": _Options(),
+    "env": _Options(short_arg="uC", short_flags="i0v", long_arg="unset chdir",
+                    long_flags="ignore-environment null debug"),
 }
 # Development tools whose subcommand runs the next word (``uv run pytest``): unwrapped only
 # without options, since an option taking an argument would hide which word is the command.
@@ -119,7 +114,7 @@ def wrapped_start(name: str, argv: tuple[str, ...], dynamic_args: tuple[int, ...
             full = _long_option(key, spec)
             if full is None:
                 return None, f"{name} has an option {word!r} this policy does not know"
-            i += 2 if (full in spec.long_arg and not eq) else 1
+            i += 2 if (full in spec.long_arg.split() and not eq) else 1
             continue
         if spec.digits and word[1:].isdigit():
             i += 1
@@ -139,7 +134,7 @@ def wrapped_start(name: str, argv: tuple[str, ...], dynamic_args: tuple[int, ...
 
 def _long_option(key: str, spec: _Options) -> str | None:
     """The long option ``--key`` names: itself or the one option it is a unique prefix of."""
-    known = spec.long_arg | spec.long_flags
+    known = spec.long_arg.split() + spec.long_flags.split()
     if key in known:
         return key
     hits = [k for k in known if k.startswith(key)] if key else []
