@@ -24,12 +24,11 @@ from typing import Any
 
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import WorkspaceError
-from codeloop.llm.types import ToolDefinition
 from codeloop.tools import workspace_ops as ops
 from codeloop.tools.errors import ToolError
 from codeloop.tools.files import SEEN_FILES, number_lines
 from codeloop.tools.patch_apply import PUNCTUATION_TO_ASCII
-from codeloop.tools.registry import RegisteredTool, ToolContext, object_schema
+from codeloop.tools.registry import RegisteredTool, ToolContext, make_tool
 from codeloop.tools.text_endings import (
     keep_common_lines,
     replacement_text,
@@ -47,27 +46,8 @@ FAILURES_BEFORE_WRITE_HINT = 2
 SMALL_FILE_LINES = 200
 """Files shorter than this are small enough to rewrite whole with write_file."""
 
-
-class FailedEdits:
-    """Failed edit_file calls per (session, file); a success resets the file's count.
-
-    Bounded (oldest keys dropped) so a long-lived registry cannot grow without limit."""
-
-    def __init__(self, limit: int = 512) -> None:
-        self._counts: OrderedDict[tuple[str | None, str], int] = OrderedDict()
-        self._limit = limit
-
-    def failed(self, key: tuple[str | None, str]) -> int:
-        """Record one failure; returns the file's failure count so far."""
-        count = self._counts.pop(key, 0) + 1
-        self._counts[key] = count
-        while len(self._counts) > self._limit:
-            self._counts.popitem(last=False)
-        return count
-
-    def succeeded(self, key: tuple[str | None, str]) -> None:
-        """Forget the file's failures."""
-        self._counts.pop(key, None)
+MAX_TRACKED_FILES = 512
+"""(session, file) pairs whose failed edits are counted at once."""
 
 
 async def _write_file_hint(env: ExecutionEnvironment, path: str, failures: int) -> str:
@@ -292,39 +272,39 @@ def _not_found(path: str, file_lines: list[str], old_lines: list[str]) -> str:
 
 def edit_file_tool(description: str | None = None) -> RegisteredTool:
     """``edit_file(file_path, old_string, new_string, replace_all?)``; each tool counts its
-    failed edits per session and file (see :class:`FailedEdits`)."""
-    failures = FailedEdits()
+    failed edits per session and file (a success resets the file's count)."""
+    # Bounded (oldest keys dropped) so a long-lived registry cannot grow without limit.
+    failures: OrderedDict[tuple[str | None, str], int] = OrderedDict()
 
     async def run(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> str:
         key = (ctx.session_id, str(args.get("file_path", "")))
         try:
             result = await edit_file(args, env, ctx)
         except ToolError as exc:
-            hint = await _write_file_hint(env, key[1], failures.failed(key))
+            failures[key] = failures.pop(key, 0) + 1
+            if len(failures) > MAX_TRACKED_FILES:
+                failures.popitem(last=False)
+            hint = await _write_file_hint(env, key[1], failures[key])
             if hint:
                 raise ToolError(f"{exc}{hint}") from None
             raise
-        failures.succeeded(key)
+        failures.pop(key, None)
         return result
 
-    return RegisteredTool(
-        ToolDefinition(
-            "edit_file",
-            description
-            or (
-                "Replace an exact string occurrence in a file. old_string must match the file exactly "
-                "(including indentation) and be unique unless replace_all is true; include enough "
-                "surrounding lines to make it unique. An empty old_string creates a new file."
-            ),
-            object_schema(
-                {
-                    "file_path": {"type": "string", "description": "Path of the file to edit."},
-                    "old_string": {"type": "string", "description": "The exact text to replace."},
-                    "new_string": {"type": "string", "description": "The replacement text."},
-                    "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)."},
-                },
-                ["file_path", "old_string", "new_string"],
-            ),
+    return make_tool(
+        "edit_file",
+        description
+        or (
+            "Replace an exact string occurrence in a file. old_string must match the file exactly "
+            "(including indentation) and be unique unless replace_all is true; include enough "
+            "surrounding lines to make it unique. An empty old_string creates a new file."
         ),
+        {
+            "file_path": {"type": "string", "description": "Path of the file to edit."},
+            "old_string": {"type": "string", "description": "The exact text to replace."},
+            "new_string": {"type": "string", "description": "The replacement text."},
+            "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)."},
+        },
+        ["file_path", "old_string", "new_string"],
         run,
     )
