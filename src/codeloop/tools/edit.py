@@ -224,9 +224,7 @@ def _fuzzy_lines(path: str, text: str, old: str, new: str, replace_all: bool) ->
         # Lines as the exact path sees them (endings on, the last one without), so kept
         # lines get the same endings as there; the "\n" after the match stays where it
         # is, and so does the "\r" before it.
-        fresh = [line.removesuffix("\r") + ending for line in reindented]
-        if fresh:
-            fresh[-1] = strip_ending(fresh[-1])
+        fresh = _ended([line.removesuffix("\r") for line in reindented], ending)
         region = keep_common_lines(_ended(matched), _ended(old_lines), _ended(new_lines), fresh)
         last_cr = "\r" if matched[-1].endswith("\r") else ""
         out += ("".join(region) + last_cr).split("\n") if new_lines else []
@@ -239,9 +237,9 @@ def _fuzzy_lines(path: str, text: str, old: str, new: str, replace_all: bool) ->
     )
 
 
-def _ended(lines: list[str]) -> list[str]:
-    """``lines`` (split at ``\\n``) with their endings back on, the last without one."""
-    ended = [line + "\n" for line in lines]
+def _ended(lines: list[str], ending: str = "\n") -> list[str]:
+    """``lines`` (split at ``\\n``) with ``ending`` back on, the last without one."""
+    ended = [line + ending for line in lines]
     if ended:
         ended[-1] = strip_ending(ended[-1])
     return ended

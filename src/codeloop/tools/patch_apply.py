@@ -61,15 +61,12 @@ PUNCTUATION_TO_ASCII = str.maketrans(
 """Typographic punctuation → ASCII, one code point to one (codex's ``normalise``)."""
 
 
-def _trim_end(line: str) -> str:
-    return line.rstrip(RUST_WHITESPACE)
-
-
-def _normalise(line: str) -> str:
-    return rust_trim(line).translate(PUNCTUATION_TO_ASCII)
-
-
-_PASSES: tuple[Callable[[str], str] | None, ...] = (None, _trim_end, rust_trim, _normalise)
+_PASSES: tuple[Callable[[str], str] | None, ...] = (
+    None,
+    lambda line: line.rstrip(RUST_WHITESPACE),
+    rust_trim,
+    lambda line: rust_trim(line).translate(PUNCTUATION_TO_ASCII),
+)
 """codex's seek_sequence passes: exact, trim_end, trim, Unicode-normalised."""
 
 
@@ -257,10 +254,7 @@ class _Plan:
         done: list[_File] = []
         for entry in changed:
             try:
-                if entry.current is None:
-                    await ops.delete_file(self.env, entry.path)
-                else:
-                    await ops.write_file(self.env, entry.path, entry.current)
+                await self._put(entry.path, entry.current)
             except (WorkspaceError, OSError) as exc:
                 action = "delete" if entry.current is None else "write"
                 raise PatchApplyError(
@@ -273,10 +267,7 @@ class _Plan:
         lost: list[str] = []
         for entry in reversed(done):
             try:
-                if entry.original is None:
-                    await ops.delete_file(self.env, entry.path)
-                else:
-                    await ops.write_file(self.env, entry.path, entry.original)
+                await self._put(entry.path, entry.original)
             except (WorkspaceError, OSError) as exc:
                 lost.append(f"{entry.path} ({exc})")
         if lost:
@@ -285,15 +276,19 @@ class _Plan:
             return "Nothing was written: the files already written by this patch were restored."
         return "Nothing was written."
 
+    async def _put(self, path: str, data: bytes | None) -> None:
+        """Make ``path`` hold ``data`` (None: delete it)."""
+        if data is None:
+            await ops.delete_file(self.env, path)
+        else:
+            await ops.write_file(self.env, path, data)
+
 
 def _failure_text(hunk: Hunk, exc: Exception) -> str:
     if isinstance(exc, ToolError):  # a PatchError, or the caller's check refused a file
         return str(exc)
-    if isinstance(hunk, AddFile):
-        return f"Failed to write file {hunk.path}: {exc}"
-    if isinstance(hunk, DeleteFile):
-        return f"Failed to delete file {hunk.path}: {exc}"
-    return f"Failed to update file {hunk.path}: {exc}"
+    action = "write" if isinstance(hunk, AddFile) else "delete" if isinstance(hunk, DeleteFile) else "update"
+    return f"Failed to {action} file {hunk.path}: {exc}"
 
 
 def updated_bytes(data: bytes, path: str, chunks: Sequence[UpdateChunk]) -> bytes:

@@ -104,34 +104,29 @@ class OperationError(WorkspaceError):
         """``not_text``: the file holds NUL bytes (rather than only invalid UTF-8)."""
 
 
-def _classify(exc: Exception, path: str) -> OperationError:
-    kind: ErrorKind
-    if isinstance(exc, PathOutsideWorkspaceError):
-        kind = "outside_workspace"
-    elif isinstance(exc, FileNotFoundInWorkspaceError):
-        kind = "not_found"
-    elif isinstance(exc, NotAFileError):
-        kind = "is_directory"
-    elif isinstance(exc, IsAFileError):
-        kind = "not_a_directory"
-    elif isinstance(exc, BinaryFileError):
-        kind = "not_text"
-    elif isinstance(exc, WorkspaceError):
-        kind = "workspace"
-    else:
-        kind = "io"
-    return OperationError(kind, str(exc), path)
+_KINDS: tuple[tuple[type[WorkspaceError], ErrorKind], ...] = (
+    (PathOutsideWorkspaceError, "outside_workspace"),
+    (FileNotFoundInWorkspaceError, "not_found"),
+    (NotAFileError, "is_directory"),
+    (IsAFileError, "not_a_directory"),
+    (BinaryFileError, "not_text"),
+    (WorkspaceError, "workspace"),
+)
+"""The kind of each environment error, most specific first (anything else is ``io``)."""
 
 
 @contextmanager
 def _translated(path: str) -> Iterator[None]:
-    """Turn the environment's errors inside the block into OperationErrors about ``path``."""
+    """Turn the environment's errors inside the block into OperationErrors about ``path``
+    (an OperationError without a path gets this one)."""
     try:
         yield
-    except OperationError:
+    except OperationError as exc:
+        exc.path = exc.path or path
         raise
     except (WorkspaceError, OSError) as exc:
-        raise _classify(exc, path) from exc
+        kind = next((kind for cls, kind in _KINDS if isinstance(exc, cls)), "io")
+        raise OperationError(kind, str(exc), path) from exc
 
 
 def _is_directory(path: str) -> OperationError:
@@ -387,11 +382,8 @@ async def replace_text_in_file(
     once; return the number of places changed. All or nothing: a failing edit (its
     ``edit_index`` set) leaves the file untouched."""
     text = await read_text(env, path, max_bytes=max_bytes)
-    try:
+    with _translated(path):
         text, changed = edit_text(text, edits, match)
-    except OperationError as exc:
-        exc.path = path
-        raise
     await write_file(env, path, text, before_change=before_change)
     return changed
 
@@ -407,11 +399,8 @@ async def replace_lines_in_file(
 ) -> Written:
     """Replace a line range of a UTF-8 file (see :func:`replace_lines`)."""
     original = await read_text(env, path)
-    try:
+    with _translated(path):
         updated = replace_lines(original, start_line, end_line, replacement)
-    except OperationError as exc:
-        exc.path = path
-        raise
     return await write_file(env, path, updated, before_change=before_change)
 
 
