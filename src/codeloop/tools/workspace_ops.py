@@ -125,7 +125,7 @@ def _translated(path: str) -> Iterator[None]:
         exc.path = exc.path or path
         raise
     except (WorkspaceError, OSError) as exc:
-        kind = next((kind for cls, kind in _KINDS if isinstance(exc, cls)), "io")
+        kind: ErrorKind = next((kind for cls, kind in _KINDS if isinstance(exc, cls)), "io")
         raise OperationError(kind, str(exc), path) from exc
 
 
