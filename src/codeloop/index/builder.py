@@ -45,14 +45,10 @@ class _Parsed:
     imports: list[RawImport]
 
 
-def _is_binary(data: bytes) -> bool:
-    return b"\0" in data[:8192]
-
-
 def parse_file(path: str, data: bytes) -> _Parsed:
     """Chunks, definitions and imports of one file's bytes (binary files: a bare record,
     kept so a rebuild or status check does not look at them again)."""
-    if _is_binary(data):
+    if b"\0" in data[:8192]:
         return _Parsed(None, "binary", "", [], [], [])
     text = data.decode("utf-8", "replace")
     language = language_for(path)

@@ -43,21 +43,23 @@ _GRAMMARS: dict[str, tuple[str, str]] = {
 }
 
 
+def _extension(path: str) -> str:
+    """The file name's extension, lower-cased (empty when it has none)."""
+    dot = path.rfind(".")
+    return "" if dot == -1 or "/" in path[dot:] else path[dot:].lower()
+
+
 def language_for(path: str) -> str | None:
     """The language of ``path`` by extension (``None`` for documents and unknown files)."""
-    dot = path.rfind(".")
-    if dot == -1 or "/" in path[dot:]:
-        return None
-    return EXTENSIONS.get(path[dot:].lower())
+    return EXTENSIONS.get(_extension(path))
 
 
 def is_document(path: str) -> bool:
     """True for Markdown/text documents (``README`` without extension included)."""
-    dot = path.rfind(".")
-    name = path.rsplit("/", 1)[-1]
-    if dot == -1 or "/" in path[dot:]:
-        return name.upper() in {"README", "LICENSE", "CHANGELOG", "NOTICE", "AUTHORS", "CONTRIBUTING"}
-    return path[dot:].lower() in DOC_EXTENSIONS
+    extension = _extension(path)
+    if not extension:
+        return path.rsplit("/", 1)[-1].upper() in {"README", "LICENSE", "CHANGELOG", "NOTICE", "AUTHORS", "CONTRIBUTING"}
+    return extension in DOC_EXTENSIONS
 
 
 @cache
@@ -79,7 +81,3 @@ def parser(language: str) -> Parser | None:
     lang = grammar(language)
     return Parser(lang) if lang is not None else None
 
-
-def supported_languages() -> list[str]:
-    """Languages whose grammar wheel is installed."""
-    return [name for name in _GRAMMARS if grammar(name) is not None]

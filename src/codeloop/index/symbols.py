@@ -157,10 +157,8 @@ def extract_symbols(language: str, tree: Tree) -> list[RawSymbol]:
             continue
         for key, nodes in captures.items():
             if key.startswith("def."):
-                node = nodes[0]
-                kind = key[4:]
-                name_node = name_nodes[0]
-                name = _type_name(name_node) if kind == "impl" else node_text(name_node)
+                node, kind = nodes[0], key[4:]
+                name = _type_name(name_nodes[0]) if kind == "impl" else node_text(name_nodes[0])
                 found.append((node.start_byte, -node.end_byte, kind, name, node))
     found.sort(key=lambda item: (item[0], item[1]))
     result: list[RawSymbol] = []

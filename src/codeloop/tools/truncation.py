@@ -132,32 +132,15 @@ def truncate_lines(output: str, max_lines: int) -> str:
     return "\n".join(lines[:head_count]) + f"\n[... {omitted} lines omitted ...]\n" + "\n".join(tail)
 
 
-def char_limit(tool_name: str, config: TruncationConfig | None = None) -> int:
-    """The character limit that applies to ``tool_name``."""
-    if config is not None and tool_name in config.tool_output_limits:
-        return config.tool_output_limits[tool_name]
-    return DEFAULT_TOOL_LIMITS.get(tool_name, FALLBACK_CHAR_LIMIT)
-
-
-def line_limit(tool_name: str, config: TruncationConfig | None = None) -> int | None:
-    """The line limit that applies to ``tool_name`` (None: no line truncation)."""
-    if config is not None and tool_name in config.tool_line_limits:
-        return config.tool_line_limits[tool_name]
-    return DEFAULT_LINE_LIMITS.get(tool_name)
-
-
-def truncation_mode(tool_name: str, config: TruncationConfig | None = None) -> TruncationMode:
-    """The truncation mode that applies to ``tool_name``."""
-    if config is not None and tool_name in config.tool_truncation_modes:
-        return config.tool_truncation_modes[tool_name]
-    return DEFAULT_TRUNCATION_MODES.get(tool_name, FALLBACK_MODE)
+_NO_OVERRIDES = TruncationConfig()
 
 
 def truncate_tool_output(output: str, tool_name: str, config: TruncationConfig | None = None) -> str:
-    """Characters first, then lines (spec §5.3)."""
-    mode = truncation_mode(tool_name, config)
-    result = truncate_output(output, char_limit(tool_name, config), mode)
-    max_lines = line_limit(tool_name, config)
-    if max_lines is not None:
-        result = truncate_lines(result, max_lines)
-    return result
+    """Characters first, then lines (spec §5.3), with ``config``'s limits and mode for
+    ``tool_name`` where it has them, else the defaults."""
+    config = config or _NO_OVERRIDES
+    limit = config.tool_output_limits.get(tool_name, DEFAULT_TOOL_LIMITS.get(tool_name, FALLBACK_CHAR_LIMIT))
+    mode = config.tool_truncation_modes.get(tool_name, DEFAULT_TRUNCATION_MODES.get(tool_name, FALLBACK_MODE))
+    result = truncate_output(output, limit, mode)
+    max_lines = config.tool_line_limits.get(tool_name, DEFAULT_LINE_LIMITS.get(tool_name))
+    return result if max_lines is None else truncate_lines(result, max_lines)
