@@ -174,7 +174,6 @@ def _build(repo_root: str | Path, db_path: Path) -> BuildReport:
         full = ensure_schema(conn, str(root))
         existing = {row[0]: row[1:] for row in conn.execute("SELECT path, id, mtime_ns, size, hash FROM files")}
         seen: set[str] = set()
-        added = updated = unchanged = 0
         stale_ids: list[int] = []
         pending: list[tuple[str, os.stat_result, str, _Parsed]] = []
         touched: list[tuple[int, int, int]] = []
@@ -182,26 +181,20 @@ def _build(repo_root: str | Path, db_path: Path) -> BuildReport:
             if st.st_size > MAX_FILE_BYTES:
                 continue
             old = existing.get(rel)
-            if old is not None and old[1] == st.st_mtime_ns and old[2] == st.st_size:
-                seen.add(rel)
-                unchanged += 1
-                continue
-            try:
-                data = read_bytes_beneath(root, root / rel, rel)
-            except (OSError, WorkspaceError):  # not a plain file now (FIFO, hard link, link swapped in)
-                continue
+            if old is None or old[1:3] != (st.st_mtime_ns, st.st_size):
+                try:
+                    data = read_bytes_beneath(root, root / rel, rel)
+                except (OSError, WorkspaceError):  # not a plain file now (FIFO, hard link, link swapped in)
+                    continue
+                digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+                if old is not None and old[3] == digest:
+                    touched.append((st.st_mtime_ns, st.st_size, old[0]))
+                else:
+                    if old is not None:  # changed: its rows are replaced
+                        stale_ids.append(old[0])
+                    pending.append((rel, st, digest, parse_file(rel, data)))
             seen.add(rel)
-            digest = hashlib.blake2b(data, digest_size=16).hexdigest()
-            if old is not None and old[3] == digest:
-                touched.append((st.st_mtime_ns, st.st_size, old[0]))
-                unchanged += 1
-                continue
-            if old is not None:
-                stale_ids.append(old[0])
-                updated += 1
-            else:
-                added += 1
-            pending.append((rel, st, digest, parse_file(rel, data)))
+        added, updated, unchanged = len(pending) - len(stale_ids), len(stale_ids), len(seen) - len(pending)
         removed_ids = [row[0] for path, row in existing.items() if path not in seen]
         _delete_files(conn, stale_ids + removed_ids)
         conn.executemany("UPDATE files SET mtime_ns = ?, size = ? WHERE id = ?", touched)

@@ -129,15 +129,11 @@ def _replacements(count: int) -> str:
     return "1 replacement" if count == 1 else f"{count} replacements"
 
 
-def _line_of(text: str, index: int) -> int:
-    return text.count("\n", 0, index) + 1
-
-
 def _not_unique(path: str, text: str, old: str, count: int) -> str:
     lines: list[int] = []
     start = text.find(old)
     while start >= 0 and len(lines) < 10:
-        lines.append(_line_of(text, start))
+        lines.append(text.count("\n", 0, start) + 1)
         start = text.find(old, start + 1)
     where = ", ".join(str(n) for n in lines)
     return (
@@ -177,12 +173,8 @@ def _key(line: str) -> str:
 
 
 def _trim_blank(lines: list[str]) -> list[str]:
-    start, end = 0, len(lines)
-    while start < end and not lines[start].strip():
-        start += 1
-    while end > start and not lines[end - 1].strip():
-        end -= 1
-    return lines[start:end]
+    kept = [i for i, line in enumerate(lines) if line.strip()]
+    return lines[kept[0] : kept[-1] + 1] if kept else []
 
 
 def _indent(line: str) -> str:

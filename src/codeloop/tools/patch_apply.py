@@ -61,8 +61,8 @@ PUNCTUATION_TO_ASCII = str.maketrans(
 """Typographic punctuation → ASCII, one code point to one (codex's ``normalise``)."""
 
 
-_PASSES: tuple[Callable[[str], str] | None, ...] = (
-    None,
+_PASSES: tuple[Callable[[str], str], ...] = (
+    str,  # the line itself
     lambda line: line.rstrip(RUST_WHITESPACE),
     rust_trim,
     lambda line: rust_trim(line).translate(PUNCTUATION_TO_ASCII),
@@ -398,7 +398,7 @@ class _Seeker:
 
     def __init__(self, lines: list[str]) -> None:
         self._lines = lines
-        self._keys: dict[int, list[str]] = {}
+        self._keys: dict[int, list[str]] = {0: lines}  # by pass; the first pass is the lines
 
     def seek(self, pattern: Sequence[str], start: int, eof: bool) -> int | None:
         lines = self._lines
@@ -407,21 +407,14 @@ class _Seeker:
         if len(pattern) > len(lines):
             return None
         search_start = len(lines) - len(pattern) if eof else start
-        last_start = len(lines) - len(pattern)
         for number, transform in enumerate(_PASSES):
-            keys = self._key_lines(number, transform)
-            wanted = list(pattern) if transform is None else [transform(p) for p in pattern]
-            found = _find_run(keys, wanted, search_start, last_start)
+            keys = self._keys.get(number)
+            if keys is None:
+                keys = self._keys[number] = [transform(line) for line in lines]
+            found = _find_run(keys, [transform(p) for p in pattern], search_start, len(lines) - len(pattern))
             if found is not None:
                 return found
         return None
-
-    def _key_lines(self, number: int, transform: Callable[[str], str] | None) -> list[str]:
-        if transform is None:
-            return self._lines
-        if number not in self._keys:
-            self._keys[number] = [transform(line) for line in self._lines]
-        return self._keys[number]
 
 
 def _find_run(keys: list[str], wanted: list[str], first: int, last: int) -> int | None:
