@@ -32,8 +32,6 @@ from codeloop.index.models import (
 from codeloop.index.schema import db_path_for, read_meta, stale_versions
 from codeloop.index.search import SearchMode, escape_like, file_lines, search_chunks
 
-_DOC_ID_LINE = "#L"
-
 
 def normalize_path(path: str) -> str:
     """A repository-relative path as stored in the index (``./a//b`` → ``a/b``)."""
@@ -99,7 +97,7 @@ class CodeIndex:
 
         Returns ``(path, first_line, last_line, text)``; raises ``NotIndexedError``.
         """
-        path, _, line_text = doc_id.partition(_DOC_ID_LINE)
+        path, _, line_text = doc_id.partition("#L")
         try:
             anchor = int(line_text) if line_text else 1
         except ValueError:
@@ -225,9 +223,11 @@ class CodeIndex:
                 stored = {r[0]: (r[1], r[2]) for r in conn.execute("SELECT path, mtime_ns, size FROM files")}
                 files = conn.execute("SELECT count(*) FROM files WHERE kind != 'binary'").fetchone()[0]
                 symbols = conn.execute("SELECT count(*) FROM symbols").fetchone()[0]
-                current = {rel: (st.st_mtime_ns, st.st_size) for rel, st in walk_repository(str(self.repo_root))
+                walked = walk_repository(str(self.repo_root))
+                current = {rel: (st.st_mtime_ns, st.st_size) for rel, st in walked
                            if st.st_size <= MAX_FILE_BYTES}
-                changed = sum(stored.get(rel) != key for rel, key in current.items()) + len(stored.keys() - current)
+                changed = sum(stored.get(rel) != now for rel, now in current.items())
+                changed += len(stored.keys() - current)  # files gone since the build
                 if changed:
                     reasons.append(f"files_changed: {changed}")
         size = sum(os.path.getsize(p) for p in (str(self.db_path), f"{self.db_path}-wal")
@@ -239,8 +239,5 @@ class CodeIndex:
     def ensure_fresh(self) -> tuple[BuildReport | None, bool]:
         """Build when missing or stale; returns the report (``None`` if nothing was done)
         and whether the index was stale before."""
-        state = self.status()
-        if state.stale:
-            return self.build(), True
-        return None, False
+        return (self.build(), True) if self.status().stale else (None, False)
 

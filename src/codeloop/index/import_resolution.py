@@ -99,7 +99,8 @@ class ImportResolver:
         for base in bases:
             names = (f"{module}.{name}" if module else name for name in item.names)
             targets = [sub for sub in map(partial(self._py_module, base), names) if sub]
-            main = self._py_module(base, module) if module else self._first([posixpath.join(base, "__init__.py")])
+            init = [posixpath.join(base, "__init__.py")]
+            main = self._py_module(base, module) if module else self._first(init)
             if main:
                 targets.append(main)
             if targets:
@@ -156,8 +157,8 @@ class ImportResolver:
         return source[: -len(".rs")]
 
     def _module_file(self, directory: str) -> str | None:
-        return self._first(c.lstrip("/") for c in (f"{directory}.rs", f"{directory}/mod.rs", f"{directory}/lib.rs",
-                                                   f"{directory}/main.rs"))
+        names = (".rs", "/mod.rs", "/lib.rs", "/main.rs")
+        return self._first((directory + name).lstrip("/") for name in names)
 
     def _rust_path(self, directory: str, segments: list[str]) -> str | None:
         for k in range(len(segments), 0, -1):

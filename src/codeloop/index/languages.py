@@ -28,6 +28,7 @@ EXTENSIONS: dict[str, str] = {
 
 DOC_EXTENSIONS = frozenset({".md", ".markdown", ".mdx", ".rst", ".txt", ".adoc"})
 """Documents: split into sections at headings, which become the snippets' anchors."""
+_NAMED_DOCUMENTS = frozenset({"README", "LICENSE", "CHANGELOG", "NOTICE", "AUTHORS", "CONTRIBUTING"})
 
 _GRAMMARS: dict[str, tuple[str, str]] = {
     "python": ("tree_sitter_python", "language"),
@@ -56,10 +57,9 @@ def language_for(path: str) -> str | None:
 
 def is_document(path: str) -> bool:
     """True for Markdown/text documents (``README`` without extension included)."""
-    extension = _extension(path)
-    if not extension:
-        return path.rsplit("/", 1)[-1].upper() in {"README", "LICENSE", "CHANGELOG", "NOTICE", "AUTHORS", "CONTRIBUTING"}
-    return extension in DOC_EXTENSIONS
+    if extension := _extension(path):
+        return extension in DOC_EXTENSIONS
+    return path.rsplit("/", 1)[-1].upper() in _NAMED_DOCUMENTS
 
 
 @cache

@@ -27,7 +27,7 @@ from codeloop.environments.errors import WorkspaceError
 from codeloop.tools import workspace_ops as ops
 from codeloop.tools.errors import ToolError
 from codeloop.tools.files import SEEN_FILES, number_lines
-from codeloop.tools.patch_apply import PUNCTUATION_TO_ASCII
+from codeloop.tools.patch_apply import PUNCTUATION_TO_ASCII, find_run
 from codeloop.tools.registry import RegisteredTool, ToolContext, make_tool
 from codeloop.tools.text_endings import (
     keep_common_lines,
@@ -189,13 +189,10 @@ def _fuzzy_lines(path: str, text: str, old: str, new: str, replace_all: bool) ->
     wanted = [_key(line) for line in old_lines]
     size = len(wanted)
     matches: list[int] = []
-    i = 0
-    while size and i + size <= len(keys):
-        if keys[i : i + size] == wanted:
-            matches.append(i)
-            i += size
-        else:
-            i += 1
+    start = 0
+    while size and (found := find_run(keys, wanted, start, len(keys) - size)) is not None:
+        matches.append(found)
+        start = found + size
     if not matches:
         raise ToolError(_not_found(path, file_lines, old_lines))
     if len(matches) > 1 and not replace_all:

@@ -85,11 +85,9 @@ class PatchOutcome:
 
     def summary(self) -> str:
         """codex's success text: ``Success. Updated the following files:`` then one line each."""
-        lines = ["Success. Updated the following files:"]
-        lines += [f"A {p}" for p in self.added]
-        lines += [f"M {p}" for p in self.modified]
-        lines += [f"D {p}" for p in self.deleted]
-        return "\n".join(lines) + "\n"
+        groups = (("A", self.added), ("M", self.modified), ("D", self.deleted))
+        lines = [f"{mark} {p}" for mark, paths in groups for p in paths]
+        return "\n".join(["Success. Updated the following files:", *lines]) + "\n"
 
     @property
     def empty(self) -> bool:
@@ -411,13 +409,13 @@ class _Seeker:
             keys = self._keys.get(number)
             if keys is None:
                 keys = self._keys[number] = [transform(line) for line in lines]
-            found = _find_run(keys, [transform(p) for p in pattern], search_start, len(lines) - len(pattern))
+            found = find_run(keys, [transform(p) for p in pattern], search_start, len(lines) - len(pattern))
             if found is not None:
                 return found
         return None
 
 
-def _find_run(keys: list[str], wanted: list[str], first: int, last: int) -> int | None:
+def find_run(keys: list[str], wanted: list[str], first: int, last: int) -> int | None:
     """Smallest ``i`` in ``[first, last]`` with ``keys[i:i+len(wanted)] == wanted``."""
     head = wanted[0]
     size = len(wanted)
