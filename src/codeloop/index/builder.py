@@ -25,9 +25,9 @@ from codeloop.index.ignore import walk_repository
 from codeloop.index.import_resolution import ImportResolver
 from codeloop.index.imports import RawImport, extract_imports
 from codeloop.index.languages import is_document, language_for, parser
-from codeloop.index.models import BuildReport
+from codeloop.index.models import BuildReport, Symbol
 from codeloop.index.schema import connect, ensure_schema
-from codeloop.index.symbols import RawSymbol, extract_symbols
+from codeloop.index.symbols import extract_symbols
 
 _MANIFESTS = ("go.mod", "Cargo.toml")
 
@@ -41,7 +41,7 @@ class _Parsed:
     kind: str
     text: str
     chunks: list[Chunk]
-    symbols: list[RawSymbol]
+    symbols: list[Symbol]
     imports: list[RawImport]
 
 
@@ -55,7 +55,7 @@ def parse_file(path: str, data: bytes) -> _Parsed:
     ts_parser = parser(language) if language else None
     if language and ts_parser is not None:
         tree = ts_parser.parse(data)
-        symbols = extract_symbols(language, tree)
+        symbols = extract_symbols(path, language, tree)
         imports = extract_imports(language, tree)
         chunks = code_chunks(text, [(s.start_line, s.qualified_name) for s in symbols])
         return _Parsed(language, "code", text, chunks, symbols, imports)
@@ -78,19 +78,6 @@ def _delete_files(conn: sqlite3.Connection, file_ids: list[int]) -> None:
         conn.execute(f"DELETE FROM files WHERE id IN ({marks})", batch)
 
 
-def _symbol_rows(file_id: int, path: str, language: str, symbols: list[RawSymbol]) -> list[tuple[object, ...]]:
-    rows: list[tuple[object, ...]] = []
-    seen: dict[str, int] = {}
-    for s in symbols:
-        base = f"{path}::{s.qualified_name}"
-        count = seen.get(base, 0) + 1
-        seen[base] = count
-        symbol_id = base if count == 1 else f"{base}#{count}"
-        rows.append((symbol_id, file_id, path, language, s.kind, s.name, s.qualified_name,
-                     s.start_line, s.start_column, s.end_line, s.end_column))
-    return rows
-
-
 def _insert_file(conn: sqlite3.Connection, path: str, st: os.stat_result, digest: str, parsed: _Parsed) -> None:
     cur = conn.execute(
         "INSERT INTO files(path, language, kind, mtime_ns, size, hash, lines) VALUES (?,?,?,?,?,?,?)",
@@ -101,9 +88,9 @@ def _insert_file(conn: sqlite3.Connection, path: str, st: os.stat_result, digest
     conn.executemany(
         "INSERT INTO chunks(file_id, path, heading, body, start_line, end_line) VALUES (?,?,?,?,?,?)",
         [(file_id, path, c.heading, c.body, c.start_line, c.end_line) for c in parsed.chunks])
-    if parsed.symbols and parsed.language:
-        conn.executemany("INSERT INTO symbols VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                         _symbol_rows(file_id, path, parsed.language, parsed.symbols))
+    conn.executemany("INSERT INTO symbols VALUES (?,?,?,?,?,?,?,?,?,?,?)", [
+        (s.id, file_id, s.path, s.language, s.kind, s.name, s.qualified_name, s.start_line, s.start_column,
+         s.end_line, s.end_column) for s in parsed.symbols])
     if parsed.imports:
         conn.executemany("INSERT INTO imports(file_id, line, specifier, dynamic, names) VALUES (?,?,?,?,?)",
                          [(file_id, i.line, i.specifier, int(i.dynamic), "\n".join(i.names))
