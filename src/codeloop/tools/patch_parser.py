@@ -222,7 +222,7 @@ def _parse_chunk(
     while index < len(lines):
         line = lines[index]
         marker = line[0] if line else ""
-        if marker == " ":
+        if marker == " " or marker == "":  # context (an empty line is an empty context line)
             text = line[1:]
             sources.append(len(old))
             old.append(text)
@@ -232,10 +232,6 @@ def _parse_chunk(
             new.append(line[1:])
         elif marker == "-":
             old.append(line[1:])
-        elif marker == "":
-            sources.append(len(old))
-            old.append("")
-            new.append("")
         elif line == END_OF_FILE:
             if index == start + skip:
                 raise PatchParseError("Update hunk does not contain any lines", line_number + 1)
@@ -251,6 +247,5 @@ def _parse_chunk(
         else:
             break
         index += 1
-    parsed = index - start - skip
     kept = tuple(sources) if any(source >= 0 for source in sources) else ()
-    return UpdateChunk(context, tuple(old), tuple(new), end_of_file, kept), parsed + skip
+    return UpdateChunk(context, tuple(old), tuple(new), end_of_file, kept), index - start

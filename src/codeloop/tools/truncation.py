@@ -16,43 +16,25 @@ TruncationMode = Literal["head_tail", "tail", "head_tail_counted"]
 keeps head and tail around a one-line ``[... N characters of output omitted ...]`` marker
 and never exceeds the limit (the relay's RUN_COMMAND cut, relay spec "RUN_COMMAND")."""
 
-DEFAULT_TOOL_LIMITS: Mapping[str, int] = {
-    "read_file": 50_000,
-    "shell": 30_000,
-    "grep": 20_000,
-    "glob": 20_000,
-    "edit_file": 10_000,
-    "apply_patch": 10_000,
-    "write_file": 1_000,
-    "spawn_agent": 20_000,
+_DEFAULTS: Mapping[str, tuple[int, TruncationMode, int | None]] = {
+    # tool: (character limit, mode, line limit or None)
+    "read_file": (50_000, "head_tail", None),
+    "shell": (30_000, "head_tail", 256),
+    "grep": (20_000, "tail", 200),
+    "glob": (20_000, "tail", 500),
+    "edit_file": (10_000, "tail", None),
+    "apply_patch": (10_000, "tail", None),
+    "write_file": (1_000, "tail", None),
+    "spawn_agent": (20_000, "head_tail", None),
     # Not in the §5.2 table: sized like their nearest relatives.
-    "read_many_files": 50_000,
-    "list_dir": 20_000,
+    "read_many_files": (50_000, "head_tail", None),
+    "list_dir": (20_000, "head_tail", 500),
 }
+DEFAULT_TOOL_LIMITS: Mapping[str, int] = {name: chars for name, (chars, _, _) in _DEFAULTS.items()}
 """Default character limits (spec §5.2, plus the gemini-profile tools)."""
-
-DEFAULT_TRUNCATION_MODES: Mapping[str, TruncationMode] = {
-    "read_file": "head_tail",
-    "shell": "head_tail",
-    "grep": "tail",
-    "glob": "tail",
-    "edit_file": "tail",
-    "apply_patch": "tail",
-    "write_file": "tail",
-    "spawn_agent": "head_tail",
-    "read_many_files": "head_tail",
-    "list_dir": "head_tail",
-}
+DEFAULT_TRUNCATION_MODES: Mapping[str, TruncationMode] = {name: mode for name, (_, mode, _) in _DEFAULTS.items()}
 """Truncation mode per tool (spec §5.2)."""
-
-DEFAULT_LINE_LIMITS: Mapping[str, int | None] = {
-    "shell": 256,
-    "grep": 200,
-    "glob": 500,
-    "read_file": None,
-    "edit_file": None,
-    "list_dir": 500,
-}
+DEFAULT_LINE_LIMITS: Mapping[str, int | None] = {name: lines for name, (_, _, lines) in _DEFAULTS.items()}
 """Default line limits, applied after character truncation (spec §5.3)."""
 
 FALLBACK_CHAR_LIMIT = 30_000
