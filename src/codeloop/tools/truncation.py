@@ -32,7 +32,7 @@ _DEFAULTS: Mapping[str, tuple[int, TruncationMode, int | None]] = {
 }
 DEFAULT_TOOL_LIMITS: Mapping[str, int] = {name: chars for name, (chars, _, _) in _DEFAULTS.items()}
 """Default character limits (spec §5.2, plus the gemini-profile tools)."""
-DEFAULT_TRUNCATION_MODES: Mapping[str, TruncationMode] = {name: mode for name, (_, mode, _) in _DEFAULTS.items()}
+DEFAULT_TRUNCATION_MODES: Mapping[str, TruncationMode] = {name: d[1] for name, d in _DEFAULTS.items()}
 """Truncation mode per tool (spec §5.2)."""
 DEFAULT_LINE_LIMITS: Mapping[str, int | None] = {name: lines for name, (_, _, lines) in _DEFAULTS.items()}
 """Default line limits, applied after character truncation (spec §5.3)."""
