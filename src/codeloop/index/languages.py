@@ -30,7 +30,7 @@ DOC_EXTENSIONS = frozenset({".md", ".markdown", ".mdx", ".rst", ".txt", ".adoc"}
 """Documents: split into sections at headings, which become the snippets' anchors."""
 _NAMED_DOCUMENTS = frozenset({"README", "LICENSE", "CHANGELOG", "NOTICE", "AUTHORS", "CONTRIBUTING"})
 
-_GRAMMARS: dict[str, tuple[str, str]] = {
+GRAMMARS: dict[str, tuple[str, str]] = {
     "python": ("tree_sitter_python", "language"),
     "javascript": ("tree_sitter_javascript", "language"),
     "typescript": ("tree_sitter_typescript", "language_typescript"),
@@ -42,6 +42,7 @@ _GRAMMARS: dict[str, tuple[str, str]] = {
     "cpp": ("tree_sitter_cpp", "language"),
     "bash": ("tree_sitter_bash", "language"),
 }
+"""Language → the module of its grammar wheel and the function there returning its grammar."""
 
 
 def _extension(path: str) -> str:
@@ -65,7 +66,7 @@ def is_document(path: str) -> bool:
 @cache
 def grammar(language: str) -> Language | None:
     """The tree-sitter ``Language`` of ``language``, or ``None`` when its wheel is absent."""
-    spec = _GRAMMARS.get(language)
+    spec = GRAMMARS.get(language)
     if spec is None:
         return None
     try:
