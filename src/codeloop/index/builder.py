@@ -25,9 +25,9 @@ from codeloop.index.ignore import walk_repository
 from codeloop.index.import_resolution import ImportResolver
 from codeloop.index.imports import RawImport, extract_imports
 from codeloop.index.languages import is_document, language_for, parser
-from codeloop.index.models import BuildReport
+from codeloop.index.models import BuildReport, Symbol
 from codeloop.index.schema import connect, ensure_schema
-from codeloop.index.symbols import RawSymbol, extract_symbols
+from codeloop.index.symbols import extract_symbols
 
 _MANIFESTS = ("go.mod", "Cargo.toml")
 
@@ -41,25 +41,21 @@ class _Parsed:
     kind: str
     text: str
     chunks: list[Chunk]
-    symbols: list[RawSymbol]
+    symbols: list[Symbol]
     imports: list[RawImport]
-
-
-def _is_binary(data: bytes) -> bool:
-    return b"\0" in data[:8192]
 
 
 def parse_file(path: str, data: bytes) -> _Parsed:
     """Chunks, definitions and imports of one file's bytes (binary files: a bare record,
     kept so a rebuild or status check does not look at them again)."""
-    if _is_binary(data):
+    if b"\0" in data[:8192]:
         return _Parsed(None, "binary", "", [], [], [])
     text = data.decode("utf-8", "replace")
     language = language_for(path)
     ts_parser = parser(language) if language else None
     if language and ts_parser is not None:
         tree = ts_parser.parse(data)
-        symbols = extract_symbols(language, tree)
+        symbols = extract_symbols(path, language, tree)
         imports = extract_imports(language, tree)
         chunks = code_chunks(text, [(s.start_line, s.qualified_name) for s in symbols])
         return _Parsed(language, "code", text, chunks, symbols, imports)
@@ -82,19 +78,6 @@ def _delete_files(conn: sqlite3.Connection, file_ids: list[int]) -> None:
         conn.execute(f"DELETE FROM files WHERE id IN ({marks})", batch)
 
 
-def _symbol_rows(file_id: int, path: str, language: str, symbols: list[RawSymbol]) -> list[tuple[object, ...]]:
-    rows: list[tuple[object, ...]] = []
-    seen: dict[str, int] = {}
-    for s in symbols:
-        base = f"{path}::{s.qualified_name}"
-        count = seen.get(base, 0) + 1
-        seen[base] = count
-        symbol_id = base if count == 1 else f"{base}#{count}"
-        rows.append((symbol_id, file_id, path, language, s.kind, s.name, s.qualified_name,
-                     s.start_line, s.start_column, s.end_line, s.end_column))
-    return rows
-
-
 def _insert_file(conn: sqlite3.Connection, path: str, st: os.stat_result, digest: str, parsed: _Parsed) -> None:
     cur = conn.execute(
         "INSERT INTO files(path, language, kind, mtime_ns, size, hash, lines) VALUES (?,?,?,?,?,?,?)",
@@ -105,9 +88,9 @@ def _insert_file(conn: sqlite3.Connection, path: str, st: os.stat_result, digest
     conn.executemany(
         "INSERT INTO chunks(file_id, path, heading, body, start_line, end_line) VALUES (?,?,?,?,?,?)",
         [(file_id, path, c.heading, c.body, c.start_line, c.end_line) for c in parsed.chunks])
-    if parsed.symbols and parsed.language:
-        conn.executemany("INSERT INTO symbols VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                         _symbol_rows(file_id, path, parsed.language, parsed.symbols))
+    conn.executemany("INSERT INTO symbols VALUES (?,?,?,?,?,?,?,?,?,?,?)", [
+        (s.id, file_id, s.path, s.language, s.kind, s.name, s.qualified_name, s.start_line, s.start_column,
+         s.end_line, s.end_column) for s in parsed.symbols])
     if parsed.imports:
         conn.executemany("INSERT INTO imports(file_id, line, specifier, dynamic, names) VALUES (?,?,?,?,?)",
                          [(file_id, i.line, i.specifier, int(i.dynamic), "\n".join(i.names))
@@ -178,7 +161,6 @@ def _build(repo_root: str | Path, db_path: Path) -> BuildReport:
         full = ensure_schema(conn, str(root))
         existing = {row[0]: row[1:] for row in conn.execute("SELECT path, id, mtime_ns, size, hash FROM files")}
         seen: set[str] = set()
-        added = updated = unchanged = 0
         stale_ids: list[int] = []
         pending: list[tuple[str, os.stat_result, str, _Parsed]] = []
         touched: list[tuple[int, int, int]] = []
@@ -186,26 +168,20 @@ def _build(repo_root: str | Path, db_path: Path) -> BuildReport:
             if st.st_size > MAX_FILE_BYTES:
                 continue
             old = existing.get(rel)
-            if old is not None and old[1] == st.st_mtime_ns and old[2] == st.st_size:
-                seen.add(rel)
-                unchanged += 1
-                continue
-            try:
-                data = read_bytes_beneath(root, root / rel, rel)
-            except (OSError, WorkspaceError):  # not a plain file now (FIFO, hard link, link swapped in)
-                continue
+            if old is None or old[1:3] != (st.st_mtime_ns, st.st_size):
+                try:
+                    data = read_bytes_beneath(root, root / rel, rel)
+                except (OSError, WorkspaceError):  # not a plain file now (FIFO, hard link, link swapped in)
+                    continue
+                digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+                if old is not None and old[3] == digest:
+                    touched.append((st.st_mtime_ns, st.st_size, old[0]))
+                else:
+                    if old is not None:  # changed: its rows are replaced
+                        stale_ids.append(old[0])
+                    pending.append((rel, st, digest, parse_file(rel, data)))
             seen.add(rel)
-            digest = hashlib.blake2b(data, digest_size=16).hexdigest()
-            if old is not None and old[3] == digest:
-                touched.append((st.st_mtime_ns, st.st_size, old[0]))
-                unchanged += 1
-                continue
-            if old is not None:
-                stale_ids.append(old[0])
-                updated += 1
-            else:
-                added += 1
-            pending.append((rel, st, digest, parse_file(rel, data)))
+        added, updated, unchanged = len(pending) - len(stale_ids), len(stale_ids), len(seen) - len(pending)
         removed_ids = [row[0] for path, row in existing.items() if path not in seen]
         _delete_files(conn, stale_ids + removed_ids)
         conn.executemany("UPDATE files SET mtime_ns = ?, size = ? WHERE id = ?", touched)

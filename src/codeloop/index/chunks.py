@@ -35,11 +35,8 @@ class Chunk:
 
 
 def _windows(lines: Sequence[str], start: int, end: int, heading: str, size: int) -> list[Chunk]:
-    out = []
-    for first in range(start, end, size):
-        last = min(first + size, end)
-        out.append(Chunk(first + 1, last, heading, "\n".join(lines[first:last])))
-    return out
+    bounds = ((first, min(first + size, end)) for first in range(start, end, size))
+    return [Chunk(first + 1, last, heading, "\n".join(lines[first:last])) for first, last in bounds]
 
 
 def document_chunks(text: str) -> list[Chunk]:

@@ -30,9 +30,7 @@ from codeloop.index.models import (
     Symbol,
 )
 from codeloop.index.schema import db_path_for, read_meta, stale_versions
-from codeloop.index.search import SearchMode, file_lines, search_chunks
-
-_DOC_ID_LINE = "#L"
+from codeloop.index.search import SearchMode, escape_like, file_lines, search_chunks
 
 
 def normalize_path(path: str) -> str:
@@ -57,22 +55,28 @@ class CodeIndex:
     # Reading --------------------------------------------------------------------------
 
     @contextmanager
-    def _read(self) -> Iterator[sqlite3.Connection]:
-        if not self.db_path.exists():
-            raise IndexNotBuiltError(
-                f"no index for {self.repo_root}; build it with: codeloop index build --repo {self.repo_root}")
+    def _open(self) -> Iterator[tuple[sqlite3.Connection, dict[str, str]]]:
+        """A read-only connection and the ``meta`` table (empty when unreadable)."""
         conn = sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True, timeout=30)
         try:
             try:
                 meta = read_meta(conn)
             except sqlite3.DatabaseError:
                 meta = {}
+            yield conn, meta
+        finally:
+            conn.close()
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        if not self.db_path.exists():
+            raise IndexNotBuiltError(
+                f"no index for {self.repo_root}; build it with: codeloop index build --repo {self.repo_root}")
+        with self._open() as (conn, meta):
             if not meta:
                 raise IndexNotBuiltError(f"the index of {self.repo_root} is empty or unreadable; rebuild it with: "
                                          f"codeloop index build --repo {self.repo_root}")
             yield conn
-        finally:
-            conn.close()
 
     def search(self, query: str, limit: int = 10, mode: SearchMode = "auto", path_prefix: str = "") -> list[SearchHit]:
         """Hits for ``query``, best first (see :mod:`codeloop.index.search`)."""
@@ -93,7 +97,7 @@ class CodeIndex:
 
         Returns ``(path, first_line, last_line, text)``; raises ``NotIndexedError``.
         """
-        path, _, line_text = doc_id.partition(_DOC_ID_LINE)
+        path, _, line_text = doc_id.partition("#L")
         try:
             anchor = int(line_text) if line_text else 1
         except ValueError:
@@ -115,8 +119,7 @@ class CodeIndex:
         if name:
             clauses.append("(name = ? COLLATE NOCASE OR qualified_name = ? COLLATE NOCASE "
                            "OR qualified_name LIKE ? ESCAPE '\\')")
-            escaped = name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-            params += [name, name, "%." + escaped]
+            params += [name, name, "%." + escape_like(name)]
         if kind:
             clauses.append("kind = ?")
             params.append(kind)
@@ -184,24 +187,23 @@ class CodeIndex:
         prefix = normalize_path(path_prefix)
         paths = [p for p in self.files() if not prefix or p == prefix or p.startswith(prefix + "/")]
         strip = len(prefix) + 1 if prefix else 0
-        lines: list[str] = []
+        entries: list[tuple[str, str]] = []  # (line, the directory's path or "" for a file)
         shown_dirs: set[str] = set()
         hidden: dict[str, int] = {}
         for full in paths:
             parts = full[strip:].split("/")
             for depth in range(len(parts)):
                 key = "/".join(parts[:depth + 1])
-                is_file = depth == len(parts) - 1
                 if depth >= max_depth:
                     cut = "/".join(parts[:max_depth])
                     hidden[cut] = hidden.get(cut, 0) + 1
                     break
-                if is_file:
-                    lines.append("  " * depth + parts[depth])
+                if depth == len(parts) - 1:
+                    entries.append(("  " * depth + parts[depth], ""))
                 elif key not in shown_dirs:
                     shown_dirs.add(key)
-                    lines.append("  " * depth + parts[depth] + "/")
-        return "\n".join(_annotate(lines, hidden))
+                    entries.append(("  " * depth + parts[depth] + "/", key))
+        return "\n".join(f"{line} ({hidden[key]} files)" if key in hidden else line for line, key in entries)
 
     def ast(self, path: str, max_depth: int = 6, max_nodes: int = 2000) -> dict[str, Any]:
         """The syntax tree of ``path`` read from disk through the workspace resolver."""
@@ -214,35 +216,20 @@ class CodeIndex:
         exists = self.db_path.exists()
         if not exists:
             return IndexStatus(str(self.repo_root), str(self.db_path), False, True, ("not_built",), 0, 0, 0, None)
-        conn = sqlite3.connect(f"file:{self.db_path}?mode=ro", uri=True, timeout=30)
-        try:
-            try:
-                meta = read_meta(conn)
-            except sqlite3.DatabaseError:
-                meta = {}
+        with self._open() as (conn, meta):
             reasons = stale_versions(meta) if meta else ["not_built"]
             files = symbols = 0
             if meta and not reasons:
                 stored = {r[0]: (r[1], r[2]) for r in conn.execute("SELECT path, mtime_ns, size FROM files")}
                 files = conn.execute("SELECT count(*) FROM files WHERE kind != 'binary'").fetchone()[0]
                 symbols = conn.execute("SELECT count(*) FROM symbols").fetchone()[0]
-                changed = 0
-                seen = 0
-                for rel, st in walk_repository(str(self.repo_root)):
-                    if st.st_size > MAX_FILE_BYTES:
-                        continue
-                    old = stored.get(rel)
-                    if old is None:
-                        changed += 1
-                    else:
-                        seen += 1
-                        if old != (st.st_mtime_ns, st.st_size):
-                            changed += 1
-                changed += len(stored) - seen
+                walked = walk_repository(str(self.repo_root))
+                current = {rel: (st.st_mtime_ns, st.st_size) for rel, st in walked
+                           if st.st_size <= MAX_FILE_BYTES}
+                changed = sum(stored.get(rel) != now for rel, now in current.items())
+                changed += len(stored.keys() - current)  # files gone since the build
                 if changed:
                     reasons.append(f"files_changed: {changed}")
-        finally:
-            conn.close()
         size = sum(os.path.getsize(p) for p in (str(self.db_path), f"{self.db_path}-wal")
                    if os.path.exists(p))
         built = meta.get("built_at")
@@ -252,25 +239,5 @@ class CodeIndex:
     def ensure_fresh(self) -> tuple[BuildReport | None, bool]:
         """Build when missing or stale; returns the report (``None`` if nothing was done)
         and whether the index was stale before."""
-        state = self.status()
-        if state.stale:
-            return self.build(), True
-        return None, False
-
-
-def _annotate(lines: list[str], hidden: dict[str, int]) -> list[str]:
-    out = []
-    path_stack: list[str] = []
-    for line in lines:
-        depth = (len(line) - len(line.lstrip(" "))) // 2
-        name = line.strip()
-        path_stack = path_stack[:depth]
-        if name.endswith("/"):
-            path_stack.append(name[:-1])
-            key = "/".join(path_stack)
-            if key in hidden:
-                out.append(f"{line} ({hidden[key]} files)")
-                continue
-        out.append(line)
-    return out
+        return (self.build(), True) if self.status().stale else (None, False)
 

@@ -19,10 +19,6 @@ ALWAYS_SKIPPED = frozenset({".git", ".hg", ".svn", "__pycache__", "node_modules"
 """Directory names skipped even without a ``.gitignore`` (VCS data, caches, installed deps)."""
 
 
-def _read_text(path: str) -> str:
-    return read_config_text(path) or ""
-
-
 def walk_repository(root: str) -> Iterator[tuple[str, os.stat_result]]:
     """Yield ``(relative_path, stat)`` of every regular file git would not ignore.
 
@@ -32,7 +28,7 @@ def walk_repository(root: str) -> Iterator[tuple[str, os.stat_result]]:
     rules: list[IgnoreRule] = []
     exclude = os.path.join(root, ".git", "info", "exclude")
     if os.path.isfile(exclude):
-        rules = parse_ignore_file(_read_text(exclude), "")
+        rules = parse_ignore_file(read_config_text(exclude) or "", "")
     yield from _walk(root, "", rules)
 
 
@@ -44,7 +40,7 @@ def _walk(root: str, rel_dir: str, rules: list[IgnoreRule]) -> Iterator[tuple[st
         return
     gitignore = next((e for e in entries if e.name == ".gitignore" and e.is_file(follow_symlinks=False)), None)
     if gitignore is not None:
-        rules = rules + parse_ignore_file(_read_text(gitignore.path), rel_dir)
+        rules = rules + parse_ignore_file(read_config_text(gitignore.path) or "", rel_dir)
     for entry in entries:
         rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
         if entry.is_symlink():

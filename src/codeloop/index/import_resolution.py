@@ -20,6 +20,8 @@ from __future__ import annotations
 import posixpath
 import re
 from collections import defaultdict
+from collections.abc import Iterable
+from functools import partial
 
 from codeloop.index.imports import RawImport
 from codeloop.index.models import ImportStatus
@@ -70,13 +72,13 @@ class ImportResolver:
 
     # Python ---------------------------------------------------------------------------
 
+    def _first(self, candidates: Iterable[str]) -> str | None:
+        """The first of ``candidates`` that is a repository file."""
+        return next((c for c in candidates if c in self._files), None)
+
     def _py_module(self, base: str, dotted: str) -> str | None:
-        rel = dotted.replace(".", "/")
-        stem = posixpath.join(base, rel) if base else rel
-        for candidate in (f"{stem}.py", f"{stem}/__init__.py", f"{stem}.pyi", f"{stem}/__init__.pyi"):
-            if candidate in self._files:
-                return candidate
-        return None
+        stem = posixpath.join(base, dotted.replace(".", "/"))
+        return self._first((f"{stem}.py", f"{stem}/__init__.py", f"{stem}.pyi", f"{stem}/__init__.pyi"))
 
     def _python(self, source: str, item: RawImport) -> tuple[ImportStatus, list[str]]:
         spec = item.specifier
@@ -95,15 +97,10 @@ class ImportResolver:
                 parent = posixpath.dirname(parent)
             module = spec
         for base in bases:
-            targets = []
-            for name in item.names:
-                sub = self._py_module(base, f"{module}.{name}" if module else name)
-                if sub:
-                    targets.append(sub)
-            main = self._py_module(base, module) if module else None
-            if main is None and not module:
-                init = posixpath.join(base, "__init__.py") if base else "__init__.py"
-                main = init if init in self._files else None
+            names = (f"{module}.{name}" if module else name for name in item.names)
+            targets = [sub for sub in map(partial(self._py_module, base), names) if sub]
+            init = [posixpath.join(base, "__init__.py")]
+            main = self._py_module(base, module) if module else self._first(init)
             if main:
                 targets.append(main)
             if targets:
@@ -111,10 +108,9 @@ class ImportResolver:
         if spec.startswith("."):
             return "unresolved", []
         top = module.split(".", 1)[0]
-        for base in ("", "src", "lib"):
-            stem = posixpath.join(base, top) if base else top
-            if f"{stem}/__init__.py" in self._files or f"{stem}.py" in self._files:
-                return "unresolved", []
+        stems = (posixpath.join(base, top) for base in ("", "src", "lib"))
+        if self._first(stem + end for stem in stems for end in ("/__init__.py", ".py")):
+            return "unresolved", []
         return "external", []
 
     # JavaScript / TypeScript ----------------------------------------------------------
@@ -128,10 +124,8 @@ class ImportResolver:
         if ext in {".js", ".jsx", ".mjs", ".cjs"}:
             candidates += [stem + e for e in (".ts", ".tsx", ".mts", ".cts")]
         candidates += [base + e for e in _JS_EXTS] + [f"{base}/index{e}" for e in _JS_EXTS]
-        for candidate in candidates:
-            if candidate in self._files:
-                return "resolved", [candidate]
-        return "unresolved", []
+        found = self._first(candidates)
+        return ("resolved", [found]) if found else ("unresolved", [])
 
     # Go ---------------------------------------------------------------------------------
 
@@ -149,13 +143,11 @@ class ImportResolver:
     def _crate_src(self, source: str) -> str:
         parent = posixpath.dirname(source)
         while True:
-            cargo = posixpath.join(parent, "Cargo.toml") if parent else "Cargo.toml"
-            if cargo in self._files:
-                return posixpath.join(parent, "src") if parent else "src"
+            if posixpath.join(parent, "Cargo.toml") in self._files:
+                return posixpath.join(parent, "src")
             if not parent:
-                break
+                return posixpath.dirname(source)
             parent = posixpath.dirname(parent)
-        return posixpath.dirname(source)
 
     def _module_dir(self, source: str) -> str:
         """Directory holding the submodules of the module defined by ``source``."""
@@ -165,27 +157,22 @@ class ImportResolver:
         return source[: -len(".rs")]
 
     def _module_file(self, directory: str) -> str | None:
-        for candidate in (f"{directory}.rs", f"{directory}/mod.rs", f"{directory}/lib.rs", f"{directory}/main.rs"):
-            if candidate.lstrip("/") in self._files:
-                return candidate.lstrip("/")
-        return None
+        names = (".rs", "/mod.rs", "/lib.rs", "/main.rs")
+        return self._first((directory + name).lstrip("/") for name in names)
 
     def _rust_path(self, directory: str, segments: list[str]) -> str | None:
         for k in range(len(segments), 0, -1):
             stem = posixpath.join(directory, *segments[:k])
-            for candidate in (f"{stem}.rs", f"{stem}/mod.rs"):
-                if candidate in self._files:
-                    return candidate
+            found = self._first((f"{stem}.rs", f"{stem}/mod.rs"))
+            if found:
+                return found
         return self._module_file(directory)
 
     def _rust(self, source: str, spec: str) -> tuple[ImportStatus, list[str]]:
         if spec.startswith("mod:"):
-            directory = self._module_dir(source)
-            name = spec[4:]
-            for candidate in (f"{directory}/{name}.rs", f"{directory}/{name}/mod.rs"):
-                if candidate in self._files:
-                    return "resolved", [candidate]
-            return "unresolved", []
+            directory, name = self._module_dir(source), spec[4:]
+            found = self._first((f"{directory}/{name}.rs", f"{directory}/{name}/mod.rs"))
+            return ("resolved", [found]) if found else ("unresolved", [])
         targets: list[str] = []
         for path in _expand_use(spec):
             segments = [s for s in path.split("::") if s]

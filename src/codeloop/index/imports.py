@@ -83,16 +83,6 @@ def _imported_names(node: Node) -> list[str]:
     return names
 
 
-def _python_from(node: Node) -> RawImport:
-    module = node.child_by_field_name("module_name")
-    spec = node_text(module) if module is not None else ""
-    return RawImport(node.start_point.row + 1, spec, False, tuple(_imported_names(node)))
-
-
-def _python_import(node: Node) -> list[RawImport]:
-    return [RawImport(node.start_point.row + 1, name, False) for name in _imported_names(node)]
-
-
 def extract_imports(language: str, tree: Tree) -> list[RawImport]:
     """Imports of ``tree`` in source order (duplicates on one line collapsed)."""
     query = compile_query(language, _QUERIES[language]) if language in _QUERIES else None
@@ -101,9 +91,13 @@ def extract_imports(language: str, tree: Tree) -> list[RawImport]:
     found: list[RawImport] = []
     for _, caps in QueryCursor(query).matches(tree.root_node):
         if "import" in caps:
-            found.extend(_python_import(caps["import"][0]))
+            node = caps["import"][0]
+            found.extend(RawImport(node.start_point.row + 1, name, False) for name in _imported_names(node))
         elif "from" in caps:
-            found.append(_python_from(caps["from"][0]))
+            node = caps["from"][0]
+            module = node.child_by_field_name("module_name")
+            spec = node_text(module) if module is not None else ""
+            found.append(RawImport(node.start_point.row + 1, spec, False, tuple(_imported_names(node))))
         elif "fn" in caps:
             fn, arg = node_text(caps["fn"][0]), caps["arg"][0]
             if language == "python" and fn in _PY_DYNAMIC:

@@ -28,8 +28,9 @@ EXTENSIONS: dict[str, str] = {
 
 DOC_EXTENSIONS = frozenset({".md", ".markdown", ".mdx", ".rst", ".txt", ".adoc"})
 """Documents: split into sections at headings, which become the snippets' anchors."""
+_NAMED_DOCUMENTS = frozenset({"README", "LICENSE", "CHANGELOG", "NOTICE", "AUTHORS", "CONTRIBUTING"})
 
-_GRAMMARS: dict[str, tuple[str, str]] = {
+GRAMMARS: dict[str, tuple[str, str]] = {
     "python": ("tree_sitter_python", "language"),
     "javascript": ("tree_sitter_javascript", "language"),
     "typescript": ("tree_sitter_typescript", "language_typescript"),
@@ -41,29 +42,31 @@ _GRAMMARS: dict[str, tuple[str, str]] = {
     "cpp": ("tree_sitter_cpp", "language"),
     "bash": ("tree_sitter_bash", "language"),
 }
+"""Language → the module of its grammar wheel and the function there returning its grammar."""
+
+
+def _extension(path: str) -> str:
+    """The file name's extension, lower-cased (empty when it has none)."""
+    dot = path.rfind(".")
+    return "" if dot == -1 or "/" in path[dot:] else path[dot:].lower()
 
 
 def language_for(path: str) -> str | None:
     """The language of ``path`` by extension (``None`` for documents and unknown files)."""
-    dot = path.rfind(".")
-    if dot == -1 or "/" in path[dot:]:
-        return None
-    return EXTENSIONS.get(path[dot:].lower())
+    return EXTENSIONS.get(_extension(path))
 
 
 def is_document(path: str) -> bool:
     """True for Markdown/text documents (``README`` without extension included)."""
-    dot = path.rfind(".")
-    name = path.rsplit("/", 1)[-1]
-    if dot == -1 or "/" in path[dot:]:
-        return name.upper() in {"README", "LICENSE", "CHANGELOG", "NOTICE", "AUTHORS", "CONTRIBUTING"}
-    return path[dot:].lower() in DOC_EXTENSIONS
+    if extension := _extension(path):
+        return extension in DOC_EXTENSIONS
+    return path.rsplit("/", 1)[-1].upper() in _NAMED_DOCUMENTS
 
 
 @cache
 def grammar(language: str) -> Language | None:
     """The tree-sitter ``Language`` of ``language``, or ``None`` when its wheel is absent."""
-    spec = _GRAMMARS.get(language)
+    spec = GRAMMARS.get(language)
     if spec is None:
         return None
     try:
@@ -79,7 +82,3 @@ def parser(language: str) -> Parser | None:
     lang = grammar(language)
     return Parser(lang) if lang is not None else None
 
-
-def supported_languages() -> list[str]:
-    """Languages whose grammar wheel is installed."""
-    return [name for name in _GRAMMARS if grammar(name) is not None]

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import platformdirs
 
+from codeloop.index.languages import GRAMMARS
+
 SCHEMA_VERSION = "3"
 EXTRACTION_VERSION = "4"
 """Bump when symbol/import/chunk extraction changes so existing indexes are rebuilt."""
@@ -62,9 +64,8 @@ _TABLES = ("meta", "files", "chunks", "chunks_fts", "chunks_tri", "symbols", "im
 def parser_version() -> str:
     """Our extraction version plus the versions of tree-sitter and every grammar wheel."""
     parts = [f"extract={EXTRACTION_VERSION}"]
-    for dist in ("tree-sitter", "tree-sitter-python", "tree-sitter-javascript", "tree-sitter-typescript",
-                 "tree-sitter-go", "tree-sitter-rust", "tree-sitter-java", "tree-sitter-c", "tree-sitter-cpp",
-                 "tree-sitter-bash"):
+    wheels = dict.fromkeys(module.replace("_", "-") for module, _ in GRAMMARS.values())
+    for dist in ("tree-sitter", *wheels):
         try:
             parts.append(f"{dist}={metadata.version(dist)}")
         except metadata.PackageNotFoundError:

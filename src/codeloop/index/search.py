@@ -36,10 +36,11 @@ def _match_line(body: str, needles: list[str]) -> int:
     return best
 
 
-def _hit(row: tuple[object, ...], needles: list[str], score: float) -> SearchHit:
+def _hit(row: tuple[object, ...], needles: list[str], score: float, offset: int | None = None) -> SearchHit:
+    """The hit of a chunk row, at line ``offset`` of it (default: the line matching most ``needles``)."""
     path, heading, body, start, end = row
     assert isinstance(body, str) and isinstance(start, int) and isinstance(end, int)
-    offset = _match_line(body, needles)
+    offset = _match_line(body, needles) if offset is None else offset
     lines = body.split("\n")
     first = max(0, offset - SNIPPET_CONTEXT)
     line = start + offset
@@ -70,23 +71,20 @@ def _definitions(conn: sqlite3.Connection, terms: list[str], limit: int, path_pr
         "JOIN chunks c ON c.path = s.path AND s.start_line BETWEEN c.start_line AND c.end_line "
         f"WHERE lower(s.name) IN ({','.join('?' * len(names))}) AND s.path LIKE ? ESCAPE '\\' "
         "ORDER BY s.path, s.start_line LIMIT ?", (*names, _like_prefix(path_prefix), limit)).fetchall()
-    hits = []
-    for path, heading, body, start, end, line in rows:
-        hit = _hit((path, heading, body, start, end), [], 0.0)
-        offset = line - start
-        lines = body.split("\n")
-        snippet = "\n".join(lines[max(0, offset - SNIPPET_CONTEXT):offset + SNIPPET_CONTEXT + 1])
-        hits.append(SearchHit(hit.path, f"{path}#L{line}", line, start, end, heading, snippet, 0.0))
-    return hits
+    return [_hit(row[:5], [], 0.0, row[5] - row[3]) for row in rows]
+
+
+def escape_like(text: str) -> str:
+    """``text`` as a literal inside a ``LIKE ... ESCAPE '\\'`` pattern."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def _like_prefix(prefix: str) -> str:
-    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return escaped + "%"
+    return escape_like(prefix) + "%"
 
 
 def _substring(conn: sqlite3.Connection, text: str, limit: int, path_prefix: str) -> list[SearchHit]:
-    like = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    like = "%" + escape_like(text) + "%"
     if len(text) >= 3:
         rows = conn.execute(
             "SELECT c.path, c.heading, c.body, c.start_line, c.end_line FROM chunks_tri "

@@ -8,12 +8,12 @@ as prefix (``Outer.Inner.method``); a Python/JS function directly inside a class
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cache
 
 from tree_sitter import Node, Query, QueryCursor, Tree
 
 from codeloop.index.languages import grammar
+from codeloop.index.models import Symbol
 
 _JS_COMMON = """
 (class_declaration name: (_) @name) @def.class
@@ -101,19 +101,6 @@ QUERIES: dict[str, str] = {
 _CONTAINERS = frozenset({"class", "struct", "interface", "trait", "impl", "enum", "namespace", "module"})
 
 
-@dataclass(frozen=True)
-class RawSymbol:
-    """A definition before it is given its file path and stable id."""
-
-    kind: str
-    name: str
-    qualified_name: str
-    start_line: int
-    start_column: int
-    end_line: int
-    end_column: int
-
-
 @cache
 def compile_query(language: str, source: str) -> Query | None:
     """``source`` compiled for ``language`` (symbols and imports); None without its grammar."""
@@ -145,8 +132,9 @@ def _go_receiver(node: Node) -> str:
     return ""
 
 
-def extract_symbols(language: str, tree: Tree) -> list[RawSymbol]:
-    """Definitions of ``tree`` in source order, with qualified names from nesting."""
+def extract_symbols(path: str, language: str, tree: Tree) -> list[Symbol]:
+    """Definitions of ``tree`` (the file at ``path``) in source order, with qualified names
+    from nesting and their stable ids."""
     query = compile_query(language, QUERIES[language]) if language in QUERIES else None
     if query is None:
         return []
@@ -157,13 +145,12 @@ def extract_symbols(language: str, tree: Tree) -> list[RawSymbol]:
             continue
         for key, nodes in captures.items():
             if key.startswith("def."):
-                node = nodes[0]
-                kind = key[4:]
-                name_node = name_nodes[0]
-                name = _type_name(name_node) if kind == "impl" else node_text(name_node)
+                node, kind = nodes[0], key[4:]
+                name = _type_name(name_nodes[0]) if kind == "impl" else node_text(name_nodes[0])
                 found.append((node.start_byte, -node.end_byte, kind, name, node))
     found.sort(key=lambda item: (item[0], item[1]))
-    result: list[RawSymbol] = []
+    result: list[Symbol] = []
+    ids: dict[str, int] = {}  # how often each id was given, for the ``#N`` of duplicates
     stack: list[tuple[int, str, str]] = []  # (end_byte, qualified name, kind) of open containers
     seen: set[tuple[int, int, str]] = set()
     for start, neg_end, kind, name, node in found:
@@ -179,8 +166,11 @@ def extract_symbols(language: str, tree: Tree) -> list[RawSymbol]:
         if language == "go" and kind == "method":
             prefix = _go_receiver(node)
         qualified = f"{prefix}.{name}" if prefix else name
-        result.append(RawSymbol(kind, name, qualified, node.start_point.row + 1, node.start_point.column,
-                                node.end_point.row + 1, node.end_point.column))
+        base = f"{path}::{qualified}"
+        ids[base] = count = ids.get(base, 0) + 1
+        result.append(Symbol(base if count == 1 else f"{base}#{count}", path, language, kind, name, qualified,
+                             node.start_point.row + 1, node.start_point.column, node.end_point.row + 1,
+                             node.end_point.column))
         if kind in _CONTAINERS or kind in {"function", "method"}:
             stack.append((-neg_end, qualified, kind))
     return result

@@ -7,14 +7,14 @@ patch is one change: every file of it is written, or none (see ``patch_apply``).
 
 from __future__ import annotations
 
+from functools import partial as partial_call
 from typing import Any
 
 from codeloop.environments.base import ExecutionEnvironment
-from codeloop.llm.types import ToolDefinition
 from codeloop.tools.files import SEEN_FILES
 from codeloop.tools.patch_apply import PatchApplyError, PatchOutcome, apply_hunks
 from codeloop.tools.patch_parser import parse_patch
-from codeloop.tools.registry import RegisteredTool, ToolContext, ToolOutput
+from codeloop.tools.registry import RegisteredTool, ToolContext, ToolOutput, make_tool
 from codeloop.tools.workspace_ops import fingerprint
 
 APPLY_PATCH_DESCRIPTION = """\
@@ -42,16 +42,6 @@ Example:
 +    return 1
 *** End Patch"""
 
-APPLY_PATCH_PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "patch": {"type": "string", "description": "The entire patch, from *** Begin Patch to *** End Patch."}
-    },
-    "required": ["patch"],
-    "additionalProperties": False,
-}
-
-
 async def apply_patch_text(
     env: ExecutionEnvironment, text: str, *, partial: bool = False, ctx: ToolContext | None = None
 ) -> PatchOutcome:
@@ -59,13 +49,8 @@ async def apply_patch_text(
     standalone binary does); raise ``PatchParseError`` or ``PatchApplyError``. With the
     ``ctx`` of a session, a file that changed since the session last read or wrote it
     refuses the patch (``files.SeenFiles``), and the files written count as seen."""
-    if ctx is None or ctx.session_id is None:
-        return await apply_hunks(env, parse_patch(text).hunks, partial=partial)
-    session = ctx
-
-    def check(path: str, data: bytes) -> None:
-        SEEN_FILES.check_unchanged(session, env, path, data)
-
+    session = ctx if ctx is not None and ctx.session_id is not None else None
+    check = None if session is None else partial_call(SEEN_FILES.check_unchanged, session, env)
     try:
         outcome = await apply_hunks(env, parse_patch(text).hunks, partial=partial, check=check)
     except PatchApplyError as exc:
@@ -75,7 +60,9 @@ async def apply_patch_text(
     return outcome
 
 
-def _saw_written(ctx: ToolContext, env: ExecutionEnvironment, outcome: PatchOutcome) -> None:
+def _saw_written(ctx: ToolContext | None, env: ExecutionEnvironment, outcome: PatchOutcome) -> None:
+    if ctx is None:
+        return
     for path, data in outcome.written.items():
         if data is None:
             SEEN_FILES.forget(ctx, env, path)
@@ -97,6 +84,5 @@ async def _run_apply_patch(args: dict[str, Any], env: ExecutionEnvironment, ctx:
 
 def apply_patch_tool() -> RegisteredTool:
     """The ``apply_patch`` tool with a ``patch`` argument (codex's freeform tool as JSON)."""
-    return RegisteredTool(
-        ToolDefinition("apply_patch", APPLY_PATCH_DESCRIPTION, APPLY_PATCH_PARAMETERS), _run_apply_patch
-    )
+    patch = {"type": "string", "description": "The entire patch, from *** Begin Patch to *** End Patch."}
+    return make_tool("apply_patch", APPLY_PATCH_DESCRIPTION, {"patch": patch}, ["patch"], _run_apply_patch)

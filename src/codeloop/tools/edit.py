@@ -24,12 +24,11 @@ from typing import Any
 
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import WorkspaceError
-from codeloop.llm.types import ToolDefinition
 from codeloop.tools import workspace_ops as ops
 from codeloop.tools.errors import ToolError
 from codeloop.tools.files import SEEN_FILES, number_lines
-from codeloop.tools.patch_apply import PUNCTUATION_TO_ASCII
-from codeloop.tools.registry import RegisteredTool, ToolContext, object_schema
+from codeloop.tools.patch_apply import PUNCTUATION_TO_ASCII, find_run
+from codeloop.tools.registry import RegisteredTool, ToolContext, make_tool
 from codeloop.tools.text_endings import (
     keep_common_lines,
     replacement_text,
@@ -47,27 +46,8 @@ FAILURES_BEFORE_WRITE_HINT = 2
 SMALL_FILE_LINES = 200
 """Files shorter than this are small enough to rewrite whole with write_file."""
 
-
-class FailedEdits:
-    """Failed edit_file calls per (session, file); a success resets the file's count.
-
-    Bounded (oldest keys dropped) so a long-lived registry cannot grow without limit."""
-
-    def __init__(self, limit: int = 512) -> None:
-        self._counts: OrderedDict[tuple[str | None, str], int] = OrderedDict()
-        self._limit = limit
-
-    def failed(self, key: tuple[str | None, str]) -> int:
-        """Record one failure; returns the file's failure count so far."""
-        count = self._counts.pop(key, 0) + 1
-        self._counts[key] = count
-        while len(self._counts) > self._limit:
-            self._counts.popitem(last=False)
-        return count
-
-    def succeeded(self, key: tuple[str | None, str]) -> None:
-        """Forget the file's failures."""
-        self._counts.pop(key, None)
+MAX_TRACKED_FILES = 512
+"""(session, file) pairs whose failed edits are counted at once."""
 
 
 async def _write_file_hint(env: ExecutionEnvironment, path: str, failures: int) -> str:
@@ -149,15 +129,11 @@ def _replacements(count: int) -> str:
     return "1 replacement" if count == 1 else f"{count} replacements"
 
 
-def _line_of(text: str, index: int) -> int:
-    return text.count("\n", 0, index) + 1
-
-
 def _not_unique(path: str, text: str, old: str, count: int) -> str:
     lines: list[int] = []
     start = text.find(old)
     while start >= 0 and len(lines) < 10:
-        lines.append(_line_of(text, start))
+        lines.append(text.count("\n", 0, start) + 1)
         start = text.find(old, start + 1)
     where = ", ".join(str(n) for n in lines)
     return (
@@ -197,12 +173,8 @@ def _key(line: str) -> str:
 
 
 def _trim_blank(lines: list[str]) -> list[str]:
-    start, end = 0, len(lines)
-    while start < end and not lines[start].strip():
-        start += 1
-    while end > start and not lines[end - 1].strip():
-        end -= 1
-    return lines[start:end]
+    kept = [i for i, line in enumerate(lines) if line.strip()]
+    return lines[kept[0] : kept[-1] + 1] if kept else []
 
 
 def _indent(line: str) -> str:
@@ -217,13 +189,10 @@ def _fuzzy_lines(path: str, text: str, old: str, new: str, replace_all: bool) ->
     wanted = [_key(line) for line in old_lines]
     size = len(wanted)
     matches: list[int] = []
-    i = 0
-    while size and i + size <= len(keys):
-        if keys[i : i + size] == wanted:
-            matches.append(i)
-            i += size
-        else:
-            i += 1
+    start = 0
+    while size and (found := find_run(keys, wanted, start, len(keys) - size)) is not None:
+        matches.append(found)
+        start = found + size
     if not matches:
         raise ToolError(_not_found(path, file_lines, old_lines))
     if len(matches) > 1 and not replace_all:
@@ -244,9 +213,7 @@ def _fuzzy_lines(path: str, text: str, old: str, new: str, replace_all: bool) ->
         # Lines as the exact path sees them (endings on, the last one without), so kept
         # lines get the same endings as there; the "\n" after the match stays where it
         # is, and so does the "\r" before it.
-        fresh = [line.removesuffix("\r") + ending for line in reindented]
-        if fresh:
-            fresh[-1] = strip_ending(fresh[-1])
+        fresh = _ended([line.removesuffix("\r") for line in reindented], ending)
         region = keep_common_lines(_ended(matched), _ended(old_lines), _ended(new_lines), fresh)
         last_cr = "\r" if matched[-1].endswith("\r") else ""
         out += ("".join(region) + last_cr).split("\n") if new_lines else []
@@ -259,9 +226,9 @@ def _fuzzy_lines(path: str, text: str, old: str, new: str, replace_all: bool) ->
     )
 
 
-def _ended(lines: list[str]) -> list[str]:
-    """``lines`` (split at ``\\n``) with their endings back on, the last without one."""
-    ended = [line + "\n" for line in lines]
+def _ended(lines: list[str], ending: str = "\n") -> list[str]:
+    """``lines`` (split at ``\\n``) with ``ending`` back on, the last without one."""
+    ended = [line + ending for line in lines]
     if ended:
         ended[-1] = strip_ending(ended[-1])
     return ended
@@ -292,39 +259,39 @@ def _not_found(path: str, file_lines: list[str], old_lines: list[str]) -> str:
 
 def edit_file_tool(description: str | None = None) -> RegisteredTool:
     """``edit_file(file_path, old_string, new_string, replace_all?)``; each tool counts its
-    failed edits per session and file (see :class:`FailedEdits`)."""
-    failures = FailedEdits()
+    failed edits per session and file (a success resets the file's count)."""
+    # Bounded (oldest keys dropped) so a long-lived registry cannot grow without limit.
+    failures: OrderedDict[tuple[str | None, str], int] = OrderedDict()
 
     async def run(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> str:
         key = (ctx.session_id, str(args.get("file_path", "")))
         try:
             result = await edit_file(args, env, ctx)
         except ToolError as exc:
-            hint = await _write_file_hint(env, key[1], failures.failed(key))
+            failures[key] = failures.pop(key, 0) + 1
+            if len(failures) > MAX_TRACKED_FILES:
+                failures.popitem(last=False)
+            hint = await _write_file_hint(env, key[1], failures[key])
             if hint:
                 raise ToolError(f"{exc}{hint}") from None
             raise
-        failures.succeeded(key)
+        failures.pop(key, None)
         return result
 
-    return RegisteredTool(
-        ToolDefinition(
-            "edit_file",
-            description
-            or (
-                "Replace an exact string occurrence in a file. old_string must match the file exactly "
-                "(including indentation) and be unique unless replace_all is true; include enough "
-                "surrounding lines to make it unique. An empty old_string creates a new file."
-            ),
-            object_schema(
-                {
-                    "file_path": {"type": "string", "description": "Path of the file to edit."},
-                    "old_string": {"type": "string", "description": "The exact text to replace."},
-                    "new_string": {"type": "string", "description": "The replacement text."},
-                    "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)."},
-                },
-                ["file_path", "old_string", "new_string"],
-            ),
+    return make_tool(
+        "edit_file",
+        description
+        or (
+            "Replace an exact string occurrence in a file. old_string must match the file exactly "
+            "(including indentation) and be unique unless replace_all is true; include enough "
+            "surrounding lines to make it unique. An empty old_string creates a new file."
         ),
+        {
+            "file_path": {"type": "string", "description": "Path of the file to edit."},
+            "old_string": {"type": "string", "description": "The exact text to replace."},
+            "new_string": {"type": "string", "description": "The replacement text."},
+            "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)."},
+        },
+        ["file_path", "old_string", "new_string"],
         run,
     )

@@ -13,10 +13,10 @@ from typing import Any
 
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import BinaryFileError, WorkspaceError
-from codeloop.llm.types import ImageData, ToolDefinition
+from codeloop.llm.types import ImageData
 from codeloop.tools import workspace_ops as ops
 from codeloop.tools.errors import ToolError
-from codeloop.tools.registry import RegisteredTool, ToolContext, ToolOutput, object_schema
+from codeloop.tools.registry import RegisteredTool, ToolContext, ToolOutput, make_tool
 
 DEFAULT_READ_LIMIT = 2000
 """Lines read_file returns when no ``limit`` is given (spec §3.3)."""
@@ -230,78 +230,62 @@ async def list_dir(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolCon
 
 def read_file_tool(description: str | None = None) -> RegisteredTool:
     """``read_file(file_path, offset?, limit?)``."""
-    return RegisteredTool(
-        ToolDefinition(
-            "read_file",
-            description
-            or (
-                "Read a file from the filesystem. Returns line-numbered content (`NNN | line`). "
-                f"Reads up to {DEFAULT_READ_LIMIT} lines by default; use offset and limit for long "
-                "files. Images (png, jpg, gif, webp) are returned as images."
-            ),
-            object_schema(
-                {
-                    "file_path": {"type": "string", "description": "Path of the file (relative to the workspace root, or absolute inside it)."},
-                    "offset": {"type": "integer", "minimum": 1, "description": "1-based line number to start reading from."},
-                    "limit": {"type": "integer", "minimum": 1, "description": f"Maximum number of lines to read (default {DEFAULT_READ_LIMIT})."},
-                },
-                ["file_path"],
-            ),
+    return make_tool(
+        "read_file",
+        description
+        or (
+            "Read a file from the filesystem. Returns line-numbered content (`NNN | line`). "
+            f"Reads up to {DEFAULT_READ_LIMIT} lines by default; use offset and limit for long "
+            "files. Images (png, jpg, gif, webp) are returned as images."
         ),
+        {
+            "file_path": {"type": "string", "description": "Path of the file (relative to the workspace root, or absolute inside it)."},
+            "offset": {"type": "integer", "minimum": 1, "description": "1-based line number to start reading from."},
+            "limit": {"type": "integer", "minimum": 1, "description": f"Maximum number of lines to read (default {DEFAULT_READ_LIMIT})."},
+        },
+        ["file_path"],
         read_file,
     )
 
 
 def read_many_files_tool(description: str | None = None) -> RegisteredTool:
     """``read_many_files(paths)``: files or glob patterns."""
-    return RegisteredTool(
-        ToolDefinition(
-            "read_many_files",
-            description
-            or "Read several files at once. `paths` holds file paths or glob patterns (`src/**/*.py`); "
-            "each file's content follows a `--- path ---` header.",
-            object_schema(
-                {"paths": {"type": "array", "items": {"type": "string"}, "minItems": 1, "description": "File paths or glob patterns."}},
-                ["paths"],
-            ),
-        ),
+    return make_tool(
+        "read_many_files",
+        description
+        or "Read several files at once. `paths` holds file paths or glob patterns (`src/**/*.py`); "
+        "each file's content follows a `--- path ---` header.",
+        {"paths": {"type": "array", "items": {"type": "string"}, "minItems": 1, "description": "File paths or glob patterns."}},
+        ["paths"],
         read_many_files,
     )
 
 
 def write_file_tool(description: str | None = None) -> RegisteredTool:
     """``write_file(file_path, content)``."""
-    return RegisteredTool(
-        ToolDefinition(
-            "write_file",
-            description or "Write content to a file. Creates the file and parent directories if needed; "
-            "replaces an existing file completely.",
-            object_schema(
-                {
-                    "file_path": {"type": "string", "description": "Path of the file to write."},
-                    "content": {"type": "string", "description": "The full file content."},
-                },
-                ["file_path", "content"],
-            ),
-        ),
+    return make_tool(
+        "write_file",
+        description or "Write content to a file. Creates the file and parent directories if needed; "
+        "replaces an existing file completely.",
+        {
+            "file_path": {"type": "string", "description": "Path of the file to write."},
+            "content": {"type": "string", "description": "The full file content."},
+        },
+        ["file_path", "content"],
         write_file,
     )
 
 
 def list_dir_tool(description: str | None = None) -> RegisteredTool:
     """``list_dir(path?, depth?)``."""
-    return RegisteredTool(
-        ToolDefinition(
-            "list_dir",
-            description or "List a directory's entries. Directories end with `/`; `depth` > 1 also lists "
-            "their contents.",
-            object_schema(
-                {
-                    "path": {"type": "string", "description": "Directory to list (default: the workspace root)."},
-                    "depth": {"type": "integer", "minimum": 1, "maximum": 10, "description": "Levels to descend (default 1)."},
-                },
-                [],
-            ),
-        ),
+    return make_tool(
+        "list_dir",
+        description or "List a directory's entries. Directories end with `/`; `depth` > 1 also lists "
+        "their contents.",
+        {
+            "path": {"type": "string", "description": "Directory to list (default: the workspace root)."},
+            "depth": {"type": "integer", "minimum": 1, "maximum": 10, "description": "Levels to descend (default 1)."},
+        },
+        [],
         list_dir,
     )

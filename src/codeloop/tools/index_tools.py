@@ -13,6 +13,7 @@ uses the index, the index knows nothing of tools.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -94,49 +95,30 @@ def format_impact(report: ImpactReport) -> str:
     return "\n".join(lines)
 
 
-class _IndexedRepository:
-    """One index shared by the three tools; refreshed at most once per batch of changes."""
-
-    def __init__(self, repo_root: str | Path) -> None:
-        self.index = CodeIndex(repo_root)
-        self._lock = asyncio.Lock()
-
-    async def fresh(self) -> CodeIndex:
-        async with self._lock:
-            await asyncio.to_thread(self.index.ensure_fresh)
-        return self.index
-
-
 def index_tools(repo_root: str | Path) -> list[RegisteredTool]:
     """``search_code``, ``find_symbol`` and ``impact`` over the index of ``repo_root``.
 
     Errors the model can act on (unknown file, empty index) come back as error results
     with a message; nothing here raises into the loop.
     """
-    repo = _IndexedRepository(repo_root)
+    index = CodeIndex(repo_root)
+    lock = asyncio.Lock()  # one refresh at a time: a batch of changes is built once
 
-    async def search_code(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> str | ToolOutput:
-        index = await repo.fresh()
-        hits = await asyncio.to_thread(index.search, args["query"], args.get("limit", 10),
-                                       args.get("mode", "auto"), args.get("path", ""))
-        return format_hits(args["query"], hits)
+    def tool(definition: ToolDefinition, answer: Callable[[dict[str, Any]], str]) -> RegisteredTool:
+        async def run(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> str | ToolOutput:
+            async with lock:
+                await asyncio.to_thread(index.ensure_fresh)
+            try:
+                return await asyncio.to_thread(answer, args)
+            except CodeIndexError as exc:
+                return ToolOutput(str(exc), is_error=True)
 
-    async def find_symbol(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> str | ToolOutput:
-        index = await repo.fresh()
-        try:
-            found = await asyncio.to_thread(index.symbols, args.get("path"), args["name"], args.get("kind"),
-                                            args.get("limit", 50))
-        except CodeIndexError as exc:
-            return ToolOutput(str(exc), is_error=True)
-        return format_symbols(args["name"], found)
+        return RegisteredTool(definition, run)
 
-    async def impact(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> str | ToolOutput:
-        index = await repo.fresh()
-        try:
-            report = await asyncio.to_thread(index.impact, args["path"])
-        except CodeIndexError as exc:
-            return ToolOutput(str(exc), is_error=True)
-        return format_impact(report)
-
-    return [RegisteredTool(SEARCH_CODE, search_code), RegisteredTool(FIND_SYMBOL, find_symbol),
-            RegisteredTool(IMPACT, impact)]
+    return [
+        tool(SEARCH_CODE, lambda a: format_hits(a["query"], index.search(
+            a["query"], a.get("limit", 10), a.get("mode", "auto"), a.get("path", "")))),
+        tool(FIND_SYMBOL, lambda a: format_symbols(a["name"], index.symbols(
+            a.get("path"), a["name"], a.get("kind"), a.get("limit", 50)))),
+        tool(IMPACT, lambda a: format_impact(index.impact(a["path"]))),
+    ]

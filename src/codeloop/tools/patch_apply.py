@@ -61,15 +61,12 @@ PUNCTUATION_TO_ASCII = str.maketrans(
 """Typographic punctuation → ASCII, one code point to one (codex's ``normalise``)."""
 
 
-def _trim_end(line: str) -> str:
-    return line.rstrip(RUST_WHITESPACE)
-
-
-def _normalise(line: str) -> str:
-    return rust_trim(line).translate(PUNCTUATION_TO_ASCII)
-
-
-_PASSES: tuple[Callable[[str], str] | None, ...] = (None, _trim_end, rust_trim, _normalise)
+_PASSES: tuple[Callable[[str], str], ...] = (
+    str,  # the line itself
+    lambda line: line.rstrip(RUST_WHITESPACE),
+    rust_trim,
+    lambda line: rust_trim(line).translate(PUNCTUATION_TO_ASCII),
+)
 """codex's seek_sequence passes: exact, trim_end, trim, Unicode-normalised."""
 
 
@@ -88,11 +85,9 @@ class PatchOutcome:
 
     def summary(self) -> str:
         """codex's success text: ``Success. Updated the following files:`` then one line each."""
-        lines = ["Success. Updated the following files:"]
-        lines += [f"A {p}" for p in self.added]
-        lines += [f"M {p}" for p in self.modified]
-        lines += [f"D {p}" for p in self.deleted]
-        return "\n".join(lines) + "\n"
+        groups = (("A", self.added), ("M", self.modified), ("D", self.deleted))
+        lines = [f"{mark} {p}" for mark, paths in groups for p in paths]
+        return "\n".join(["Success. Updated the following files:", *lines]) + "\n"
 
     @property
     def empty(self) -> bool:
@@ -257,10 +252,7 @@ class _Plan:
         done: list[_File] = []
         for entry in changed:
             try:
-                if entry.current is None:
-                    await ops.delete_file(self.env, entry.path)
-                else:
-                    await ops.write_file(self.env, entry.path, entry.current)
+                await self._put(entry.path, entry.current)
             except (WorkspaceError, OSError) as exc:
                 action = "delete" if entry.current is None else "write"
                 raise PatchApplyError(
@@ -273,10 +265,7 @@ class _Plan:
         lost: list[str] = []
         for entry in reversed(done):
             try:
-                if entry.original is None:
-                    await ops.delete_file(self.env, entry.path)
-                else:
-                    await ops.write_file(self.env, entry.path, entry.original)
+                await self._put(entry.path, entry.original)
             except (WorkspaceError, OSError) as exc:
                 lost.append(f"{entry.path} ({exc})")
         if lost:
@@ -285,15 +274,19 @@ class _Plan:
             return "Nothing was written: the files already written by this patch were restored."
         return "Nothing was written."
 
+    async def _put(self, path: str, data: bytes | None) -> None:
+        """Make ``path`` hold ``data`` (None: delete it)."""
+        if data is None:
+            await ops.delete_file(self.env, path)
+        else:
+            await ops.write_file(self.env, path, data)
+
 
 def _failure_text(hunk: Hunk, exc: Exception) -> str:
     if isinstance(exc, ToolError):  # a PatchError, or the caller's check refused a file
         return str(exc)
-    if isinstance(hunk, AddFile):
-        return f"Failed to write file {hunk.path}: {exc}"
-    if isinstance(hunk, DeleteFile):
-        return f"Failed to delete file {hunk.path}: {exc}"
-    return f"Failed to update file {hunk.path}: {exc}"
+    action = "write" if isinstance(hunk, AddFile) else "delete" if isinstance(hunk, DeleteFile) else "update"
+    return f"Failed to {action} file {hunk.path}: {exc}"
 
 
 def updated_bytes(data: bytes, path: str, chunks: Sequence[UpdateChunk]) -> bytes:
@@ -403,7 +396,7 @@ class _Seeker:
 
     def __init__(self, lines: list[str]) -> None:
         self._lines = lines
-        self._keys: dict[int, list[str]] = {}
+        self._keys: dict[int, list[str]] = {0: lines}  # by pass; the first pass is the lines
 
     def seek(self, pattern: Sequence[str], start: int, eof: bool) -> int | None:
         lines = self._lines
@@ -412,24 +405,17 @@ class _Seeker:
         if len(pattern) > len(lines):
             return None
         search_start = len(lines) - len(pattern) if eof else start
-        last_start = len(lines) - len(pattern)
         for number, transform in enumerate(_PASSES):
-            keys = self._key_lines(number, transform)
-            wanted = list(pattern) if transform is None else [transform(p) for p in pattern]
-            found = _find_run(keys, wanted, search_start, last_start)
+            keys = self._keys.get(number)
+            if keys is None:
+                keys = self._keys[number] = [transform(line) for line in lines]
+            found = find_run(keys, [transform(p) for p in pattern], search_start, len(lines) - len(pattern))
             if found is not None:
                 return found
         return None
 
-    def _key_lines(self, number: int, transform: Callable[[str], str] | None) -> list[str]:
-        if transform is None:
-            return self._lines
-        if number not in self._keys:
-            self._keys[number] = [transform(line) for line in self._lines]
-        return self._keys[number]
 
-
-def _find_run(keys: list[str], wanted: list[str], first: int, last: int) -> int | None:
+def find_run(keys: list[str], wanted: list[str], first: int, last: int) -> int | None:
     """Smallest ``i`` in ``[first, last]`` with ``keys[i:i+len(wanted)] == wanted``."""
     head = wanted[0]
     size = len(wanted)

@@ -116,12 +116,10 @@ def parse_patch(text: str) -> Patch:
     body = _patch_body(lines)
     hunks: list[Hunk] = []
     index = 0
-    line_number = 2
     while index < len(body):
-        hunk, used = _parse_one_hunk(body, index, line_number)
+        hunk, used = _parse_one_hunk(body, index, index + 2)  # body starts at the patch's line 2
         hunks.append(hunk)
         index += used
-        line_number += used
     return Patch(tuple(hunks))
 
 
@@ -161,14 +159,11 @@ def _strict_body(lines: list[str]) -> list[str]:
 def _parse_one_hunk(lines: list[str], start: int, line_number: int) -> tuple[Hunk, int]:
     first = rust_trim(lines[start])
     if first.startswith(ADD_FILE):
-        contents: list[str] = []
-        used = 1
         index = start + 1
         while index < len(lines) and lines[index].startswith("+"):
-            contents.append(lines[index][1:] + "\n")
             index += 1
-            used += 1
-        return AddFile(first[len(ADD_FILE) :], "".join(contents)), used
+        contents = "".join(line[1:] + "\n" for line in lines[start + 1 : index])
+        return AddFile(first[len(ADD_FILE) :], contents), index - start
     if first.startswith(DELETE_FILE):
         return DeleteFile(first[len(DELETE_FILE) :]), 1
     if first.startswith(UPDATE_FILE):
@@ -182,27 +177,23 @@ def _parse_one_hunk(lines: list[str], start: int, line_number: int) -> tuple[Hun
 
 def _parse_update(lines: list[str], start: int, line_number: int, path: str) -> tuple[Hunk, int]:
     index = start + 1
-    used = 1
     move_path = None
     if index < len(lines) and lines[index].startswith(MOVE_TO):
         move_path = lines[index][len(MOVE_TO) :]
         index += 1
-        used += 1
     chunks: list[UpdateChunk] = []
     while index < len(lines):
         if not rust_trim(lines[index]):
             index += 1
-            used += 1
             continue
         if lines[index].startswith("*"):
             break
-        chunk, chunk_used = _parse_chunk(lines, index, line_number + used, not chunks)
+        chunk, chunk_used = _parse_chunk(lines, index, line_number + index - start, not chunks)
         chunks.append(chunk)
         index += chunk_used
-        used += chunk_used
     if not chunks:
         raise PatchParseError(f"Update file hunk for path '{path}' is empty", line_number)
-    return UpdateFile(path, move_path, tuple(chunks)), used
+    return UpdateFile(path, move_path, tuple(chunks)), index - start
 
 
 def _parse_chunk(
@@ -231,7 +222,7 @@ def _parse_chunk(
     while index < len(lines):
         line = lines[index]
         marker = line[0] if line else ""
-        if marker == " ":
+        if marker == " " or marker == "":  # context (an empty line is an empty context line)
             text = line[1:]
             sources.append(len(old))
             old.append(text)
@@ -241,10 +232,6 @@ def _parse_chunk(
             new.append(line[1:])
         elif marker == "-":
             old.append(line[1:])
-        elif marker == "":
-            sources.append(len(old))
-            old.append("")
-            new.append("")
         elif line == END_OF_FILE:
             if index == start + skip:
                 raise PatchParseError("Update hunk does not contain any lines", line_number + 1)
@@ -260,6 +247,5 @@ def _parse_chunk(
         else:
             break
         index += 1
-    parsed = index - start - skip
     kept = tuple(sources) if any(source >= 0 for source in sources) else ()
-    return UpdateChunk(context, tuple(old), tuple(new), end_of_file, kept), parsed + skip
+    return UpdateChunk(context, tuple(old), tuple(new), end_of_file, kept), index - start

@@ -156,3 +156,10 @@ class ToolRegistry:
 def object_schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
     """A tool's parameter schema: an object with these properties and no others."""
     return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+def make_tool(
+    name: str, description: str, properties: dict[str, Any], required: list[str], executor: Executor
+) -> RegisteredTool:
+    """A tool whose parameters are :func:`object_schema` of ``properties`` and ``required``."""
+    return RegisteredTool(ToolDefinition(name, description, object_schema(properties, required)), executor)

@@ -9,8 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from codeloop.environments.base import ExecutionEnvironment, GrepOptions
-from codeloop.llm.types import ToolDefinition
-from codeloop.tools.registry import RegisteredTool, ToolContext, object_schema
+from codeloop.tools.registry import RegisteredTool, ToolContext, make_tool
 
 DEFAULT_MAX_RESULTS = 100
 
@@ -35,45 +34,37 @@ async def glob(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext
 
 def grep_tool(description: str | None = None) -> RegisteredTool:
     """``grep(pattern, path?, glob_filter?, case_insensitive?, max_results?, output_mode?)``."""
-    return RegisteredTool(
-        ToolDefinition(
-            "grep",
-            description
-            or (
-                "Search file contents using regex patterns (ripgrep syntax). Returns matching lines as "
-                "path:line:text; output_mode files_with_matches lists paths, count gives path:N."
-            ),
-            object_schema(
-                {
-                    "pattern": {"type": "string", "description": "Regular expression to search for."},
-                    "path": {"type": "string", "description": "File or directory to search (default: the workspace root)."},
-                    "glob_filter": {"type": "string", "description": "Only search files matching this glob, e.g. \"*.py\"."},
-                    "case_insensitive": {"type": "boolean", "description": "Ignore case (default false)."},
-                    "max_results": {"type": "integer", "minimum": 1, "description": f"Maximum results (default {DEFAULT_MAX_RESULTS})."},
-                    "output_mode": {"type": "string", "enum": ["content", "files_with_matches", "count"], "description": "content (default), files_with_matches or count."},
-                },
-                ["pattern"],
-            ),
+    return make_tool(
+        "grep",
+        description
+        or (
+            "Search file contents using regex patterns (ripgrep syntax). Returns matching lines as "
+            "path:line:text; output_mode files_with_matches lists paths, count gives path:N."
         ),
+        {
+            "pattern": {"type": "string", "description": "Regular expression to search for."},
+            "path": {"type": "string", "description": "File or directory to search (default: the workspace root)."},
+            "glob_filter": {"type": "string", "description": "Only search files matching this glob, e.g. \"*.py\"."},
+            "case_insensitive": {"type": "boolean", "description": "Ignore case (default false)."},
+            "max_results": {"type": "integer", "minimum": 1, "description": f"Maximum results (default {DEFAULT_MAX_RESULTS})."},
+            "output_mode": {"type": "string", "enum": ["content", "files_with_matches", "count"], "description": "content (default), files_with_matches or count."},
+        },
+        ["pattern"],
         grep,
     )
 
 
 def glob_tool(description: str | None = None) -> RegisteredTool:
     """``glob(pattern, path?)``."""
-    return RegisteredTool(
-        ToolDefinition(
-            "glob",
-            description
-            or "Find files matching a glob pattern (e.g. \"**/*.ts\"). Returns paths sorted by modification "
-            "time, newest first; .gitignore is respected.",
-            object_schema(
-                {
-                    "pattern": {"type": "string", "description": "Glob pattern."},
-                    "path": {"type": "string", "description": "Base directory (default: the workspace root)."},
-                },
-                ["pattern"],
-            ),
-        ),
+    return make_tool(
+        "glob",
+        description
+        or "Find files matching a glob pattern (e.g. \"**/*.ts\"). Returns paths sorted by modification "
+        "time, newest first; .gitignore is respected.",
+        {
+            "pattern": {"type": "string", "description": "Glob pattern."},
+            "path": {"type": "string", "description": "Base directory (default: the workspace root)."},
+        },
+        ["pattern"],
         glob,
     )

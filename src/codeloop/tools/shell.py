@@ -12,10 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from codeloop.environments.base import ExecutionEnvironment
-from codeloop.llm.types import ToolDefinition
 from codeloop.tools.apply_patch import apply_patch_text
 from codeloop.tools.errors import PatchError
-from codeloop.tools.registry import RegisteredTool, ToolContext, ToolOutput, object_schema
+from codeloop.tools.registry import RegisteredTool, ToolContext, ToolOutput, make_tool
 from codeloop.tools.workspace_ops import CommandOutcome, run_command
 
 OPENAI_SHELL_TIMEOUT_MS = 10_000
@@ -75,23 +74,19 @@ def shell_tool(default_timeout_ms: int = OPENAI_SHELL_TIMEOUT_MS, description: s
         timeout_ms = min(args.get("timeout_ms") or default_timeout_ms, MAX_SHELL_TIMEOUT_MS)
         return format_outcome(await run_command(env, args["command"], timeout_ms=timeout_ms, on_output=ctx.on_output))
 
-    return RegisteredTool(
-        ToolDefinition(
-            "shell",
-            description
-            or (
-                "Execute a shell command (bash) in the workspace. Returns stdout, stderr, the exit code "
-                f"and the duration. Commands time out after {default_timeout_ms} ms unless timeout_ms "
-                f"is given (at most {MAX_SHELL_TIMEOUT_MS} ms)."
-            ),
-            object_schema(
-                {
-                    "command": {"type": "string", "description": "The command to run."},
-                    "timeout_ms": {"type": "integer", "minimum": 1, "description": "Timeout in milliseconds."},
-                    "description": {"type": "string", "description": "A short description of what the command does."},
-                },
-                ["command"],
-            ),
+    return make_tool(
+        "shell",
+        description
+        or (
+            "Execute a shell command (bash) in the workspace. Returns stdout, stderr, the exit code "
+            f"and the duration. Commands time out after {default_timeout_ms} ms unless timeout_ms "
+            f"is given (at most {MAX_SHELL_TIMEOUT_MS} ms)."
         ),
+        {
+            "command": {"type": "string", "description": "The command to run."},
+            "timeout_ms": {"type": "integer", "minimum": 1, "description": "Timeout in milliseconds."},
+            "description": {"type": "string", "description": "A short description of what the command does."},
+        },
+        ["command"],
         shell,
     )

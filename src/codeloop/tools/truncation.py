@@ -16,43 +16,25 @@ TruncationMode = Literal["head_tail", "tail", "head_tail_counted"]
 keeps head and tail around a one-line ``[... N characters of output omitted ...]`` marker
 and never exceeds the limit (the relay's RUN_COMMAND cut, relay spec "RUN_COMMAND")."""
 
-DEFAULT_TOOL_LIMITS: Mapping[str, int] = {
-    "read_file": 50_000,
-    "shell": 30_000,
-    "grep": 20_000,
-    "glob": 20_000,
-    "edit_file": 10_000,
-    "apply_patch": 10_000,
-    "write_file": 1_000,
-    "spawn_agent": 20_000,
+_DEFAULTS: Mapping[str, tuple[int, TruncationMode, int | None]] = {
+    # tool: (character limit, mode, line limit or None)
+    "read_file": (50_000, "head_tail", None),
+    "shell": (30_000, "head_tail", 256),
+    "grep": (20_000, "tail", 200),
+    "glob": (20_000, "tail", 500),
+    "edit_file": (10_000, "tail", None),
+    "apply_patch": (10_000, "tail", None),
+    "write_file": (1_000, "tail", None),
+    "spawn_agent": (20_000, "head_tail", None),
     # Not in the §5.2 table: sized like their nearest relatives.
-    "read_many_files": 50_000,
-    "list_dir": 20_000,
+    "read_many_files": (50_000, "head_tail", None),
+    "list_dir": (20_000, "head_tail", 500),
 }
+DEFAULT_TOOL_LIMITS: Mapping[str, int] = {name: chars for name, (chars, _, _) in _DEFAULTS.items()}
 """Default character limits (spec §5.2, plus the gemini-profile tools)."""
-
-DEFAULT_TRUNCATION_MODES: Mapping[str, TruncationMode] = {
-    "read_file": "head_tail",
-    "shell": "head_tail",
-    "grep": "tail",
-    "glob": "tail",
-    "edit_file": "tail",
-    "apply_patch": "tail",
-    "write_file": "tail",
-    "spawn_agent": "head_tail",
-    "read_many_files": "head_tail",
-    "list_dir": "head_tail",
-}
+DEFAULT_TRUNCATION_MODES: Mapping[str, TruncationMode] = {name: d[1] for name, d in _DEFAULTS.items()}
 """Truncation mode per tool (spec §5.2)."""
-
-DEFAULT_LINE_LIMITS: Mapping[str, int | None] = {
-    "shell": 256,
-    "grep": 200,
-    "glob": 500,
-    "read_file": None,
-    "edit_file": None,
-    "list_dir": 500,
-}
+DEFAULT_LINE_LIMITS: Mapping[str, int | None] = {name: lines for name, (_, _, lines) in _DEFAULTS.items()}
 """Default line limits, applied after character truncation (spec §5.3)."""
 
 FALLBACK_CHAR_LIMIT = 30_000
@@ -132,32 +114,15 @@ def truncate_lines(output: str, max_lines: int) -> str:
     return "\n".join(lines[:head_count]) + f"\n[... {omitted} lines omitted ...]\n" + "\n".join(tail)
 
 
-def char_limit(tool_name: str, config: TruncationConfig | None = None) -> int:
-    """The character limit that applies to ``tool_name``."""
-    if config is not None and tool_name in config.tool_output_limits:
-        return config.tool_output_limits[tool_name]
-    return DEFAULT_TOOL_LIMITS.get(tool_name, FALLBACK_CHAR_LIMIT)
-
-
-def line_limit(tool_name: str, config: TruncationConfig | None = None) -> int | None:
-    """The line limit that applies to ``tool_name`` (None: no line truncation)."""
-    if config is not None and tool_name in config.tool_line_limits:
-        return config.tool_line_limits[tool_name]
-    return DEFAULT_LINE_LIMITS.get(tool_name)
-
-
-def truncation_mode(tool_name: str, config: TruncationConfig | None = None) -> TruncationMode:
-    """The truncation mode that applies to ``tool_name``."""
-    if config is not None and tool_name in config.tool_truncation_modes:
-        return config.tool_truncation_modes[tool_name]
-    return DEFAULT_TRUNCATION_MODES.get(tool_name, FALLBACK_MODE)
+_NO_OVERRIDES = TruncationConfig()
 
 
 def truncate_tool_output(output: str, tool_name: str, config: TruncationConfig | None = None) -> str:
-    """Characters first, then lines (spec §5.3)."""
-    mode = truncation_mode(tool_name, config)
-    result = truncate_output(output, char_limit(tool_name, config), mode)
-    max_lines = line_limit(tool_name, config)
-    if max_lines is not None:
-        result = truncate_lines(result, max_lines)
-    return result
+    """Characters first, then lines (spec §5.3), with ``config``'s limits and mode for
+    ``tool_name`` where it has them, else the defaults."""
+    config = config or _NO_OVERRIDES
+    limit = config.tool_output_limits.get(tool_name, DEFAULT_TOOL_LIMITS.get(tool_name, FALLBACK_CHAR_LIMIT))
+    mode = config.tool_truncation_modes.get(tool_name, DEFAULT_TRUNCATION_MODES.get(tool_name, FALLBACK_MODE))
+    result = truncate_output(output, limit, mode)
+    max_lines = config.tool_line_limits.get(tool_name, DEFAULT_LINE_LIMITS.get(tool_name))
+    return result if max_lines is None else truncate_lines(result, max_lines)

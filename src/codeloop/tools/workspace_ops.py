@@ -34,6 +34,7 @@ from codeloop.tools.text_endings import (
     dominant_ending,
     replacement_text,
     rewritten_text,
+    settle_line_ends,
     split_bom,
     split_keeping_ends,
     strip_ending,
@@ -41,19 +42,8 @@ from codeloop.tools.text_endings import (
 )
 
 ErrorKind = Literal[
-    "outside_workspace",
-    "not_found",
-    "is_directory",
-    "not_a_directory",
-    "not_text",
-    "too_large",
-    "exists",
-    "empty_match",
-    "no_match",
-    "ambiguous",
-    "bad_range",
-    "workspace",
-    "io",
+    "outside_workspace", "not_found", "is_directory", "not_a_directory", "not_text", "too_large", "exists",
+    "empty_match", "no_match", "ambiguous", "bad_range", "workspace", "io",
 ]
 """What went wrong; ``not_a_directory`` is a file where a directory is expected (a parent of
 the path, a working directory); ``workspace`` is any other refusal of the environment (read-only mode,
@@ -76,17 +66,9 @@ class OperationError(WorkspaceError):
     """
 
     def __init__(
-        self,
-        kind: ErrorKind,
-        message: str,
-        path: str | None = None,
-        *,
-        size: int | None = None,
-        limit: int | None = None,
-        count: int | None = None,
-        edit_index: int | None = None,
-        offset: int | None = None,
-        binary: bool = False,
+        self, kind: ErrorKind, message: str, path: str | None = None, *, size: int | None = None,
+        limit: int | None = None, count: int | None = None, edit_index: int | None = None,
+        offset: int | None = None, binary: bool = False,
     ) -> None:
         super().__init__(message, path=path)
         self.kind: ErrorKind = kind
@@ -104,34 +86,29 @@ class OperationError(WorkspaceError):
         """``not_text``: the file holds NUL bytes (rather than only invalid UTF-8)."""
 
 
-def _classify(exc: Exception, path: str) -> OperationError:
-    kind: ErrorKind
-    if isinstance(exc, PathOutsideWorkspaceError):
-        kind = "outside_workspace"
-    elif isinstance(exc, FileNotFoundInWorkspaceError):
-        kind = "not_found"
-    elif isinstance(exc, NotAFileError):
-        kind = "is_directory"
-    elif isinstance(exc, IsAFileError):
-        kind = "not_a_directory"
-    elif isinstance(exc, BinaryFileError):
-        kind = "not_text"
-    elif isinstance(exc, WorkspaceError):
-        kind = "workspace"
-    else:
-        kind = "io"
-    return OperationError(kind, str(exc), path)
+_KINDS: tuple[tuple[type[WorkspaceError], ErrorKind], ...] = (
+    (PathOutsideWorkspaceError, "outside_workspace"),
+    (FileNotFoundInWorkspaceError, "not_found"),
+    (NotAFileError, "is_directory"),
+    (IsAFileError, "not_a_directory"),
+    (BinaryFileError, "not_text"),
+    (WorkspaceError, "workspace"),
+)
+"""The kind of each environment error, most specific first (anything else is ``io``)."""
 
 
 @contextmanager
 def _translated(path: str) -> Iterator[None]:
-    """Turn the environment's errors inside the block into OperationErrors about ``path``."""
+    """Turn the environment's errors inside the block into OperationErrors about ``path``
+    (an OperationError without a path gets this one)."""
     try:
         yield
-    except OperationError:
+    except OperationError as exc:
+        exc.path = exc.path or path
         raise
     except (WorkspaceError, OSError) as exc:
-        raise _classify(exc, path) from exc
+        kind: ErrorKind = next((kind for cls, kind in _KINDS if isinstance(exc, cls)), "io")
+        raise OperationError(kind, str(exc), path) from exc
 
 
 def _is_directory(path: str) -> OperationError:
@@ -200,9 +177,7 @@ def replace_lines(original: str, start_line: int, end_line: int, replacement: st
     ending = dominant_ending(lines)
     new_lines = [strip_ending(line) + ending for line in split_keeping_ends(replacement)]
     result = lines[: start_line - 1] + new_lines + lines[end_line:]
-    if result and not lines[-1].endswith("\n"):
-        result[-1] = strip_ending(result[-1])
-    return bom + "".join(result)
+    return bom + "".join(settle_line_ends(result, ending, lines[-1].endswith("\n")))
 
 
 def edit_text(text: str, edits: Sequence[TextEdit], match: MatchRule = "unique") -> tuple[str, int]:
@@ -314,11 +289,7 @@ async def read_text(env: ExecutionEnvironment, path: str, *, max_bytes: int | No
 
 
 async def write_file(
-    env: ExecutionEnvironment,
-    path: str,
-    content: str | bytes,
-    *,
-    replaced: bool = True,
+    env: ExecutionEnvironment, path: str, content: str | bytes, *, replaced: bool = True,
     before_change: BeforeChange | None = None,
 ) -> Written:
     """Atomically write ``content`` (no checks: for callers that just read the file)."""
@@ -331,14 +302,8 @@ async def write_file(
 
 
 async def create_file(
-    env: ExecutionEnvironment,
-    path: str,
-    content: str | bytes,
-    *,
-    overwrite: bool = True,
-    max_bytes: int | None = None,
-    keep_format: bool = True,
-    before_change: BeforeChange | None = None,
+    env: ExecutionEnvironment, path: str, content: str | bytes, *, overwrite: bool = True,
+    max_bytes: int | None = None, keep_format: bool = True, before_change: BeforeChange | None = None,
 ) -> Written:
     """Create ``path`` (parents included) or, with ``overwrite``, replace the file there.
 
@@ -375,43 +340,27 @@ async def _keeping_format(env: ExecutionEnvironment, path: str, data: bytes) -> 
 
 
 async def replace_text_in_file(
-    env: ExecutionEnvironment,
-    path: str,
-    edits: Sequence[TextEdit],
-    *,
-    match: MatchRule = "unique",
-    max_bytes: int | None = None,
-    before_change: BeforeChange | None = None,
+    env: ExecutionEnvironment, path: str, edits: Sequence[TextEdit], *, match: MatchRule = "unique",
+    max_bytes: int | None = None, before_change: BeforeChange | None = None,
 ) -> int:
     """Apply ``edits`` in order to the text of ``path`` (:func:`edit_text`) and write it
     once; return the number of places changed. All or nothing: a failing edit (its
     ``edit_index`` set) leaves the file untouched."""
     text = await read_text(env, path, max_bytes=max_bytes)
-    try:
+    with _translated(path):
         text, changed = edit_text(text, edits, match)
-    except OperationError as exc:
-        exc.path = path
-        raise
     await write_file(env, path, text, before_change=before_change)
     return changed
 
 
 async def replace_lines_in_file(
-    env: ExecutionEnvironment,
-    path: str,
-    start_line: int,
-    end_line: int,
-    replacement: str,
-    *,
+    env: ExecutionEnvironment, path: str, start_line: int, end_line: int, replacement: str, *,
     before_change: BeforeChange | None = None,
 ) -> Written:
     """Replace a line range of a UTF-8 file (see :func:`replace_lines`)."""
     original = await read_text(env, path)
-    try:
+    with _translated(path):
         updated = replace_lines(original, start_line, end_line, replacement)
-    except OperationError as exc:
-        exc.path = path
-        raise
     return await write_file(env, path, updated, before_change=before_change)
 
 
@@ -474,13 +423,8 @@ def classify(result: ExecResult, timeout_ms: int) -> CommandOutcome:
 
 
 async def run_command(
-    env: ExecutionEnvironment,
-    command: str,
-    *,
-    timeout_ms: int,
-    working_dir: str | None = None,
-    env_vars: dict[str, str] | None = None,
-    on_output: OutputCallback | None = None,
+    env: ExecutionEnvironment, command: str, *, timeout_ms: int, working_dir: str | None = None,
+    env_vars: dict[str, str] | None = None, on_output: OutputCallback | None = None,
     before_change: BeforeChange | None = None,
 ) -> CommandOutcome:
     """Run ``command`` in the workspace (the environment's shell, process group killed at
