@@ -91,3 +91,14 @@ def test_split_never_raises_anything_but_parse_error(line: str) -> None:
 def test_here_documents_parse_whatever_their_delimiter_quoting(delimiter: str) -> None:
     line = f"cat > a.py <<{delimiter} && rm -rf build\nx = 1\nEOF\n"
     assert [c.name for c in split_commands(line)] == ["cat", "rm"]
+
+
+@pytest.mark.parametrize(("line", "names"), [
+    ("echo `echo \\`unshare -r sh\\``", ["echo", "echo", "unshare"]),
+    ("echo `find . -exec echo \\`unshare -r sh\\` \\;`", ["echo", "find", "echo", "unshare"]),
+    ("echo `echo \\`un\\\\share -r sh\\``", ["echo", "echo", "unshare"]),
+    ("echo \"`echo \\`id\\``\"", ["echo", "echo", "id"]),
+])
+def test_escaped_backquotes_nest_as_bash_nests_them(line: str, names: list[str]) -> None:
+    """Bash runs the inner command of `a \\`b\\``; each level must be seen, not one."""
+    assert [c.name for c in split_commands(line)] == names

@@ -219,7 +219,12 @@ def blocked_lines(draw: st.DrawFn) -> str:
             line = draw(st.sampled_from(_WRAPPERS)).format(line)
         else:
             template = draw(st.sampled_from(_QUOTERS))
-            line = template.format(line, q=shlex.quote(line))
+            inner = line
+            if template == "echo `{}`":
+                # Backquotes do not nest: the inner command's own backslashes and backquotes are
+                # escaped, as a person nesting them must (a bare inner ` closes the outer one).
+                inner = line.replace("\\", "\\\\").replace("`", "\\`")
+            line = template.format(inner, q=shlex.quote(line))
     return str(draw(st.sampled_from(_CONTEXTS)).format(line))
 
 

@@ -308,7 +308,12 @@ class _Walker:
 
     def _substitutions_in(self, node: Node) -> None:
         """Commands hidden inside words: ``$(...)``, backticks, ``<(...)``."""
-        if node.type in ("command_substitution", "process_substitution"):
+        if node.type == "command_substitution" and _text(node).startswith("`"):
+            # Backquotes nest only escaped (echo `a \`b\``), which tree-sitter reads as one level:
+            # the inner text is unescaped as bash does (\\, \`, \$) and parsed again.
+            inner_line = re.sub(r"\\([\\`$])", r"\1", _text(node)[1:-1])
+            self.found.extend(_split(inner_line, (*self.via, "$(...)"), self.depth + 1))
+        elif node.type in ("command_substitution", "process_substitution"):
             mark = "$(...)" if node.type == "command_substitution" else "<(...)"
             inner = _Walker((*self.via, mark), self.depth)
             for stmt in node.named_children:
