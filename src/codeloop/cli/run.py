@@ -430,10 +430,12 @@ def register(app: typer.Typer) -> None:
 
         Example: codeloop run "add a --verbose flag to cli.py" --cwd ~/src/app
 
-        Example (plan only, nothing changes): codeloop run --plan "how would you add caching?"
-
-        Example (CI): codeloop run "fix the failing test" --json --approval never-ask
-        --output-last-message answer.md > events.jsonl
+        \b
+        Plan mode (reads only, answers with a plan; in a chat /go runs it):
+          codeloop run --plan "how would you add caching?"
+        In CI (no terminal: calls needing approval are refused, exit code 4):
+          codeloop run "fix the failing test" --json --approval never-ask \\
+            --output-last-message answer.md > events.jsonl
 
         Exit codes: 0 completed, 1 model/provider error, 2 bad usage or configuration, 3 turn
         limit, 4 a call needed approval and no terminal could answer, 130 interrupted.

@@ -137,7 +137,8 @@ def _where(path: Path, text: str, key: str, section: str | None = None) -> str:
 
 
 def _unknown(path: Path, text: str, key: str, known: tuple[str, ...], section: str | None) -> ConfigError:
-    close = difflib.get_close_matches(key, known, n=1)
+    # Two swapped letters first ('modle' is 'model', not 'mode'), then the closest spelling.
+    close = [k for k in known if sorted(k) == sorted(key)] or difflib.get_close_matches(key, known, n=1)
     hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(known)}"
     where = f"[{section}] " if section else ""
     return ConfigError(f"{_where(path, text, key, section)}: unknown key {where}{key!r}; {hint} "
