@@ -155,12 +155,12 @@ def test_chat_plan_refuses_a_write_and_go_runs_the_plan(server: ChatServer, tmp_
         assert (workspace / "plan.txt").read_text() == "x\n"
         assert "carry out this plan" in sent(server, 2) and "1. Write plan.txt." in sent(server, 2)
         assert "PLAN MODE" not in server.requests[2]["messages"][0]["content"]
-        pane.type_line("/plan")
-        pane.type_line("and another file")
+        pane.type_line("/plan and another file")  # switches, and sends the rest in plan mode
         pane.wait_for("/go runs this plan", count=2)
         pane.type_line("/go 1. Write b.txt containing b.")  # the user's edited plan
         pane.wait_for("Wrote b.")
         assert (workspace / "b.txt").read_text() == "b\n"
+        assert "and another file" in sent(server, 4) and "PLAN MODE is on" in sent(server, 4)
         assert "1. Write b.txt containing b." in sent(server, 5)
         pane.type_line("/exit")
         pane.wait_for("EXITED=0")

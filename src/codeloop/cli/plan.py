@@ -26,13 +26,9 @@ GO_HINT = "plan mode: nothing was changed. /go runs this plan, /go TEXT runs you
 
 def chat_command(text: str) -> tuple[str, str] | None:
     """``("plan", "")`` for ``/plan``, ``("go", edited plan or "")`` for ``/go [TEXT]``, else None."""
-    stripped = text.strip()
-    word, _, rest = stripped.partition(" ")
-    if "\n" in word:
-        word, _, more = word.partition("\n")
-        rest = more + (" " + rest if rest else "")
+    word, *rest = text.strip().split(maxsplit=1)
     if word in ("/plan", "/go"):
-        return word[1:], rest.strip()
+        return word[1:], rest[0] if rest else ""
     return None
 
 
@@ -46,7 +42,7 @@ def one_shot_hint(log_id: str | None) -> str:
     if not log_id:
         return "plan mode: nothing was changed; the plan is the answer above."
     return (f"plan mode: nothing was changed; the plan is the answer above. Run it: "
-            f"codeloop run --resume {log_id} \"carry out the plan\"")
+            f"codeloop run --resume {log_id} --no-plan \"carry out the plan\"")
 
 
 class OutputPathError(ValueError):

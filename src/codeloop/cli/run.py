@@ -490,7 +490,7 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(code)
         if mode == "quiet" and renderer.final_text:
             typer.echo(renderer.final_text)
-        if settings.plan and task is not None and code == 0 and mode != "json":
+        if settings.plan and task is not None and code == 0 and mode == "rich":
             err.print(escape(one_shot_hint(log_id)), highlight=False)
         if log_id and mode != "quiet":
             err.print(f"session {log_id}  (continue: codeloop run --resume {log_id}; "
