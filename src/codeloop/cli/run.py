@@ -87,8 +87,6 @@ class RunSettings:
     """Retries of one model call after a transient failure (``SessionConfig.max_retries``)."""
     plan: bool = False
     """Start in plan mode (``--plan``, ``mode = "plan"``)."""
-    plan_shell: bool = False
-    """bubblewrap can run here: plan mode runs shell in a read-only sandbox (else refuses it)."""
 
 
 class Runner:
@@ -107,6 +105,9 @@ class Runner:
         """Plan mode: the next Session opens read-only (:meth:`set_plan` switches)."""
         self.plan_environment: Any = None
         """The read-only sandbox of plan mode, opened on first use."""
+        self.plan_shell: bool | None = None
+        """bubblewrap runs here: plan mode's shell is sandboxed read-only (else refused); None
+        until plan mode is first used (the probe costs a process start)."""
 
     async def start(self, resume: str | None) -> None:
         """Model, environment and the first Session (resuming ``resume`` when given)."""
@@ -152,8 +153,8 @@ class Runner:
                                  warn=lambda message: self.err.print(f"[yellow]warning: {escape(message)}[/]"))
         environment = self.environment
         if self.plan:
-            policy = plan_mode_policy(policy, shell_sandboxed=s.plan_shell)
-            if s.plan_shell:
+            policy = plan_mode_policy(policy, shell_sandboxed=await self.check_plan_shell())
+            if self.plan_shell:
                 if self.plan_environment is None:
                     self.plan_environment = open_environment(s.root, sandbox="read-only", network=s.network)
                     await self.plan_environment.initialize()
@@ -188,6 +189,20 @@ class Runner:
         self.plan = plan
         if self.session is not None and self.session.state != SessionState.CLOSED:
             await self.session.close()
+
+    async def check_plan_shell(self) -> bool:
+        """Whether plan mode can sandbox shell read-only here (probed once; a warning if not)."""
+        import asyncio
+
+        from codeloop.environments.sandbox import probe_bwrap
+
+        if self.plan_shell is None:
+            why = await asyncio.to_thread(probe_bwrap)
+            self.plan_shell = why is None
+            if why is not None:
+                self.err.print(f"[yellow]warning: plan mode without a read-only sandbox ({escape(why)}): "
+                               "shell is refused in plan mode[/]")
+        return self.plan_shell
 
     async def submit(self, text: str) -> str:
         """Run one input; reopens the conversation first when the last Session was closed."""
@@ -312,7 +327,7 @@ async def plan_switch(runner: Runner, command: tuple[str, str], renderer: Render
     name, edited = command
     if name == "plan":
         await runner.set_plan(True)
-        shell = "in a read-only sandbox" if runner.settings.plan_shell else "refused (no bubblewrap)"
+        shell = "in a read-only sandbox" if await runner.check_plan_shell() else "refused (no bubblewrap)"
         err.print(f"[bold]plan mode on[/]: the agent may only read (shell {shell}); /go runs its plan")
         return edited
     plan = edited or (renderer.last_message if runner.plan else "")
@@ -330,7 +345,6 @@ def settle_options(root: Path, flags: dict[str, Any], network: str | None, err: 
     from codeloop.config import ConfigError, load_config
     from codeloop.environments.errors import SandboxUnavailableError
     from codeloop.environments.factory import SandboxOptionError, check_sandbox_options, settle_sandbox
-    from codeloop.environments.sandbox import probe_bwrap
     from codeloop.policy import APPROVAL_MODES
 
     try:
@@ -358,15 +372,10 @@ def settle_options(root: Path, flags: dict[str, Any], network: str | None, err: 
     if box.warning is not None:
         err.print(f"[bold red]warning:[/] [red]{escape(box.warning)}[/]")
     retries = merged.get("max_retries")
-    planning = plan if plan is not None else cfg.mode == "plan"
-    why = probe_bwrap()
-    if planning and why is not None:
-        err.print(f"[yellow]warning: plan mode without a read-only sandbox ({escape(why)}): shell is refused "
-                  "in plan mode[/]")
     return RunSettings(choice, root, box.mode, box.network, approval, merged["max_turns"] or 0,
                        dict(cfg.mcp_servers), constrained=constrained or "off",
                        max_retries=DEFAULT_RETRIES if retries is None else retries,
-                       plan=planning, plan_shell=why is None)
+                       plan=plan if plan is not None else cfg.mode == "plan")
 
 
 def resume_target(root: Path, resume: str | None, continue_: bool) -> str | None:
