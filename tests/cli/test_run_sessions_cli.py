@@ -126,7 +126,7 @@ def test_on_risk_without_terminal_denies_and_names_the_fix(server, workspace) ->
     server.replies.extend([tool_reply("shell", {"command": "touch made.txt"}), text_reply("ok")])
     done = run(["touch", "--json", "--base-url", server.base_url, "--profile", "anthropic", "--sandbox", "full"],
                workspace)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 4, done.stderr  # exit 4: a call was not approved
     end = tool_end(done.stdout)
     assert "--approval never-ask" in end["error"]
     assert "--approval never-ask" in done.stderr and "touch made.txt" in done.stderr
@@ -137,7 +137,7 @@ def test_always_ask_without_terminal_denies_even_a_file_write(server, workspace)
     server.replies.extend([tool_reply("write_file", {"file_path": "a.txt", "content": "x"}), text_reply("ok")])
     done = run(["w", "--json", "--base-url", server.base_url, "--profile", "anthropic", "--sandbox", "full",
                 "--approval", "always-ask"], workspace)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 4, done.stderr  # exit 4: a call was not approved
     assert "--approval never-ask" in tool_end(done.stdout)["error"]
     assert not (workspace / "a.txt").exists()
 

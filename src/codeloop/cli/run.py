@@ -9,8 +9,11 @@ Output: rich text as it happens; ``--json`` one event per line on stdout (schema
 (``codeloop.sessions``; ``--resume ID``/``--continue``); MCP servers come from the config.
 Without TASK: a chat on the terminal (:func:`run_chat`; keys in docs/agent.md).
 
-Exit codes: 0 completed, 1 the session failed (provider/auth error), 2 bad usage or
-configuration, 3 a turn or round limit stopped the agent, 130 interrupted.
+Exit codes (stable; docs/cli.md "Exit codes"): 0 completed, 1 the session failed
+(provider/auth/model error), 2 bad usage or configuration, 3 a turn or round limit stopped
+the agent, 4 completed but a call needing approval was not run because no terminal could
+answer, 130 interrupted. Plan mode (``--plan``, ``/plan``, ``/go``) and
+``--output-last-message``: ``cli/plan.py``.
 """
 
 from __future__ import annotations
@@ -33,6 +36,16 @@ from codeloop.cli.model_choice import (
     fix_hints,
     start_local_model,
 )
+from codeloop.cli.plan import (
+    GO_HINT,
+    PLAN_INSTRUCTIONS,
+    OutputPathError,
+    chat_command,
+    check_output_path,
+    go_message,
+    one_shot_hint,
+    write_last_message,
+)
 from codeloop.cli.run_terminal import CHAT_HELP, Renderer, Terminal, escape, read_message, route_typed_line
 
 if TYPE_CHECKING:  # rich and the agent load inside the command: `codeloop --help` stays fast
@@ -44,6 +57,10 @@ DEFAULT_RETRIES = 6
 """``--max-retries`` default (``SessionConfig.max_retries``; the agent package loads lazily)."""
 EXIT_CODES = {"completed": 0, "error": 1, "round_limit": 3, "turn_limit": 3, "aborted": 130, "closed": 0}
 """Exit code by how the session ended."""
+EXIT_USAGE = 2
+"""Bad options, configuration or workspace."""
+EXIT_NOT_APPROVED = 4
+"""The session completed, but a call that needed approval was denied: no terminal could answer."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +83,8 @@ class RunSettings:
     """Constrained decoding: auto, on or off (``SessionConfig.constrained_decoding``)."""
     max_retries: int = DEFAULT_RETRIES
     """Retries of one model call after a transient failure (``SessionConfig.max_retries``)."""
+    plan: bool = False
+    """Start in plan mode (``--plan``, ``mode = "plan"``)."""
 
 
 class Runner:
@@ -85,6 +104,13 @@ class Runner:
         self.log_error: Exception | None = None
         """Why the session log could not be written (the run then stops and fails)."""
         self.stopping: Any = None
+        self.plan = settings.plan
+        """Plan mode: the next Session opens read-only (:meth:`set_plan` switches)."""
+        self.plan_environment: Any = None
+        """The read-only sandbox of plan mode, opened on first use."""
+        self.plan_shell: bool | None = None
+        """bubblewrap runs here: plan mode's shell is sandboxed read-only (else refused); None
+        until plan mode is first used (the probe costs a process start)."""
 
     async def start(self, resume: str | None) -> None:
         """Model, environment and the first Session (resuming ``resume`` when given)."""
@@ -118,8 +144,10 @@ class Runner:
 
         from codeloop.agent.config import SessionConfig
         from codeloop.agent.session import Session
+        from codeloop.environments.factory import open_environment
         from codeloop.policy import ApprovalStore, approval_policy
         from codeloop.policy.model import Decision
+        from codeloop.policy.plan_mode import plan_mode_policy
         from codeloop.profiles import create_profile
         from codeloop.sessions import record_session
 
@@ -129,6 +157,14 @@ class Runner:
             self.err.print(f"[yellow]warning: {escape(store.warning)}[/]")
         approve = approval_policy(s.approval, store, self.terminal.ask,
                                   warn=lambda message: self.err.print(f"[yellow]warning: {escape(message)}[/]"))
+        environment = self.environment
+        if self.plan:
+            approve = plan_mode_policy(approve, shell_sandboxed=await self.check_plan_shell())
+            if self.plan_shell:
+                if self.plan_environment is None:
+                    self.plan_environment = open_environment(s.root, sandbox="read-only", network=s.network)
+                    await self.plan_environment.initialize()
+                environment = self.plan_environment
 
         async def policy(call: Any, env: Any) -> Decision:
             # Checked before each tool runs, so a call the log could not record never runs,
@@ -144,8 +180,9 @@ class Runner:
                                constrained_decoding=s.constrained,
                                # A small window (compact prompt) gets no subagent tools: four more
                                # tools to describe, and a small model cannot delegate well.
-                               max_subagent_depth=0 if profile.compact else SessionConfig.max_subagent_depth)
-        session = Session(profile, self.environment, config, self.client, policy=policy)
+                               max_subagent_depth=0 if profile.compact else SessionConfig.max_subagent_depth,
+                               user_instructions=PLAN_INSTRUCTIONS if self.plan else "")
+        session = Session(profile, environment, config, self.client, policy=policy)
         if resume is not None:
             session.id = resume  # events (--json, the log) carry the id --resume and rewind take
         def log_failed(exc: Exception) -> None:
@@ -164,6 +201,29 @@ class Runner:
             for problem in await self.mcp.register_tools(session.profile.tool_registry):
                 self.err.print(f"[yellow]warning: {escape(problem)}[/]")
         self.session = session
+
+    async def set_plan(self, plan: bool) -> None:
+        """Enter or leave plan mode: the Session closes and the next input reopens the same
+        conversation with the mode's policy, environment and prompt (:meth:`submit`)."""
+        from codeloop.agent.session import SessionState
+
+        self.plan = plan
+        if self.session is not None and self.session.state != SessionState.CLOSED:
+            await self.session.close()
+
+    async def check_plan_shell(self) -> bool:
+        """Whether plan mode can sandbox shell read-only here (probed once; a warning if not)."""
+        import asyncio
+
+        from codeloop.environments.sandbox import probe_bwrap
+
+        if self.plan_shell is None:
+            why = await asyncio.to_thread(probe_bwrap)
+            self.plan_shell = why is None
+            if why is not None:
+                self.err.print(f"[yellow]warning: plan mode without a read-only sandbox ({escape(why)}): "
+                               "shell is refused in plan mode[/]")
+        return self.plan_shell
 
     async def submit(self, text: str) -> str:
         """Run one input; reopens the conversation first when the last Session was closed."""
@@ -192,12 +252,15 @@ class Runner:
                 await close()
             if self.environment is not None:
                 await self.environment.cleanup()
+            if self.plan_environment is not None:
+                await self.plan_environment.cleanup()
 
 
 async def run_task(task: str, settings: RunSettings, resume: str | None, renderer: Renderer,
-                   err: Console) -> tuple[str, str | None]:
-    """Run one task to the end; returns (end reason, session log id). Lines typed on the
-    terminal while the agent works steer it (``>>`` prefix: follow-up)."""
+                   err: Console) -> tuple[str, str | None, int]:
+    """Run one task to the end; returns (end reason, session log id, calls denied because no
+    terminal could approve them). Lines typed on the terminal while the agent works steer it
+    (``>>`` prefix: follow-up)."""
     runner = Runner(settings, renderer, err)
     terminal = runner.terminal
     try:
@@ -208,11 +271,11 @@ async def run_task(task: str, settings: RunSettings, resume: str | None, rendere
     finally:
         terminal.stop()
         await runner.close()
-    return reason, runner.log_id
+    return reason, runner.log_id, terminal.unanswered
 
 
 async def run_chat(settings: RunSettings, resume: str | None, renderer: Renderer,
-                   err: Console) -> tuple[str, str | None]:
+                   err: Console) -> tuple[str, str | None, int]:
     """The interactive chat of ``codeloop run`` without a TASK (see CHAT_HELP)."""
     import asyncio
     import signal
@@ -255,6 +318,11 @@ async def run_chat(settings: RunSettings, resume: str | None, renderer: Renderer
                 break
             if not text.strip():
                 continue
+            command = chat_command(text)
+            if command is not None:
+                text = await plan_switch(runner, command, renderer, err)
+                if not text:
+                    continue
             last_press[0] = 0.0  # a Ctrl-C before this message does not make the next one a "twice"
             if terminal.interactive:
                 terminal.on_line = lambda line: route_typed_line(runner.session, line, err)
@@ -266,15 +334,34 @@ async def run_chat(settings: RunSettings, resume: str | None, renderer: Renderer
             finally:
                 terminal.on_line = None
             renderer.out.print()
+            if runner.plan and reason == "completed":
+                err.print(f"[bold]{escape(GO_HINT)}[/]")
     finally:
         loop.remove_signal_handler(signal.SIGINT)
         terminal.stop()
         await runner.close()
-    return ("closed" if reason in ("completed", "aborted") else reason), runner.log_id
+    return ("closed" if reason in ("completed", "aborted") else reason), runner.log_id, terminal.unanswered
+
+
+async def plan_switch(runner: Runner, command: tuple[str, str], renderer: Renderer, err: Console) -> str:
+    """Apply ``/plan`` or ``/go [TEXT]`` in a chat; the input to send next ("" for none)."""
+    name, edited = command
+    if name == "plan":
+        await runner.set_plan(True)
+        shell = "in a read-only sandbox" if await runner.check_plan_shell() else "refused (no bubblewrap)"
+        err.print(f"[bold]plan mode on[/]: the agent may only read (shell {shell}); /go runs its plan")
+        return edited
+    plan = edited or (renderer.last_message if runner.plan else "")
+    if not plan:
+        err.print("[yellow]/go runs a plan: make one in plan mode first (/plan), or pass it: /go TEXT[/]")
+        return ""
+    await runner.set_plan(False)
+    err.print("[bold]plan mode off[/]: running the plan with the normal tools")
+    return go_message(plan)
 
 
 def settle_options(root: Path, flags: dict[str, Any], network: str | None, err: Console,
-                   constrained: str | None = None) -> RunSettings:
+                   constrained: str | None = None, plan: bool | None = None) -> RunSettings:
     """Merge flags > project config > user config > defaults; raises UsageError."""
     from codeloop.config import ConfigError, load_config
     from codeloop.environments.errors import SandboxUnavailableError
@@ -308,7 +395,8 @@ def settle_options(root: Path, flags: dict[str, Any], network: str | None, err: 
     retries = merged.get("max_retries")
     return RunSettings(choice, root, box.mode, box.network, approval, merged["max_turns"] or 0,
                        dict(cfg.mcp_servers), constrained=constrained or "off",
-                       max_retries=DEFAULT_RETRIES if retries is None else retries)
+                       max_retries=DEFAULT_RETRIES if retries is None else retries,
+                       plan=plan if plan is not None else cfg.mode == "plan")
 
 
 def resume_target(root: Path, resume: str | None, continue_: bool) -> str | None:
@@ -354,6 +442,13 @@ def register(app: typer.Typer) -> None:
         approval: str | None = typer.Option(None, "--approval", help="never-ask, on-risk (default) or always-ask."),
         resume: str | None = typer.Option(None, "--resume", help="Continue the session with this id."),
         continue_: bool = typer.Option(False, "--continue", help="Continue the latest session of this workspace."),
+        plan: bool | None = typer.Option(
+            None, "--plan/--no-plan",
+            help="Plan mode: the agent may only read (shell in a read-only sandbox) and ends with a plan; "
+                 "in a chat /go runs it. Default: mode in the config files, else off."),
+        output_last_message: Path | None = typer.Option(
+            None, "--output-last-message", metavar="FILE",
+            help="Write the last assistant message to FILE (atomically; also when the run fails)."),
         constrained: str | None = typer.Option(
             None, "--constrained",
             help="auto, on or off (default): every reply must be one JSON tool call or a final answer "
@@ -364,6 +459,16 @@ def register(app: typer.Typer) -> None:
         Options left out come from .codeloop/config.toml, then ~/.config/codeloop/config.toml.
 
         Example: codeloop run "add a --verbose flag to cli.py" --cwd ~/src/app
+
+        \b
+        Plan mode (reads only, answers with a plan; in a chat /go runs it):
+          codeloop run --plan "how would you add caching?"
+        In CI (no terminal: calls needing approval are refused, exit code 4):
+          codeloop run "fix the failing test" --json --approval never-ask \\
+            --output-last-message answer.md > events.jsonl
+
+        Exit codes: 0 completed, 1 model/provider error, 2 bad usage or configuration, 3 turn
+        limit, 4 a call needed approval and no terminal could answer, 130 interrupted.
         """
         import asyncio
 
@@ -371,37 +476,53 @@ def register(app: typer.Typer) -> None:
 
         err = Console(stderr=True, soft_wrap=True)
         mode = "json" if json_out else "quiet" if quiet else "rich"
+        last_message_path: Path | None = None
         try:
+            if output_last_message is not None:
+                last_message_path = check_output_path(output_last_message)
             root = cwd.expanduser().resolve()
             if not root.is_dir():
                 raise UsageError(f"--cwd {str(cwd)!r} is not a directory: create it or pass an existing one")
             flags = {"model": model, "provider": provider, "profile": profile, "base_url": base_url,
                      "sandbox": sandbox, "approval": approval, "max_turns": max_turns, "max_retries": max_retries}
-            settings = settle_options(root, flags, network, err, constrained)
+            settings = settle_options(root, flags, network, err, constrained, plan)
             resume_id = resume_target(root, resume, continue_)
             if task is None and mode == "json":
                 raise UsageError("--json needs a TASK: codeloop run \"TASK\" --json")
-        except UsageError as exc:
+        except (UsageError, OutputPathError) as exc:
             err.print(f"[red]error:[/] {escape(str(exc))}")
-            raise typer.Exit(2) from None
+            raise typer.Exit(EXIT_USAGE) from None
         renderer = Renderer(mode, Console(highlight=False, soft_wrap=True), err)
         renderer.hints = fix_hints(settings.choice)
         log_id: str | None = None
+        code = EXIT_USAGE
         try:
             if task is None:
-                reason, log_id = asyncio.run(run_chat(settings, resume_id, renderer, err))
+                reason, log_id, unanswered = asyncio.run(run_chat(settings, resume_id, renderer, err))
             else:
-                reason, log_id = asyncio.run(run_task(task, settings, resume_id, renderer, err))
+                reason, log_id, unanswered = asyncio.run(run_task(task, settings, resume_id, renderer, err))
+            code = EXIT_CODES.get(reason, 1)
+            if code == 0 and unanswered:
+                code = EXIT_NOT_APPROVED
         except KeyboardInterrupt:
             err.print("[yellow]interrupted[/]")
-            raise typer.Exit(130) from None
+            code = 130
+        except UsageError as exc:
+            err.print(f"[red]error:[/] {escape(str(exc))}")
         except Exception as exc:  # configuration problems found late (adapter, sandbox, session id, MCP)
-            kind = "" if isinstance(exc, UsageError) else f"{escape(type(exc).__name__)}: "
-            err.print(f"[red]error:[/] {kind}{escape(str(exc))}")
-            raise typer.Exit(2) from None
+            err.print(f"[red]error:[/] {escape(type(exc).__name__)}: {escape(str(exc))}")
+        finally:
+            if last_message_path is not None:
+                problem = write_last_message(last_message_path, renderer.last_message)
+                if problem is not None:
+                    err.print(f"[yellow]warning: {escape(problem)}[/]")
+        if code in (EXIT_USAGE, 130):
+            raise typer.Exit(code)
         if mode == "quiet" and renderer.final_text:
             typer.echo(renderer.final_text)
+        if settings.plan and task is not None and code == 0 and mode == "rich":
+            err.print(escape(one_shot_hint(log_id)), highlight=False)
         if log_id and mode != "quiet":
             err.print(f"session {log_id}  (continue: codeloop run --resume {log_id}; "
                       f"undo: codeloop rewind {log_id} --to TURN)", highlight=False)
-        raise typer.Exit(EXIT_CODES.get(reason, 1))
+        raise typer.Exit(code)

@@ -59,6 +59,8 @@ class Terminal:
         self.interactive = False
         """True when stdin is a terminal being read (approval questions can be asked)."""
         self.reading = False
+        self.unanswered = 0
+        """Calls that needed approval and were denied because no terminal could answer."""
 
     def start(self, *, pipes: bool = False) -> bool:
         """Start reading stdin; False when it is not a terminal (nor a pipe, with ``pipes``).
@@ -109,6 +111,7 @@ class Terminal:
         if self.before_output is not None:
             self.before_output()
         if not self.interactive:
+            self.unanswered += 1
             self.err.print(f"[yellow]not run:[/] {escape(request.summary[:200])} ({escape(request.reason)}); "
                            f"{escape(NO_TERMINAL)}")
             raise NoTerminalError(NO_TERMINAL)
@@ -132,6 +135,8 @@ class Renderer:
 
         self.mode, self.out, self.err = mode, out, err
         self.final_text = ""
+        self.last_message = ""
+        """The last non-empty assistant text, in every mode (``--output-last-message``, ``/go``)."""
         self._streamed = False
         self.usage = Usage()
         """Since the last input: model calls, tokens, start time."""
@@ -159,6 +164,8 @@ class Renderer:
     def __call__(self, event: ev.SessionEvent) -> None:
         from codeloop.agent import events as ev
 
+        if isinstance(event, ev.AssistantTextEnd) and event.text.strip():
+            self.last_message = event.text
         if self.mode == "json":
             sys.stdout.write(json.dumps(ev.event_to_json(event), default=str) + "\n")
             sys.stdout.flush()
@@ -264,7 +271,9 @@ def route_typed_line(session: Any, line: str, err: Console) -> None:
 
 CHAT_HELP = ("Chat with the agent. Enter sends the message; end a line with \\ to continue it on the next "
              "line. While the agent works, Enter sends the line as steering and '>> text' queues a "
-             "follow-up. Ctrl-C aborts the current turn; Ctrl-C twice (or Ctrl-D, or /exit) quits.")
+             "follow-up. /plan: plan mode (the agent only reads and answers with a plan); /go runs the plan "
+             "(/go TEXT: your edited plan). Ctrl-C aborts the current turn; Ctrl-C twice (or Ctrl-D, or "
+             "/exit) quits.")
 
 
 async def read_message(terminal: Terminal, out: Console) -> str | None:

@@ -16,6 +16,7 @@ The project file comes with the repository, so it is not trusted: its ``sandbox 
     model = "qwen2.5-coder"        provider = "openai"      profile = "openai"
     base_url = "http://127.0.0.1:8080/v1"
     sandbox = "workspace-write"    approval = "on-risk"     max_turns = 50
+    mode = "plan"                  # start codeloop run in plan mode (read only); "normal" is the default
     max_retries = 6                # retries of one model call after a 429/5xx/dropped connection
 
     [mcp_servers.files]            # stdio
@@ -45,6 +46,7 @@ from codeloop.policy.trust import is_trusted, untrusted_warning, user_config_dir
 
 SANDBOX_MODES = ("read-only", "workspace-write", "full")
 PROFILES = ("openai", "anthropic", "gemini", "text")
+MODES = ("normal", "plan")
 
 
 class ConfigError(ValueError):
@@ -82,6 +84,8 @@ class CodeloopConfig:
     """Turn limit of a session (0: none)."""
     max_retries: int | None = None
     """Retries of one model call after a transient failure (0: none)."""
+    mode: str | None = None
+    """``plan`` (the agent may only read, ``codeloop run --plan``) or ``normal``."""
     mcp_servers: Mapping[str, McpServerConfig] = field(default_factory=dict)
     sources: tuple[str, ...] = ()
     """The files that were read, lowest priority first."""
@@ -89,8 +93,8 @@ class CodeloopConfig:
     """Settings of an untrusted project file that were ignored (show them to the user)."""
 
 
-_STRING_KEYS = ("model", "provider", "profile", "base_url", "sandbox", "approval")
-_CHOICES = {"sandbox": SANDBOX_MODES, "approval": APPROVAL_MODES, "profile": PROFILES}
+_STRING_KEYS = ("model", "provider", "profile", "base_url", "sandbox", "approval", "mode")
+_CHOICES = {"sandbox": SANDBOX_MODES, "approval": APPROVAL_MODES, "profile": PROFILES, "mode": MODES}
 _COUNT_KEYS = {"max_turns": "0: no limit", "max_retries": "0: never retry"}
 _TOP_KEYS = (*_STRING_KEYS, *_COUNT_KEYS, "mcp_servers")
 _SERVER_KEYS = ("command", "args", "env", "url", "timeout")
@@ -123,7 +127,8 @@ def _where(path: Path, text: str, key: str, section: str | None = None) -> str:
 
 
 def _unknown(path: Path, text: str, key: str, known: tuple[str, ...], section: str | None) -> ConfigError:
-    close = difflib.get_close_matches(key, known, n=1)
+    # Two swapped letters first ('modle' is 'model', not 'mode'), then the closest spelling.
+    close = [k for k in known if sorted(k) == sorted(key)] or difflib.get_close_matches(key, known, n=1)
     hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(known)}"
     where = f"[{section}] " if section else ""
     return ConfigError(f"{_where(path, text, key, section)}: unknown key {where}{key!r}; {hint} "
