@@ -74,3 +74,23 @@ def test_ast_refuses_paths_outside_the_repository(built: CodeIndex) -> None:
 def test_ast_of_a_document_is_a_clear_error(built: CodeIndex) -> None:
     with pytest.raises(ValueError, match="not one of the indexed grammars"):
         built.ast("docs/guide.md")
+
+
+def test_a_shell_script_with_a_code_point_over_255_after_a_brace_is_indexed(tmp_path: Path) -> None:
+    """tree-sitter-bash's scanner crashed on `{` followed by U+10FFFF (isdigit out of bounds):
+    indexing such a script must not take the process down. Run in a child so a crash fails
+    this test instead of killing the worker."""
+    import subprocess
+    import sys
+
+    script = (
+        "from codeloop.index.builder import parse_file\n"
+        "from codeloop.index.ast_dump import syntax_tree\n"
+        "data = ('greet() {\\n  echo {' + chr(0x10FFFF) + '- done\\n}\\n').encode()\n"
+        "parsed = parse_file('run.sh', data)\n"
+        "assert [s.name for s in parsed.symbols] == ['greet'], parsed.symbols\n"
+        "assert parsed.text == data.decode()\n"
+        "assert syntax_tree('run.sh', data)['language'] == 'bash'\n"
+        "print('indexed')\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "indexed", (done.returncode, done.stderr[-2000:])

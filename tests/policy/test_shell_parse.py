@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -102,3 +105,23 @@ def test_here_documents_parse_whatever_their_delimiter_quoting(delimiter: str) -
 def test_escaped_backquotes_nest_as_bash_nests_them(line: str, names: list[str]) -> None:
     """Bash runs the inner command of `a \\`b\\``; each level must be seen, not one."""
     assert [c.name for c in split_commands(line)] == names
+
+
+def test_a_code_point_over_255_after_a_brace_does_not_crash_the_process() -> None:
+    """tree-sitter-bash's scanner gives the character after `{` to isdigit(), which reads out
+    of bounds past 255 (U+10FFFF crashed every time here). Run in a child: a crash must fail
+    this test, not kill the test worker."""
+    script = (
+        "from codeloop.policy.shell_parse import split_commands\n"
+        "for cp in (0x10FFFF, 0x80000, 0xBB2A9, 0x1F600):\n"
+        "    for line in ('echo {' + chr(cp) + '-', 'echo {12..' + chr(cp) + '}', 'rm {' + chr(cp) + ' x'):\n"
+        "        assert split_commands(line)[0].name in ('echo', 'rm'), line\n"
+        "print('parsed')\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "parsed", (done.returncode, done.stderr[-2000:])
+
+
+def test_non_ascii_text_keeps_its_characters_in_commands_and_arguments() -> None:
+    cmds = split_commands("echo héllo € && rm -rf /tmp/ü 😀")
+    assert [c.argv for c in cmds] == [("echo", "héllo", "€"), ("rm", "-rf", "/tmp/ü", "😀")]
+    assert cmds[1].text == "rm -rf /tmp/ü 😀"

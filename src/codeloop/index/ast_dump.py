@@ -6,7 +6,7 @@ from typing import Any
 
 from tree_sitter import Node
 
-from codeloop.index.languages import language_for, parser
+from codeloop.index.languages import language_for, parse, parser
 
 
 def _node(node: Node, depth: int, max_depth: int, budget: list[int]) -> dict[str, Any]:
@@ -42,7 +42,7 @@ def syntax_tree(path: str, data: bytes, max_depth: int = 6, max_nodes: int = 200
     ts_parser = parser(language) if language else None
     if language is None or ts_parser is None:
         raise ValueError(f"no syntax tree for {path}: its language is not one of the indexed grammars")
-    tree = ts_parser.parse(data)
+    tree = parse(ts_parser, language, data)
     budget = [max_nodes]
     root = _node(tree.root_node, 0, max_depth, budget)
     return {"path": path, "language": language, "has_errors": tree.root_node.has_error,

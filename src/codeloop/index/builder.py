@@ -24,7 +24,7 @@ from codeloop.index.chunks import Chunk, code_chunks, document_chunks
 from codeloop.index.ignore import walk_repository
 from codeloop.index.import_resolution import ImportResolver
 from codeloop.index.imports import RawImport, extract_imports
-from codeloop.index.languages import is_document, language_for, parser
+from codeloop.index.languages import is_document, language_for, parse, parser
 from codeloop.index.models import BuildReport, Symbol
 from codeloop.index.schema import connect, ensure_schema
 from codeloop.index.symbols import extract_symbols
@@ -54,7 +54,7 @@ def parse_file(path: str, data: bytes) -> _Parsed:
     language = language_for(path)
     ts_parser = parser(language) if language else None
     if language and ts_parser is not None:
-        tree = ts_parser.parse(data)
+        tree = parse(ts_parser, language, data)
         symbols = extract_symbols(path, language, tree)
         imports = extract_imports(language, tree)
         chunks = code_chunks(text, [(s.start_line, s.qualified_name) for s in symbols])

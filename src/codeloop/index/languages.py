@@ -10,7 +10,7 @@ import importlib
 from functools import cache
 from typing import Any
 
-from tree_sitter import Language, Parser
+from tree_sitter import Language, Parser, Tree
 
 EXTENSIONS: dict[str, str] = {
     ".py": "python", ".pyi": "python",
@@ -74,6 +74,17 @@ def grammar(language: str) -> Language | None:
     except ImportError:
         return None
     return Language(getattr(module, spec[1])())
+
+
+_BASH_SAFE = bytes(range(128)) + b"x" * 128
+"""Bytes over 0x7f read as ``x`` (same offsets, rows and columns)."""
+
+
+def parse(ts_parser: Parser, language: str, data: bytes) -> Tree:
+    """``data`` parsed as ``language``. Bash files are parsed with their non-ASCII bytes as ``x``:
+    tree-sitter-bash's scanner passes the character after ``{`` to isdigit(), which reads out of
+    bounds for code points over 255 and can crash the process. A non-ASCII name then shows x's."""
+    return ts_parser.parse(data.translate(_BASH_SAFE) if language == "bash" else data)
 
 
 @cache

@@ -124,13 +124,17 @@ def _split(line: str, via: tuple[str, ...], depth: int) -> list[ParsedCommand]:
     if not line.strip():
         return []
     try:
-        source = line.encode("utf-8")
+        # Each UTF-8 byte is handed to tree-sitter as one UTF-16 unit, so its bash scanner never
+        # sees a code point over 255: it passes the character after `{` to isdigit(), which reads
+        # out of bounds for larger values and can crash the process (`{` + U+BB2A9 did, under the
+        # fail-closed property test). Bash reads bytes too, so the split is the same.
+        source = line.encode("utf-8").decode("latin-1").encode("utf-16-le")
     except UnicodeEncodeError as exc:
         raise ShellParseError(f"the line is not valid text ({exc.reason})") from None
-    root = _parser().parse(source).root_node
+    root = _parser().parse(source, encoding="utf16le").root_node
     if root.has_error:
         bad = _first_error(root)
-        where = f" near {source[bad.start_byte:bad.start_byte + 30].decode('utf-8', 'replace')!r}" if bad else ""
+        where = f" near {_decode(source[bad.start_byte:bad.start_byte + 60])!r}" if bad else ""
         raise ShellParseError(f"cannot parse shell line{where} (unbalanced quotes or an incomplete command?)")
     walker = _Walker(via, depth)
     walker.visit(root, stdin_piped=False)
@@ -143,8 +147,12 @@ def _first_error(node: Node) -> Node | None:
     return next((_first_error(child) for child in node.children if child.has_error), None)
 
 
+def _decode(raw: bytes) -> str:
+    return raw.decode("utf-16-le", "replace").encode("latin-1", "replace").decode("utf-8", "replace")
+
+
 def _text(node: Node) -> str:
-    return (node.text or b"").decode("utf-8", "replace")
+    return _decode(node.text or b"")
 
 
 @dataclass
