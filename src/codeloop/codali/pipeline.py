@@ -349,22 +349,18 @@ class RolesPipeline:
         """Ask ``role`` until it answers without an AGENT_REQUEST; answer each request."""
         self._emit("role_start", {"role": role})
         self.history.add(Message.user(f"[{role}] {instruction}"))
-        text = ""
         self._turn_replies = []
-        for attempt in range(self.config.max_context_requests + 1):
+        for attempt in range(self.config.max_context_requests + 2):
             text = (await self._complete(role, choice, system)).text
             self._turn_replies.append(text)
             self.history.add(Message.assistant(text))
-            if "AGENT_REQUEST" not in text:
-                return text
+            if "AGENT_REQUEST" not in text or attempt > self.config.max_context_requests:
+                break
             if attempt == self.config.max_context_requests:
                 self.history.add(Message.user("No more context requests in this turn; give your final answer now."))
-                text = (await self._complete(role, choice, system)).text
-                self._turn_replies.append(text)
-                self.history.add(Message.assistant(text))
-                return text
-            self.history.add(Message.user(await self._answer(
-                role, text, "Send a corrected request, or give your final answer.")))
+            else:
+                self.history.add(Message.user(await self._answer(
+                    role, text, "Send a corrected request, or give your final answer.")))
         return text
 
     async def _answer(self, role: str, text: str, otherwise: str) -> str:

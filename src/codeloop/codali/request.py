@@ -39,9 +39,7 @@ class AgentRequestError(ValueError):
     """The reply holds no valid ``AGENT_REQUEST v1``; ``line``/``field`` locate the problem."""
 
     def __init__(self, message: str, line: int | None = None, field: str | None = None) -> None:
-        where = []
-        if line is not None:
-            where.append(f"line {line}")
+        where = [f"line {line}"] if line is not None else []
         if field:
             where.append(f"field {field}")
         super().__init__(f"AGENT_REQUEST {', '.join(where)}: {message}" if where else f"AGENT_REQUEST: {message}")
@@ -216,28 +214,23 @@ def _build(fields: dict[str, Located], header_line: int, leniency: _Leniency) ->
     needs_node = fields.get("needs")
     if needs_node is None:
         raise AgentRequestError("missing; list what you need as '- type: ...' entries", header_line, "needs")
-    if needs_node.value is None:
-        raw_needs: list[Located] = []
-    elif not isinstance(needs_node.value, list):
+    raw_needs: list[Located] = [] if needs_node.value is None else needs_node.value
+    if not isinstance(raw_needs, list):
         raise AgentRequestError("must be a list of '- type: ...' entries", needs_node.line, "needs")
-    else:
-        raw_needs = needs_node.value
-    if leniency.skip_bad_needs:
-        kept: list[Need] = []
-        errors: list[AgentRequestError] = []
-        for i, item in enumerate(raw_needs):
-            try:
-                kept.append(_need(item, i))
-            except AgentRequestError as exc:
-                errors.append(exc)
-                warnings.append(f"need_skipped: {str(exc).removeprefix('AGENT_REQUEST ')}")
-        if errors and not kept:
-            raise errors[0]
-        needs = tuple(kept)
-    else:
-        needs = tuple(_need(item, i) for i, item in enumerate(raw_needs))
+    needs: list[Need] = []
+    errors: list[AgentRequestError] = []
+    for i, item in enumerate(raw_needs):
+        try:
+            needs.append(_need(item, i))
+        except AgentRequestError as exc:
+            if not leniency.skip_bad_needs:
+                raise
+            errors.append(exc)
+            warnings.append(f"need_skipped: {str(exc).removeprefix('AGENT_REQUEST ')}")
+    if errors and not needs:
+        raise errors[0]
     summary, constraints = _context(fields.get("context"))
-    return AgentRequest(role, request_id, needs, summary, constraints, tuple(warnings))
+    return AgentRequest(role, request_id, tuple(needs), summary, constraints, tuple(warnings))
 
 
 def _need(item: Located, index: int) -> Need:
