@@ -175,17 +175,17 @@ async def unbacked(
     return found
 
 
+_NOTES = {
+    "deleted": "- You said `{}` was deleted, but it still exists.",
+    "shown": "- You showed a changed version of `{}`, but the file was not written; it is unchanged.",
+    "changed": "- You said you changed `{}`, but no tool call in this task wrote it.",
+}
+
+
 def claim_note(found: list[Unbacked]) -> str:
     """The message that sends the model back to work, one line per unbacked file."""
     lines = ["Before you finish: your answer describes changes that did not happen in the workspace."]
-    for item in found:
-        if item.kind == "deleted":
-            lines.append(f"- You said `{item.file}` was deleted, but it still exists.")
-        elif item.kind == "shown":
-            lines.append(f"- You showed a changed version of `{item.file}`, but the file was not written; "
-                         "it is unchanged.")
-        else:
-            lines.append(f"- You said you changed `{item.file}`, but no tool call in this task wrote it.")
+    lines += [_NOTES.get(item.kind, _NOTES["changed"]).format(item.file) for item in found]
     lines.append("Only tool calls change files. Make the change now with a tool call (write_file or "
                  "edit_file; shell to delete), then give your final answer. If you cannot, say what is not done.")
     return "\n".join(lines)
