@@ -154,25 +154,21 @@ async def unbacked(
         await is_present(name)
     known = present.copy()
 
-    found: list[Unbacked] = []
-    seen: set[str] = set()
+    found: dict[str, Unbacked] = {}  # the first finding per file
     for claim in find_claims(text, lambda n: known.get(n, False)):
         for name in claim.files:
-            if name in seen:
+            if name in found:
                 continue
             if name in claim.deleted:
                 if await is_present(name):
-                    found.append(Unbacked(name, "deleted"))
-                    seen.add(name)
+                    found[name] = Unbacked(name, "deleted")
             elif not _mentioned(name, touched):
-                found.append(Unbacked(name, "changed"))
-                seen.add(name)
+                found[name] = Unbacked(name, "changed")
     if shows_changed_version(text):
         for name in file_names(prose, lambda n: known.get(n, False)):
-            if name not in seen and await is_present(name) and not _mentioned(name, touched):
-                found.append(Unbacked(name, "shown"))
-                seen.add(name)
-    return found
+            if name not in found and await is_present(name) and not _mentioned(name, touched):
+                found[name] = Unbacked(name, "shown")
+    return list(found.values())
 
 
 _NOTES = {
