@@ -102,10 +102,7 @@ class _Answerer:
     # docdex -----------------------------------------------------------------------------
 
     async def need_docdex_search(self, p: Mapping[str, Any]) -> dict[str, Any]:
-        try:
-            hits = self.index.search(p["query"], p["limit"])
-        except CodeIndexError as exc:
-            raise _Skip(f"docdex_search_failed: {exc}") from None
+        hits = self.index.search(p["query"], p["limit"])
         return {"query": p["query"], "hits": [asdict(h) for h in hits]}
 
     async def need_docdex_snippet(self, p: Mapping[str, Any]) -> dict[str, Any]:
@@ -171,11 +168,7 @@ class _Answerer:
         return {**result, "diagnostics": [asdict(d) for d in found]}
 
     async def need_docdex_tree(self, p: Mapping[str, Any]) -> dict[str, Any]:
-        try:
-            listing = self.index.tree(p["maxDepth"], p["path"])
-        except CodeIndexError as exc:
-            raise _Skip(f"docdex_tree_failed: {exc}") from None
-        return {"maxDepth": p["maxDepth"], "tree": listing}
+        return {"maxDepth": p["maxDepth"], "tree": self.index.tree(p["maxDepth"], p["path"])}
 
     async def need_docdex_web(self, p: Mapping[str, Any]) -> dict[str, Any]:
         if self.web_search is None:
@@ -204,8 +197,6 @@ class _Answerer:
             raise _Skip(f"file_not_found: {p['root']}") from None
         except PathOutsideWorkspaceError:
             raise _Skip(f"path_outside_repo: {p['root']}") from None
-        except WorkspaceError as exc:
-            raise _Skip(f"file_list_failed: {exc}") from None
         result: dict[str, Any] = {"root": p["root"], "pattern": p["pattern"], "files": files[: p["limit"]]}
         if len(files) > p["limit"]:
             result["truncated"] = True
@@ -245,7 +236,8 @@ async def answer_request(
         except _Skip as skip:
             answerer.warnings.append(str(skip))
         except (OSError, sqlite3.Error, CodeIndexError, WorkspaceError, ValueError) as exc:
-            # Anything else a need can hit is reported like a skip (spec §5), never raised.
+            # Anything else a need can hit is reported like a skip (spec §5), never raised;
+            # for docdex.search, docdex.tree and file.list this is the spec's own warning.
             answerer.warnings.append(f"{need.type.replace('.', '_')}_failed: {exc}")
     return CodaliResponse(request.request_id, tuple(results), tuple(answerer.warnings), str(root),
                           int((time.monotonic() - started) * 1000))
