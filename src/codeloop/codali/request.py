@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -156,22 +156,31 @@ def _decode_json_at(text: str, first_line: int) -> Any:
         value, _ = json.JSONDecoder().raw_decode(text.lstrip())
     except json.JSONDecodeError as exc:
         raise AgentRequestError(f"invalid JSON: {exc.msg} (column {exc.colno})", first_line + exc.lineno - 1) from None
+    except ValueError as exc:  # a number longer than int() takes
+        raise AgentRequestError(f"invalid JSON: {exc}", first_line) from None
     except RecursionError:  # nesting the depth check could not see (quotes in prose around it)
         raise AgentRequestError(_TOO_DEEP, first_line) from None
     return value
 
 
-def _find_json(reply: str) -> tuple[Any, int] | None:
+def json_objects(text: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(offset, object) of each JSON object that starts at a ``{`` of ``text``, nested ones
+    included; nesting too deep to decode is an :class:`AgentRequestError` naming its line."""
     decoder = json.JSONDecoder()
-    for match in re.finditer(r"\{", reply):
+    for match in re.finditer(r"\{", text):
         try:
-            value, _ = decoder.raw_decode(reply, match.start())
-        except json.JSONDecodeError:
+            value, _ = decoder.raw_decode(text, match.start())
+        except ValueError:  # not JSON, or a number too long for int()
             continue
         except RecursionError:
-            raise AgentRequestError(_TOO_DEEP, reply.count("\n", 0, match.start()) + 1) from None
-        if isinstance(value, dict) and ("needs" in value or "AGENT_REQUEST" in value):
-            return value, reply.count("\n", 0, match.start()) + 1
+            raise AgentRequestError(_TOO_DEEP, text.count("\n", 0, match.start()) + 1) from None
+        yield match.start(), value
+
+
+def _find_json(reply: str) -> tuple[Any, int] | None:
+    for start, value in json_objects(reply):
+        if "needs" in value or "AGENT_REQUEST" in value:
+            return value, reply.count("\n", 0, start) + 1
     return None
 
 
