@@ -94,6 +94,17 @@ class _Answerer:
         keeps_newline = bool(chunk) and (last < len(lines) or text.endswith("\n"))
         return chunk + "\n" if keeps_newline else chunk, len(lines)
 
+    async def _lines(self, path: str, start: int | None, end: int | None, *, always_total: bool) -> dict[str, Any]:
+        """A file.read/docdex.open result: the range read and the file's line count (always, or
+        only with a range)."""
+        text, total = await self._read(path, start, end)
+        result: dict[str, Any] = {"path": path}
+        if start is not None or end is not None:
+            result.update(start_line=start or 1, end_line=min(end or total, total), total_lines=total)
+        elif always_total:
+            result["total_lines"] = total
+        return self._content(result, text, path)
+
     async def run(self, need: Need) -> dict[str, Any]:
         handler = getattr(self, "need_" + need.type.replace(".", "_"))
         result: dict[str, Any] = await handler(need.params)
@@ -124,13 +135,7 @@ class _Answerer:
                 start, end = max(1, int(anchor) - window), int(anchor) + window
         elif p.get("window") is not None and start is not None and end is None:
             end = start + p["window"]
-        text, total = await self._read(path, start, end)
-        result: dict[str, Any] = {"path": path}
-        if start is not None or end is not None:
-            result["start_line"] = start or 1
-            result["end_line"] = min(end or total, total)
-        result["total_lines"] = total
-        return self._content(result, text, path)
+        return await self._lines(path, start, end, always_total=True)
 
     def _file_query(self, p: Mapping[str, Any], what: str, action: Callable[[CodeIndex], Any]) -> Any:
         try:
@@ -182,13 +187,7 @@ class _Answerer:
     # file -------------------------------------------------------------------------------
 
     async def need_file_read(self, p: Mapping[str, Any]) -> dict[str, Any]:
-        text, total = await self._read(p["path"], p.get("start_line"), p.get("end_line"))
-        result: dict[str, Any] = {"path": p["path"]}
-        if p.get("start_line") or p.get("end_line"):
-            result["start_line"] = p.get("start_line") or 1
-            result["end_line"] = min(p.get("end_line") or total, total)
-            result["total_lines"] = total
-        return self._content(result, text, p["path"])
+        return await self._lines(p["path"], p.get("start_line"), p.get("end_line"), always_total=False)
 
     async def need_file_list(self, p: Mapping[str, Any]) -> dict[str, Any]:
         try:
