@@ -123,3 +123,12 @@ def test_missing_required_parameter_names_it_and_shows_form() -> None:
     (call,) = parse_text_tool_calls('<tool name="write_file"><path>a.py</path></tool>', SCHEMAS)
     assert call.parse_error is not None and "missing required parameter <content>" in call.parse_error
     assert '<content>string (required)</content>' in call.parse_error
+
+
+def test_json_nested_deeper_than_python_decodes_is_never_raised() -> None:
+    deep = '{"a": ' * 100_000 + "1" + "}" * 100_000
+    assert parse_text_tool_calls(f"Thinking: {deep}", SCHEMAS) == ()
+    (call,) = parse_text_tool_calls(f'<tool_call>{{"name": "shell", "arguments": {deep}}}</tool_call>', SCHEMAS)
+    assert call.parse_error is not None and "the JSON inside <tool_call> does not parse" in call.parse_error
+    (call,) = parse_text_tool_calls('{"name": "shell", "arguments": "{\\"command\\": ' + "9" * 5000 + '}"}', SCHEMAS)
+    assert call.parse_error is not None and "arguments are not valid JSON (Exceeds the limit" in call.parse_error

@@ -136,3 +136,11 @@ async def test_directory_and_binary_reads_are_warnings(repo: Path) -> None:
                                           "  - type: file.read\n    path: logo.png\n"))
     assert response.results == ()
     assert response.warnings == ("not_a_file: src", "file_binary: logo.png")
+
+
+async def test_listing_below_a_file_is_a_file_list_failed_warning(repo: Path) -> None:
+    response = await answer(repo, request("  - type: file.list\n    root: big.txt\n",
+                                          "  - type: file.read\n    path: src/auth/hash.ts\n"))
+    assert [r["type"] for r in response.results] == ["file.read"]
+    assert response.warnings == (
+        "file_list_failed: 'big.txt' is a file, not a directory; glob searches below a directory",)

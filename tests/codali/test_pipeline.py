@@ -325,6 +325,12 @@ def test_a_verdict_written_as_json_counts() -> None:
     assert parse_verdict('{"name": "greet"}')[0] is None  # a name that is no verdict
 
 
+def test_json_nested_too_deep_to_decode_is_no_json_verdict() -> None:
+    nested = '{"a": ' * 100_000 + "1" + "}" * 100_000
+    assert parse_verdict("status: PASS\n" + nested) == ("PASS", [], [])
+    assert parse_verdict(nested)[0] is None
+
+
 def test_the_prompts_placeholder_is_not_a_target() -> None:
     plan = 'plan_targets:\n  - "<path of a file to change, as in the repository overview>"\n  - greet.py\n'
     assert parse_plan_targets(plan) == ["greet.py"]

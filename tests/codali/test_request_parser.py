@@ -184,3 +184,13 @@ def test_lenient_parse_replaces_the_role_and_skips_bad_needs_but_not_all() -> No
     only_bad = "AGENT_REQUEST v1\nrole: architect\nneeds:\n  - type: docdex.snippet\n    path: a.py\n"
     with pytest.raises(AgentRequestError, match=r"line 4, field needs\[0\].doc_id"):
         parse_agent_request(only_bad, role="architect", skip_bad_needs=True)
+
+
+def test_a_number_too_long_for_python_in_bare_json_is_no_request() -> None:
+    with pytest.raises(AgentRequestError, match="no 'AGENT_REQUEST v1' found"):
+        parse_agent_request('Here: {"role": "critic", "needs": [], "limit": ' + "9" * 5000 + "}")
+
+
+def test_a_number_too_long_for_python_after_the_header_is_invalid_json() -> None:
+    with pytest.raises(AgentRequestError, match=r"^AGENT_REQUEST line 2: invalid JSON: Exceeds the limit"):
+        parse_agent_request('AGENT_REQUEST v1\n{"role": "critic", "needs": [], "limit": ' + "9" * 5000 + "}")

@@ -154,38 +154,34 @@ async def unbacked(
         await is_present(name)
     known = present.copy()
 
-    found: list[Unbacked] = []
-    seen: set[str] = set()
+    found: dict[str, Unbacked] = {}  # the first finding per file
     for claim in find_claims(text, lambda n: known.get(n, False)):
         for name in claim.files:
-            if name in seen:
+            if name in found:
                 continue
             if name in claim.deleted:
                 if await is_present(name):
-                    found.append(Unbacked(name, "deleted"))
-                    seen.add(name)
+                    found[name] = Unbacked(name, "deleted")
             elif not _mentioned(name, touched):
-                found.append(Unbacked(name, "changed"))
-                seen.add(name)
+                found[name] = Unbacked(name, "changed")
     if shows_changed_version(text):
         for name in file_names(prose, lambda n: known.get(n, False)):
-            if name not in seen and await is_present(name) and not _mentioned(name, touched):
-                found.append(Unbacked(name, "shown"))
-                seen.add(name)
-    return found
+            if name not in found and await is_present(name) and not _mentioned(name, touched):
+                found[name] = Unbacked(name, "shown")
+    return list(found.values())
+
+
+_NOTES = {
+    "deleted": "- You said `{}` was deleted, but it still exists.",
+    "shown": "- You showed a changed version of `{}`, but the file was not written; it is unchanged.",
+    "changed": "- You said you changed `{}`, but no tool call in this task wrote it.",
+}
 
 
 def claim_note(found: list[Unbacked]) -> str:
     """The message that sends the model back to work, one line per unbacked file."""
     lines = ["Before you finish: your answer describes changes that did not happen in the workspace."]
-    for item in found:
-        if item.kind == "deleted":
-            lines.append(f"- You said `{item.file}` was deleted, but it still exists.")
-        elif item.kind == "shown":
-            lines.append(f"- You showed a changed version of `{item.file}`, but the file was not written; "
-                         "it is unchanged.")
-        else:
-            lines.append(f"- You said you changed `{item.file}`, but no tool call in this task wrote it.")
+    lines += [_NOTES.get(item.kind, _NOTES["changed"]).format(item.file) for item in found]
     lines.append("Only tool calls change files. Make the change now with a tool call (write_file or "
                  "edit_file; shell to delete), then give your final answer. If you cannot, say what is not done.")
     return "\n".join(lines)

@@ -56,12 +56,15 @@ class _Event:
     timestamp: float = field(default_factory=time.time)
     """Seconds since the epoch when the event was created."""
 
+    def __init_subclass__(cls, *, kind: EventKind) -> None:
+        super().__init_subclass__()
+        cls.kind = kind
+
 
 @dataclass(frozen=True, kw_only=True)
-class SessionStart(_Event):
+class SessionStart(_Event, kind=EventKind.SESSION_START):
     """The session was created (first event of every session)."""
 
-    kind: ClassVar[EventKind] = EventKind.SESSION_START
     profile: str
     """Profile id: ``openai``, ``anthropic``, ``gemini`` or ``text``."""
     model: str
@@ -71,11 +74,10 @@ class SessionStart(_Event):
 
 
 @dataclass(frozen=True, kw_only=True)
-class SessionEnd(_Event):
+class SessionEnd(_Event, kind=EventKind.SESSION_END):
     """Processing of an input ended (state ``idle``/``awaiting_input``) or the session
     closed (state ``closed``); the last event of a session has state ``closed``."""
 
-    kind: ClassVar[EventKind] = EventKind.SESSION_END
     state: str
     """The session state after this event: ``idle``, ``awaiting_input`` or ``closed``."""
     reason: str
@@ -85,33 +87,28 @@ class SessionEnd(_Event):
 
 
 @dataclass(frozen=True, kw_only=True)
-class UserInput(_Event):
+class UserInput(_Event, kind=EventKind.USER_INPUT):
     """The user submitted input (``submit``/``follow_up``)."""
 
-    kind: ClassVar[EventKind] = EventKind.USER_INPUT
     content: str
 
 
 @dataclass(frozen=True, kw_only=True)
-class AssistantTextStart(_Event):
+class AssistantTextStart(_Event, kind=EventKind.ASSISTANT_TEXT_START):
     """The model began a reply."""
-
-    kind: ClassVar[EventKind] = EventKind.ASSISTANT_TEXT_START
 
 
 @dataclass(frozen=True, kw_only=True)
-class AssistantTextDelta(_Event):
+class AssistantTextDelta(_Event, kind=EventKind.ASSISTANT_TEXT_DELTA):
     """Incremental text of the reply being streamed."""
 
-    kind: ClassVar[EventKind] = EventKind.ASSISTANT_TEXT_DELTA
     delta: str
 
 
 @dataclass(frozen=True, kw_only=True)
-class AssistantTextEnd(_Event):
+class AssistantTextEnd(_Event, kind=EventKind.ASSISTANT_TEXT_END):
     """The model finished a reply; carries the whole text and the usage of the call."""
 
-    kind: ClassVar[EventKind] = EventKind.ASSISTANT_TEXT_END
     text: str
     """Full reply text (for the ``text`` profile, including tool-call markup)."""
     reasoning: str | None = None
@@ -127,10 +124,9 @@ class AssistantTextEnd(_Event):
 
 
 @dataclass(frozen=True, kw_only=True)
-class ToolCallStart(_Event):
+class ToolCallStart(_Event, kind=EventKind.TOOL_CALL_START):
     """A tool call is about to run."""
 
-    kind: ClassVar[EventKind] = EventKind.TOOL_CALL_START
     tool_name: str
     """Name the model called."""
     call_id: str
@@ -140,19 +136,17 @@ class ToolCallStart(_Event):
 
 
 @dataclass(frozen=True, kw_only=True)
-class ToolCallOutputDelta(_Event):
+class ToolCallOutputDelta(_Event, kind=EventKind.TOOL_CALL_OUTPUT_DELTA):
     """A chunk of output of a running tool (streaming tools such as ``shell``)."""
 
-    kind: ClassVar[EventKind] = EventKind.TOOL_CALL_OUTPUT_DELTA
     call_id: str
     delta: str
 
 
 @dataclass(frozen=True, kw_only=True)
-class ToolCallEnd(_Event):
+class ToolCallEnd(_Event, kind=EventKind.TOOL_CALL_END):
     """A tool call finished; ``output`` is the FULL untruncated output (§2.9)."""
 
-    kind: ClassVar[EventKind] = EventKind.TOOL_CALL_END
     call_id: str
     tool_name: str
     output: str | None = None
@@ -169,20 +163,18 @@ class ToolCallEnd(_Event):
 
 
 @dataclass(frozen=True, kw_only=True)
-class SteeringInjected(_Event):
+class SteeringInjected(_Event, kind=EventKind.STEERING_INJECTED):
     """A steering message (or loop warning) was added to the history."""
 
-    kind: ClassVar[EventKind] = EventKind.STEERING_INJECTED
     content: str
     """The message as the model will see it."""
 
 
 @dataclass(frozen=True, kw_only=True)
-class TurnLimit(_Event):
+class TurnLimit(_Event, kind=EventKind.TURN_LIMIT):
     """A limit stopped the loop: ``round`` for ``max_tool_rounds_per_input``,
     ``total_turns`` for ``max_turns``."""
 
-    kind: ClassVar[EventKind] = EventKind.TURN_LIMIT
     round: int | None = None
     """Tool rounds done for this input, when the round limit hit."""
     total_turns: int | None = None
@@ -190,29 +182,26 @@ class TurnLimit(_Event):
 
 
 @dataclass(frozen=True, kw_only=True)
-class LoopDetection(_Event):
+class LoopDetection(_Event, kind=EventKind.LOOP_DETECTION):
     """The last tool calls repeat a pattern (§2.10); ``message`` was injected as steering."""
 
-    kind: ClassVar[EventKind] = EventKind.LOOP_DETECTION
     message: str
     """The warning text given to the model."""
 
 
 @dataclass(frozen=True, kw_only=True)
-class WarningEvent(_Event):
+class WarningEvent(_Event, kind=EventKind.WARNING):
     """Something the host should know that does not stop the session (§5.5)."""
 
-    kind: ClassVar[EventKind] = EventKind.WARNING
     message: str
     code: str = ""
     """Machine-readable code: ``context_usage``, ``context_length``, ``tool_recovery``..."""
 
 
 @dataclass(frozen=True, kw_only=True)
-class ErrorEvent(_Event):
+class ErrorEvent(_Event, kind=EventKind.ERROR):
     """An error occurred; when ``fatal`` the session closes next."""
 
-    kind: ClassVar[EventKind] = EventKind.ERROR
     message: str
     """Human-readable text naming what failed and how to fix it."""
     error_type: str
@@ -222,10 +211,9 @@ class ErrorEvent(_Event):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Retry(_Event):
+class Retry(_Event, kind=EventKind.RETRY):
     """A model call failed transiently and is asked again after ``wait`` seconds (issue 23)."""
 
-    kind: ClassVar[EventKind] = EventKind.RETRY
     attempt: int
     max_retries: int
     """How many retries a model call may use."""

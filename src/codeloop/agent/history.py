@@ -93,31 +93,18 @@ Turn = UserTurn | AssistantTurn | ToolResultsTurn | SystemTurn | SteeringTurn
 def _assistant_message(turn: AssistantTurn) -> Message:
     if turn.message is not None:
         return turn.message
-    parts: list[ContentPart] = []
-    if turn.content:
-        parts.append(ContentPart(kind=ContentKind.TEXT, text=turn.content))
-    for call in turn.tool_calls:
-        parts.append(
-            ContentPart(
-                kind=ContentKind.TOOL_CALL,
-                tool_call=ToolCallData(
-                    id=call.id,
-                    name=call.name,
-                    arguments=call.arguments if call.parse_error is None else (call.raw_arguments or ""),
-                    signature=call.signature,
-                ),
-            )
-        )
+    parts = [ContentPart(kind=ContentKind.TEXT, text=turn.content)] if turn.content else []
+    parts += [ContentPart(kind=ContentKind.TOOL_CALL, tool_call=ToolCallData(
+        id=call.id, name=call.name, signature=call.signature,
+        arguments=call.arguments if call.parse_error is None else (call.raw_arguments or "")))
+        for call in turn.tool_calls]
     return Message(role=Role.ASSISTANT, content=parts)
 
 
 def render_text_results(results: tuple[CallResult, ...]) -> str:
     """Tool results as the text profile shows them to the model."""
-    blocks = []
-    for r in results:
-        status = "error" if r.is_error else "ok"
-        blocks.append(f'<tool_result name="{r.tool_name}" status="{status}">\n{r.content}\n</tool_result>')
-    return "\n".join(blocks)
+    return "\n".join(f'<tool_result name="{r.tool_name}" status="{"error" if r.is_error else "ok"}">\n'
+                     f"{r.content}\n</tool_result>" for r in results)
 
 
 def native_messages(turn: Turn) -> list[Message]:

@@ -68,10 +68,8 @@ async def gather_environment_context(
     env: ExecutionEnvironment, model: str, knowledge_cutoff: str = "unknown"
 ) -> EnvironmentContext:
     """Collect the §6.3 facts and the §6.4 git snapshot (one short command)."""
-    git: GitSnapshot | None = None
     result = await env.exec_command(_GIT_SNAPSHOT, timeout_ms=5_000)
-    if result.exit_code == 0:
-        git = parse_git_snapshot(result.stdout)
+    git = parse_git_snapshot(result.stdout) if result.exit_code == 0 else None
     return EnvironmentContext(
         working_directory=env.working_directory(),
         platform=env.platform(),

@@ -27,7 +27,7 @@ import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any
 
 from codeloop.agent import events as ev
 from codeloop.agent.config import SessionConfig
@@ -42,7 +42,7 @@ from codeloop.agent.history import (
     native_messages,
     text_messages,
 )
-from codeloop.agent.model_calls import call_model
+from codeloop.agent.model_calls import ModelClient, call_model
 from codeloop.agent.project_docs import discover_project_docs, render_project_docs
 from codeloop.agent.prompts import gather_environment_context, render_environment
 from codeloop.agent.reply_reader import Reply, ReplyReader
@@ -50,7 +50,7 @@ from codeloop.agent.subagents import SubagentManager, subagent_tools
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.llm import constrained
 from codeloop.llm.errors import AuthenticationError, ContextLengthError, NotFoundError, SDKError
-from codeloop.llm.types import Message, Request, Response, StreamEvent, ToolCall
+from codeloop.llm.types import Message, Request, Response, ToolCall
 from codeloop.policy.approval import Approver
 from codeloop.profiles.base import ProviderProfile
 from codeloop.profiles.prompts import NATIVE_COMPACT
@@ -62,7 +62,6 @@ CHARS_PER_TOKEN = 4
 """The §5.5 estimate: 1 token ≈ 4 characters."""
 
 
-
 class SessionState(StrEnum):
     """Lifecycle states (§2.3)."""
 
@@ -72,12 +71,8 @@ class SessionState(StrEnum):
     CLOSED = "closed"
 
 
-class LLMClient(Protocol):
-    """What the session needs of :class:`codeloop.llm.client.Client` (single-shot calls)."""
-
-    async def complete(self, request: Request) -> Response: ...
-
-    def stream(self, request: Request) -> AsyncIterator[StreamEvent]: ...
+LLMClient = ModelClient
+"""What the session needs of :class:`codeloop.llm.client.Client` (single-shot calls)."""
 
 
 class SessionClosedError(RuntimeError):
@@ -492,14 +487,11 @@ class Session:
         self._project_docs = render_project_docs(docs)
 
     async def _fail(self, exc: Exception) -> None:
-        if isinstance(exc, AuthenticationError):
-            what = "authentication failed (check the API key)"
-        elif isinstance(exc, NotFoundError):
-            what = f"model {self.profile.model!r} or its endpoint was not found (check the model id and base URL)"
-        elif isinstance(exc, SDKError):
-            what = "the model provider failed"
-        else:
-            what = "internal error"
+        what = next((text for kind, text in (
+            (AuthenticationError, "authentication failed (check the API key)"),
+            (NotFoundError, f"model {self.profile.model!r} or its endpoint was not found (check the model id and base URL)"),
+            (SDKError, "the model provider failed"),
+        ) if isinstance(exc, kind)), "internal error")
         self._emit(ev.ErrorEvent, message=f"{what}, closing the session: {exc}",
                    error_type=type(exc).__name__, fatal=True)
         self.end_reason, self.error = "error", exc

@@ -136,7 +136,7 @@ def _tagged_call(name: str, body: str, schemas: Schemas) -> ToolCall:
         spec = props.get(param, {"type": "string"})
         try:
             args[param] = _coerce(value, spec)
-        except (ValueError, json.JSONDecodeError) as exc:
+        except (ValueError, RecursionError) as exc:
             return _invalid(name, schemas, raw, f"parameter <{param}> is not a valid {spec.get('type')} ({exc})")
     return _checked(name, args, schemas, raw)
 
@@ -154,8 +154,8 @@ def _json_call(obj: Any, schemas: Schemas, raw: str) -> ToolCall | None:
     if isinstance(args, str):
         try:
             args = json.loads(args) if args.strip() else {}
-        except json.JSONDecodeError as exc:
-            return _invalid(name, schemas, raw, f"arguments are not valid JSON ({exc.msg})")
+        except (ValueError, RecursionError) as exc:  # a model's JSON may nest deeper than Python decodes
+            return _invalid(name, schemas, raw, f"arguments are not valid JSON ({getattr(exc, 'msg', exc)})")
     if not isinstance(args, dict):
         return _invalid(name, schemas, raw, "arguments must be a JSON object")
     return _checked(name, args, schemas, raw)
@@ -169,9 +169,11 @@ def _json_objects(text: str) -> list[tuple[int, int, Any]]:
     while pos != -1:
         try:
             value, end = decoder.raw_decode(text, pos)
-        except json.JSONDecodeError:
+        except ValueError:
             pos = text.find("{", pos + 1)
             continue
+        except RecursionError:  # nested too deep to decode: nothing after it is read
+            break
         found.append((pos, end, value))
         pos = text.find("{", end)
     return found
@@ -193,10 +195,10 @@ def parse_text_tool_calls(text: str, schemas: Schemas) -> tuple[ToolCall, ...]:
         taken.append(m.span())
         try:
             obj = json.loads(body)
-        except json.JSONDecodeError as exc:
+        except (ValueError, RecursionError) as exc:
             name_match = re.search(r'"name"\s*:\s*"([\w.-]+)"', body)
             name = name_match.group(1) if name_match else "?"
-            bad = (_invalid(name, schemas, body, f"the JSON inside <tool_call> does not parse ({exc.msg})")
+            bad = (_invalid(name, schemas, body, f"the JSON inside <tool_call> does not parse ({getattr(exc, 'msg', exc)})")
                    if name in schemas else _unknown(name, schemas, body))
             found.append((m.start(), bad))
             continue

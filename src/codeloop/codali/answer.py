@@ -94,6 +94,17 @@ class _Answerer:
         keeps_newline = bool(chunk) and (last < len(lines) or text.endswith("\n"))
         return chunk + "\n" if keeps_newline else chunk, len(lines)
 
+    async def _lines(self, path: str, start: int | None, end: int | None, *, always_total: bool) -> dict[str, Any]:
+        """A file.read/docdex.open result: the range read and the file's line count (always, or
+        only with a range)."""
+        text, total = await self._read(path, start, end)
+        result: dict[str, Any] = {"path": path}
+        if start is not None or end is not None:
+            result.update(start_line=start or 1, end_line=min(end or total, total), total_lines=total)
+        elif always_total:
+            result["total_lines"] = total
+        return self._content(result, text, path)
+
     async def run(self, need: Need) -> dict[str, Any]:
         handler = getattr(self, "need_" + need.type.replace(".", "_"))
         result: dict[str, Any] = await handler(need.params)
@@ -102,10 +113,7 @@ class _Answerer:
     # docdex -----------------------------------------------------------------------------
 
     async def need_docdex_search(self, p: Mapping[str, Any]) -> dict[str, Any]:
-        try:
-            hits = self.index.search(p["query"], p["limit"])
-        except CodeIndexError as exc:
-            raise _Skip(f"docdex_search_failed: {exc}") from None
+        hits = self.index.search(p["query"], p["limit"])
         return {"query": p["query"], "hits": [asdict(h) for h in hits]}
 
     async def need_docdex_snippet(self, p: Mapping[str, Any]) -> dict[str, Any]:
@@ -127,13 +135,7 @@ class _Answerer:
                 start, end = max(1, int(anchor) - window), int(anchor) + window
         elif p.get("window") is not None and start is not None and end is None:
             end = start + p["window"]
-        text, total = await self._read(path, start, end)
-        result: dict[str, Any] = {"path": path}
-        if start is not None or end is not None:
-            result["start_line"] = start or 1
-            result["end_line"] = min(end or total, total)
-        result["total_lines"] = total
-        return self._content(result, text, path)
+        return await self._lines(path, start, end, always_total=True)
 
     def _file_query(self, p: Mapping[str, Any], what: str, action: Callable[[CodeIndex], Any]) -> Any:
         try:
@@ -171,11 +173,7 @@ class _Answerer:
         return {**result, "diagnostics": [asdict(d) for d in found]}
 
     async def need_docdex_tree(self, p: Mapping[str, Any]) -> dict[str, Any]:
-        try:
-            listing = self.index.tree(p["maxDepth"], p["path"])
-        except CodeIndexError as exc:
-            raise _Skip(f"docdex_tree_failed: {exc}") from None
-        return {"maxDepth": p["maxDepth"], "tree": listing}
+        return {"maxDepth": p["maxDepth"], "tree": self.index.tree(p["maxDepth"], p["path"])}
 
     async def need_docdex_web(self, p: Mapping[str, Any]) -> dict[str, Any]:
         if self.web_search is None:
@@ -189,13 +187,7 @@ class _Answerer:
     # file -------------------------------------------------------------------------------
 
     async def need_file_read(self, p: Mapping[str, Any]) -> dict[str, Any]:
-        text, total = await self._read(p["path"], p.get("start_line"), p.get("end_line"))
-        result: dict[str, Any] = {"path": p["path"]}
-        if p.get("start_line") or p.get("end_line"):
-            result["start_line"] = p.get("start_line") or 1
-            result["end_line"] = min(p.get("end_line") or total, total)
-            result["total_lines"] = total
-        return self._content(result, text, p["path"])
+        return await self._lines(p["path"], p.get("start_line"), p.get("end_line"), always_total=False)
 
     async def need_file_list(self, p: Mapping[str, Any]) -> dict[str, Any]:
         try:
@@ -204,8 +196,6 @@ class _Answerer:
             raise _Skip(f"file_not_found: {p['root']}") from None
         except PathOutsideWorkspaceError:
             raise _Skip(f"path_outside_repo: {p['root']}") from None
-        except WorkspaceError as exc:
-            raise _Skip(f"file_list_failed: {exc}") from None
         result: dict[str, Any] = {"root": p["root"], "pattern": p["pattern"], "files": files[: p["limit"]]}
         if len(files) > p["limit"]:
             result["truncated"] = True
@@ -245,7 +235,8 @@ async def answer_request(
         except _Skip as skip:
             answerer.warnings.append(str(skip))
         except (OSError, sqlite3.Error, CodeIndexError, WorkspaceError, ValueError) as exc:
-            # Anything else a need can hit is reported like a skip (spec §5), never raised.
+            # Anything else a need can hit is reported like a skip (spec §5), never raised;
+            # for docdex.search, docdex.tree and file.list this is the spec's own warning.
             answerer.warnings.append(f"{need.type.replace('.', '_')}_failed: {exc}")
     return CodaliResponse(request.request_id, tuple(results), tuple(answerer.warnings), str(root),
                           int((time.monotonic() - started) * 1000))

@@ -9,11 +9,11 @@ The result travels back to the architect as a ``CODALI_RESPONSE v1`` with one
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from dataclasses import dataclass, field
 
+from codeloop.codali.request import AgentRequestError, json_objects
 from codeloop.codali.response import CodaliResponse
 from codeloop.codali.yamlish import YamlishError, parse_block, plain
 from codeloop.index.code_index import normalize_path
@@ -71,21 +71,17 @@ def _json_verdict(text: str) -> tuple[str | None, list[str], list[str]] | None:
     """A verdict written as JSON: ``{"status": "PASS", "reasons": [...]}`` (or ``verdict``/
     ``result`` for ``status``), or the shapes a small model copies from the builder's calls,
     ``{"name": "status", "value": "PASS"}`` and ``{"name": "pass"}``."""
-    decoder = json.JSONDecoder()
-    for match in re.finditer(r"\{", text):
-        try:
-            value, _ = decoder.raw_decode(text, match.start())
-        except ValueError:
-            continue
-        if not isinstance(value, dict):
-            continue
-        status = next((value[k] for k in ("status", "verdict", "result") if k in value), None)
-        if status is None and value.get("name") == "status":
-            status = value.get("value")
-        elif status is None and len(value) == 1 and "name" in value:
-            status = value["name"]  # {"name": "pass"}: the 1.5B critic's whole verdict, seen in a run
-        if isinstance(status, str) and status.strip().upper() in ("PASS", "FAIL"):
-            return status.strip().upper(), _listed(value.get("reasons")), _listed(value.get("suggested_fixes"))
+    try:
+        for _, value in json_objects(text):
+            status = next((value[k] for k in ("status", "verdict", "result") if k in value), None)
+            if status is None and value.get("name") == "status":
+                status = value.get("value")
+            elif status is None and len(value) == 1 and "name" in value:
+                status = value["name"]  # {"name": "pass"}: the 1.5B critic's whole verdict, seen in a run
+            if isinstance(status, str) and status.strip().upper() in ("PASS", "FAIL"):
+                return status.strip().upper(), _listed(value.get("reasons")), _listed(value.get("suggested_fixes"))
+    except AgentRequestError:  # nested too deep to decode: no verdict from there on
+        pass
     return None
 
 

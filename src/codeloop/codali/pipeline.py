@@ -233,8 +233,7 @@ def describe_changes(root: Path, touched: list[str], kept: dict[str, str], exist
                      limit: int = DIFF_CHARS) -> str:
     """The builder's changes as the critic sees them: a unified diff of each touched file
     whose earlier text is in ``kept``, the start of a file not in ``existed``, a note for
-    the rest; at most
-    ``limit`` characters, the cut stated."""
+    the rest; at most ``limit`` characters, the cut stated."""
     parts: list[str] = []
     for rel in touched:
         now = _read_text(root / rel)
@@ -349,22 +348,18 @@ class RolesPipeline:
         """Ask ``role`` until it answers without an AGENT_REQUEST; answer each request."""
         self._emit("role_start", {"role": role})
         self.history.add(Message.user(f"[{role}] {instruction}"))
-        text = ""
         self._turn_replies = []
-        for attempt in range(self.config.max_context_requests + 1):
+        for attempt in range(self.config.max_context_requests + 2):
             text = (await self._complete(role, choice, system)).text
             self._turn_replies.append(text)
             self.history.add(Message.assistant(text))
-            if "AGENT_REQUEST" not in text:
-                return text
+            if "AGENT_REQUEST" not in text or attempt > self.config.max_context_requests:
+                break
             if attempt == self.config.max_context_requests:
                 self.history.add(Message.user("No more context requests in this turn; give your final answer now."))
-                text = (await self._complete(role, choice, system)).text
-                self._turn_replies.append(text)
-                self.history.add(Message.assistant(text))
-                return text
-            self.history.add(Message.user(await self._answer(
-                role, text, "Send a corrected request, or give your final answer.")))
+            else:
+                self.history.add(Message.user(await self._answer(
+                    role, text, "Send a corrected request, or give your final answer.")))
         return text
 
     async def _answer(self, role: str, text: str, otherwise: str) -> str:
@@ -510,16 +505,13 @@ class RolesPipeline:
     async def _critic(self, touched: list[str], targets: list[str]) -> CriticResult:
         check_failure = None
         check_note = "no check command configured"
-        if self.config.check_command:
-            run = await ops.run_command(self.env, self.config.check_command, timeout_ms=self.config.check_timeout_ms)
+        if command := self.config.check_command:
+            run = await ops.run_command(self.env, command, timeout_ms=self.config.check_timeout_ms)
             if run.status != "ok":
                 why = {"timed_out": "timed out", "not_started": "did not start",
                        "killed": f"killed by signal {run.signal}"}.get(run.status, f"exit {run.exit_code}")
-                check_failure = (f"check command failed ({why}): {self.config.check_command}\n"
-                                 f"{run.result.output[-2000:]}")
-                check_note = check_failure
-            else:
-                check_note = f"check command passed: {self.config.check_command}"
+                check_failure = f"check command failed ({why}): {command}\n{run.result.output[-2000:]}"
+            check_note = check_failure or f"check command passed: {command}"
         changes = describe_changes(self.root, touched, self._kept, self._existed) if touched else "(none)"
         text = await self._role_turn("critic", self.config.critic, CRITIC, (
             f"Review the build. touched_files: {', '.join(touched) or '(none)'}; "

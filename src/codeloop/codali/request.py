@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,9 +39,7 @@ class AgentRequestError(ValueError):
     """The reply holds no valid ``AGENT_REQUEST v1``; ``line``/``field`` locate the problem."""
 
     def __init__(self, message: str, line: int | None = None, field: str | None = None) -> None:
-        where = []
-        if line is not None:
-            where.append(f"line {line}")
+        where = [f"line {line}"] if line is not None else []
         if field:
             where.append(f"field {field}")
         super().__init__(f"AGENT_REQUEST {', '.join(where)}: {message}" if where else f"AGENT_REQUEST: {message}")
@@ -158,22 +156,31 @@ def _decode_json_at(text: str, first_line: int) -> Any:
         value, _ = json.JSONDecoder().raw_decode(text.lstrip())
     except json.JSONDecodeError as exc:
         raise AgentRequestError(f"invalid JSON: {exc.msg} (column {exc.colno})", first_line + exc.lineno - 1) from None
+    except ValueError as exc:  # a number longer than int() takes
+        raise AgentRequestError(f"invalid JSON: {exc}", first_line) from None
     except RecursionError:  # nesting the depth check could not see (quotes in prose around it)
         raise AgentRequestError(_TOO_DEEP, first_line) from None
     return value
 
 
-def _find_json(reply: str) -> tuple[Any, int] | None:
+def json_objects(text: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(offset, object) of each JSON object that starts at a ``{`` of ``text``, nested ones
+    included; nesting too deep to decode is an :class:`AgentRequestError` naming its line."""
     decoder = json.JSONDecoder()
-    for match in re.finditer(r"\{", reply):
+    for match in re.finditer(r"\{", text):
         try:
-            value, _ = decoder.raw_decode(reply, match.start())
-        except json.JSONDecodeError:
+            value, _ = decoder.raw_decode(text, match.start())
+        except ValueError:  # not JSON, or a number too long for int()
             continue
         except RecursionError:
-            raise AgentRequestError(_TOO_DEEP, reply.count("\n", 0, match.start()) + 1) from None
-        if isinstance(value, dict) and ("needs" in value or "AGENT_REQUEST" in value):
-            return value, reply.count("\n", 0, match.start()) + 1
+            raise AgentRequestError(_TOO_DEEP, text.count("\n", 0, match.start()) + 1) from None
+        yield match.start(), value
+
+
+def _find_json(reply: str) -> tuple[Any, int] | None:
+    for start, value in json_objects(reply):
+        if "needs" in value or "AGENT_REQUEST" in value:
+            return value, reply.count("\n", 0, start) + 1
     return None
 
 
@@ -216,28 +223,23 @@ def _build(fields: dict[str, Located], header_line: int, leniency: _Leniency) ->
     needs_node = fields.get("needs")
     if needs_node is None:
         raise AgentRequestError("missing; list what you need as '- type: ...' entries", header_line, "needs")
-    if needs_node.value is None:
-        raw_needs: list[Located] = []
-    elif not isinstance(needs_node.value, list):
+    raw_needs: list[Located] = [] if needs_node.value is None else needs_node.value
+    if not isinstance(raw_needs, list):
         raise AgentRequestError("must be a list of '- type: ...' entries", needs_node.line, "needs")
-    else:
-        raw_needs = needs_node.value
-    if leniency.skip_bad_needs:
-        kept: list[Need] = []
-        errors: list[AgentRequestError] = []
-        for i, item in enumerate(raw_needs):
-            try:
-                kept.append(_need(item, i))
-            except AgentRequestError as exc:
-                errors.append(exc)
-                warnings.append(f"need_skipped: {str(exc).removeprefix('AGENT_REQUEST ')}")
-        if errors and not kept:
-            raise errors[0]
-        needs = tuple(kept)
-    else:
-        needs = tuple(_need(item, i) for i, item in enumerate(raw_needs))
+    needs: list[Need] = []
+    errors: list[AgentRequestError] = []
+    for i, item in enumerate(raw_needs):
+        try:
+            needs.append(_need(item, i))
+        except AgentRequestError as exc:
+            if not leniency.skip_bad_needs:
+                raise
+            errors.append(exc)
+            warnings.append(f"need_skipped: {str(exc).removeprefix('AGENT_REQUEST ')}")
+    if errors and not needs:
+        raise errors[0]
     summary, constraints = _context(fields.get("context"))
-    return AgentRequest(role, request_id, needs, summary, constraints, tuple(warnings))
+    return AgentRequest(role, request_id, tuple(needs), summary, constraints, tuple(warnings))
 
 
 def _need(item: Located, index: int) -> Need:

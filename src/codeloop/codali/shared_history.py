@@ -45,7 +45,7 @@ def transcript(messages: list[Message]) -> str:
                 f"[tool call {p.tool_call.name} {p.tool_call.arguments}]" if p.tool_call is not None
                 else f"[tool result {str(p.tool_result.content)[:2000]}]" if p.tool_result is not None else ""
                 for p in message.content)
-        lines.append(f"{message.role.value if hasattr(message.role, 'value') else message.role}: {body}")
+        lines.append(f"{message.role}: {body}")
     return "\n\n".join(lines)
 
 
