@@ -180,6 +180,11 @@ def test_at_paths_stay_in_the_workspace_and_missing_files_are_errors(server: Cha
     done = run(["/nope x", "--base-url", server.base_url, *NATIVE], workspace)
     assert done.returncode == 2 and "unknown command /nope" in done.stderr and "/gone" in done.stderr
     assert server.requests == []
+    # A task that starts with an existing directory is a task, not a command.
+    server.replies.append(text_reply("cleaned"))
+    assert run(["/tmp is full, clean it", "--base-url", server.base_url, *NATIVE], workspace).returncode == 0
+    assert server.requests[0]["messages"][-1]["content"] == "/tmp is full, clean it"
+    server.requests.clear()
     assert "secret" not in json.dumps(server.requests)
 
 

@@ -138,12 +138,17 @@ def split_tools(path: Path, value: str) -> tuple[str, ...]:
     return names
 
 
-def command_call(text: str) -> tuple[str, str] | None:
-    """``(NAME, args)`` when ``text`` is ``/NAME args`` (a path like ``/tmp/x`` is not)."""
+def command_call(text: str, root: Path) -> tuple[CustomCommand, str] | None:
+    """The command and arguments of ``/NAME args``; None for other text (a path such as
+    ``/tmp/x``, or ``/tmp`` when no command is named so: the task is about that directory);
+    CommandError for an unknown ``/NAME``, listing the known ones."""
     word, _, args = text.strip().partition(" ")
-    if word.startswith("/") and NAME.fullmatch(word[1:]):
-        return word[1:], args.strip()
-    return None
+    if not (word.startswith("/") and NAME.fullmatch(word[1:])):
+        return None
+    commands = load_commands(root)
+    if word[1:] not in commands and Path(word).exists():
+        return None
+    return find_command(commands, word[1:]), args.strip()
 
 
 def find_command(commands: dict[str, CustomCommand], name: str) -> CustomCommand:
@@ -168,11 +173,11 @@ class Prompt:
 def prepare(text: str, root: Path, choice: ModelChoice) -> Prompt:
     """``text`` as the prompt to send: ``/NAME args`` expanded, ``@shot.png`` attached;
     CommandError or ImageError when it cannot be sent."""
-    call = command_call(text)
+    call = command_call(text, root)
     if call is None:
         return Prompt(text, mentioned_images(text, root, choice))
-    command = find_command(load_commands(root), call[0])
-    expanded, images = expand(command, call[1], root, choice)
+    command, args = call
+    expanded, images = expand(command, args, root, choice)
     return Prompt(expanded, images, command)
 
 

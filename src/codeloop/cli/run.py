@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from codeloop.cli.commands import CommandError, Prompt, find_command, help_text, load_commands, prepare
+from codeloop.cli.commands import CommandError, Prompt, command_call, help_text, load_commands, prepare
 from codeloop.cli.images import ImageError, option_images
 from codeloop.cli.model_choice import (
     LOCAL_MODEL,
@@ -449,10 +449,8 @@ def settle_options(root: Path, flags: dict[str, Any], network: str | None, err: 
 def one_shot_command(task: str | None, root: Path) -> Any:
     """The custom command ``codeloop run /NAME args`` names (None for a plain task), so its
     ``model`` can take part in choosing the model; CommandError when it does not exist."""
-    from codeloop.cli.commands import command_call
-
-    call = command_call(task) if task else None
-    return find_command(load_commands(root), call[0]) if call else None
+    call = command_call(task, root) if task else None
+    return call[0] if call else None
 
 
 def resume_target(root: Path, resume: str | None, continue_: bool) -> str | None:
