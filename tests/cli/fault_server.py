@@ -1,8 +1,9 @@
 """A loopback provider that misbehaves on purpose, then answers properly (issue 23).
 
-One real HTTP server on 127.0.0.1 speaks three wire APIs by path: OpenAI Responses
-(``POST /v1/responses``), Anthropic Messages (``POST /v1/messages``) and Chat Completions
-(``POST /v1/chat/completions``), streaming SSE in each provider's documented shape. Each
+One real HTTP server on 127.0.0.1 speaks four wire APIs by path: OpenAI Responses
+(``POST /v1/responses``), Anthropic Messages (``POST /v1/messages``), Chat Completions
+(``POST /v1/chat/completions``) and Gemini (``POST /v1beta/models/M:streamGenerateContent``),
+streaming SSE in each provider's documented shape. Each
 request first takes the next queued *fault*, and only when none is left the next scripted
 reply (``text_reply``/``tool_reply`` of chat_server). Faults:
 
@@ -21,12 +22,13 @@ reply (``text_reply``/``tool_reply`` of chat_server). Faults:
   ``content_length`` bytes (a lie when it differs), then the connection closes.
 
 Requests without ``stream`` (``complete()``) get the same faults, then a Chat Completions
-JSON reply. ``requests`` records (path, fault or "ok") per request.
+JSON reply. ``requests`` records (path, fault or "ok") per request, ``bodies`` each request body.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import socket
 import struct
 import threading
@@ -108,6 +110,7 @@ ERROR_BODIES: dict[str, Callable[[int], dict[str, Any]]] = {
         "type": {429: "rate_limit_error", 529: "overloaded_error"}.get(code, "api_error"), "message": f"injected {code}"}},
     "/v1/responses": lambda code: {"error": {"message": f"injected {code}", "type": "server_error", "code": None}},
     "/v1/chat/completions": lambda code: {"error": {"message": f"injected {code}", "type": "server_error"}},
+    "/gemini": lambda code: {"error": {"code": code, "message": f"injected {code}", "status": "INTERNAL"}},
 }
 
 
@@ -179,6 +182,16 @@ def anthropic_frames(reply: dict[str, Any]) -> list[bytes]:
     return frames
 
 
+def gemini_frames(reply: dict[str, Any]) -> list[bytes]:
+    """Gemini streamGenerateContent chunks for a chat_server reply: text, then calls."""
+    parts: list[dict[str, Any]] = [{"text": reply["content"]}] if reply.get("content") else []
+    parts += [{"functionCall": {"name": c["function"]["name"], "args": json.loads(c["function"]["arguments"])}}
+              for c in reply.get("tool_calls") or []]
+    usage = {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}
+    return [_frame({"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP",
+                                    "index": 0}], "usageMetadata": usage, "modelVersion": "scripted"})]
+
+
 def chat_frames(reply: dict[str, Any]) -> list[bytes]:
     """Chat Completions chunks (chat_server's), one SSE event per element."""
     return [f + b"\n\n" for f in ChatServer.sse(reply).split(b"\n\n") if f]
@@ -186,7 +199,9 @@ def chat_frames(reply: dict[str, Any]) -> list[bytes]:
 
 FRAMES: dict[str, Callable[[dict[str, Any]], list[bytes]]] = {
     "/v1/responses": responses_frames, "/v1/messages": anthropic_frames, "/v1/chat/completions": chat_frames,
+    "/gemini": gemini_frames,
 }
+GEMINI_PATH = re.compile(r"/v1beta/models/[^/:]+:streamGenerateContent")
 
 
 class FaultServer:
@@ -196,6 +211,7 @@ class FaultServer:
         self.faults: deque[Fault] = deque()
         self.replies: deque[dict[str, Any]] = deque()
         self.requests: list[tuple[str, str]] = []
+        self.bodies: list[dict[str, Any]] = []
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -207,6 +223,10 @@ class FaultServer:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length", "0"))))
                 path = self.path.split("?")[0]
+                stream = bool(body.get("stream"))
+                if GEMINI_PATH.fullmatch(path):
+                    path, stream = "/gemini", True
+                server.bodies.append(body)
                 if path not in FRAMES:
                     self._answer(404, {"error": {"message": f"fault server: no {path}"}})
                     return
@@ -222,7 +242,7 @@ class FaultServer:
                     self._huge(fault.huge)
                 else:
                     reply = server.replies.popleft() if server.replies else {"content": "(script exhausted)"}
-                    if body.get("stream"):
+                    if stream:
                         self._stream(FRAMES[path](reply), fault)
                     else:
                         self._answer(200, ChatServer.completion(reply))

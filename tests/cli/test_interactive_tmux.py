@@ -58,7 +58,7 @@ def launch(server: ChatServer, tmp_path: Path, *args: str) -> Pane:
     """``codeloop run ARGS`` on the workspace ``tmp_path/ws`` in a fresh terminal; the pane
     stays open after it exits, showing ``EXITED=<code>``."""
     workspace = tmp_path / "ws"
-    workspace.mkdir()
+    workspace.mkdir(exist_ok=True)
     env = isolated_env(workspace, TERM="xterm")
     command = " ".join(shlex.quote(a) for a in [
         "env", "-i", *(f"{k}={v}" for k, v in env.items()), CODELOOP, "run", *args, "--cwd", str(workspace),

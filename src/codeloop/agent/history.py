@@ -19,7 +19,16 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from codeloop.llm.types import ContentKind, ContentPart, Message, Role, ToolCall, ToolCallData, Usage
+from codeloop.llm.types import (
+    ContentKind,
+    ContentPart,
+    ImageData,
+    Message,
+    Role,
+    ToolCall,
+    ToolCallData,
+    Usage,
+)
 
 SIGNATURES_KEPT = 1024
 """Recent tool-call signatures kept for loop detection (windows larger than this see fewer)."""
@@ -46,8 +55,18 @@ class _TextTurn:
     timestamp: float = field(default_factory=time.time)
 
 
+@dataclass(frozen=True)
 class UserTurn(_TextTurn):
     """Input from the user."""
+
+    images: tuple[ImageData, ...] = ()
+    """Images attached to the input (``codeloop run --image``, ``@shot.png`` in a chat)."""
+
+
+def _user_message(turn: _TextTurn) -> Message:
+    images = turn.images if isinstance(turn, UserTurn) else ()
+    return Message(role=Role.USER, content=[ContentPart.of_text(turn.content),
+                                            *(ContentPart.of_image(image) for image in images)])
 
 
 @dataclass(frozen=True)
@@ -110,7 +129,7 @@ def render_text_results(results: tuple[CallResult, ...]) -> str:
 def native_messages(turn: Turn) -> list[Message]:
     """Messages of one turn for profiles with native tool calling."""
     if isinstance(turn, _TextTurn):
-        return [Message.user(turn.content)]
+        return [_user_message(turn)]
     if isinstance(turn, AssistantTurn):
         return [_assistant_message(turn)]
     return [Message.tool_result(r.tool_call_id, r.content, is_error=r.is_error, name=r.tool_name)
@@ -123,7 +142,7 @@ def text_messages(turn: Turn) -> list[Message]:
         return [Message.assistant(turn.content)]
     if isinstance(turn, ToolResultsTurn):
         return [Message.user(render_text_results(turn.results))]
-    return [Message.user(turn.content)]
+    return [_user_message(turn)]
 
 
 def _turn_chars(turn: Turn) -> int:

@@ -50,7 +50,7 @@ from codeloop.agent.subagents import SubagentManager, subagent_tools
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.llm import constrained
 from codeloop.llm.errors import AuthenticationError, ContextLengthError, NotFoundError, SDKError
-from codeloop.llm.types import Message, Request, Response, ToolCall
+from codeloop.llm.types import ImageData, Message, Request, Response, ToolCall
 from codeloop.policy.approval import Approver
 from codeloop.profiles.base import ProviderProfile
 from codeloop.profiles.prompts import NATIVE_COMPACT
@@ -167,16 +167,17 @@ class Session:
         finally:
             unsubscribe()
 
-    async def submit(self, user_input: str) -> str:
-        """Process one input through the loop (§2.5) and its queued follow-ups; return the
-        last assistant text. Raises :class:`SessionClosedError` when the session is closed."""
+    async def submit(self, user_input: str, images: Sequence[ImageData] = ()) -> str:
+        """Process one input (with ``images`` attached) through the loop (§2.5) and its queued
+        follow-ups; return the last assistant text. Raises :class:`SessionClosedError` when
+        the session is closed."""
         if self.state == SessionState.CLOSED:
             raise SessionClosedError(f"session {self.id} is closed; create a new Session")
         if self.state == SessionState.PROCESSING:
             raise RuntimeError("submit() while processing: use steer() or follow_up()")
         self.state = SessionState.PROCESSING
         await self._start()
-        self._task = asyncio.create_task(self._process_inputs(user_input))
+        self._task = asyncio.create_task(self._process_inputs(user_input, tuple(images)))
         try:
             await asyncio.shield(self._task)
         except asyncio.CancelledError:
@@ -241,12 +242,12 @@ class Session:
 
     # -- the loop (§2.5) ------------------------------------------------------------------
 
-    async def _process_inputs(self, user_input: str) -> None:
+    async def _process_inputs(self, user_input: str, images: tuple[ImageData, ...]) -> None:
         try:
             next_input: str | None = user_input
             while next_input is not None:
-                reason = await self._process_one(next_input)
-                next_input = self._followups.popleft() if self._followups else None
+                reason = await self._process_one(next_input, images)
+                next_input, images = (self._followups.popleft() if self._followups else None), ()
             self.end_reason = reason
             awaiting = reason == "completed" and self.last_text.rstrip().endswith("?")
             self.state = SessionState.AWAITING_INPUT if awaiting else SessionState.IDLE
@@ -257,9 +258,9 @@ class Session:
         except Exception as exc:  # an adapter bug must close the session, not leak a traceback
             await self._fail(exc)
 
-    async def _process_one(self, user_input: str) -> str:
+    async def _process_one(self, user_input: str, images: tuple[ImageData, ...] = ()) -> str:
         self.state = SessionState.PROCESSING
-        self.history.append(UserTurn(user_input))
+        self.history.append(UserTurn(user_input, images=images))
         self._emit(ev.UserInput, content=user_input)
         self._drain_steering()
         turn = Turn(self)

@@ -13,7 +13,11 @@ Exit codes (stable; docs/cli.md "Exit codes"): 0 completed, 1 the session failed
 (provider/auth/model error), 2 bad usage or configuration, 3 a turn or round limit stopped
 the agent, 4 completed but a call needing approval was not run because no terminal could
 answer, 130 interrupted. Plan mode (``--plan``, ``/plan``, ``/go``) and
-``--output-last-message``: ``cli/plan.py``.
+``--output-last-message``: ``cli/plan.py``. Custom commands (``/NAME args``) and ``@path``:
+``cli/commands.py``; images (``--image``, ``@shot.png``): ``cli/images.py``.
+
+Over 500 lines: the run command, its Runner and the chat loop share the settings and the
+terminal; split apart, each part would pass them all around.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from codeloop.cli.commands import CommandError, Prompt, command_call, help_text, load_commands, prepare
+from codeloop.cli.images import ImageError, option_images
 from codeloop.cli.model_choice import (
     LOCAL_MODEL,
     LocalModelClient,
@@ -111,6 +117,8 @@ class Runner:
         self.plan_shell: bool | None = None
         """bubblewrap runs here: plan mode's shell is sandboxed read-only (else refused); None
         until plan mode is first used (the probe costs a process start)."""
+        self.command: Any = None
+        """The custom command of the input running now: its allowed-tools hold (POLICY step)."""
 
     async def start(self, resume: str | None) -> None:
         """Model, environment and the first Session (resuming ``resume`` when given)."""
@@ -171,6 +179,11 @@ class Runner:
             # even before the abort below takes effect.
             if self.log_error is not None:
                 return Decision("deny", "the session log cannot be written, so nothing more runs")
+            allowed = self.command.allowed_tools if self.command is not None else None
+            if allowed is not None and call.name not in allowed:
+                return Decision.deny(f"the command /{self.command.name} allows only {', '.join(allowed)}, "
+                                     f"so {call.name} was not run; do the task with those tools",
+                                     rule="allowed-tools")
             return await approve(call, env)
 
         # Issue 10: OpenAI-compatible servers (local models) often write calls as text.
@@ -225,14 +238,25 @@ class Runner:
                                "shell is refused in plan mode[/]")
         return self.plan_shell
 
-    async def submit(self, text: str) -> str:
-        """Run one input; reopens the conversation first when the last Session was closed."""
+    async def submit(self, prompt: Prompt) -> str:
+        """Run one input; reopens the conversation first when the last Session was closed.
+        CommandError when its command allows a tool that does not exist."""
         from codeloop.agent.session import SessionState
 
         if self.session.state == SessionState.CLOSED:
             self.recording.close()
             await self.open(self.log_id)
-        await self.session.submit(text)
+        command = prompt.command
+        if command is not None and command.allowed_tools is not None:
+            unknown = set(command.allowed_tools) - set(self.session.profile.tool_registry.names())
+            if unknown:
+                raise CommandError(f"{command.path}: allowed-tools names {', '.join(sorted(unknown))}, which "
+                                   f"is no tool here; tools: {', '.join(self.session.profile.tool_registry.names())}")
+        self.command = command
+        try:
+            await self.session.submit(prompt.text, prompt.images)
+        finally:
+            self.command = None
         if self.stopping is not None:
             await self.stopping
         return "error" if self.log_error is not None else str(self.session.end_reason)
@@ -256,7 +280,7 @@ class Runner:
                 await self.plan_environment.cleanup()
 
 
-async def run_task(task: str, settings: RunSettings, resume: str | None, renderer: Renderer,
+async def run_task(task: Prompt, settings: RunSettings, resume: str | None, renderer: Renderer,
                    err: Console) -> tuple[str, str | None, int]:
     """Run one task to the end; returns (end reason, session log id, calls denied because no
     terminal could approve them). Lines typed on the terminal while the agent works steer it
@@ -323,14 +347,20 @@ async def run_chat(settings: RunSettings, resume: str | None, renderer: Renderer
                 text = await plan_switch(runner, command, renderer, err)
                 if not text:
                     continue
+            prompt = chat_prompt(text, runner.settings, err)
+            if prompt is None:
+                continue
             last_press[0] = 0.0  # a Ctrl-C before this message does not make the next one a "twice"
             if terminal.interactive:
                 terminal.on_line = lambda line: route_typed_line(runner.session, line, err)
-            turn = loop.create_task(runner.submit(text))
+            turn = loop.create_task(runner.submit(prompt))
             try:
                 reason = await turn
             except asyncio.CancelledError:
                 reason = "aborted"
+            except CommandError as exc:
+                err.print(f"[red]error:[/] {escape(str(exc))}")
+                continue
             finally:
                 terminal.on_line = None
             renderer.out.print()
@@ -341,6 +371,23 @@ async def run_chat(settings: RunSettings, resume: str | None, renderer: Renderer
         terminal.stop()
         await runner.close()
     return ("closed" if reason in ("completed", "aborted") else reason), runner.log_id, terminal.unanswered
+
+
+def chat_prompt(text: str, settings: RunSettings, err: Console) -> Prompt | None:
+    """A typed message as the prompt to send; None when it is ``/help`` or cannot be sent
+    (the reason is shown)."""
+    try:
+        if text.strip() == "/help":
+            err.print(escape(help_text(load_commands(settings.root))), highlight=False)
+            return None
+        prompt = prepare(text, settings.root, settings.choice)
+    except (CommandError, ImageError) as exc:
+        err.print(f"[red]error:[/] {escape(str(exc))}")
+        return None
+    if prompt.command is not None and prompt.command.model:
+        err.print(f"[yellow]note: /{escape(prompt.command.name)} asks for the model {escape(prompt.command.model)}; "
+                  "a chat keeps its model (codeloop run /NAME uses it)[/]")
+    return prompt
 
 
 async def plan_switch(runner: Runner, command: tuple[str, str], renderer: Renderer, err: Console) -> str:
@@ -399,6 +446,13 @@ def settle_options(root: Path, flags: dict[str, Any], network: str | None, err: 
                        plan=plan if plan is not None else cfg.mode == "plan")
 
 
+def one_shot_command(task: str | None, root: Path) -> Any:
+    """The custom command ``codeloop run /NAME args`` names (None for a plain task), so its
+    ``model`` can take part in choosing the model; CommandError when it does not exist."""
+    call = command_call(task, root) if task else None
+    return call[0] if call else None
+
+
 def resume_target(root: Path, resume: str | None, continue_: bool) -> str | None:
     """The session id to resume (``--resume ID`` or ``--continue``); raises UsageError."""
     if resume and continue_:
@@ -418,7 +472,8 @@ def register(app: typer.Typer) -> None:
 
     @app.command("run")
     def run(
-        task: str | None = typer.Argument(None, help="What the agent should do (none: start a chat)."),
+        task: str | None = typer.Argument(
+            None, help="What the agent should do (none: start a chat); /NAME ARGS runs a custom command."),
         cwd: Path = typer.Option(Path("."), "--cwd", help="Workspace directory (default: current directory)."),
         json_out: bool = typer.Option(False, "--json", help="One JSON event per line on stdout."),
         quiet: bool = typer.Option(False, "--quiet", help="Print only the final answer."),
@@ -449,6 +504,9 @@ def register(app: typer.Typer) -> None:
         output_last_message: Path | None = typer.Option(
             None, "--output-last-message", metavar="FILE",
             help="Write the last assistant message to FILE (atomically; also when the run fails)."),
+        image: list[Path] | None = typer.Option(
+            None, "--image", metavar="FILE",
+            help="Attach an image (png, jpg, gif, webp) to the task; repeatable. The model must take images."),
         constrained: str | None = typer.Option(
             None, "--constrained",
             help="auto, on or off (default): every reply must be one JSON tool call or a final answer "
@@ -463,6 +521,9 @@ def register(app: typer.Typer) -> None:
         \b
         Plan mode (reads only, answers with a plan; in a chat /go runs it):
           codeloop run --plan "how would you add caching?"
+        Images (also @shot.png in a chat message) and custom commands (.codeloop/commands/review.md):
+          codeloop run --image shot.png "make the page look like this"
+          codeloop run /review src/app.py
         In CI (no terminal: calls needing approval are refused, exit code 4):
           codeloop run "fix the failing test" --json --approval never-ask \\
             --output-last-message answer.md > events.jsonl
@@ -483,13 +544,20 @@ def register(app: typer.Typer) -> None:
             root = cwd.expanduser().resolve()
             if not root.is_dir():
                 raise UsageError(f"--cwd {str(cwd)!r} is not a directory: create it or pass an existing one")
-            flags = {"model": model, "provider": provider, "profile": profile, "base_url": base_url,
-                     "sandbox": sandbox, "approval": approval, "max_turns": max_turns, "max_retries": max_retries}
+            command = one_shot_command(task, root)
+            flags = {"model": model or (command.model if command else None), "provider": provider,
+                     "profile": profile, "base_url": base_url, "sandbox": sandbox, "approval": approval,
+                     "max_turns": max_turns, "max_retries": max_retries}
             settings = settle_options(root, flags, network, err, constrained, plan)
             resume_id = resume_target(root, resume, continue_)
             if task is None and mode == "json":
                 raise UsageError("--json needs a TASK: codeloop run \"TASK\" --json")
-        except (UsageError, OutputPathError) as exc:
+            if task is None and image:
+                raise UsageError("--image goes with a TASK; in a chat, name the image in a message: @shot.png")
+            prompt = None if task is None else prepare(task, root, settings.choice)
+            if prompt is not None and image:
+                prompt = dataclasses.replace(prompt, images=option_images(image, settings.choice) + prompt.images)
+        except (UsageError, OutputPathError, CommandError, ImageError) as exc:
             err.print(f"[red]error:[/] {escape(str(exc))}")
             raise typer.Exit(EXIT_USAGE) from None
         renderer = Renderer(mode, Console(highlight=False, soft_wrap=True), err)
@@ -497,17 +565,17 @@ def register(app: typer.Typer) -> None:
         log_id: str | None = None
         code = EXIT_USAGE
         try:
-            if task is None:
+            if prompt is None:
                 reason, log_id, unanswered = asyncio.run(run_chat(settings, resume_id, renderer, err))
             else:
-                reason, log_id, unanswered = asyncio.run(run_task(task, settings, resume_id, renderer, err))
+                reason, log_id, unanswered = asyncio.run(run_task(prompt, settings, resume_id, renderer, err))
             code = EXIT_CODES.get(reason, 1)
             if code == 0 and unanswered:
                 code = EXIT_NOT_APPROVED
         except KeyboardInterrupt:
             err.print("[yellow]interrupted[/]")
             code = 130
-        except UsageError as exc:
+        except (UsageError, CommandError) as exc:
             err.print(f"[red]error:[/] {escape(str(exc))}")
         except Exception as exc:  # configuration problems found late (adapter, sandbox, session id, MCP)
             err.print(f"[red]error:[/] {escape(type(exc).__name__)}: {escape(str(exc))}")

@@ -272,7 +272,8 @@ def route_typed_line(session: Any, line: str, err: Console) -> None:
 CHAT_HELP = ("Chat with the agent. Enter sends the message; end a line with \\ to continue it on the next "
              "line. While the agent works, Enter sends the line as steering and '>> text' queues a "
              "follow-up. /plan: plan mode (the agent only reads and answers with a plan); /go runs the plan "
-             "(/go TEXT: your edited plan). Ctrl-C aborts the current turn; Ctrl-C twice (or Ctrl-D, or "
+             "(/go TEXT: your edited plan). /help lists the commands, your own /NAME commands too; @shot.png "
+             "attaches an image. Ctrl-C aborts the current turn; Ctrl-C twice (or Ctrl-D, or "
              "/exit) quits.")
 
 
