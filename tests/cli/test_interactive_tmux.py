@@ -100,6 +100,7 @@ def test_chat_streams_answers_joins_continued_lines_and_steers(chat: Pane, serve
     assert '"run a short \\ncommand please"' in sent(server, 1)
     assert "use tabs please" in sent(server, 2)
     assert server.requests[3]["messages"][-1] == {"role": "user", "content": "then list the files"}
+    chat.wait_for("›", count=3)  # the turn is over: typed earlier, /exit would steer it (seen under load)
     chat.type_line("/exit")
     chat.wait_for("EXITED=0")
     assert "codeloop run --resume" in chat.screen()

@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from codeloop.cli.errors import fail
+
 codali_app = typer.Typer(
     name="codali",
     help="Context broker for stateless agents (AGENT_REQUEST v1 → CODALI_RESPONSE v1). "
@@ -15,11 +17,6 @@ codali_app = typer.Typer(
     no_args_is_help=True,
     rich_markup_mode=None,
 )
-
-
-def _fail(message: str) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(1)
 
 
 @codali_app.command("answer")
@@ -38,7 +35,7 @@ def answer(
     from codeloop.codali.response import dumps
 
     if not repo.is_dir():
-        raise _fail(f"--repo {repo} is not a directory; pass the repository root")
+        raise fail(f"--repo {repo} is not a directory; pass the repository root")
     if source == "-":
         text = sys.stdin.read()
     else:
@@ -46,11 +43,11 @@ def answer(
             text = Path(source).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             message = f"cannot read {source}: {exc.__class__.__name__}: {exc}; pass a UTF-8 text file or -"
-            raise _fail(message) from None
+            raise fail(message) from None
     try:
         request = parse_agent_request(text)
     except AgentRequestError as exc:
-        raise _fail(f"{exc} (in {'stdin' if source == '-' else source})") from None
+        raise fail(f"{exc} (in {'stdin' if source == '-' else source})") from None
     response = answer_request_sync(request, repo, content_budget=budget)
     typer.echo(dumps(response, json_out), nl=False)
 
@@ -93,27 +90,33 @@ def run(
     import os
 
     from codeloop.cli.model_choice import UsageError, build_client, choose_model
-    from codeloop.codali.pipeline import ModelChoice, PipelineConfig, RolesPipeline
+    from codeloop.codali.pipeline import (
+        ModelChoice,
+        PipelineConfig,
+        PipelineResult,
+        RolesPipeline,
+        history_transcript,
+    )
 
     if not task.strip():
-        raise _fail("--task is empty; say what the team should do")
+        raise fail("--task is empty; say what the team should do")
     if not repo.is_dir():
-        raise _fail(f"--repo {repo} is not a directory; pass the repository root")
+        raise fail(f"--repo {repo} is not a directory; pass the repository root")
     if transcript is not None and not transcript.parent.is_dir():
-        raise _fail(f"--transcript {transcript}: the directory {transcript.parent} does not exist")
+        raise fail(f"--transcript {transcript}: the directory {transcript.parent} does not exist")
     if builder_tools not in (None, "native", "text", "constrained"):
-        raise _fail(f"--builder-tools {builder_tools!r}: use native, text or constrained")
+        raise fail(f"--builder-tools {builder_tools!r}: use native, text or constrained")
     try:
         choice = choose_model(provider, None, model, base_url, dict(os.environ))
     except UsageError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     if choice.local:
         # No key and no --base-url: the embedded default of `codeloop run`, the local llama.cpp model.
         from codeloop.cli.model_choice import LOCAL_MODEL, start_local_model
         from codeloop.llm.llama_install import MODELS, LocalModelError
 
         if (model or LOCAL_MODEL) not in MODELS:
-            raise _fail(f"no API key set, so the local llama.cpp model runs, and it has no model {model!r}: "
+            raise fail(f"no API key set, so the local llama.cpp model runs, and it has no model {model!r}: "
                         f"pass --model {' or --model '.join(MODELS)}, or set OPENAI_API_KEY, ANTHROPIC_API_KEY "
                         "or GEMINI_API_KEY, or pass --base-url of an OpenAI-compatible server")
         typer.echo("No API key set: using the local llama.cpp model "
@@ -121,12 +124,12 @@ def run(
         try:
             choice = start_local_model(choice)
         except (LocalModelError, OSError) as exc:
-            raise _fail(f"the local model could not start: {exc}") from None
+            raise fail(f"the local model could not start: {exc}") from None
         model = choice.model
     main_model = model or choice.model
     roles = [librarian_model, architect_model, builder_model, critic_model]
     if main_model is None and not all(roles):
-        raise _fail("no model given: pass --model (or a --<role>-model for every role)")
+        raise fail("no model given: pass --model (or a --<role>-model for every role)")
 
     # The local server holds 8192 tokens, and a 1.5B model on a CPU writes a few tokens a
     # second: a rambling reply capped at 768 tokens costs about a minute, not several.
@@ -154,7 +157,7 @@ def run(
         else:
             typer.echo(f"[{kind}] " + ", ".join(f"{k}={v}" for k, v in data.items()), err=True)
 
-    async def go() -> object:
+    async def go() -> PipelineResult:
         client = build_client(choice)
         try:
             return await RolesPipeline(client, repo, config, on_event=on_event).run(task)
@@ -164,13 +167,8 @@ def run(
     try:
         result = asyncio.run(go())
     except Exception as exc:  # a provider outage ends the run with one line, not a traceback
-        raise _fail(f"the run stopped: {exc.__class__.__name__}: {exc}") from None
-    from codeloop.codali.pipeline import PipelineResult
-
-    assert isinstance(result, PipelineResult)
+        raise fail(f"the run stopped: {exc.__class__.__name__}: {exc}") from None
     if transcript is not None:
-        from codeloop.codali.pipeline import history_transcript
-
         transcript.write_text(history_transcript(result), encoding="utf-8")
     summary = {"status": result.status, "rounds": result.rounds, "plan_targets": list(result.plan_targets),
                "touched_files": list(result.touched_files), "history_compactions": result.compactions,

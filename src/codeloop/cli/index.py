@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
+from codeloop.cli.errors import fail
+
 if TYPE_CHECKING:
     from codeloop.index import CodeIndex
 
@@ -29,17 +31,12 @@ RepoOption = Annotated[Path, typer.Option("--repo", help="Repository root (defau
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for machines.")]
 
 
-def _fail(message: str) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(1)
-
-
 def _open(repo: Path, refresh: bool = False) -> CodeIndex:
     """The index of ``repo``, brought up to date first with ``refresh``."""
     from codeloop.index import CodeIndex
 
     if not repo.is_dir():
-        raise _fail(f"--repo {repo} is not a directory; pass the repository root")
+        raise fail(f"--repo {repo} is not a directory; pass the repository root")
     index = CodeIndex(repo)
     if refresh:
         report, _ = index.ensure_fresh()
@@ -56,9 +53,9 @@ def _run(action: Callable[[], T]) -> T:
     try:
         return action()
     except (CodeIndexError, WorkspaceError, ValueError, OSError) as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     except sqlite3.Error as exc:
-        raise _fail(f"index database error: {exc}; retry, or delete the index file shown by "
+        raise fail(f"index database error: {exc}; retry, or delete the index file shown by "
                     "'codeloop index status' and rebuild") from None
 
 
@@ -93,7 +90,7 @@ def search(
 ) -> None:
     """Search code and documents. Example: codeloop index search "open session" --limit 5"""
     if mode not in {"auto", "words", "substring"}:
-        raise _fail(f"--mode {mode!r} is not one of auto, words, substring")
+        raise fail(f"--mode {mode!r} is not one of auto, words, substring")
     hits = _run(lambda: _open(repo, True).search(query, limit, mode, path))  # type: ignore[arg-type]
 
     def text() -> str:

@@ -8,6 +8,7 @@ the ``text`` profile. :func:`build_client` makes the one adapter the choice need
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,10 @@ PROVIDER_KEYS = {
 """Environment variables holding each provider's key, in lookup order."""
 PROVIDER_PROFILE = {"openai": "openai", "anthropic": "anthropic", "gemini": "gemini", "openai_compatible": "text"}
 """Default profile for each provider."""
+ADAPTERS = {"openai": ("openai", "OpenAIAdapter"), "anthropic": ("anthropic", "AnthropicAdapter"),
+            "gemini": ("gemini", "GeminiAdapter")}
+"""The adapter (module of ``codeloop.llm.adapters``, class) of each keyed provider, imported
+on first use so a run loads only its own."""
 LOCAL_MODEL = "1.5b"
 """Local model used without an API key (``0.5b`` is faster but rarely finishes a task)."""
 
@@ -151,18 +156,10 @@ def build_client(choice: ModelChoice) -> Any:
     from codeloop.llm.client import Client
 
     adapter: Any
-    if choice.provider == "openai":
-        from codeloop.llm.adapters.openai import OpenAIAdapter
-
-        adapter = OpenAIAdapter(api_key=choice.api_key, base_url=choice.base_url)
-    elif choice.provider == "anthropic":
-        from codeloop.llm.adapters.anthropic import AnthropicAdapter
-
-        adapter = AnthropicAdapter(api_key=choice.api_key, base_url=choice.base_url)
-    elif choice.provider == "gemini":
-        from codeloop.llm.adapters.gemini import GeminiAdapter
-
-        adapter = GeminiAdapter(api_key=choice.api_key, base_url=choice.base_url)
+    if choice.provider in ADAPTERS:
+        module, name = ADAPTERS[choice.provider]
+        adapter_class = getattr(importlib.import_module(f"codeloop.llm.adapters.{module}"), name)
+        adapter = adapter_class(api_key=choice.api_key, base_url=choice.base_url)
     else:
         from codeloop.llm.adapters.base import AdapterTimeout
         from codeloop.llm.adapters.openai_compatible import OpenAICompatibleAdapter

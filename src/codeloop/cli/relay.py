@@ -152,9 +152,8 @@ def _print_event(event: RelayEvent) -> None:
             if event.already_applied:
                 resumed = (f" (continuing an interrupted step: {event.already_applied} command(s) were "
                            "already applied)")
-            typer.secho(
-                f"Applying {event.source} as the reply to outbox #{event.sequence}{resumed}", bold=True
-            )
+            typer.secho(f"Applying {event.source} as the reply to outbox #{event.sequence}{resumed}",
+                        bold=True)
         case CommandFinished():
             color = typer.colors.GREEN if event.result.success else typer.colors.RED
             typer.secho(_indent(format_result(event.result), "  "), fg=color)
@@ -181,15 +180,13 @@ def _next_steps(config: RelayConfig, path: Path, copied: str | None, watching: b
         typer.echo(f"  1. Paste it into your chat model: it is already on the clipboard ({copied}).")
     else:
         typer.echo("  1. Copy the whole file (open it, or: cat FILE) and paste it into your chat model.")
-    typer.echo(
-        f"  2. Save the model's whole reply as a .txt file in {config.inbox_dir}/ (any name, e.g. reply.txt)."
-    )
+    typer.echo(f"  2. Save the model's whole reply as a .txt file in {config.inbox_dir}/ "
+               "(any name, e.g. reply.txt).")
     if watching:
         typer.echo("  3. This command picks it up by itself; stop with Ctrl-C.")
     else:
-        typer.echo(
-            f"  3. Run: codeloop relay step{_root_flag(config)}   (or keep 'codeloop relay watch' running)"
-        )
+        typer.echo(f"  3. Run: codeloop relay step{_root_flag(config)}   "
+                   "(or keep 'codeloop relay watch' running)")
 
 
 def _print_done(config: RelayConfig, state: SessionState, skipped: int) -> None:
@@ -200,17 +197,15 @@ def _print_done(config: RelayConfig, state: SessionState, skipped: int) -> None:
         typer.echo("Summary from the model:\n" + _indent(state.summary))
     failed = [r for r in state.last_results if not r.success]
     if failed:
-        typer.secho(
-            f"Note: {len(failed)} command(s) of the last reply failed (see above).", fg=typer.colors.YELLOW
-        )
+        typer.secho(f"Note: {len(failed)} command(s) of the last reply failed (see above).",
+                    fg=typer.colors.YELLOW)
     if skipped:
         typer.secho(f"Note: {skipped} command(s) after [DONE] were not run.", fg=typer.colors.YELLOW)
     typer.echo(f"Workspace: {state.workspace}")
     left = pending_replies(config)
     if left:
-        typer.secho(
-            f"{len(left)} file(s) remain in {config.inbox_dir} and were not applied.", fg=typer.colors.YELLOW
-        )
+        typer.secho(f"{len(left)} file(s) remain in {config.inbox_dir} and were not applied.",
+                    fg=typer.colors.YELLOW)
 
 
 def _print_held(config: RelayConfig, state: SessionState) -> None:
@@ -337,9 +332,7 @@ def watch_command(config: RelayConfig, session: str | None, as_json: bool) -> No
     async def main() -> StepReport | None:
         state = find_session(config, session)
         if state.is_complete:
-            raise RelayError(
-                f"session {state.session_id} is complete; start a new one with codeloop relay new"
-            )
+            raise RelayError(f"session {state.session_id} is complete; start a new one with codeloop relay new")
         path = outbox_path(config, state)
         copied = await _copy(config, path) if path.is_file() else None
         if not as_json:
@@ -364,9 +357,8 @@ def watch_command(config: RelayConfig, session: str | None, as_json: bool) -> No
     except RelayError as exc:
         _fail(str(exc))
     except KeyboardInterrupt:
-        typer.echo(
-            "\nStopped watching. Resume later with: codeloop relay watch" + _root_flag(config), err=True
-        )
+        typer.echo("\nStopped watching. Resume later with: codeloop relay watch" + _root_flag(config),
+                   err=True)
         raise typer.Exit(130) from None
     if report is not None and report.session.is_complete and not as_json:
         _print_done(config, report.session, _skipped(report))
@@ -471,9 +463,8 @@ def status_command(config: RelayConfig, as_json: bool) -> None:
                "errors": errors})
         return
     if not states and not errors:
-        typer.echo(
-            f'No relay sessions in {config.root}. Start one with: codeloop relay new "TASK"{_root_flag(config)}'
-        )
+        typer.echo(f'No relay sessions in {config.root}. Start one with: '
+                   f'codeloop relay new "TASK"{_root_flag(config)}')
         return
     for s in states:
         mark = "*" if s.session_id == active else " "
@@ -485,9 +476,8 @@ def status_command(config: RelayConfig, as_json: bool) -> None:
     for err in errors:
         typer.secho(f"! {err}", fg=typer.colors.RED)
     if pending:
-        typer.echo(
-            f"{len(pending)} reply file(s) waiting in {config.inbox_dir}/: run codeloop relay step{_root_flag(config)}"
-        )
+        typer.echo(f"{len(pending)} reply file(s) waiting in {config.inbox_dir}/: "
+                   f"run codeloop relay step{_root_flag(config)}")
     if active:
         typer.echo("(* = active session, the one 'step' and 'watch' use)")
 

@@ -7,17 +7,15 @@ Options left out come from the config files (``codeloop.config``: project, then 
 Output: rich text as it happens; ``--json`` one event per line on stdout (schema
 ``docs/events.schema.json``); ``--quiet`` only the final answer. Every run is recorded
 (``codeloop.sessions``; ``--resume ID``/``--continue``); MCP servers come from the config.
-Without TASK: a chat on the terminal (:func:`run_chat`; keys in docs/agent.md).
+Without TASK: a chat on the terminal (``cli/chat.py``; keys in docs/agent.md).
 
 Exit codes (stable; docs/cli.md "Exit codes"): 0 completed, 1 the session failed
 (provider/auth/model error), 2 bad usage or configuration, 3 a turn or round limit stopped
 the agent, 4 completed but a call needing approval was not run because no terminal could
 answer, 130 interrupted. Plan mode (``--plan``, ``/plan``, ``/go``) and
-``--output-last-message``: ``cli/plan.py``. Custom commands (``/NAME args``) and ``@path``:
-``cli/commands.py``; images (``--image``, ``@shot.png``): ``cli/images.py``.
-
-Over 500 lines: the run command, its Runner and the chat loop share the settings and the
-terminal; split apart, each part would pass them all around.
+``--output-last-message``: ``cli/plan.py``; the chat: ``cli/chat.py``. Custom commands
+(``/NAME args``) and ``@path``: ``cli/commands.py``; images (``--image``, ``@shot.png``):
+``cli/images.py``.
 """
 
 from __future__ import annotations
@@ -30,7 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from codeloop.cli.commands import CommandError, Prompt, command_call, help_text, load_commands, prepare
+from codeloop.cli.chat import run_chat
+from codeloop.cli.commands import CommandError, Prompt, command_call, prepare
 from codeloop.cli.images import ImageError, option_images
 from codeloop.cli.model_choice import (
     LOCAL_MODEL,
@@ -43,16 +42,13 @@ from codeloop.cli.model_choice import (
     start_local_model,
 )
 from codeloop.cli.plan import (
-    GO_HINT,
     PLAN_INSTRUCTIONS,
     OutputPathError,
-    chat_command,
     check_output_path,
-    go_message,
     one_shot_hint,
     write_last_message,
 )
-from codeloop.cli.run_terminal import CHAT_HELP, Renderer, Terminal, escape, read_message, route_typed_line
+from codeloop.cli.run_terminal import Renderer, Terminal, escape, route_typed_line
 
 if TYPE_CHECKING:  # rich and the agent load inside the command: `codeloop --help` stays fast
     from rich.console import Console
@@ -298,115 +294,6 @@ async def run_task(task: Prompt, settings: RunSettings, resume: str | None, rend
     return reason, runner.log_id, terminal.unanswered
 
 
-async def run_chat(settings: RunSettings, resume: str | None, renderer: Renderer,
-                   err: Console) -> tuple[str, str | None, int]:
-    """The interactive chat of ``codeloop run`` without a TASK (see CHAT_HELP)."""
-    import asyncio
-    import signal
-    import time
-
-    runner = Runner(settings, renderer, err)
-    terminal = runner.terminal
-    loop = asyncio.get_running_loop()
-    turn: asyncio.Task[str] | None = None
-    last_press = [0.0]
-    quitting = [False]
-    aborts: list[asyncio.Task[None]] = []
-
-    def on_sigint() -> None:
-        renderer.pause()
-        now = time.monotonic()
-        again = now - last_press[0] < 2.0
-        last_press[0] = now
-        if again:
-            quitting[0] = True
-            if turn is not None and not turn.done():
-                turn.cancel()
-            terminal.lines.put_nowait(None)
-        elif turn is not None and not turn.done():
-            err.print("\n[yellow]aborting the turn (Ctrl-C again to quit)[/]")
-            aborts.append(loop.create_task(runner.session.abort()))
-        else:
-            err.print("\n[dim](Ctrl-C again to quit)[/]")
-
-    reason = "closed"
-    try:
-        if not terminal.start(pipes=True):
-            raise UsageError("no input: run codeloop run without a TASK in a terminal, or pass a TASK")
-        await runner.start(resume)
-        loop.add_signal_handler(signal.SIGINT, on_sigint)
-        err.print(f"[dim]{escape(CHAT_HELP)}[/]")
-        while not quitting[0]:
-            text = await read_message(terminal, renderer.out)
-            if text is None or text.strip() in ("/exit", "/quit"):
-                break
-            if not text.strip():
-                continue
-            command = chat_command(text)
-            if command is not None:
-                text = await plan_switch(runner, command, renderer, err)
-                if not text:
-                    continue
-            prompt = chat_prompt(text, runner.settings, err)
-            if prompt is None:
-                continue
-            last_press[0] = 0.0  # a Ctrl-C before this message does not make the next one a "twice"
-            if terminal.interactive:
-                terminal.on_line = lambda line: route_typed_line(runner.session, line, err)
-            turn = loop.create_task(runner.submit(prompt))
-            try:
-                reason = await turn
-            except asyncio.CancelledError:
-                reason = "aborted"
-            except CommandError as exc:
-                err.print(f"[red]error:[/] {escape(str(exc))}")
-                continue
-            finally:
-                terminal.on_line = None
-            renderer.out.print()
-            if runner.plan and reason == "completed":
-                err.print(f"[bold]{escape(GO_HINT)}[/]")
-    finally:
-        loop.remove_signal_handler(signal.SIGINT)
-        terminal.stop()
-        await runner.close()
-    return ("closed" if reason in ("completed", "aborted") else reason), runner.log_id, terminal.unanswered
-
-
-def chat_prompt(text: str, settings: RunSettings, err: Console) -> Prompt | None:
-    """A typed message as the prompt to send; None when it is ``/help`` or cannot be sent
-    (the reason is shown)."""
-    try:
-        if text.strip() == "/help":
-            err.print(escape(help_text(load_commands(settings.root))), highlight=False)
-            return None
-        prompt = prepare(text, settings.root, settings.choice)
-    except (CommandError, ImageError) as exc:
-        err.print(f"[red]error:[/] {escape(str(exc))}")
-        return None
-    if prompt.command is not None and prompt.command.model:
-        err.print(f"[yellow]note: /{escape(prompt.command.name)} asks for the model {escape(prompt.command.model)}; "
-                  "a chat keeps its model (codeloop run /NAME uses it)[/]")
-    return prompt
-
-
-async def plan_switch(runner: Runner, command: tuple[str, str], renderer: Renderer, err: Console) -> str:
-    """Apply ``/plan`` or ``/go [TEXT]`` in a chat; the input to send next ("" for none)."""
-    name, edited = command
-    if name == "plan":
-        await runner.set_plan(True)
-        shell = "in a read-only sandbox" if await runner.check_plan_shell() else "refused (no bubblewrap)"
-        err.print(f"[bold]plan mode on[/]: the agent may only read (shell {shell}); /go runs its plan")
-        return edited
-    plan = edited or (renderer.last_message if runner.plan else "")
-    if not plan:
-        err.print("[yellow]/go runs a plan: make one in plan mode first (/plan), or pass it: /go TEXT[/]")
-        return ""
-    await runner.set_plan(False)
-    err.print("[bold]plan mode off[/]: running the plan with the normal tools")
-    return go_message(plan)
-
-
 def settle_options(root: Path, flags: dict[str, Any], network: str | None, err: Console,
                    constrained: str | None = None, plan: bool | None = None) -> RunSettings:
     """Merge flags > project config > user config > defaults; raises UsageError."""
@@ -566,7 +453,7 @@ def register(app: typer.Typer) -> None:
         code = EXIT_USAGE
         try:
             if prompt is None:
-                reason, log_id, unanswered = asyncio.run(run_chat(settings, resume_id, renderer, err))
+                reason, log_id, unanswered = asyncio.run(run_chat(Runner(settings, renderer, err), resume_id))
             else:
                 reason, log_id, unanswered = asyncio.run(run_task(prompt, settings, resume_id, renderer, err))
             code = EXIT_CODES.get(reason, 1)

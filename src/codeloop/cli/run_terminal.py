@@ -267,27 +267,3 @@ def route_typed_line(session: Any, line: str, err: Console) -> None:
     else:
         session.steer(text)
         err.print(f"[dim]steering: {escape(text)}[/]")
-
-
-CHAT_HELP = ("Chat with the agent. Enter sends the message; end a line with \\ to continue it on the next "
-             "line. While the agent works, Enter sends the line as steering and '>> text' queues a "
-             "follow-up. /plan: plan mode (the agent only reads and answers with a plan); /go runs the plan "
-             "(/go TEXT: your edited plan). /help lists the commands, your own /NAME commands too; @shot.png "
-             "attaches an image. Ctrl-C aborts the current turn; Ctrl-C twice (or Ctrl-D, or "
-             "/exit) quits.")
-
-
-async def read_message(terminal: Terminal, out: Console) -> str | None:
-    """One message from the terminal: lines ending in ``\\`` continue; None at end of input."""
-    parts: list[str] = []
-    out.print("[bold green]›[/] ", end="")
-    while True:
-        line = await terminal.lines.get()
-        if line is None:
-            return None
-        if line.endswith("\\"):
-            parts.append(line[:-1])
-            out.print("[dim]…[/] ", end="")
-            continue
-        parts.append(line)
-        return "\n".join(parts)

@@ -11,6 +11,8 @@ from typing import Annotated, TypeVar
 
 import typer
 
+from codeloop.cli.errors import fail
+
 T = TypeVar("T")
 
 sessions_app = typer.Typer(
@@ -36,8 +38,7 @@ def _run(action: Callable[[], T]) -> T:
             typer.echo(f"warning: {w.message}", err=True)
         return value
     except (SessionNotFoundError, RewindRefusedError, WorkspaceError, ValueError, OSError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from None
+        raise fail(str(exc)) from None
 
 
 @sessions_app.command("list")
@@ -82,8 +83,7 @@ def export_command(
 ) -> None:
     """Write a session to stdout as JSONL events or Markdown. Example: codeloop sessions export ID --format md"""
     if fmt not in ("jsonl", "md"):
-        typer.echo(f"error: --format {fmt!r} is not supported; use jsonl or md", err=True)
-        raise typer.Exit(2)
+        raise fail(f"--format {fmt!r} is not supported; use jsonl or md", 2)
     from codeloop.sessions import events_to_jsonl, load_events, to_markdown
 
     events = _run(lambda: load_events(session_id))

@@ -9,6 +9,8 @@ from typing import Any
 
 import typer
 
+from codeloop.cli.errors import fail
+
 spaces_app = typer.Typer(
     name="spaces",
     help="JSON operations/events runtime. Example: codeloop spaces exec --workspace ./ws ops.json",
@@ -24,27 +26,23 @@ keys_app = typer.Typer(
 spaces_app.add_typer(keys_app)
 
 
-def _fail(message: str, code: int = 2) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code)
-
-
 def _load_json(source: str, what: str) -> Any:
     try:
         text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
     except OSError as exc:
-        _fail(f"cannot read {what} {source!r}: {exc.strerror or exc}; pass an existing file or - for stdin")
+        raise fail(f"cannot read {what} {source!r}: {exc.strerror or exc}; pass an existing file or - for stdin",
+                   2) from None
     except UnicodeDecodeError:
-        _fail(f"{what} {source!r} is not UTF-8 text")
+        raise fail(f"{what} {source!r} is not UTF-8 text", 2) from None
     from codeloop.policy.input_limits import InputLimitError, loads_limited
 
     try:
         return loads_limited(text, f"{what} {source!r}")
     except InputLimitError as exc:
-        _fail(str(exc))
+        raise fail(str(exc), 2) from None
     except json.JSONDecodeError as exc:
-        _fail(f"{what} {source!r} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")
-    return None
+        message = f"{what} {source!r} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        raise fail(message, 2) from None
 
 
 @spaces_app.command("exec")
@@ -71,14 +69,14 @@ def exec_command(
     try:
         built = build_policy(config)
     except PolicyConfigError as exc:
-        _fail(f"invalid policy: {exc}")
+        raise fail(f"invalid policy: {exc}", 2) from None
     raw = _load_json(source, "operations message")
     try:
         parse_message(raw)
     except MessageRejectedError as exc:
-        _fail(f"invalid operations message: {exc}")
+        raise fail(f"invalid operations message: {exc}", 2) from None
     if workspace.exists() and not workspace.is_dir():
-        _fail(f"--workspace {str(workspace)!r} is not a directory")
+        raise fail(f"--workspace {str(workspace)!r} is not a directory", 2)
     output = asyncio.run(_exec(raw, workspace, built, set(approve), not no_sandbox))
     typer.echo(json.dumps(output, indent=2, ensure_ascii=False))
 
@@ -127,7 +125,7 @@ def serve_command(
     try:
         serve(host=host, port=port, data_dir=data_dir, database=database, no_auth=no_auth, sandbox=not no_sandbox)
     except ValueError as exc:
-        _fail(str(exc))
+        raise fail(str(exc), 2) from None
 
 
 @keys_app.command("create")
@@ -146,7 +144,7 @@ def keys_create(
     try:
         store = open_store(database, data_dir)
     except ValueError as exc:
-        _fail(str(exc))
+        raise fail(str(exc), 2) from None
     try:
         key_id, secret = store.create_key(name)
     finally:

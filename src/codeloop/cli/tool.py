@@ -16,21 +16,18 @@ from typing import TYPE_CHECKING, TypeVar
 
 import typer
 
+from codeloop.cli.errors import fail
+
 if TYPE_CHECKING:
     from codeloop.environments.base import ExecutionEnvironment
 
 T = TypeVar("T")
 
 
-def _fail(message: str) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(1)
-
-
 def _workspace(cwd: Path) -> Path:
     root = cwd.expanduser()
     if not root.is_dir():
-        raise _fail(f"--cwd {cwd}: not a directory. Pass an existing workspace directory.")
+        raise fail(f"--cwd {cwd}: not a directory. Pass an existing workspace directory.")
     return root.resolve()
 
 
@@ -40,9 +37,9 @@ def _read_patch(source: str) -> str:
     try:
         return Path(source).read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise _fail(f"patch file {source}: not found. Pass a patch file path, or - to read stdin.") from None
+        raise fail(f"patch file {source}: not found. Pass a patch file path, or - to read stdin.") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise _fail(f"patch file {source}: cannot read it ({exc}).") from None
+        raise fail(f"patch file {source}: cannot read it ({exc}).") from None
 
 
 async def _with_env(env: ExecutionEnvironment, work: Awaitable[T]) -> T:
@@ -80,7 +77,7 @@ def apply_patch_command(
         typer.echo(str(exc), err=True)
         raise typer.Exit(1) from None
     except Exception as exc:
-        raise _fail(f"apply-patch failed unexpectedly: {type(exc).__name__}: {exc}") from None
+        raise fail(f"apply-patch failed unexpectedly: {type(exc).__name__}: {exc}") from None
     typer.echo(outcome.summary(), nl=False)
 
 
@@ -109,15 +106,15 @@ def tool_command(
     try:  # the rules of codeloop.environments.factory; a refusal is one line and exit 1
         box = settle_sandbox(sandbox, network, default="full")
     except (SandboxOptionError, SandboxUnavailableError) as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     env = open_environment(root, sandbox=box.mode, network=box.network)
     registry = all_tools_registry()
     try:
         result = asyncio.run(_with_env(env, execute_tool_call(registry, name, args, env)))
     except WorkspaceError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     except Exception as exc:
-        raise _fail(f"tool {name} could not run: {type(exc).__name__}: {exc}") from None
+        raise fail(f"tool {name} could not run: {type(exc).__name__}: {exc}") from None
     if as_json:
         fields = ("output", "full_output_chars", "is_error")
         typer.echo(json.dumps({key: getattr(result, key) for key in fields}, ensure_ascii=False))

@@ -8,23 +8,29 @@
         if result.status == "awaiting_approval":
             result = client.resume(result.runId, "t", "approved")
 
-``AsyncSpacesClient`` has the same methods as coroutines plus ``stream_events``. Both build
-each request with the same :class:`_Calls` table, so the two clients cannot drift apart.
+``AsyncSpacesClient`` has the same methods as coroutines. Each request is written once
+(:class:`_Api`) and becomes a method of both clients, so the two cannot drift apart.
 Errors of the API raise :class:`SpacesAPIError` with its status, code and message.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Concatenate, Generic, Literal, ParamSpec, TypeVar
 from urllib.parse import quote
 
 import httpx
 from pydantic import BaseModel, ConfigDict
 
 from codeloop.spaces.operations import EventsMessage
+
+T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
+P = ParamSpec("P")
 
 
 class Space(BaseModel):
@@ -62,37 +68,103 @@ class SpacesAPIError(Exception):
 
 
 @dataclass(frozen=True)
-class _Call:
+class _Call(Generic[T]):
+    """One request of the API and how its answer is read."""
+
     method: str
     path: str
+    parse: Callable[[httpx.Response], T]
     json: Any = None
     content: bytes | None = None
 
 
-class _Calls:
-    """Every request of the API, built once for both clients."""
+def _as(model: type[M]) -> Callable[[httpx.Response], M]:
+    return lambda response: model.model_validate(response.json())
+
+
+class _Api:
+    """Every request of the API, written once: both clients turn each into a method."""
 
     @staticmethod
-    def create_space(name: str, policy: dict[str, Any] | None, ttl_seconds: int | None) -> _Call:
+    def create_space(name: str = "space", policy: dict[str, Any] | None = None,
+                     ttl_seconds: int | None = None) -> _Call[Space]:
+        """Create a space (policy: ``{"preset": ..., "shell": {...}, ...}``)."""
         body: dict[str, Any] = {"name": name, "policy": policy or {}}
         if ttl_seconds is not None:
             body["ttlSeconds"] = ttl_seconds
-        return _Call("POST", "/v1/spaces", body)
+        return _Call("POST", "/v1/spaces", _as(Space), body)
 
     @staticmethod
-    def run(space_id: str, operations: list[dict[str, Any]]) -> _Call:
-        return _Call("POST", f"/v1/spaces/{space_id}/runs", {"protocolVersion": "1.0", "operations": operations})
+    def list_spaces() -> _Call[list[Space]]:
+        """The key's spaces."""
+        return _Call("GET", "/v1/spaces", lambda r: [Space.model_validate(s) for s in r.json()["spaces"]])
 
     @staticmethod
-    def resume(run_id: str, operation_id: str, decision: str, reason: str | None) -> _Call:
+    def delete_space(space_id: str) -> _Call[None]:
+        """Delete a space and its workspace."""
+        return _Call("DELETE", f"/v1/spaces/{space_id}", lambda r: None)
+
+    @staticmethod
+    def run(space_id: str, operations: list[dict[str, Any]]) -> _Call[EventsMessage]:
+        """Execute operations; returns when the run completes or pauses for approval."""
+        body = {"protocolVersion": "1.0", "operations": operations}
+        return _Call("POST", f"/v1/spaces/{space_id}/runs", _as(EventsMessage), body)
+
+    @staticmethod
+    def resume(run_id: str, operation_id: str, decision: Literal["approved", "denied"],
+               reason: str | None = None) -> _Call[EventsMessage]:
+        """Approve or deny the paused operation; returns the events that followed."""
         approval: dict[str, Any] = {"operationId": operation_id, "decision": decision}
         if reason is not None:
             approval["reason"] = reason
-        return _Call("POST", f"/v1/runs/{run_id}/resume", {"approval": approval})
+        return _Call("POST", f"/v1/runs/{run_id}/resume", _as(EventsMessage), {"approval": approval})
 
     @staticmethod
-    def file(space_id: str, path: str) -> str:
-        return f"/v1/spaces/{space_id}/files/{quote(path)}"
+    def cancel(run_id: str) -> _Call[RunView]:
+        """Cancel a run."""
+        return _Call("POST", f"/v1/runs/{run_id}/cancel", _as(RunView))
+
+    @staticmethod
+    def get_run(run_id: str) -> _Call[RunView]:
+        """A run with all its events."""
+        return _Call("GET", f"/v1/runs/{run_id}", _as(RunView))
+
+    @staticmethod
+    def read_file(space_id: str, path: str) -> _Call[bytes]:
+        """A file's bytes."""
+        return _Call("GET", f"/v1/spaces/{space_id}/files/{quote(path)}", lambda r: r.content)
+
+    @staticmethod
+    def write_file(space_id: str, path: str, data: bytes) -> _Call[int]:
+        """Write a file; returns bytes written."""
+        return _Call("PUT", f"/v1/spaces/{space_id}/files/{quote(path)}", lambda r: int(r.json()["bytesWritten"]),
+                     content=data)
+
+
+def _method(method: Callable[..., Any], build: Callable[..., Any]) -> None:
+    """Give ``method`` the name, doc and parameters of ``build`` (after ``self``), for help()."""
+    functools.update_wrapper(method, build)
+    signature = inspect.signature(build)
+    returns = str(signature.return_annotation).removeprefix("_Call[").removesuffix("]")
+    self = inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY)
+    parameters = [self, *signature.parameters.values()]
+    vars(method)["__signature__"] = signature.replace(parameters=parameters, return_annotation=returns)
+
+
+def _sync(build: Callable[P, _Call[T]]) -> Callable[Concatenate[SpacesClient, P], T]:
+    def method(self: SpacesClient, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return self._send(build(*args, **kwargs))
+
+    _method(method, build)
+    return method
+
+
+def _async(build: Callable[P, _Call[T]]) -> Callable[Concatenate[AsyncSpacesClient, P], Awaitable[T]]:
+    async def method(self: AsyncSpacesClient, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return await self._send(build(*args, **kwargs))
+
+    _method(method, build)
+    return method
 
 
 def _raise_for(response: httpx.Response) -> None:
@@ -151,48 +223,20 @@ class SpacesClient:
         """Close connections."""
         self._http.close()
 
-    def _send(self, call: _Call) -> httpx.Response:
+    def _send(self, call: _Call[T]) -> T:
         response = self._http.request(call.method, call.path, json=call.json, content=call.content)
         _raise_for(response)
-        return response
+        return call.parse(response)
 
-    def create_space(self, name: str = "space", policy: dict[str, Any] | None = None,
-                     ttl_seconds: int | None = None) -> Space:
-        """Create a space (policy: ``{"preset": ..., "shell": {...}, ...}``)."""
-        return Space.model_validate(self._send(_Calls.create_space(name, policy, ttl_seconds)).json())
-
-    def list_spaces(self) -> list[Space]:
-        """The key's spaces."""
-        return [Space.model_validate(s) for s in self._send(_Call("GET", "/v1/spaces")).json()["spaces"]]
-
-    def delete_space(self, space_id: str) -> None:
-        """Delete a space and its workspace."""
-        self._send(_Call("DELETE", f"/v1/spaces/{space_id}"))
-
-    def run(self, space_id: str, operations: list[dict[str, Any]]) -> EventsMessage:
-        """Execute operations; returns when the run completes or pauses for approval."""
-        return EventsMessage.model_validate(self._send(_Calls.run(space_id, operations)).json())
-
-    def resume(self, run_id: str, operation_id: str, decision: Literal["approved", "denied"],
-               reason: str | None = None) -> EventsMessage:
-        """Approve or deny the paused operation; returns the events that followed."""
-        return EventsMessage.model_validate(self._send(_Calls.resume(run_id, operation_id, decision, reason)).json())
-
-    def cancel(self, run_id: str) -> RunView:
-        """Cancel a run."""
-        return RunView.model_validate(self._send(_Call("POST", f"/v1/runs/{run_id}/cancel")).json())
-
-    def get_run(self, run_id: str) -> RunView:
-        """A run with all its events."""
-        return RunView.model_validate(self._send(_Call("GET", f"/v1/runs/{run_id}")).json())
-
-    def read_file(self, space_id: str, path: str) -> bytes:
-        """A file's bytes."""
-        return self._send(_Call("GET", _Calls.file(space_id, path))).content
-
-    def write_file(self, space_id: str, path: str, data: bytes) -> int:
-        """Write a file; returns bytes written."""
-        return int(self._send(_Call("PUT", _Calls.file(space_id, path), content=data)).json()["bytesWritten"])
+    create_space = _sync(_Api.create_space)
+    list_spaces = _sync(_Api.list_spaces)
+    delete_space = _sync(_Api.delete_space)
+    run = _sync(_Api.run)
+    resume = _sync(_Api.resume)
+    cancel = _sync(_Api.cancel)
+    get_run = _sync(_Api.get_run)
+    read_file = _sync(_Api.read_file)
+    write_file = _sync(_Api.write_file)
 
     def stream_events(self, run_id: str, after: int = 0) -> Iterator[dict[str, Any]]:
         """Events of a run as they happen; the last item is ``{"event": "end", "state": ...}``."""
@@ -225,33 +269,20 @@ class AsyncSpacesClient:
         """Close connections."""
         await self._http.aclose()
 
-    async def _send(self, call: _Call) -> httpx.Response:
+    async def _send(self, call: _Call[T]) -> T:
         response = await self._http.request(call.method, call.path, json=call.json, content=call.content)
         _raise_for(response)
-        return response
+        return call.parse(response)
 
-    async def create_space(self, name: str = "space", policy: dict[str, Any] | None = None,
-                           ttl_seconds: int | None = None) -> Space:
-        """Create a space."""
-        return Space.model_validate((await self._send(_Calls.create_space(name, policy, ttl_seconds))).json())
-
-    async def delete_space(self, space_id: str) -> None:
-        """Delete a space and its workspace."""
-        await self._send(_Call("DELETE", f"/v1/spaces/{space_id}"))
-
-    async def run(self, space_id: str, operations: list[dict[str, Any]]) -> EventsMessage:
-        """Execute operations."""
-        return EventsMessage.model_validate((await self._send(_Calls.run(space_id, operations))).json())
-
-    async def resume(self, run_id: str, operation_id: str, decision: Literal["approved", "denied"],
-                     reason: str | None = None) -> EventsMessage:
-        """Approve or deny the paused operation."""
-        call = _Calls.resume(run_id, operation_id, decision, reason)
-        return EventsMessage.model_validate((await self._send(call)).json())
-
-    async def get_run(self, run_id: str) -> RunView:
-        """A run with all its events."""
-        return RunView.model_validate((await self._send(_Call("GET", f"/v1/runs/{run_id}"))).json())
+    create_space = _async(_Api.create_space)
+    list_spaces = _async(_Api.list_spaces)
+    delete_space = _async(_Api.delete_space)
+    run = _async(_Api.run)
+    resume = _async(_Api.resume)
+    cancel = _async(_Api.cancel)
+    get_run = _async(_Api.get_run)
+    read_file = _async(_Api.read_file)
+    write_file = _async(_Api.write_file)
 
     async def stream_events(self, run_id: str, after: int = 0) -> AsyncIterator[dict[str, Any]]:
         """Events of a run as they happen; the last item is ``{"event": "end", "state": ...}``."""

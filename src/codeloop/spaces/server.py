@@ -125,6 +125,10 @@ class SpacesAPI:
             raise ServiceError(401, "unauthorized", "unknown API key")
         return owner
 
+    async def space(self, request: Request) -> SpaceRecord:
+        """The space of the path, when the caller's key owns it (else 404)."""
+        return await self.service.space_for(await self.owner(request), request.path_params["space_id"])
+
     @staticmethod
     async def json_body(request: Request) -> Any:
         body = await request.body()
@@ -162,37 +166,33 @@ class SpacesAPI:
         return JSONResponse(space_json(space, env.network_enforcement), status_code=201)
 
     async def list_spaces(self, request: Request) -> Response:
-        owner = await self.owner(request)
-        spaces = await asyncio.to_thread(self.service.store.list_spaces, owner)
+        spaces = await asyncio.to_thread(self.service.store.list_spaces, await self.owner(request))
         return JSONResponse({"spaces": [space_json(s) for s in spaces]})
 
     async def get_space(self, request: Request) -> Response:
-        space = await self.service.space_for(await self.owner(request), request.path_params["space_id"])
+        space = await self.space(request)
         _, env = await self.service.environment(space)
         return JSONResponse(space_json(space, env.network_enforcement))
 
     async def patch_space(self, request: Request) -> Response:
-        space = await self.service.space_for(await self.owner(request), request.path_params["space_id"])
+        space = await self.space(request)
         body = self.model(PatchSpace, await self.json_body(request))
         return JSONResponse(space_json(await self.service.update_space(space, body.name, body.policy)))
 
     async def delete_space(self, request: Request) -> Response:
-        space = await self.service.space_for(await self.owner(request), request.path_params["space_id"])
-        await self.service.delete_space(space)
+        await self.service.delete_space(await self.space(request))
         return Response(status_code=204)
 
     async def extend_space(self, request: Request) -> Response:
-        space = await self.service.space_for(await self.owner(request), request.path_params["space_id"])
+        space = await self.space(request)
         body = self.model(ExtendSpace, await self.json_body(request))
         return JSONResponse(space_json(await self.service.extend_space(space, body.ttlSeconds)))
 
     async def create_run(self, request: Request) -> Response:
-        space = await self.service.space_for(await self.owner(request), request.path_params["space_id"])
-        return JSONResponse(await self.service.start_run(space, await self.json_body(request)))
+        return JSONResponse(await self.service.start_run(await self.space(request), await self.json_body(request)))
 
     async def list_runs(self, request: Request) -> Response:
-        space = await self.service.space_for(await self.owner(request), request.path_params["space_id"])
-        runs = await asyncio.to_thread(self.service.store.list_runs, space.id)
+        runs = await asyncio.to_thread(self.service.store.list_runs, (await self.space(request)).id)
         return JSONResponse({"runs": [run_summary(r) for r in runs]})
 
     async def get_run(self, request: Request) -> Response:
@@ -248,7 +248,7 @@ class SpacesAPI:
 
     async def _space_path(self, request: Request,
                           access: Literal["read", "write", "delete"]) -> tuple[Any, str, Policy]:
-        space = await self.service.space_for(await self.owner(request), request.path_params["space_id"])
+        space = await self.space(request)
         path = request.path_params["path"]
         why = path_problem(path)
         if why:
