@@ -105,6 +105,26 @@ command = "echo broken >&2; exit 7"
     assert "still here" in done.stdout
 
 
+def test_session_start_and_stop_hooks_are_notified_with_the_session(server, workspace) -> None:
+    log = workspace.parent / "log.jsonl"
+    user_hooks(workspace, f'''
+[[hooks]]
+event = "session_start"
+command = "cat >> {log}; echo >> {log}"
+
+[[hooks]]
+event = "stop"
+command = "cat >> {log}; echo >> {log}"
+''')
+    server.replies.append(text_reply("all done"))
+    done = run(["hi", "--json", "--base-url", server.base_url, *NATIVE], workspace)
+    assert done.returncode == 0, done.stderr
+    start, stop = (json.loads(line) for line in log.read_text().splitlines())
+    session_id = events_of(done.stdout, "session_start")[0]["session_id"]
+    assert start == {"event": "session_start", "workspace": str(workspace), "session_id": session_id}
+    assert stop["event"] == "stop" and stop["reason"] == "completed" and stop["final_text"] == "all done"
+
+
 def test_untrusted_project_hooks_do_not_run_until_trusted(server, workspace) -> None:
     marker = workspace.parent / "ran"
     (workspace / ".codeloop").mkdir()
@@ -132,7 +152,7 @@ def test_post_tool_call_appends_and_matchers_pick_the_calls(server, workspace) -
     user_hooks(workspace, '''
 [[hooks]]
 event = "post_tool_call"
-paths = ["*.py"]
+paths = ["src/*.py"]
 command = "echo LINT: $(python3 -c 'import json,sys; print(json.load(sys.stdin)[\\"arguments\\"][\\"file_path\\"])') ok"
 
 [[hooks]]
@@ -142,7 +162,7 @@ command = "echo shell-hook"
 ''')
     server.replies.extend([
         tool_reply("write_file", {"file_path": "notes.txt", "content": "x\n"}),
-        tool_reply("write_file", {"file_path": "src/app.py", "content": "x = 1\n"}, "call_2"),
+        tool_reply("write_file", {"file_path": str(workspace / "src" / "app.py"), "content": "x = 1\n"}, "call_2"),
         tool_reply("shell", {"command": "echo hi"}, "call_3"),
         text_reply("ok"),
     ])
@@ -150,7 +170,7 @@ command = "echo shell-hook"
     assert done.returncode == 0, done.stderr
     txt, py, shell = tool_results(server, 1)[0], tool_results(server, 2)[1], tool_results(server, 3)[2]
     assert "LINT" not in txt and "shell-hook" not in txt
-    assert "LINT: src/app.py ok" in py and "shell-hook" not in py
+    assert f"LINT: {workspace}/src/app.py ok" in py and "shell-hook" not in py
     assert "hi" in shell and "shell-hook" in shell and "LINT" not in shell
 
 

@@ -24,6 +24,7 @@ would ask about). ``post_tool_call`` is the pipeline's AFTER step (:meth:`Hooks.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import json
 import os
@@ -75,17 +76,18 @@ class Hook:
     source: str = ""
     """Where it was configured (``file:line``), for warnings."""
 
-    def matches(self, call: ToolCallRequest) -> bool:
+    def matches(self, call: ToolCallRequest, workspace: Path) -> bool:
         """Whether this hook runs for ``call`` (tool events only)."""
         if self.tools and not any(fnmatch.fnmatchcase(call.name, p) for p in self.tools):
             return False
         if not self.paths:
             return True
-        return any(fnmatch.fnmatchcase(path, p) for path in call_paths(call) for p in self.paths)
+        return any(fnmatch.fnmatchcase(path, p) for path in call_paths(call, workspace) for p in self.paths)
 
 
-def call_paths(call: ToolCallRequest) -> list[str]:
-    """The workspace paths a call names: ``path``-like arguments and the files of a patch."""
+def call_paths(call: ToolCallRequest, workspace: Path) -> list[str]:
+    """The paths a call names (``path``-like arguments, the files of a patch), relative to
+    ``workspace`` when they lie in it."""
     found: list[str] = []
     for key, value in call.arguments.items():
         if key in ("path", "file_path", "paths", "files") or key.endswith("_path"):
@@ -93,7 +95,13 @@ def call_paths(call: ToolCallRequest) -> list[str]:
                 if isinstance(value, list) else []
         elif key in ("patch", "input") and isinstance(value, str):
             found += [a or b for a, b in _PATCH_PATH.findall(value)]
-    return [p.strip().removeprefix("./") for p in found]
+    relative = []
+    for path in (p.strip() for p in found):
+        if os.path.isabs(path):
+            with contextlib.suppress(ValueError):
+                path = Path(path).relative_to(workspace).as_posix()
+        relative.append(path.removeprefix("./"))
+    return relative
 
 
 @dataclass(frozen=True)
@@ -118,7 +126,7 @@ class Hooks:
         return bool(self.hooks)
 
     def for_event(self, event: str, call: ToolCallRequest | None = None) -> list[Hook]:
-        return [h for h in self.hooks if h.event == event and (call is None or h.matches(call))]
+        return [h for h in self.hooks if h.event == event and (call is None or h.matches(call, self.workspace))]
 
     async def run(self, hook: Hook, payload: dict[str, Any]) -> _Answer:
         """Run one hook with ``payload`` on stdin; never raises."""
