@@ -8,9 +8,9 @@ on stdin, and the host environment filtered like the shell tool's (no secrets).
 
 What a hook answers (exit status, stdout):
 
-- exit 0: fine; stdout may be JSON ``{"decision": "allow"|"deny"|"ask", "message": "..."}``
-  (``pre_tool_call``) or text: appended to the result (``post_tool_call``), added to the
-  prompt (``user_prompt``); ignored for ``session_start`` and ``stop``;
+- exit 0: fine; for ``pre_tool_call`` stdout may be JSON ``{"decision": "allow"|"deny"|"ask",
+  "message": "..."}``; for the others it is text: appended to the result (``post_tool_call``),
+  added to the prompt (``user_prompt``), ignored (``session_start``, ``stop``);
 - exit 2: ``pre_tool_call`` denies, its stderr is the message the model reads;
 - anything else (another status, a timeout, no start): a failed hook. It never stops the
   session: the caller gets a warning, and a failing ``pre_tool_call`` hook sends the call to
@@ -86,15 +86,15 @@ class Hook:
 
 
 def call_paths(call: ToolCallRequest, workspace: Path) -> list[str]:
-    """The paths a call names (``path``-like arguments, the files of a patch), relative to
-    ``workspace`` when they lie in it."""
+    """The paths a call names (``file_path``, ``path``, ``paths``, the files of a patch),
+    relative to ``workspace`` when they lie in it."""
     found: list[str] = []
     for key, value in call.arguments.items():
-        if key in ("path", "file_path", "paths", "files") or key.endswith("_path"):
-            found += [value] if isinstance(value, str) else [v for v in value if isinstance(v, str)] \
-                if isinstance(value, list) else []
-        elif key in ("patch", "input") and isinstance(value, str):
-            found += [a or b for a, b in _PATCH_PATH.findall(value)]
+        if key in ("file_path", "path", "paths"):
+            found += [value] if isinstance(value, str) else [
+                v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+        elif key == "patch" and isinstance(value, str):
+            found += [added or moved for added, moved in _PATCH_PATH.findall(value)]
     relative = []
     for path in (p.strip() for p in found):
         if os.path.isabs(path):
@@ -148,7 +148,7 @@ class Hooks:
             return _Answer("deny", err or out or f"denied by the hook `{hook.command}`")
         if result.exit_code != 0:
             return _Answer(failure=f"{name} failed (exit status {result.exit_code})" + (f": {err[:500]}" if err else ""))
-        if out.startswith("{"):
+        if hook.event == "pre_tool_call" and out.startswith("{"):
             try:
                 answer = json.loads(out)
             except json.JSONDecodeError:
@@ -158,8 +158,7 @@ class Hooks:
                 if decision not in (None, "allow", "deny", "ask"):
                     return _Answer(failure=f"{name} answered decision {decision!r}; use allow, deny or ask")
                 message = answer.get("message")
-                return _Answer(decision, str(message) if message is not None else "",
-                               str(answer.get("context", answer.get("text", ""))))
+                return _Answer(decision, str(message) if message is not None else "")
         return _Answer(text=out)
 
     async def notify(self, event: str, payload: dict[str, Any], warn: Warn) -> list[str]:
@@ -206,8 +205,8 @@ class Hooks:
             answer = await self.run(hook, payload)
             if answer.failure is not None:
                 warn(answer.failure)
-            elif answer.text or answer.message:
-                text += f"\n\n[post_tool_call hook `{hook.command}`]\n{answer.text or answer.message}"
+            elif answer.text:
+                text += f"\n\n[post_tool_call hook `{hook.command}`]\n{answer.text}"
         if text == output.text:
             return output
         return ToolOutput(text, is_error=output.is_error, images=output.images, data=output.data)
