@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
 from chat_server import ChatServer, text_reply, tool_reply
+from test_interactive_tmux import launch
 from test_run_cli import CODELOOP, isolated_env, run
 
 NATIVE = ["--profile", "anthropic", "--approval", "never-ask", "--sandbox", "full"]
@@ -209,3 +212,28 @@ def test_bad_hook_entries_are_clear_config_errors(workspace) -> None:
         done = run(["x"], workspace, {**isolated_env(workspace), "PATH": os.environ["PATH"]})
         assert done.returncode == 2 and expected in done.stderr, done.stderr
         assert "Traceback" not in done.stderr
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_chat_asks_the_user_when_a_hook_says_ask(server: ChatServer, tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    user_hooks(workspace, '''
+[[hooks]]
+event = "pre_tool_call"
+tools = ["shell"]
+command = "echo '{\\"decision\\": \\"ask\\", \\"message\\": \\"the hook wants a human\\"}'"
+''')
+    server.replies.extend([tool_reply("shell", {"command": "touch made"}), text_reply("Made it.")])
+    pane = launch(server, tmp_path, "--approval", "never-ask")
+    try:
+        pane.wait_for("Ctrl-C aborts")
+        pane.type_line("make it")
+        pane.wait_for("the hook wants a human")
+        assert not (workspace / "made").exists()
+        pane.type_line("y")
+        pane.wait_for("Made it.")
+        assert (workspace / "made").exists()
+        pane.type_line("/exit")
+        pane.wait_for("EXITED=0")
+    finally:
+        pane.close()

@@ -31,7 +31,8 @@ The project file comes with the repository, so it is not trusted: its ``sandbox 
     [[hooks]]                      # docs/hooks.md; codeloop.tools.hooks
     event = "post_tool_call"       # session_start, user_prompt, pre_tool_call, post_tool_call, stop
     command = "ruff format --quiet ."
-    tools = ["write_file", "edit_file"]   paths = ["*.py"]   timeout = 30
+    tools = ["write_file", "edit_file"]
+    paths = ["*.py"]
 
 The approval modes and remembered approvals live in :mod:`codeloop.policy.approval_modes`.
 """
@@ -144,6 +145,10 @@ def _unknown(path: Path, text: str, key: str, known: tuple[str, ...], section: s
                        "(remove or rename it)")
 
 
+def _positive_or_none(value: Any) -> bool:
+    return value is None or (isinstance(value, int | float) and not isinstance(value, bool) and value > 0)
+
+
 def _parse_server(path: Path, text: str, name: str, table: Any) -> McpServerConfig:
     section = f"mcp_servers.{name}"
     if not isinstance(table, dict):
@@ -168,7 +173,7 @@ def _parse_server(path: Path, text: str, name: str, table: Any) -> McpServerConf
         raise bad("args", 'a list of strings, e.g. args = ["-m", "server"]')
     if env is not None and not (isinstance(env, dict) and all(isinstance(v, str) for v in env.values())):
         raise bad("env", 'a table of strings, e.g. env = { TOKEN = "..." }')
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0):
+    if not _positive_or_none(timeout):
         raise bad("timeout", "a positive number of seconds")
     return McpServerConfig(name=name, command=command, url=url, args=tuple(args or ()), env=dict(env or {}),
                            timeout=float(timeout) if timeout is not None else 60.0)
@@ -199,7 +204,7 @@ def _parse_hooks(path: Path, text: str, value: Any) -> tuple[Hook, ...]:
             raise bad(f"needs event = one of {', '.join(HOOK_EVENTS)}" + (f", not {event!r}" if event else ""))
         if not isinstance(command, str) or not command.strip():
             raise bad('needs command = "..." (a shell line run in the workspace)')
-        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0):
+        if not _positive_or_none(timeout):
             raise bad("timeout must be a positive number of seconds")
         matchers: dict[str, tuple[str, ...]] = {}
         for key in ("tools", "paths"):
