@@ -225,3 +225,13 @@ async def test_bad_environment_value_is_a_result_and_leaks_no_descriptor(tmp_pat
     )
     assert not r.started and "Could not start" in r.stderr
     assert len(os.listdir("/proc/self/fd")) == before
+
+
+async def test_stdin_data_is_the_command_input_and_never_blocks_one_that_does_not_read(tmp_path: Path) -> None:
+    r = await _run("wc -c", tmp_path, stdin_data=b"x" * 3_000_000)
+    assert r.stdout.strip() == "3000000" and r.exit_code == 0
+    # Far more than a pipe holds, and the command exits without reading it.
+    r = await _run("echo done", tmp_path, stdin_data=b"y" * 3_000_000)
+    assert (r.stdout, r.exit_code, r.timed_out) == ("done\n", 0, False)
+    r = await _run("cat", tmp_path)
+    assert r.stdout == ""  # no stdin_data: /dev/null, as before

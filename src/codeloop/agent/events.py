@@ -195,7 +195,8 @@ class WarningEvent(_Event, kind=EventKind.WARNING):
 
     message: str
     code: str = ""
-    """Machine-readable code: ``context_usage``, ``context_length``, ``tool_recovery``..."""
+    """Machine-readable code: ``context_usage``, ``context_length``, ``tool_recovery``, ``hook``
+    (a hook failed or timed out, docs/hooks.md)..."""
 
 
 @dataclass(frozen=True, kw_only=True)

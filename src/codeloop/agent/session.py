@@ -27,6 +27,7 @@ import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from enum import StrEnum
+from functools import partial
 from typing import Any
 
 from codeloop.agent import events as ev
@@ -55,6 +56,7 @@ from codeloop.policy.approval import Approver
 from codeloop.profiles.base import ProviderProfile
 from codeloop.profiles.prompts import NATIVE_COMPACT
 from codeloop.tools import ToolContext, ToolPolicy, ToolRegistry, TruncationConfig, execute_tool_call
+from codeloop.tools.hooks import Hooks
 from codeloop.tools.pipeline import Checkpoint
 from codeloop.tools.truncation import DEFAULT_TOOL_LIMITS, FALLBACK_CHAR_LIMIT
 
@@ -96,6 +98,7 @@ class Session:
         policy: ToolPolicy | None = None,
         approver: Approver | None = None,
         checkpoint: Checkpoint | None = None,
+        hooks: Hooks | None = None,
         depth: int = 0,
         working_subdir: str = "",
         guards: Sequence[Callable[[], TurnGuard]] = DEFAULT_GUARDS,
@@ -113,6 +116,8 @@ class Session:
         self.approver = approver
         self.checkpoint = checkpoint
         """The pipeline's CHECKPOINT hook (``codeloop.sessions`` sets it to snapshot file writes)."""
+        self.hooks = hooks
+        """The user's ``[[hooks]]`` (:mod:`codeloop.tools.hooks`); their failures are WARNING events."""
         self.depth = depth
         self.working_subdir = working_subdir
         self.guards = tuple(guards)
@@ -249,6 +254,8 @@ class Session:
                 reason = await self._process_one(next_input, images)
                 next_input, images = (self._followups.popleft() if self._followups else None), ()
             self.end_reason = reason
+            if self.hooks:
+                await self._hook("stop", reason=reason, final_text=self.last_text)
             awaiting = reason == "completed" and self.last_text.rstrip().endswith("?")
             self.state = SessionState.AWAITING_INPUT if awaiting else SessionState.IDLE
             self._emit(ev.SessionEnd, state=self.state.value, reason=reason, final_text=self.last_text)
@@ -260,6 +267,9 @@ class Session:
 
     async def _process_one(self, user_input: str, images: tuple[ImageData, ...] = ()) -> str:
         self.state = SessionState.PROCESSING
+        if self.hooks:
+            added = await self._hook("user_prompt", prompt=user_input)
+            user_input = "\n\n".join([user_input, *added])
         self.history.append(UserTurn(user_input, images=images))
         self._emit(ev.UserInput, content=user_input)
         self._drain_steering()
@@ -407,13 +417,25 @@ class Session:
         def on_output(_stream: str, chunk: str) -> None:
             self._emit(ev.ToolCallOutputDelta, call_id=call.id, delta=chunk)
 
+        policy, after = self.policy, None
+        if self.hooks:
+            policy = self.hooks.policy(policy, self.id, self._hook_warning)
+            after = partial(self.hooks.after_call, session_id=self.id, warn=self._hook_warning)
         result = await execute_tool_call(
             self._tools(), call.name, call.arguments, self.environment,
-            policy=self.policy, approver=self.approver, config=self._truncation,
+            policy=policy, approver=self.approver, config=self._truncation,
             ctx=ToolContext(call.id, self.id if self.config.track_reads else None, on_output),
-            on_event=self._tool_event, checkpoint=self.checkpoint,
+            on_event=self._tool_event, checkpoint=self.checkpoint, after=after,
         )
         return CallResult(call.id, call.name, result.output, result.is_error)
+
+    async def _hook(self, event: str, **payload: Any) -> list[str]:
+        """Run the ``event`` hooks (session_start, user_prompt, stop); their texts."""
+        assert self.hooks is not None
+        return await self.hooks.notify(event, {"session_id": self.id, **payload}, self._hook_warning)
+
+    def _hook_warning(self, message: str) -> None:
+        self._emit(ev.WarningEvent, message=message, code="hook")
 
     def _tool_event(self, kind: str, data: dict[str, Any]) -> None:
         """The pipeline's EVENT step, as this session's typed events."""
@@ -476,6 +498,8 @@ class Session:
             await self._gather_prompt_context()
         self._emit(ev.SessionStart, profile=self.profile.id, model=self.profile.model,
                    working_directory=self.environment.working_directory())
+        if self.hooks:
+            await self._hook("session_start")
         await self._resolve_constrained()
 
     async def _gather_prompt_context(self) -> None:

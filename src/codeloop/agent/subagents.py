@@ -72,8 +72,8 @@ class SubagentManager:
         config = dataclasses.replace(
             parent.config, max_turns=max_turns or parent.config.subagent_max_turns)
         child = Session(profile, parent.environment, config, parent.client, policy=parent.policy,
-                        approver=parent.approver, checkpoint=parent.checkpoint, depth=parent.depth + 1,
-                        working_subdir=working_dir or parent.working_subdir)
+                        approver=parent.approver, checkpoint=parent.checkpoint, hooks=parent.hooks,
+                        depth=parent.depth + 1, working_subdir=working_dir or parent.working_subdir)
         handle = SubAgentHandle("agent_" + uuid.uuid4().hex[:8], child, task)
         handle.task = asyncio.create_task(child.submit(task))
         self.agents[handle.id] = handle

@@ -21,6 +21,7 @@ answer, 130 interrupted. Plan mode (``--plan``, ``/plan``, ``/go``) and
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,6 +88,8 @@ class RunSettings:
     """Retries of one model call after a transient failure (``SessionConfig.max_retries``)."""
     plan: bool = False
     """Start in plan mode (``--plan``, ``mode = "plan"``)."""
+    hooks: tuple[Any, ...] = ()
+    """``[[hooks]]`` of the config files (``codeloop.tools.hooks.Hook``; project ones only when trusted)."""
 
 
 class Runner:
@@ -191,7 +194,16 @@ class Runner:
                                # tools to describe, and a small model cannot delegate well.
                                max_subagent_depth=0 if profile.compact else SessionConfig.max_subagent_depth,
                                user_instructions=PLAN_INSTRUCTIONS if self.plan else "")
-        session = Session(profile, environment, config, self.client, policy=policy)
+        from codeloop.policy.approval_modes import ApprovalRequest
+        from codeloop.tools.hooks import Hooks
+
+        async def confirm(call: Any, reason: str) -> bool:
+            # A pre_tool_call hook's "ask" (the approval modes ask through self.terminal themselves).
+            summary = f"{call.name} {json.dumps(call.arguments, ensure_ascii=False)[:300]}"
+            return await self.terminal.ask(ApprovalRequest(call.name, summary, reason, ())) in ("y", "always")
+
+        session = Session(profile, environment, config, self.client, policy=policy, approver=confirm,
+                          hooks=Hooks(s.hooks, s.root))
         if resume is not None:
             session.id = resume  # events (--json, the log) carry the id --resume and rewind take
         def log_failed(exc: Exception) -> None:
@@ -330,7 +342,7 @@ def settle_options(root: Path, flags: dict[str, Any], network: str | None, err: 
     return RunSettings(choice, root, box.mode, box.network, approval, merged["max_turns"] or 0,
                        dict(cfg.mcp_servers), constrained=constrained or "off",
                        max_retries=DEFAULT_RETRIES if retries is None else retries,
-                       plan=plan if plan is not None else cfg.mode == "plan")
+                       plan=plan if plan is not None else cfg.mode == "plan", hooks=cfg.hooks)
 
 
 def one_shot_command(task: str | None, root: Path) -> Any:

@@ -7,7 +7,7 @@ on Linux; ``$CODELOOP_CONFIG_DIR`` replaces the directory) and the workspace's
 broken TOML raises :class:`ConfigError` naming the file, the line and the fix.
 
 The project file comes with the repository, so it is not trusted: its ``sandbox = "full"``,
-``approval = "never-ask"``, ``base_url`` and ``mcp_servers`` are ignored (with a warning in
+``approval = "never-ask"``, ``base_url``, ``mcp_servers`` and ``hooks`` are ignored (with a warning in
 ``CodeloopConfig.warnings``) until the user trusts that exact content with ``codeloop trust``
 (:mod:`codeloop.policy.trust`).
 
@@ -28,6 +28,12 @@ The project file comes with the repository, so it is not trusted: its ``sandbox 
     [mcp_servers.web]              # streamable HTTP
     url = "http://127.0.0.1:9000/mcp"
 
+    [[hooks]]                      # docs/hooks.md; codeloop.tools.hooks
+    event = "post_tool_call"       # session_start, user_prompt, pre_tool_call, post_tool_call, stop
+    command = "ruff format --quiet ."
+    tools = ["write_file", "edit_file"]
+    paths = ["*.py"]
+
 The approval modes and remembered approvals live in :mod:`codeloop.policy.approval_modes`.
 """
 
@@ -43,6 +49,7 @@ from typing import Any
 
 from codeloop.policy.approval_modes import APPROVAL_MODES as APPROVAL_MODES  # re-exported
 from codeloop.policy.trust import is_trusted, untrusted_warning, user_config_dir
+from codeloop.tools.hooks import DEFAULT_HOOK_TIMEOUT, HOOK_EVENTS, TOOL_EVENTS, Hook
 
 SANDBOX_MODES = ("read-only", "workspace-write", "full")
 PROFILES = ("openai", "anthropic", "gemini", "text")
@@ -87,6 +94,8 @@ class CodeloopConfig:
     mode: str | None = None
     """``plan`` (the agent may only read, ``codeloop run --plan``) or ``normal``."""
     mcp_servers: Mapping[str, McpServerConfig] = field(default_factory=dict)
+    hooks: tuple[Hook, ...] = ()
+    """``[[hooks]]`` of both files, the user's first."""
     sources: tuple[str, ...] = ()
     """The files that were read, lowest priority first."""
     warnings: tuple[str, ...] = ()
@@ -96,8 +105,9 @@ class CodeloopConfig:
 _STRING_KEYS = ("model", "provider", "profile", "base_url", "sandbox", "approval", "mode")
 _CHOICES = {"sandbox": SANDBOX_MODES, "approval": APPROVAL_MODES, "profile": PROFILES, "mode": MODES}
 _COUNT_KEYS = {"max_turns": "0: no limit", "max_retries": "0: never retry"}
-_TOP_KEYS = (*_STRING_KEYS, *_COUNT_KEYS, "mcp_servers")
+_TOP_KEYS = (*_STRING_KEYS, *_COUNT_KEYS, "mcp_servers", "hooks")
 _SERVER_KEYS = ("command", "args", "env", "url", "timeout")
+_HOOK_KEYS = ("event", "command", "timeout", "tools", "paths")
 
 
 def user_config_path() -> Path:
@@ -135,6 +145,10 @@ def _unknown(path: Path, text: str, key: str, known: tuple[str, ...], section: s
                        "(remove or rename it)")
 
 
+def _positive_or_none(value: Any) -> bool:
+    return value is None or (isinstance(value, int | float) and not isinstance(value, bool) and value > 0)
+
+
 def _parse_server(path: Path, text: str, name: str, table: Any) -> McpServerConfig:
     section = f"mcp_servers.{name}"
     if not isinstance(table, dict):
@@ -159,10 +173,52 @@ def _parse_server(path: Path, text: str, name: str, table: Any) -> McpServerConf
         raise bad("args", 'a list of strings, e.g. args = ["-m", "server"]')
     if env is not None and not (isinstance(env, dict) and all(isinstance(v, str) for v in env.values())):
         raise bad("env", 'a table of strings, e.g. env = { TOKEN = "..." }')
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0):
+    if not _positive_or_none(timeout):
         raise bad("timeout", "a positive number of seconds")
     return McpServerConfig(name=name, command=command, url=url, args=tuple(args or ()), env=dict(env or {}),
                            timeout=float(timeout) if timeout is not None else 60.0)
+
+
+def _parse_hooks(path: Path, text: str, value: Any) -> tuple[Hook, ...]:
+    headers = [i + 1 for i, line in enumerate(text.splitlines()) if re.match(r"^\s*\[\[\s*hooks\s*\]\]", line)]
+    if not isinstance(value, list):
+        raise ConfigError(f"{_where(path, text, 'hooks')}: hooks must be [[hooks]] tables, e.g.\n"
+                          '[[hooks]]\nevent = "pre_tool_call"\ncommand = "./check.sh"')
+    hooks = []
+    for n, table in enumerate(value):
+        where = f"{path}:{headers[n]}" if n < len(headers) else str(path)
+        name = f"[[hooks]] #{n + 1}"
+
+        def bad(what: str, name: str = name, where: str = where) -> ConfigError:
+            return ConfigError(f"{where}: {name} {what} (see docs/hooks.md)")
+
+        if not isinstance(table, dict):
+            raise bad('must be a table with event = "..." and command = "..."')
+        unknown = [k for k in table if k not in _HOOK_KEYS]
+        if unknown:
+            close = difflib.get_close_matches(unknown[0], _HOOK_KEYS, n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(_HOOK_KEYS)}"
+            raise bad(f"has the unknown key {unknown[0]!r}; {hint} (remove or rename it)")
+        event, command, timeout = table.get("event"), table.get("command"), table.get("timeout")
+        if event not in HOOK_EVENTS:
+            raise bad(f"needs event = one of {', '.join(HOOK_EVENTS)}" + (f", not {event!r}" if event else ""))
+        if not isinstance(command, str) or not command.strip():
+            raise bad('needs command = "..." (a shell line run in the workspace)')
+        if not _positive_or_none(timeout):
+            raise bad("timeout must be a positive number of seconds")
+        matchers: dict[str, tuple[str, ...]] = {}
+        for key in ("tools", "paths"):
+            given = table.get(key, [])
+            if isinstance(given, str):
+                given = [given]
+            if not (isinstance(given, list) and all(isinstance(p, str) and p for p in given)):
+                raise bad(f'{key} must be a list of patterns, e.g. {key} = ["{"shell" if key == "tools" else "*.py"}"]')
+            if given and event not in TOOL_EVENTS:
+                raise bad(f"{key} applies only to pre_tool_call and post_tool_call hooks; remove it")
+            matchers[key] = tuple(given)
+        hooks.append(Hook(event, command, float(timeout) if timeout is not None else DEFAULT_HOOK_TIMEOUT,
+                          source=where, **matchers))
+    return tuple(hooks)
 
 
 def parse_config(text: str, path: Path) -> CodeloopConfig:
@@ -184,6 +240,8 @@ def parse_config(text: str, path: Path) -> CodeloopConfig:
         elif key in _COUNT_KEYS:
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ConfigError(f"{where}: {key} must be a whole number >= 0 ({_COUNT_KEYS[key]})")
+        elif key == "hooks":
+            value = _parse_hooks(path, text, value)
         else:
             if not isinstance(value, dict):
                 raise ConfigError(f"{where}: mcp_servers must be tables: [mcp_servers.NAME]")
@@ -212,9 +270,10 @@ def _read(path: Path) -> tuple[CodeloopConfig, bytes] | None:
 def needs_trust(config: CodeloopConfig) -> dict[str, Any]:
     """The settings of a project file that apply only once the user trusts it: those that
     lower safety (``sandbox = "full"``, ``approval = "never-ask"``), send the API key
-    elsewhere (``base_url``) or start programs (``mcp_servers``)."""
+    elsewhere (``base_url``) or start programs (``mcp_servers``, ``hooks``)."""
     risky = {"sandbox": config.sandbox == "full", "approval": config.approval == "never-ask",
-             "base_url": config.base_url is not None, "mcp_servers": bool(config.mcp_servers)}
+             "base_url": config.base_url is not None, "mcp_servers": bool(config.mcp_servers),
+             "hooks": bool(config.hooks)}
     return {key: getattr(config, key) if key != "mcp_servers" else dict(config.mcp_servers)
             for key, applies in risky.items() if applies}
 
@@ -223,7 +282,7 @@ def merge(low: CodeloopConfig, high: CodeloopConfig) -> CodeloopConfig:
     """``high``'s set keys over ``low``'s; MCP servers merge by name."""
     changes: dict[str, Any] = {k: getattr(high, k) for k in (*_STRING_KEYS, *_COUNT_KEYS) if getattr(high, k) is not None}
     return replace(low, **changes, mcp_servers={**low.mcp_servers, **high.mcp_servers},
-                   sources=low.sources + high.sources, warnings=low.warnings + high.warnings)
+                   hooks=low.hooks + high.hooks, sources=low.sources + high.sources, warnings=low.warnings + high.warnings)
 
 
 def load_config(workspace: Path | str) -> CodeloopConfig:
@@ -241,7 +300,7 @@ def load_config(workspace: Path | str) -> CodeloopConfig:
         loaded, raw = project
         risky = needs_trust(loaded)
         if risky and not is_trusted(path, raw):
-            dropped: dict[str, Any] = {k: {} if k == "mcp_servers" else None for k in risky}
+            dropped: dict[str, Any] = {k: {"mcp_servers": {}, "hooks": ()}.get(k) for k in risky}
             loaded = replace(loaded, **dropped,
                              warnings=(untrusted_warning(path, ", ".join(risky), Path(workspace)),))
         config = merge(config, loaded)

@@ -414,10 +414,12 @@ async def _stop_group(supervisor: _Supervisor) -> None:
 
 async def run_process(argv: list[str], *, cwd: Path, env: dict[str, str], timeout_ms: int, limits: ExecLimits,
                       on_output: OutputCallback | None = None, running: set[int] | None = None,
-                      keep_full_output: bool = True) -> ExecResult:
+                      keep_full_output: bool = True, stdin_data: bytes | None = None) -> ExecResult:
     """Run ``argv`` to completion or timeout and return what it printed (loop spec §4.2, §5.4).
 
-    ``env`` is the complete environment (already filtered, §4.2); stdin is ``/dev/null``.
+    ``env`` is the complete environment (already filtered, §4.2); stdin is ``/dev/null``, or
+    ``stdin_data`` (a hook's event JSON) read from an unlinked temporary file, so a command
+    that never reads it cannot block the writer.
     ``on_output`` receives decoded chunks as they arrive. ``running``, when given, holds the
     process-group id while the command runs, so an owner can kill it from elsewhere
     (``signal_process_group``); the command then ends with ``exit_code == -9``.
@@ -433,10 +435,15 @@ async def run_process(argv: list[str], *, cwd: Path, env: dict[str, str], timeou
     _start_guard()
     out_r, out_w = _open_pipe()
     err_r, err_w = _open_pipe()
+    stdin: int | BinaryIO = subprocess.DEVNULL
     try:
+        if stdin_data is not None:
+            stdin = tempfile.TemporaryFile()  # closed in finally, once Popen has it
+            stdin.write(stdin_data)
+            stdin.seek(0)
         # Popen only forks and execs (no waiting); the asyncio subprocess API would add a
         # transport, protocol and watcher per command for nothing we need.
-        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,  # noqa: ASYNC220
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=stdin,  # noqa: ASYNC220
                                 stdout=out_w, stderr=err_w, start_new_session=True)
     except (OSError, ValueError, TypeError) as exc:
         os.close(out_r)
@@ -448,6 +455,8 @@ async def run_process(argv: list[str], *, cwd: Path, env: dict[str, str], timeou
     finally:
         os.close(out_w)
         os.close(err_w)
+        if not isinstance(stdin, int):
+            stdin.close()
 
     pgid = proc.pid
     _tell_guard(f"+{pgid}")

@@ -1,11 +1,12 @@
 """The tool execution pipeline (loop spec §3.8, §5): one function per step.
 
 ``execute_tool_call`` runs EVENT → LOOKUP → VALIDATE → POLICY → CHECKPOINT → EXECUTE →
-TRUNCATE → EVENT and returns a :class:`ToolCallOutcome`. It never raises for anything a
+AFTER → TRUNCATE → EVENT and returns a :class:`ToolCallOutcome`. It never raises for anything a
 model or a tool can cause: unknown tools, malformed arguments, denied calls and every
 exception of an executor become ``is_error=True`` outcomes whose text says what went wrong.
-(Task cancellation still propagates: it is the caller's decision, not the model's.) EVENT
-and CHECKPOINT are optional hooks of the caller (the agent's events and file snapshots).
+(Task cancellation still propagates: it is the caller's decision, not the model's.) EVENT,
+CHECKPOINT and AFTER are optional steps of the caller (the agent's events, file snapshots and
+``post_tool_call`` hooks, :mod:`codeloop.tools.hooks`).
 
 "Needs approval" is a result, not a blocking callback (STYLE §9): when the policy asks and
 no approver is given, the call does not run and ``result.pending`` holds it; the caller
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractContextManager
 from functools import partial
 from typing import Any
@@ -39,6 +40,10 @@ Checkpoint = Callable[[ToolCallRequest], AbstractContextManager[object]]
 """CHECKPOINT: a context entered right before EXECUTE and left after it, also when the tool
 failed; only calls that passed POLICY reach it. What it raises becomes the call's error."""
 
+AfterCall = Callable[[ToolCallRequest, ToolOutput], Awaitable[ToolOutput]]
+"""AFTER: gets each call that ran and what it produced, returns the output to keep (the
+``post_tool_call`` hooks append to it); must not raise."""
+
 
 class _CallFailed(Exception):
     """Internal: a step ended the call with an error text for the model."""
@@ -60,6 +65,7 @@ async def execute_tool_call(
     ctx: ToolContext | None = None,
     on_event: ToolEventSink | None = None,
     checkpoint: Checkpoint | None = None,
+    after: AfterCall | None = None,
 ) -> ToolCallOutcome:
     """Run one tool call through the whole pipeline; never raises for model or tool errors."""
     ctx = ctx or ToolContext()
@@ -71,6 +77,8 @@ async def execute_tool_call(
         call = ToolCallRequest(name, validate(tool, arguments), ctx.call_id)
         await check_policy(call, env, policy, approver)
         produced = await execute(tool, call.arguments, env, ctx, checkpoint and partial(checkpoint, call))
+        if after is not None:
+            produced = await after(call, produced)
     except _CallFailed as failure:
         produced, pending = ToolOutput(str(failure), is_error=True), failure.pending
     return emit_end(on_event, truncate(name, produced, config, ctx, started, pending))
@@ -86,6 +94,7 @@ async def resume_tool_call(
     ctx: ToolContext | None = None,
     on_event: ToolEventSink | None = None,
     checkpoint: Checkpoint | None = None,
+    after: AfterCall | None = None,
 ) -> ToolCallOutcome:
     """Finish a call held for approval: approved, it runs (LOOKUP and VALIDATE again, for a
     call read back from storage; POLICY is the human's answer); refused, the result says so.
@@ -100,6 +109,8 @@ async def resume_tool_call(
         tool = lookup(registry, name, pending.call.arguments)
         call = ToolCallRequest(name, validate(tool, pending.call.arguments), ctx.call_id)
         produced = await execute(tool, call.arguments, env, ctx, checkpoint and partial(checkpoint, call))
+        if after is not None:
+            produced = await after(call, produced)
     except _CallFailed as failure:
         produced = ToolOutput(str(failure), is_error=True)
     return emit_end(on_event, truncate(name, produced, config, ctx, started))
