@@ -143,6 +143,7 @@ class Runner:
         import asyncio
 
         from codeloop.agent.config import SessionConfig
+        from codeloop.agent.events import SessionEnd
         from codeloop.agent.session import Session
         from codeloop.environments.factory import open_environment
         from codeloop.policy import ApprovalStore, approval_policy
@@ -150,6 +151,7 @@ class Runner:
         from codeloop.policy.plan_mode import plan_mode_policy
         from codeloop.profiles import create_profile
         from codeloop.sessions import record_session
+        from codeloop.tools.jobs import JobTable, add_job_tools
 
         s = self.settings
         store = ApprovalStore(s.root)
@@ -197,6 +199,12 @@ class Runner:
             on_checkpoint_error=lambda message: self.err.print(f"[yellow]warning: checkpoint: {escape(message)}[/]"))
         self.log_id = self.recording.log_id
         session.subscribe(self.renderer)
+        jobs = JobTable()
+        add_job_tools(session.profile.tool_registry, jobs)
+        # A job never outlives its session: closed, aborted or reopened in plan mode.
+        # (SessionEnd also ends each input, with the session idle: jobs go on between inputs.)
+        session.subscribe(lambda event: jobs.kill_all()
+                          if isinstance(event, SessionEnd) and event.state == "closed" else None)
         if self.mcp is not None:
             for problem in await self.mcp.register_tools(session.profile.tool_registry):
                 self.err.print(f"[yellow]warning: {escape(problem)}[/]")
