@@ -421,6 +421,33 @@ def resume_target(root: Path, resume: str | None, continue_: bool) -> str | None
     return str(latest.id)
 
 
+def bare_worktree_option(args: list[str]) -> list[str]:
+    """``codeloop run ... --worktree`` with no NAME (last, or before another option) as
+    ``--worktree=``: click would take the next option itself for the name."""
+    if not args or args[0] != "run":
+        return args
+    return [f"{arg}=" if arg == "--worktree" and (i + 1 == len(args) or args[i + 1].startswith("-")) else arg
+            for i, arg in enumerate(args)]
+
+
+def start_worktree(root: Path, name: str, resume_id: str | None, err: Console) -> Path:
+    """``--worktree [NAME]``: create the worktree and return it as the workspace."""
+    import asyncio
+
+    from codeloop.environments.worktrees import WorktreeError, create
+
+    if resume_id is not None:
+        raise UsageError("--worktree starts a new worktree, so it cannot resume a session: leave out "
+                         "--resume/--continue, or run with --cwd set to the existing worktree")
+    try:
+        made = asyncio.run(create(root, name or None))
+    except WorktreeError as exc:
+        raise UsageError(f"--worktree: {exc}") from None
+    err.print(f"worktree {made.name} at {made.path} on branch {made.branch} (then: codeloop worktrees merge "
+              f"{made.name}, or remove {made.name})", highlight=False, markup=False)
+    return made.path
+
+
 def register(app: typer.Typer) -> None:
     """Add ``codeloop run``."""
 
@@ -457,6 +484,11 @@ def register(app: typer.Typer) -> None:
         output_last_message: Path | None = typer.Option(
             None, "--output-last-message", metavar="FILE",
             help="Write the last assistant message to FILE (atomically; also when the run fails)."),
+        worktree: str | None = typer.Option(
+            None, "--worktree", is_flag=False, flag_value="", metavar="[NAME]",
+            help="Run in a fresh git worktree .codeloop/worktrees/NAME on the new branch codeloop/NAME "
+                 "(no NAME: run-<time>), so several agents can work on one repository; put it after "
+                 "TASK or write --worktree=NAME. See codeloop worktrees."),
         constrained: str | None = typer.Option(
             None, "--constrained",
             help="auto, on or off (default): every reply must be one JSON tool call or a final answer "
@@ -471,6 +503,9 @@ def register(app: typer.Typer) -> None:
         \b
         Plan mode (reads only, answers with a plan; in a chat /go runs it):
           codeloop run --plan "how would you add caching?"
+        In a fresh git worktree on branch codeloop/fix-login, merged afterwards:
+          codeloop run "fix the login bug" --worktree=fix-login
+          codeloop worktrees merge fix-login
         In CI (no terminal: calls needing approval are refused, exit code 4):
           codeloop run "fix the failing test" --json --approval never-ask \\
             --output-last-message answer.md > events.jsonl
@@ -497,6 +532,8 @@ def register(app: typer.Typer) -> None:
             resume_id = resume_target(root, resume, continue_)
             if task is None and mode == "json":
                 raise UsageError("--json needs a TASK: codeloop run \"TASK\" --json")
+            if worktree is not None:
+                settings = dataclasses.replace(settings, root=start_worktree(root, worktree, resume_id, err))
         except (UsageError, OutputPathError) as exc:
             err.print(f"[red]error:[/] {escape(str(exc))}")
             raise typer.Exit(EXIT_USAGE) from None
