@@ -485,7 +485,7 @@ def register(app: typer.Typer) -> None:
             None, "--output-last-message", metavar="FILE",
             help="Write the last assistant message to FILE (atomically; also when the run fails)."),
         worktree: str | None = typer.Option(
-            None, "--worktree", is_flag=False, flag_value="", metavar="[NAME]",
+            None, "--worktree", metavar="[NAME]",
             help="Run in a fresh git worktree .codeloop/worktrees/NAME on the new branch codeloop/NAME "
                  "(no NAME: run-<time>), so several agents can work on one repository; put it after "
                  "TASK or write --worktree=NAME. See codeloop worktrees."),

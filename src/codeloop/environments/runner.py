@@ -28,6 +28,10 @@ process, :func:`_tell_guard`) that SIGKILLs every group still running once codel
 by SIGTERM, SIGINT or SIGKILL alike. Programs a library starts (MCP stdio servers) run under
 :func:`orphan_proof_argv`. The embedded llama-server is meant to stay and uses neither.
 
+**Background jobs** (issue 21): :func:`start_job` starts a command that outlives the tool
+call (:class:`Job`: read its new output, write its stdin, stop it) under the same rules: its
+own group, registered with the guard, marked, output kept within the memory cap.
+
 Over 500 lines and not split: starting, supervising and killing a process (the guard, the
 group, the marked escapees) are one concern that DESIGN.md wants in one place, and every
 piece needs the others' state.
