@@ -10,13 +10,7 @@ from pathlib import Path
 from codeloop.environments.base import ExecLimits
 from codeloop.environments.runner import start_job
 
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(") ", 1)[1][0] != "Z"
-    except OSError:
-        return False
+from .test_runner import _alive as alive
 
 
 async def test_unread_output_is_kept_within_the_cap_as_head_and_tail(tmp_path: Path) -> None:
