@@ -29,7 +29,7 @@ def version() -> None:
 
 def register() -> None:
     # Imports are explicit (no plugin strings) so "what runs here?" has one answer.
-    from codeloop.cli import codali, index, relay, run, sessions, spaces, tool, trust
+    from codeloop.cli import codali, index, relay, run, sessions, spaces, tool, trust, worktrees
 
     tool.register(app)
     run.register(app)
@@ -39,9 +39,14 @@ def register() -> None:
     codali.register(app)
     sessions.register(app)
     trust.register(app)
+    worktrees.register(app)
 
 
 def run_app() -> None:
     """Build the whole command tree and run it on ``sys.argv``."""
+    import sys
+
+    from codeloop.cli.worktrees import bare_worktree_option
+
     register()
-    app()
+    app(args=bare_worktree_option(sys.argv[1:]))

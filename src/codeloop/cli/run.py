@@ -15,7 +15,9 @@ the agent, 4 completed but a call needing approval was not run because no termin
 answer, 130 interrupted. Plan mode (``--plan``, ``/plan``, ``/go``) and
 ``--output-last-message``: ``cli/plan.py``; the chat: ``cli/chat.py``. Custom commands
 (``/NAME args``) and ``@path``: ``cli/commands.py``; images (``--image``, ``@shot.png``):
-``cli/images.py``.
+``cli/images.py``; worktrees: ``cli/worktrees.py``. Just over 500 lines: the Runner wires one
+Session (policy, hooks, jobs, log) from the settings the command builds; apart, each half
+would pass all of them across.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from codeloop.cli.plan import (
     write_last_message,
 )
 from codeloop.cli.run_terminal import Renderer, Terminal, escape, route_typed_line
+from codeloop.cli.worktrees import start_worktree
 
 if TYPE_CHECKING:  # rich and the agent load inside the command: `codeloop --help` stays fast
     from rich.console import Console
@@ -150,6 +153,7 @@ class Runner:
         import asyncio
 
         from codeloop.agent.config import SessionConfig
+        from codeloop.agent.events import SessionEnd
         from codeloop.agent.session import Session
         from codeloop.environments.factory import open_environment
         from codeloop.policy import ApprovalStore, approval_policy
@@ -157,6 +161,7 @@ class Runner:
         from codeloop.policy.plan_mode import plan_mode_policy
         from codeloop.profiles import create_profile
         from codeloop.sessions import record_session
+        from codeloop.tools.jobs import JobTable, add_job_tools
 
         s = self.settings
         store = ApprovalStore(s.root)
@@ -218,6 +223,12 @@ class Runner:
             on_checkpoint_error=lambda message: self.err.print(f"[yellow]warning: checkpoint: {escape(message)}[/]"))
         self.log_id = self.recording.log_id
         session.subscribe(self.renderer)
+        jobs = JobTable()
+        add_job_tools(session.profile.tool_registry, jobs)
+        # A job never outlives its session: closed, aborted or reopened in plan mode.
+        # (SessionEnd also ends each input, with the session idle: jobs go on between inputs.)
+        session.subscribe(lambda event: jobs.kill_all()
+                          if isinstance(event, SessionEnd) and event.state == "closed" else None)
         if self.mcp is not None:
             for problem in await self.mcp.register_tools(session.profile.tool_registry):
                 self.err.print(f"[yellow]warning: {escape(problem)}[/]")
@@ -406,6 +417,11 @@ def register(app: typer.Typer) -> None:
         image: list[Path] | None = typer.Option(
             None, "--image", metavar="FILE",
             help="Attach an image (png, jpg, gif, webp) to the task; repeatable. The model must take images."),
+        worktree: str | None = typer.Option(
+            None, "--worktree", metavar="[NAME]",
+            help="Run in a fresh git worktree .codeloop/worktrees/NAME on the new branch codeloop/NAME "
+                 "(no NAME: run-<time>), so several agents can work on one repository; put it after "
+                 "TASK or write --worktree=NAME. See codeloop worktrees."),
         constrained: str | None = typer.Option(
             None, "--constrained",
             help="auto, on or off (default): every reply must be one JSON tool call or a final answer "
@@ -423,6 +439,9 @@ def register(app: typer.Typer) -> None:
         Images (also @shot.png in a chat message) and custom commands (.codeloop/commands/review.md):
           codeloop run --image shot.png "make the page look like this"
           codeloop run /review src/app.py
+        In a fresh git worktree on branch codeloop/fix-login, merged afterwards:
+          codeloop run "fix the login bug" --worktree=fix-login
+          codeloop worktrees merge fix-login
         In CI (no terminal: calls needing approval are refused, exit code 4):
           codeloop run "fix the failing test" --json --approval never-ask \\
             --output-last-message answer.md > events.jsonl
@@ -453,7 +472,9 @@ def register(app: typer.Typer) -> None:
                 raise UsageError("--json needs a TASK: codeloop run \"TASK\" --json")
             if task is None and image:
                 raise UsageError("--image goes with a TASK; in a chat, name the image in a message: @shot.png")
-            prompt = None if task is None else prepare(task, root, settings.choice)
+            if worktree is not None:
+                settings = dataclasses.replace(settings, root=start_worktree(root, worktree, resume_id, err))
+            prompt = None if task is None else prepare(task, settings.root, settings.choice)
             if prompt is not None and image:
                 prompt = dataclasses.replace(prompt, images=option_images(image, settings.choice) + prompt.images)
         except (UsageError, OutputPathError, CommandError, ImageError) as exc:

@@ -44,7 +44,7 @@ from codeloop.environments.errors import (
 )
 from codeloop.environments.patterns import workspace_glob_pattern
 from codeloop.environments.resolver import check_path_syntax, relative_to_root, resolve_workspace_path
-from codeloop.environments.runner import run_process, signal_process_group
+from codeloop.environments.runner import Job, run_process, signal_process_group, start_job
 from codeloop.environments.safe_open import atomic_write_beneath, read_bytes_beneath, unlink_beneath
 
 BINARY_SNIFF_BYTES = 8192
@@ -269,6 +269,18 @@ class LocalExecutionEnvironment:
         if not redact:
             return result
         return dataclasses.replace(result, stdout=redact(result.stdout), stderr=redact(result.stderr))
+
+    def start_job(self, command: str, working_dir: str | None = None) -> Job:
+        """Start ``command`` in the background as :meth:`exec_command` would run it (same
+        shell, sandbox, filtered environment); raises OSError when it cannot start."""
+        cwd = self.resolve(working_dir or ".", must_exist=True)
+        if not cwd.is_dir():
+            raise IsAFileError(f"Working directory {working_dir!r} is a file, not a directory", path=working_dir)
+        return start_job(self.build_argv(command), cwd=cwd, env=self.command_environment(None), limits=self.limits)
+
+    def redact(self, text: str) -> str:
+        """``text`` with the values of secret environment variables masked (as command output is)."""
+        return self._redact(text) if self._redact else text
 
     # Search ------------------------------------------------------------------------------
 

@@ -28,6 +28,10 @@ process, :func:`_tell_guard`) that SIGKILLs every group still running once codel
 by SIGTERM, SIGINT or SIGKILL alike. Programs a library starts (MCP stdio servers) run under
 :func:`orphan_proof_argv`. The embedded llama-server is meant to stay and uses neither.
 
+**Background jobs** (issue 21): :func:`start_job` starts a command that outlives the tool
+call (:class:`Job`: read its new output, write its stdin, stop it) under the same rules: its
+own group, registered with the guard, marked, output kept within the memory cap.
+
 Over 500 lines and not split: starting, supervising and killing a process (the guard, the
 group, the marked escapees) are one concern that DESIGN.md wants in one place, and every
 piece needs the others' state.
@@ -536,3 +540,105 @@ async def run_process(argv: list[str], *, cwd: Path, env: dict[str, str], timeou
     # Not reaped within REAP_TIMEOUT_S of its SIGKILL (the only way to get here unreaped).
     exit_code = proc.returncode if proc.returncode is not None else -signal.SIGKILL
     return capture.result(exit_code, supervisor.timed_out, start)
+
+
+class Job:
+    """A command left running in the background (issue 21): ``shell`` with ``background: true``.
+
+    Same process tree rules as :func:`run_process`: its own session and group, registered
+    with the group guard, marked with ``CODELOOP_PROCESS`` so that what left the group
+    (``setsid``) is found and killed too. stdout and stderr arrive interleaved on one pipe;
+    what was not read yet is kept within ``limits.memory_cap_bytes`` (head and tail). A
+    reader thread per job, not the event loop, so a job survives the awaits between tool
+    calls without a task of its own."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], marker: str, limits: ExecLimits) -> None:
+        self.proc = proc
+        self.pgid = proc.pid
+        self.marker = marker
+        self.limits = limits
+        self._unread = _HeadTail(limits.memory_cap_bytes)
+        self._lock = threading.Lock()
+        self._news = threading.Event()
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self._reader = threading.Thread(target=self._read, daemon=True, name=f"codeloop-job-{self.pgid}")
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        while data := os.read(fd, _READ_SIZE):
+            with self._lock:
+                self._unread.feed(data)
+            self._news.set()
+        self.proc.wait()
+        self._news.set()
+
+    @property
+    def exit_code(self) -> int | None:
+        """None while the command runs."""
+        return self.proc.poll()
+
+    async def first_output(self, wait_s: float = 1.0) -> str:
+        """Wait up to ``wait_s`` for the first output or the exit, then read."""
+        await asyncio.to_thread(self._news.wait, wait_s)
+        await asyncio.sleep(0.05)  # the rest of a first burst of lines
+        return self.read()
+
+    def read(self) -> str:
+        """What the command printed since the last read (head and tail past the cap)."""
+        with self._lock:
+            unread, self._unread = self._unread, _HeadTail(self.limits.memory_cap_bytes)
+            self._news.clear()
+        return unread.render()
+
+    async def write(self, text: str, close: bool = False) -> None:
+        """Send ``text`` to the command's stdin (then end it when ``close``); raises
+        BrokenPipeError when the command no longer reads its input."""
+        stdin = self.proc.stdin
+        if stdin is None or stdin.closed:
+            raise BrokenPipeError("its input was closed")
+
+        def send() -> None:
+            if text:
+                stdin.write(text.encode())
+                stdin.flush()
+            if close:
+                stdin.close()
+
+        await asyncio.to_thread(send)
+
+    async def stop(self) -> int:
+        """SIGTERM to the group, up to ``limits.kill_grace_ms`` to exit, then SIGKILL to
+        the group and to every process that left it; return the exit code."""
+        if self.proc.poll() is None:
+            signal_process_group(self.pgid, signal.SIGTERM)
+            deadline = time.monotonic() + self.limits.kill_grace_ms / 1000
+            while self.proc.poll() is None and time.monotonic() < deadline:  # noqa: ASYNC110
+                await asyncio.sleep(0.02)
+        self.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            await asyncio.to_thread(self.proc.wait, REAP_TIMEOUT_S)
+        # Its last output: every writer of the pipe is dead now, so the reader sees its end.
+        await asyncio.to_thread(self._reader.join, REAP_TIMEOUT_S)
+        return self.proc.returncode if self.proc.returncode is not None else -signal.SIGKILL
+
+    def kill(self) -> None:
+        """SIGKILL everything the command started, at once (the session is ending)."""
+        if self.proc.returncode is None:  # once reaped, the group id may belong to another
+            signal_process_group(self.pgid, signal.SIGKILL)
+        kill_groups_with(PROCESS_MARKER_VARIABLE, self.marker)
+        if self.proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()
+        _tell_guard(f"-{self.pgid}")
+
+
+def start_job(argv: list[str], *, cwd: Path, env: dict[str, str], limits: ExecLimits) -> Job:
+    """Start ``argv`` as a background :class:`Job`; raises OSError when it cannot start."""
+    marker = f"{_GUARD_TAG}-{uuid.uuid4().hex}"
+    _start_guard()
+    proc = subprocess.Popen(argv, cwd=cwd, env={**env, PROCESS_MARKER_VARIABLE: marker}, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    _tell_guard(f"+{proc.pid}")
+    return Job(proc, marker, limits)

@@ -15,7 +15,9 @@ What a command sees is an allow-list on an empty, read-only root, never the host
 ``/usr`` and the ``/bin``, ``/lib*`` links (``SYSTEM_PATHS``), the ``/etc`` entries
 toolchains need (``ETC_ENTRIES``), the user's toolchains (``toolchain_dirs``: what ``PATH``
 and variables such as ``PYENV_ROOT`` name), an empty read-only ``$HOME``, fresh ``/dev``,
-``/proc`` and ``/tmp``, and the workspace. Other workspaces, the rest of the home
+``/proc`` and ``/tmp``, and the workspace (with, when it is a linked git worktree, the
+repository's git directory that its ``.git`` file points to: read-only, and writable only
+where a commit writes, see :func:`~codeloop.environments.worktrees.git_mounts`). Other workspaces, the rest of the home
 directory and server data directories are not there at all.
 
 Hardening (issue 22; the sandbox is the security boundary, whatever the command policy
@@ -63,6 +65,7 @@ from codeloop.environments.errors import SandboxUnavailableError, WriteDeniedErr
 from codeloop.environments.local import LocalExecutionEnvironment
 from codeloop.environments.resolver import is_within
 from codeloop.environments.seccomp_filter import SeccompUnavailableError, bpf_program
+from codeloop.environments.worktrees import git_mounts
 
 SandboxMode = Literal["read-only", "workspace-write", "full"]
 SANDBOX_MODES: tuple[SandboxMode, ...] = ("read-only", "workspace-write", "full")
@@ -333,8 +336,8 @@ class SandboxedExecutionEnvironment(LocalExecutionEnvironment):
                 below = os.path.relpath(workspace, path).split("/", 1)[0]
                 args += ["--tmpfs", os.path.join(path, below)]
         bind = "--bind" if self.mode == "workspace-write" else "--ro-bind"
-        args += [bind, workspace, workspace, "--remount-ro", "/"]
-        return args
+        args += [bind, workspace, workspace, *git_mounts(workspace, self.mode == "workspace-write")]
+        return [*args, "--remount-ro", "/"]
 
     def build_argv(self, command: str) -> list[str]:
         if self.mode == "full" and self.network:
