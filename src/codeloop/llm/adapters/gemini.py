@@ -74,7 +74,7 @@ from codeloop.llm.errors import (
     QuotaExceededError,
     RateLimitError,
     SDKError,
-    error_from_status_code,
+    error_in_answer,
 )
 from codeloop.llm.sse import SSEEvent, require_final_event
 from codeloop.llm.types import (
@@ -151,17 +151,6 @@ def map_gemini_error(response: httpx.Response, body: bytes) -> SDKError:
     if error.retry_after is None:
         error.retry_after = delay
     return error
-
-
-def map_gemini_stream_error(data: dict[str, Any]) -> SDKError:
-    """An ``{"error": {...}}`` chunk inside a 200 stream → §6 error."""
-    found = data.get("error")
-    error: dict[str, Any] = found if isinstance(found, dict) else {}
-    code, status = error.get("code"), str(error.get("status")) if error.get("status") else None
-    return error_from_status_code(
-        code if isinstance(code, int) else None, str(error.get("message") or "error chunk without a message"),
-        provider=PROVIDER, error_code=status, raw=data, grpc_status=status,
-    )
 
 
 # ---------------------------------------------------------------- request
@@ -500,7 +489,9 @@ class _StreamState:
 
     def on_chunk(self, chunk: dict[str, Any]) -> list[StreamEvent]:
         if "error" in chunk:
-            raise map_gemini_stream_error(chunk)
+            raise error_in_answer(
+                PROVIDER, chunk, chunk["error"], missing="error chunk without a message", code_keys=("status",), grpc=True
+            )
         events: list[StreamEvent] = []
         if not self.started:
             self.started = True

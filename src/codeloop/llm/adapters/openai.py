@@ -51,7 +51,7 @@ from codeloop.llm.adapters.flow import (
     require_api_key,
     unexpected_shape,
 )
-from codeloop.llm.errors import InvalidRequestError, SDKError, error_from_status_code
+from codeloop.llm.errors import InvalidRequestError, SDKError, error_in_answer
 from codeloop.llm.sse import SSEEvent, require_final_event
 from codeloop.llm.types import (
     ContentKind,
@@ -112,10 +112,10 @@ _QUIET_EVENTS = frozenset({
 
 def map_openai_event_error(error: Any, raw: dict[str, Any]) -> SDKError:
     """The error of a ``response.failed`` response or a stream ``error`` event."""
-    fields: dict[str, Any] = error if isinstance(error, dict) else {}
-    code = str(fields.get("code") or fields.get("type") or "server_error")
-    message = str(fields.get("message") or "the response failed without a message")
-    return error_from_status_code(_CODE_STATUS.get(code, 500), message, provider=PROVIDER, error_code=code, raw=raw)
+    return error_in_answer(
+        PROVIDER, raw, error, missing="the response failed without a message", code_keys=("code", "type"),
+        statuses=_CODE_STATUS, default_code="server_error",
+    )
 
 
 # ---------------------------------------------------------------- request

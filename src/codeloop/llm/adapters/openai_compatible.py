@@ -32,7 +32,7 @@ from codeloop.llm.accumulator import StreamAccumulator
 from codeloop.llm.adapters.base import AdapterTimeout
 from codeloop.llm.adapters.content_encoding import data_uri, inline_media, put_present
 from codeloop.llm.adapters.flow import HTTPAdapter, WireCall, decode_json_event
-from codeloop.llm.errors import InvalidRequestError, ProviderError, SDKError, error_from_status_code
+from codeloop.llm.errors import InvalidRequestError, ProviderError, error_in_answer
 from codeloop.llm.sse import SSEEvent, require_final_event
 from codeloop.llm.types import (
     ContentKind,
@@ -84,16 +84,6 @@ def usage_from_wire(usage: Any) -> Usage:
         reasoning_tokens=_opt_int(details.get("reasoning_tokens")) if isinstance(details, dict) else None,
         cache_read_tokens=_opt_int(prompt_details.get("cached_tokens")) if isinstance(prompt_details, dict) else None,
         raw=usage,
-    )
-
-
-def in_band_error(provider: str, body: dict[str, Any]) -> SDKError:
-    """An ``{"error": {...}}`` object inside a 200 body or a stream (llama.cpp does this)."""
-    err = body["error"]
-    code = err.get("code")
-    return error_from_status_code(
-        code if isinstance(code, int) else None, str(err.get("message", "unknown error")), provider=provider,
-        error_code=str(err.get("type")) if err.get("type") else None, raw=body,
     )
 
 
@@ -241,7 +231,7 @@ class OpenAICompatibleAdapter(HTTPAdapter):
     ) -> Response:
         """The unified Response for a ``chat.completion`` object."""
         if isinstance(body.get("error"), dict):
-            raise in_band_error(self._name, body)
+            raise error_in_answer(self._name, body, body["error"], missing="unknown error")
         choices = body.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise self._bad_shape("choices", body)
@@ -303,7 +293,7 @@ class _ChunkState:
             return []
         chunk = decode_json_event(self.provider, sse.data)
         if isinstance(chunk.get("error"), dict):
-            raise in_band_error(self.provider, chunk)
+            raise error_in_answer(self.provider, chunk, chunk["error"], missing="unknown error")
         out: list[StreamEvent] = []
         self.acc.response_id = self.acc.response_id or str(chunk.get("id", ""))
         if isinstance(chunk.get("model"), str):
