@@ -445,12 +445,5 @@ class AnthropicAdapter(HTTPAdapter):
         body, headers, warnings = translate_request(request, stream=stream)
         return WireCall(self._url, body, warnings, headers)
 
-    def parse_response(
-        self, body: dict[str, Any], request: Request, rate_limit: RateLimitInfo | None, warnings: list[Warning]
-    ) -> Response:
-        return parse_message(body, rate_limit=rate_limit, warnings=warnings)
-
-    def new_stream_state(
-        self, request: Request, rate_limit: RateLimitInfo | None, warnings: list[Warning]
-    ) -> _StreamState:
-        return _StreamState(rate_limit, warnings)
+    parser = staticmethod(parse_message)
+    state_type = _StreamState

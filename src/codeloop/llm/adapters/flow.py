@@ -319,6 +319,10 @@ class HTTPAdapter(ABC):
     announces_start = False
     """Whether the flow yields STREAM_START when the answer's headers arrive (for wires
     that have no start event of their own)."""
+    parser: Callable[..., Response]
+    """``parser(body, rate_limit=..., warnings=...)``, called by the default ``parse_response``."""
+    state_type: Callable[[RateLimitInfo | None, list[Warning]], StreamState]
+    """``state_type(rate_limit, warnings)``, called by the default ``new_stream_state``."""
 
     def __init__(
         self, name: str, *, headers: Mapping[str, str], timeout: float | AdapterTimeout | None,
@@ -353,17 +357,17 @@ class HTTPAdapter(ABC):
     def build_call(self, request: Request, *, stream: bool) -> WireCall:
         """The HTTP call for ``request``; ``stream`` asks for an SSE answer."""
 
-    @abstractmethod
     def parse_response(
         self, body: dict[str, Any], request: Request, rate_limit: RateLimitInfo | None, warnings: list[Warning]
     ) -> Response:
         """The :class:`Response` for a 2xx JSON ``body``; a MALFORMED shape is a ProviderError."""
+        return self.parser(body, rate_limit=rate_limit, warnings=warnings)
 
-    @abstractmethod
     def new_stream_state(
         self, request: Request, rate_limit: RateLimitInfo | None, warnings: list[Warning]
     ) -> StreamState:
         """A fresh state for one stream of ``request``."""
+        return self.state_type(rate_limit, warnings)
 
     def map_error(self, response: httpx.Response, body: bytes) -> SDKError:
         """HTTP error → §6 error: the status table, then body message/code signals (§6.4, §7.6)."""

@@ -510,12 +510,5 @@ class OpenAIAdapter(HTTPAdapter):
         body, warnings = translate_request(request, stream=stream)
         return WireCall(self._url, body, warnings)
 
-    def parse_response(
-        self, body: dict[str, Any], request: Request, rate_limit: RateLimitInfo | None, warnings: list[Warning]
-    ) -> Response:
-        return parse_response(body, rate_limit=rate_limit, warnings=warnings)
-
-    def new_stream_state(
-        self, request: Request, rate_limit: RateLimitInfo | None, warnings: list[Warning]
-    ) -> _StreamState:
-        return _StreamState(rate_limit, warnings)
+    parser = staticmethod(parse_response)
+    state_type = _StreamState
