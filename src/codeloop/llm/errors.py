@@ -270,7 +270,9 @@ def error_in_answer(
     fields: dict[str, Any] = error if isinstance(error, dict) else {}
     code = next((str(fields[k]) for k in code_keys if fields.get(k)), default_code)
     number = fields.get("code")
-    status = statuses.get(code or "", 500) if statuses is not None else number if isinstance(number, int) else None
+    status = number if isinstance(number, int) else None
+    if statuses is not None:
+        status = statuses.get(code or "", 500)
     return error_from_status_code(
         status, str(fields.get("message") or missing), provider=provider, error_code=code, raw=raw,
         grpc_status=code if grpc else None,

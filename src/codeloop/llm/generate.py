@@ -117,8 +117,8 @@ def _messages(prompt: str | None, messages: Sequence[Message] | None, system: st
 
 
 _REQUEST_OPTIONS = frozenset({
-    "tool_choice", "response_format", "temperature", "top_p", "max_tokens", "stop_sequences", "reasoning_effort",
-    "provider", "provider_options",
+    "tool_choice", "response_format", "temperature", "top_p", "max_tokens", "stop_sequences",
+    "reasoning_effort", "provider", "provider_options",
 })
 """The GenerateOptions that go into each Request unchanged."""
 

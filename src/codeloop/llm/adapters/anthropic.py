@@ -237,13 +237,10 @@ def translate_request(
         if body["max_tokens"] <= budget:
             body["max_tokens"] = budget + DEFAULT_MAX_TOKENS
     if request.response_format is not None and request.response_format.type != "text":
-        warnings.append(
-            Warning(
-                "anthropic: the Messages API has no JSON mode; response_format was not sent "
-                "(generate_object() puts the schema in the system prompt instead)",
-                code="unsupported_parameter",
-            )
-        )
+        warnings.append(Warning(
+            "anthropic: the Messages API has no JSON mode; response_format was not sent "
+            "(generate_object() puts the schema in the system prompt instead)", code="unsupported_parameter",
+        ))
     if stream:
         body["stream"] = True
     merge_options(body, options, skip=("beta_headers", "auto_cache"))

@@ -490,7 +490,8 @@ class _StreamState:
     def on_chunk(self, chunk: dict[str, Any]) -> list[StreamEvent]:
         if "error" in chunk:
             raise error_in_answer(
-                PROVIDER, chunk, chunk["error"], missing="error chunk without a message", code_keys=("status",), grpc=True
+                PROVIDER, chunk, chunk["error"], missing="error chunk without a message",
+                code_keys=("status",), grpc=True,
             )
         events: list[StreamEvent] = []
         if not self.started:
