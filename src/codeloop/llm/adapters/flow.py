@@ -47,7 +47,7 @@ from codeloop.llm.errors import (
     retry_after_from_headers,
 )
 from codeloop.llm.sse import SSEEvent, aiter_sse
-from codeloop.llm.types import RateLimitInfo, Request, Response, StreamEvent, StreamEventType, Warning
+from codeloop.llm.types import RateLimitInfo, Request, Response, StreamEvent, StreamEventType, Usage, Warning
 
 MALFORMED = (TypeError, ValueError, AttributeError, LookupError)
 """What parsing a provider JSON of the wrong shape can raise; parsers turn these into
@@ -201,6 +201,24 @@ def rate_limit_from_headers(headers: Mapping[str, str], *, now: float | None = N
         _reset_header(headers, time.time() if now is None else now),
     )
     return None if info == RateLimitInfo() else info
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def usage_from(raw: Any, input_key: str, output_key: str) -> Usage:
+    """Usage from an OpenAI-style ``usage`` object (absent → zeros): the two counts, ``total_tokens``,
+    and ``cached_tokens`` / ``reasoning_tokens`` in ``{input_key}_details`` / ``{output_key}_details``."""
+    usage: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    inp, out = _count(usage.get(input_key)) or 0, _count(usage.get(output_key)) or 0
+    cached, reasoning = usage.get(f"{input_key}_details"), usage.get(f"{output_key}_details")
+    return Usage(
+        inp, out, _count(usage.get("total_tokens")) or inp + out,
+        reasoning_tokens=_count(reasoning.get("reasoning_tokens")) if isinstance(reasoning, dict) else None,
+        cache_read_tokens=_count(cached.get("cached_tokens")) if isinstance(cached, dict) else None,
+        raw=usage or None,
+    )
 
 
 # ------------------------------------------------------------ adapter plumbing

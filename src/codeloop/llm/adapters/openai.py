@@ -50,6 +50,7 @@ from codeloop.llm.adapters.flow import (
     decode_json_event,
     require_api_key,
     unexpected_shape,
+    usage_from,
 )
 from codeloop.llm.errors import InvalidRequestError, SDKError, error_in_answer
 from codeloop.llm.sse import SSEEvent, require_final_event
@@ -68,7 +69,6 @@ from codeloop.llm.types import (
     ThinkingData,
     ToolCall,
     ToolCallData,
-    Usage,
     Warning,
     tool_arguments_or_raw,
     tool_call_from_data,
@@ -275,21 +275,6 @@ def translate_request(request: Request, *, stream: bool) -> tuple[dict[str, Any]
 # ---------------------------------------------------------------- response
 
 
-def _usage(raw: Any) -> Usage:
-    usage: dict[str, Any] = raw if isinstance(raw, dict) else {}
-    input_tokens = int(usage.get("input_tokens") or 0)
-    output_tokens = int(usage.get("output_tokens") or 0)
-    in_details = usage.get("input_tokens_details") or {}
-    out_details = usage.get("output_tokens_details") or {}
-    cached = in_details.get("cached_tokens") if isinstance(in_details, dict) else None
-    reasoning = out_details.get("reasoning_tokens") if isinstance(out_details, dict) else None
-    return Usage(
-        input_tokens, output_tokens, int(usage.get("total_tokens") or input_tokens + output_tokens),
-        reasoning_tokens=int(reasoning) if reasoning is not None else None,
-        cache_read_tokens=int(cached) if cached is not None else None, raw=usage or None,
-    )
-
-
 def _reasoning_text(item: dict[str, Any]) -> str:
     pieces = [s.get("text") for s in item.get("summary") or [] if isinstance(s, dict)]
     if not any(pieces):
@@ -354,7 +339,8 @@ def parse_response(
         parts = [p for item in output if isinstance(item, dict) for p in _parts(item, warnings)]
         return Response(
             str(body.get("id") or ""), str(body.get("model") or ""), PROVIDER, Message(Role.ASSISTANT, parts),
-            _finish(body, parts), _usage(body.get("usage")), raw=body, warnings=warnings, rate_limit=rate_limit,
+            _finish(body, parts), usage_from(body.get("usage"), "input_tokens", "output_tokens"), raw=body,
+            warnings=warnings, rate_limit=rate_limit,
         )
     except MALFORMED as exc:
         raise unexpected_shape(PROVIDER, "a response", exc, body) from exc
