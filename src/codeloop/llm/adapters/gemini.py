@@ -412,6 +412,13 @@ def parse_response(
 # ---------------------------------------------------------------- stream
 
 
+_EDGES = {
+    "text": (StreamEventType.TEXT_START, StreamEventType.TEXT_END),
+    "reasoning": (StreamEventType.REASONING_START, StreamEventType.REASONING_END),
+}
+"""The (start, end) events of a text or reasoning segment."""
+
+
 class _StreamState:
     """Turns streamed GenerateContentResponse chunks into events and the final response.
 
@@ -439,27 +446,21 @@ class _StreamState:
         self.segment = 0
         self.started = False
 
+    def _edge(self, kind: str, end: bool) -> StreamEvent:
+        return StreamEvent(_EDGES[kind][end], text_id=str(self.segment) if kind == "text" else None)
+
     def _close(self) -> list[StreamEvent]:
-        if self.open == "text":
-            event = StreamEvent(StreamEventType.TEXT_END, text_id=str(self.segment))
-        elif self.open == "reasoning":
-            event = StreamEvent(StreamEventType.REASONING_END)
-        else:
-            return []
+        events = [] if self.open is None else [self._edge(self.open, True)]
         self.open = None
-        return [event]
+        return events
 
     def _open(self, kind: str) -> list[StreamEvent]:
         if self.open == kind:
             return []
         events = self._close()
         self.open = kind
-        if kind == "text":
-            self.segment += 1
-            events.append(StreamEvent(StreamEventType.TEXT_START, text_id=str(self.segment)))
-        else:
-            events.append(StreamEvent(StreamEventType.REASONING_START))
-        return events
+        self.segment += kind == "text"
+        return [*events, self._edge(kind, False)]
 
     def _append_text(self, part: dict[str, Any]) -> None:
         previous = self.parts[-1] if self.parts else None
