@@ -253,16 +253,11 @@ def translate_contents(
 def _tool_config(request: Request) -> dict[str, Any]:
     if not request.tools:
         return {}
-    body: dict[str, Any] = {
-        "tools": [
-            {
-                "functionDeclarations": [
-                    {"name": t.name, "description": t.description, "parametersJsonSchema": t.parameters}
-                    for t in request.tools
-                ]
-            }
-        ]
-    }
+    declarations = [
+        {"name": t.name, "description": t.description, "parametersJsonSchema": t.parameters}
+        for t in request.tools
+    ]
+    body: dict[str, Any] = {"tools": [{"functionDeclarations": declarations}]}
     choice = request.tool_choice
     if choice is not None:
         mode = {"auto": "AUTO", "none": "NONE", "required": "ANY", "named": "ANY"}[choice.mode]
@@ -331,9 +326,7 @@ def _usage(raw: Any) -> Usage:
 
 
 def _signature_carrier(signature: str) -> ContentPart:
-    return ContentPart(
-        kind=ContentKind.REDACTED_THINKING, thinking=ThinkingData(text="", signature=signature, redacted=True)
-    )
+    return ContentPart(ContentKind.REDACTED_THINKING, thinking=ThinkingData("", signature, redacted=True))
 
 
 def _unified_parts(part: dict[str, Any], warnings: list[Warning]) -> list[ContentPart]:
@@ -342,12 +335,8 @@ def _unified_parts(part: dict[str, Any], warnings: list[Warning]) -> list[Conten
     if "functionCall" in part:
         call = part["functionCall"] if isinstance(part["functionCall"], dict) else {}
         args = call.get("args")
-        data = ToolCallData(
-            id=str(call.get("id") or synthetic_call_id()),
-            name=str(call.get("name") or ""),
-            arguments=args if isinstance(args, dict) else {},
-            signature=signature,
-        )
+        call_id, name = str(call.get("id") or synthetic_call_id()), str(call.get("name") or "")
+        data = ToolCallData(call_id, name, args if isinstance(args, dict) else {}, signature=signature)
         return [ContentPart.of_tool_call(data)]
     if "text" in part:
         text = str(part.get("text") or "")

@@ -147,18 +147,14 @@ def _user_content(part: ContentPart) -> dict[str, Any] | None:
     if part.kind == ContentKind.TEXT:
         return {"type": "input_text", "text": part.text or ""}
     if part.kind == ContentKind.IMAGE and part.image is not None:
-        image: dict[str, Any] = {"type": "input_image", "image_url": data_uri(part.image, "image/png")}
-        image["detail"] = part.image.detail or "auto"
-        return image
+        uri = data_uri(part.image, "image/png")
+        return {"type": "input_image", "image_url": uri, "detail": part.image.detail or "auto"}
     if part.kind == ContentKind.DOCUMENT and part.document is not None:
         doc = part.document
         if doc.data is None and doc.url and not is_local_path(doc.url):
             return {"type": "input_file", "file_url": doc.url}
-        return {
-            "type": "input_file",
-            "filename": doc.file_name or "document.pdf",
-            "file_data": data_uri(doc, "application/pdf"),
-        }
+        uri = data_uri(doc, "application/pdf")
+        return {"type": "input_file", "filename": doc.file_name or "document.pdf", "file_data": uri}
     if part.kind == ContentKind.AUDIO:
         raise InvalidRequestError(
             "openai: the Responses API does not accept audio input parts; transcribe the audio first",
