@@ -3,7 +3,8 @@
 :class:`HTTPAdapter` writes ``complete`` and ``stream`` once: the JSON POST, the SSE stream,
 timeouts, rate-limit headers and error mapping. A wire API (one file each: OpenAI
 Responses, Anthropic Messages, Gemini, Chat Completions) subclasses it and only translates
-(``build_call``, ``parse_response``, ``new_stream_state``, optionally ``map_error``).
+(``build_call``; ``parser`` and ``state_type``, or ``parse_response`` and ``new_stream_state``
+when it needs the request; optionally ``map_error``).
 
 Whatever goes wrong becomes an SDK error here, so that no adapter lets an ``httpx``
 exception, a ``KeyError`` or a ``JSONDecodeError`` escape: a transport failure →
