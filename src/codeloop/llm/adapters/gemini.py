@@ -383,12 +383,10 @@ def parse_response(
                 raise TypeError("'parts' is not a list")
             parts = [p for n in native if isinstance(n, dict) for p in _unified_parts(n, warnings)]
             raw_finish = candidate.get("finishReason")
+            reason = _FINISH.get(str(raw_finish), FinishReason.OTHER)
             if any(p.kind == ContentKind.TOOL_CALL for p in parts):
-                finish = FinishReason(FinishReason.TOOL_CALLS, raw_finish)
-            elif raw_finish is None:
-                finish = FinishReason(FinishReason.OTHER, None)
-            else:
-                finish = FinishReason(_FINISH.get(str(raw_finish), FinishReason.OTHER), str(raw_finish))
+                reason = FinishReason.TOOL_CALLS
+            finish = FinishReason(reason, None if raw_finish is None else str(raw_finish))
         return Response(
             str(body.get("responseId") or ""), str(body.get("modelVersion") or model), PROVIDER,
             Message(Role.ASSISTANT, parts), finish, _usage(body.get("usageMetadata")),
