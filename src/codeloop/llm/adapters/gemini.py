@@ -450,15 +450,9 @@ class _StreamState:
         return [*events, self._edge(kind, False)]
 
     def _append_text(self, part: dict[str, Any]) -> None:
-        previous = self.parts[-1] if self.parts else None
-        same = (
-            previous is not None
-            and "text" in previous
-            and bool(previous.get("thought")) == bool(part.get("thought"))
-            and not previous.get("thoughtSignature")
-            and bool(part.get("text"))
-        )
-        if same and previous is not None:
+        previous = self.parts[-1] if self.parts else {}
+        same_kind = "text" in previous and bool(previous.get("thought")) == bool(part.get("thought"))
+        if same_kind and not previous.get("thoughtSignature") and part.get("text"):
             previous["text"] = str(previous.get("text") or "") + str(part.get("text") or "")
             if part.get("thoughtSignature"):
                 previous["thoughtSignature"] = part["thoughtSignature"]
