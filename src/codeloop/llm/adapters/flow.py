@@ -17,6 +17,9 @@ wrong shape (a :data:`MALFORMED` error in the state) → StreamError; an answer 
 :data:`MAX_ANSWER_BYTES`, or a stream line longer than :data:`MAX_LINE_BYTES`, → a
 non-retryable ProviderError, read no further (memory stays bounded). Rate limits come from
 ``x-ratelimit-*`` / ``anthropic-ratelimit-*`` headers (:func:`rate_limit_from_headers`).
+
+Over 500 lines on purpose: it is everything the four wire adapters share (answer decoding,
+error, rate-limit and usage readers, the flow itself), gathered so each adapter file only translates.
 """
 
 from __future__ import annotations
