@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypeVar
 
 from codeloop.llm.adapters.base import ProviderAdapter
 from codeloop.llm.errors import ConfigurationError
@@ -31,6 +31,8 @@ StreamNext = Callable[[Request], AsyncIterator[StreamEvent]]
 MiddlewareFunction = Callable[[Request, CompleteNext], Awaitable[Response]]
 # A function, or an object with ``complete`` and/or ``stream`` (module docstring): duck-typed.
 Middleware: TypeAlias = MiddlewareFunction | Any
+_Next = TypeVar("_Next")
+_Out = TypeVar("_Out")
 
 
 class Client:
@@ -148,7 +150,7 @@ class Client:
         for mw in reversed(self.middleware):
             method = getattr(mw, "stream", None)
             if method is not None:
-                chain = _bind_stream(method, chain)
+                chain = _bind(method, chain)
         return chain
 
     async def complete(self, request: Request) -> Response:
@@ -181,17 +183,8 @@ def _with_project_header(options: dict[str, Any], project: str | None) -> dict[s
     return {**options, "default_headers": headers}
 
 
-def _bind(method: Callable[[Request, CompleteNext], Awaitable[Response]], inner: CompleteNext) -> CompleteNext:
-    async def call(request: Request) -> Response:
-        return await method(request, inner)
-
-    return call
-
-
-def _bind_stream(
-    method: Callable[[Request, StreamNext], AsyncIterator[StreamEvent]], inner: StreamNext
-) -> StreamNext:
-    def call(request: Request) -> AsyncIterator[StreamEvent]:
+def _bind(method: Callable[[Request, _Next], _Out], inner: _Next) -> Callable[[Request], _Out]:
+    def call(request: Request) -> _Out:
         return method(request, inner)
 
     return call

@@ -86,9 +86,13 @@ def _example_arguments(schema: Mapping[str, Any]) -> str:
     return "{" + ", ".join(parts) + "}"
 
 
+def _form(name: str, schema: Mapping[str, Any]) -> str:
+    return f'{{"tool": "{name}", "arguments": {_example_arguments(schema)}}}'
+
+
 def valid_forms(schemas: Schemas) -> str:
     """The exact valid reply forms, one per line (used in the prompt and in error results)."""
-    lines = [f'{{"tool": "{name}", "arguments": {_example_arguments(schema)}}}' for name, schema in schemas.items()]
+    lines = [_form(name, schema) for name, schema in schemas.items()]
     lines.append('{"final_answer": "<your answer to the user>"}')
     return "\n".join(lines)
 
@@ -118,8 +122,7 @@ class ConstrainedReply:
 
 def _error_call(name: str, raw: str, why: str, schemas: Schemas) -> ToolCall:
     if name in schemas:
-        form = f'{{"tool": "{name}", "arguments": {_example_arguments(schemas[name])}}}'
-        message = f"Invalid reply: {why}. Reply with exactly this form:\n{form}"
+        message = f"Invalid reply: {why}. Reply with exactly this form:\n{_form(name, schemas[name])}"
     else:
         message = f"Invalid reply: {why}. Reply with exactly one of these JSON objects:\n{valid_forms(schemas)}"
     return ToolCall("call_" + uuid.uuid4().hex[:16], name or "invalid_reply", {}, raw, parse_error=message)

@@ -256,6 +256,29 @@ def error_from_status_code(
     )
 
 
+def error_in_answer(
+    provider: str, raw: dict[str, Any], error: Any, *, missing: str, code_keys: tuple[str, ...] = ("type",),
+    statuses: Mapping[str, int] | None = None, default_code: str | None = None, grpc: bool = False,
+) -> SDKError:
+    """The error an answer carries inside a 200 body or stream (it has no HTTP status).
+
+    ``error_code`` is the first of ``code_keys`` set in ``error`` (else ``default_code``);
+    the status is ``statuses[error_code]`` (500 when absent) when a table is given, else
+    ``error["code"]`` when that is a number. ``missing`` stands in for an absent message;
+    ``grpc`` also reads the code as a gRPC status (Gemini).
+    """
+    fields: dict[str, Any] = error if isinstance(error, dict) else {}
+    code = next((str(fields[k]) for k in code_keys if fields.get(k)), default_code)
+    number = fields.get("code")
+    status = number if isinstance(number, int) else None
+    if statuses is not None:
+        status = statuses.get(code or "", 500)
+    return error_from_status_code(
+        status, str(fields.get("message") or missing), provider=provider, error_code=code, raw=raw,
+        grpc_status=code if grpc else None,
+    )
+
+
 def _sharpens(status_cls: type[SDKError], hinted: type[ProviderError]) -> bool:
     """Whether a message signal may override the status class."""
     if status_cls is RateLimitError:

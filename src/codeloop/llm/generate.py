@@ -116,33 +116,34 @@ def _messages(prompt: str | None, messages: Sequence[Message] | None, system: st
     return ([Message.system(system)] if system is not None else []) + conversation
 
 
-def _options(
-    *, model: str, prompt: str | None = None, messages: Sequence[Message] | None = None,
-    system: str | None = None, tools: Sequence[Tool] | None = None, tool_choice: ToolChoice | None = None,
-    max_tool_rounds: int = 1, stop_when: StopCondition | None = None,
-    response_format: ResponseFormat | None = None, temperature: float | None = None,
-    top_p: float | None = None, max_tokens: int | None = None, stop_sequences: list[str] | None = None,
-    reasoning_effort: str | None = None, provider: str | None = None,
-    provider_options: dict[str, Any] | None = None, max_retries: int = 2,
-    retry_policy: RetryPolicy | None = None, timeout: float | TimeoutConfig | None = None,
-    abort_signal: AbortSignal | None = None, client: Client | None = None,
-    repair_tool_call: RepairToolCall | None = None,
-) -> _Options:
+_REQUEST_OPTIONS = frozenset({
+    "tool_choice", "response_format", "temperature", "top_p", "max_tokens", "stop_sequences",
+    "reasoning_effort", "provider", "provider_options",
+})
+"""The GenerateOptions that go into each Request unchanged."""
+
+
+def _options(model: str, prompt: str | None, options: GenerateOptions) -> _Options:
+    unknown = sorted(set(options) - GenerateOptions.__optional_keys__)
+    if unknown:
+        raise TypeError(f"got an unexpected keyword argument {unknown[0]!r}")
+    max_tool_rounds = options.get("max_tool_rounds", 1)
     if max_tool_rounds < 0:
         raise ConfigurationError(f"max_tool_rounds must be 0 or more, got {max_tool_rounds}")
+    timeout = options.get("timeout")
     config = timeout if isinstance(timeout, TimeoutConfig) else TimeoutConfig(total=timeout)
+    tools = options.get("tools")
+    passed: dict[str, Any] = {k: v for k, v in options.items() if k in _REQUEST_OPTIONS}
     base = Request(
-        model=model, messages=_messages(prompt, messages, system), provider=provider,
-        tools=[t.definition for t in tools] if tools else None, tool_choice=tool_choice,
-        response_format=response_format, temperature=temperature, top_p=top_p, max_tokens=max_tokens,
-        stop_sequences=stop_sequences, reasoning_effort=reasoning_effort, provider_options=provider_options,
+        model=model, messages=_messages(prompt, options.get("messages"), options.get("system")),
+        tools=[t.definition for t in tools] if tools else None, **passed,
     )
     return _Options(
-        client=client or get_default_client(), base=base, tools=tuple(tools or ()),
-        max_tool_rounds=max_tool_rounds, stop_when=stop_when,
-        policy=retry_policy or RetryPolicy(max_retries=max_retries), per_step=config.per_step,
-        deadline=None if config.total is None else time.monotonic() + config.total,
-        abort_signal=abort_signal, repair_tool_call=repair_tool_call,
+        client=options.get("client") or get_default_client(), base=base, tools=tuple(tools or ()),
+        max_tool_rounds=max_tool_rounds, stop_when=options.get("stop_when"),
+        policy=options.get("retry_policy") or RetryPolicy(max_retries=options.get("max_retries", 2)),
+        per_step=config.per_step, deadline=None if config.total is None else time.monotonic() + config.total,
+        abort_signal=options.get("abort_signal"), repair_tool_call=options.get("repair_tool_call"),
     )
 
 
@@ -271,7 +272,7 @@ class GenerateOptions(TypedDict, total=False):
 
 async def generate(model: str, prompt: str | None = None, **options: Unpack[GenerateOptions]) -> GenerateResult:
     """Generate a reply, running active tools in a loop (§4.3, §5.6)."""
-    return await _loop(_options(model=model, prompt=prompt, **options))
+    return await _loop(_options(model, prompt, options))
 
 
 class StreamResult:
@@ -364,7 +365,7 @@ class StreamResult:
 
 def stream(model: str, prompt: str | None = None, **options: Unpack[GenerateOptions]) -> StreamResult:
     """Stream a reply, running active tools between steps (§4.4, §5.9)."""
-    return StreamResult(_options(model=model, prompt=prompt, **options))
+    return StreamResult(_options(model, prompt, options))
 
 
 def generate_sync(model: str, prompt: str | None = None, **options: Unpack[GenerateOptions]) -> GenerateResult:

@@ -177,12 +177,16 @@ def stop(model: str, base: Path | None = None) -> bool:
 
 def ensure_local_server(model: str = "0.5b", progress: Progress = _stderr) -> str:
     """Base URL of a healthy local server for ``model``, installing/starting as needed."""
+    return _serving(model, progress).base_url
+
+
+def _serving(model: str, progress: Progress, port: int | None = None) -> ServerState:
     state = running(model)
     if state is not None:
-        return state.base_url
+        return state
     install(model, progress)
     stop(model)  # clear a stale record (dead or unhealthy server)
-    return start(model, progress=progress).base_url
+    return start(model, port, progress)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -216,11 +220,7 @@ def main(argv: list[str] | None = None) -> int:
             binary, weights = install(args.model, _stderr)
             _emit(args.json, {"binary": str(binary), "weights": str(weights)}, str(weights))
         elif args.command == "serve":
-            state = running(args.model)
-            if state is None:
-                install(args.model, _stderr)
-                stop(args.model)
-                state = start(args.model, args.port)
+            state = _serving(args.model, _stderr, args.port)
             _emit(args.json, {**asdict(state), "base_url": state.base_url}, state.base_url)
         elif args.command == "stop":
             stopped = [m for m in models if stop(m)]

@@ -73,10 +73,7 @@ Sleep = Callable[[float], Awaitable[None]]
 
 
 async def retry(
-    call: Callable[[], Awaitable[T]],
-    policy: RetryPolicy | None = None,
-    *,
-    sleep: Sleep = asyncio.sleep,
+    call: Callable[[], Awaitable[T]], policy: RetryPolicy | None = None, *, sleep: Sleep = asyncio.sleep
 ) -> T:
     """Await ``call()`` and retry it per ``policy``; the last error propagates unchanged."""
     policy = policy or RetryPolicy()
@@ -93,9 +90,7 @@ async def retry(
 
 
 async def retry_stream(
-    open_stream: Callable[[], AsyncIterator[T]],
-    policy: RetryPolicy | None = None,
-    *,
+    open_stream: Callable[[], AsyncIterator[T]], policy: RetryPolicy | None = None, *,
     sleep: Sleep = asyncio.sleep,
 ) -> AsyncGenerator[T, None]:
     """Yield from ``open_stream()``, reopening it on a retryable failure before the first item.

@@ -52,10 +52,9 @@ def _content(value: Any) -> str | dict[str, Any] | list[Any]:
     if value is None:
         return ""
     try:
-        json.dumps(value)
+        return json.dumps(value)
     except (TypeError, ValueError):
         return str(value)
-    return json.dumps(value)
 
 
 def _schema_error(schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
@@ -101,12 +100,8 @@ async def _invoke(
 
 
 async def execute_tool_call(
-    tools: Sequence[Tool],
-    call: ToolCall,
-    *,
-    messages: Sequence[Message] = (),
-    abort_signal: AbortSignal | None = None,
-    repair_tool_call: RepairToolCall | None = None,
+    tools: Sequence[Tool], call: ToolCall, *, messages: Sequence[Message] = (),
+    abort_signal: AbortSignal | None = None, repair_tool_call: RepairToolCall | None = None,
     validate: bool = True,
 ) -> ToolResult:
     """Run one call; every failure the model caused becomes an error result."""
@@ -137,23 +132,16 @@ async def execute_tool_call(
 
 
 async def execute_tool_calls(
-    tools: Sequence[Tool],
-    calls: Sequence[ToolCall],
-    *,
-    messages: Sequence[Message] = (),
-    abort_signal: AbortSignal | None = None,
-    repair_tool_call: RepairToolCall | None = None,
+    tools: Sequence[Tool], calls: Sequence[ToolCall], *, messages: Sequence[Message] = (),
+    abort_signal: AbortSignal | None = None, repair_tool_call: RepairToolCall | None = None,
     validate: bool = True,
 ) -> list[ToolResult]:
     """Run all ``calls`` concurrently; results come back in call order (§5.7)."""
-    return list(
-        await asyncio.gather(
-            *(
-                execute_tool_call(
-                    tools, call, messages=messages, abort_signal=abort_signal,
-                    repair_tool_call=repair_tool_call, validate=validate,
-                )
-                for call in calls
-            )
+    runs = (
+        execute_tool_call(
+            tools, call, messages=messages, abort_signal=abort_signal, repair_tool_call=repair_tool_call,
+            validate=validate,
         )
+        for call in calls
     )
+    return list(await asyncio.gather(*runs))

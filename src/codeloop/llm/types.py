@@ -190,9 +190,7 @@ class ContentPart:
     @classmethod
     def of_redacted_thinking(cls, data: str) -> ContentPart:
         """A REDACTED_THINKING part carrying the provider's opaque ``data``."""
-        return cls(
-            kind=ContentKind.REDACTED_THINKING, thinking=ThinkingData(text=data, redacted=True)
-        )
+        return cls(kind=ContentKind.REDACTED_THINKING, thinking=ThinkingData(text=data, redacted=True))
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,20 +228,13 @@ class Message:
 
     @classmethod
     def tool_result(
-        cls,
-        tool_call_id: str,
-        content: str | dict[str, Any] | list[Any],
-        is_error: bool = False,
+        cls, tool_call_id: str, content: str | dict[str, Any] | list[Any], is_error: bool = False,
         name: str | None = None,
     ) -> Message:
         """A TOOL message answering call ``tool_call_id`` (``name``: the tool, for Gemini)."""
         result = ToolResultData(tool_call_id=tool_call_id, content=content, is_error=is_error)
-        return cls(
-            role=Role.TOOL,
-            content=[ContentPart.of_tool_result(result)],
-            name=name,
-            tool_call_id=tool_call_id,
-        )
+        content = [ContentPart.of_tool_result(result)]
+        return cls(role=Role.TOOL, content=content, name=name, tool_call_id=tool_call_id)
 
     @property
     def text(self) -> str:
@@ -262,9 +253,7 @@ class ToolDefinition:
     """Identifier ``[a-zA-Z][a-zA-Z0-9_]*``, at most 64 characters (validated here)."""
     description: str
     """What the tool does, for the model."""
-    parameters: dict[str, Any] = field(
-        default_factory=lambda: {"type": "object", "properties": {}}
-    )
+    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
     """JSON Schema of the arguments; the root must be ``{"type": "object"}``."""
 
     def __post_init__(self) -> None:
@@ -521,9 +510,8 @@ def tool_arguments_or_raw(raw: str) -> dict[str, Any] | str:
 def tool_call_from_data(data: ToolCallData) -> ToolCall:
     """The executable view of ``data``; never raises (bad arguments → ``parse_error``)."""
     if isinstance(data.arguments, dict):
-        return ToolCall(
-            data.id, data.name, data.arguments, json.dumps(data.arguments), signature=data.signature
-        )
+        text = json.dumps(data.arguments)
+        return ToolCall(data.id, data.name, data.arguments, text, signature=data.signature)
     try:
         args = parse_tool_arguments(data.arguments)
     except InvalidToolCallError as exc:
@@ -562,20 +550,14 @@ class Response:
     @property
     def tool_calls(self) -> list[ToolCall]:
         """Tool calls of the reply in order; malformed arguments show as ``parse_error``."""
-        return [
-            tool_call_from_data(p.tool_call)
-            for p in self.message.content
-            if p.kind == ContentKind.TOOL_CALL and p.tool_call is not None
-        ]
+        calls = [p.tool_call for p in self.message.content if p.kind == ContentKind.TOOL_CALL]
+        return [tool_call_from_data(call) for call in calls if call is not None]
 
     @property
     def reasoning(self) -> str | None:
         """Concatenated readable thinking text, or None when there is none."""
-        parts = [
-            p.thinking.text
-            for p in self.message.content
-            if p.kind == ContentKind.THINKING and p.thinking is not None
-        ]
+        thinking = [p.thinking for p in self.message.content if p.kind == ContentKind.THINKING]
+        parts = [t.text for t in thinking if t is not None]
         return "".join(parts) if parts else None
 
 

@@ -54,7 +54,7 @@ from codeloop.llm.adapters.flow import (
     require_api_key,
     unexpected_shape,
 )
-from codeloop.llm.errors import ConfigurationError, InvalidRequestError, SDKError, error_from_status_code
+from codeloop.llm.errors import ConfigurationError, InvalidRequestError, error_in_answer
 from codeloop.llm.sse import SSEEvent, require_final_event
 from codeloop.llm.types import (
     ContentKind,
@@ -105,17 +105,6 @@ _ERROR_TYPE_STATUS = {
     "api_error": 500,
     "overloaded_error": 529,
 }
-
-
-def map_anthropic_stream_error(data: dict[str, Any]) -> SDKError:
-    """An ``error`` event inside a 200 stream (e.g. ``overloaded_error``) → §6 error."""
-    found = data.get("error")
-    error: dict[str, Any] = found if isinstance(found, dict) else {}
-    error_type = str(error.get("type") or "api_error")
-    message = str(error.get("message") or "error event without a message")
-    return error_from_status_code(
-        _ERROR_TYPE_STATUS.get(error_type, 500), message, provider=PROVIDER, error_code=error_type, raw=data
-    )
 
 
 def _media_block(kind: str, media: Any, default_type: str) -> dict[str, Any]:
@@ -248,13 +237,10 @@ def translate_request(
         if body["max_tokens"] <= budget:
             body["max_tokens"] = budget + DEFAULT_MAX_TOKENS
     if request.response_format is not None and request.response_format.type != "text":
-        warnings.append(
-            Warning(
-                "anthropic: the Messages API has no JSON mode; response_format was not sent "
-                "(generate_object() puts the schema in the system prompt instead)",
-                code="unsupported_parameter",
-            )
-        )
+        warnings.append(Warning(
+            "anthropic: the Messages API has no JSON mode; response_format was not sent "
+            "(generate_object() puts the schema in the system prompt instead)", code="unsupported_parameter",
+        ))
     if stream:
         body["stream"] = True
     merge_options(body, options, skip=("beta_headers", "auto_cache"))
@@ -364,7 +350,10 @@ class _StreamState:
             response = parse_message(self.body(), rate_limit=self.rate_limit, warnings=self.warnings)
             return [StreamEvent.finish(response)]
         if kind == "error":
-            raise map_anthropic_stream_error(data)
+            raise error_in_answer(
+                PROVIDER, data, data.get("error"), missing="error event without a message",
+                statuses=_ERROR_TYPE_STATUS, default_code="api_error",
+            )
         if kind == "ping":
             return []
         return [StreamEvent(StreamEventType.PROVIDER_EVENT, raw=data)]
@@ -453,12 +442,5 @@ class AnthropicAdapter(HTTPAdapter):
         body, headers, warnings = translate_request(request, stream=stream)
         return WireCall(self._url, body, warnings, headers)
 
-    def parse_response(
-        self, body: dict[str, Any], request: Request, rate_limit: RateLimitInfo | None, warnings: list[Warning]
-    ) -> Response:
-        return parse_message(body, rate_limit=rate_limit, warnings=warnings)
-
-    def new_stream_state(
-        self, request: Request, rate_limit: RateLimitInfo | None, warnings: list[Warning]
-    ) -> _StreamState:
-        return _StreamState(rate_limit, warnings)
+    parser = staticmethod(parse_message)
+    state_type = _StreamState

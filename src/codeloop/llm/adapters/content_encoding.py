@@ -15,7 +15,7 @@ import base64
 import json
 import mimetypes
 import os
-from collections.abc import Iterable
+from collections.abc import Collection
 from typing import Any
 
 from codeloop.llm.errors import ConfigurationError
@@ -95,7 +95,8 @@ def result_text(content: str | dict[str, Any] | list[Any]) -> str:
 
 
 def merge_options(
-    body: dict[str, Any], options: dict[str, Any] | None, skip: Iterable[str] = (), extend: Iterable[str] = ()
+    body: dict[str, Any], options: dict[str, Any] | None, skip: Collection[str] = (),
+    extend: Collection[str] = (),
 ) -> None:
     """Merge ``options`` into ``body`` in place (§3.6 escape hatch).
 
@@ -104,15 +105,11 @@ def merge_options(
     built); a list under a key in ``extend`` is appended (built-in tools join the function
     tools); anything else replaces the field.
     """
-    if not options:
-        return
-    skipped = set(skip)
-    extended = set(extend)
-    for key, value in options.items():
-        if key in skipped:
+    for key, value in (options or {}).items():
+        if key in skip:
             continue
         current = body.get(key)
-        if key in extended and isinstance(value, list):
+        if key in extend and isinstance(value, list):
             body[key] = [*(current if isinstance(current, list) else []), *value]
         elif isinstance(value, dict) and isinstance(current, dict):
             body[key] = {**current, **value}
@@ -122,9 +119,7 @@ def merge_options(
 
 def options_for(provider_options: dict[str, Any] | None, provider: str) -> dict[str, Any]:
     """The ``provider_options`` entry of ``provider`` (empty when absent or not a dict)."""
-    if not provider_options:
-        return {}
-    value = provider_options.get(provider)
+    value = (provider_options or {}).get(provider)
     if value is None:
         return {}
     if not isinstance(value, dict):

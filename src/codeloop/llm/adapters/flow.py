@@ -3,7 +3,8 @@
 :class:`HTTPAdapter` writes ``complete`` and ``stream`` once: the JSON POST, the SSE stream,
 timeouts, rate-limit headers and error mapping. A wire API (one file each: OpenAI
 Responses, Anthropic Messages, Gemini, Chat Completions) subclasses it and only translates
-(``build_call``, ``parse_response``, ``new_stream_state``, optionally ``map_error``).
+(``build_call``; ``parser`` and ``state_type``, or ``parse_response`` and ``new_stream_state``
+when it needs the request; optionally ``map_error``).
 
 Whatever goes wrong becomes an SDK error here, so that no adapter lets an ``httpx``
 exception, a ``KeyError`` or a ``JSONDecodeError`` escape: a transport failure →
@@ -16,6 +17,9 @@ wrong shape (a :data:`MALFORMED` error in the state) → StreamError; an answer 
 :data:`MAX_ANSWER_BYTES`, or a stream line longer than :data:`MAX_LINE_BYTES`, → a
 non-retryable ProviderError, read no further (memory stays bounded). Rate limits come from
 ``x-ratelimit-*`` / ``anthropic-ratelimit-*`` headers (:func:`rate_limit_from_headers`).
+
+Over 500 lines on purpose: it is everything the four wire adapters share (answer decoding,
+error, rate-limit and usage readers, the flow itself), gathered so each adapter file only translates.
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ from codeloop.llm.errors import (
     retry_after_from_headers,
 )
 from codeloop.llm.sse import SSEEvent, aiter_sse
-from codeloop.llm.types import RateLimitInfo, Request, Response, StreamEvent, StreamEventType, Warning
+from codeloop.llm.types import RateLimitInfo, Request, Response, StreamEvent, StreamEventType, Usage, Warning
 
 MALFORMED = (TypeError, ValueError, AttributeError, LookupError)
 """What parsing a provider JSON of the wrong shape can raise; parsers turn these into
@@ -203,6 +207,24 @@ def rate_limit_from_headers(headers: Mapping[str, str], *, now: float | None = N
     return None if info == RateLimitInfo() else info
 
 
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def usage_from(raw: Any, input_key: str, output_key: str) -> Usage:
+    """Usage from an OpenAI-style ``usage`` object (absent → zeros): the two counts, ``total_tokens``,
+    and ``cached_tokens`` / ``reasoning_tokens`` in ``{input_key}_details`` / ``{output_key}_details``."""
+    usage: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    inp, out = _count(usage.get(input_key)) or 0, _count(usage.get(output_key)) or 0
+    cached, reasoning = usage.get(f"{input_key}_details"), usage.get(f"{output_key}_details")
+    return Usage(
+        inp, out, _count(usage.get("total_tokens")) or inp + out,
+        reasoning_tokens=_count(reasoning.get("reasoning_tokens")) if isinstance(reasoning, dict) else None,
+        cache_read_tokens=_count(cached.get("cached_tokens")) if isinstance(cached, dict) else None,
+        raw=usage or None,
+    )
+
+
 # ------------------------------------------------------------ adapter plumbing
 
 
@@ -319,6 +341,10 @@ class HTTPAdapter(ABC):
     announces_start = False
     """Whether the flow yields STREAM_START when the answer's headers arrive (for wires
     that have no start event of their own)."""
+    parser: Callable[..., Response]
+    """``parser(body, rate_limit=..., warnings=...)``, called by the default ``parse_response``."""
+    state_type: Callable[[RateLimitInfo | None, list[Warning]], StreamState]
+    """``state_type(rate_limit, warnings)``, called by the default ``new_stream_state``."""
 
     def __init__(
         self, name: str, *, headers: Mapping[str, str], timeout: float | AdapterTimeout | None,
@@ -353,17 +379,17 @@ class HTTPAdapter(ABC):
     def build_call(self, request: Request, *, stream: bool) -> WireCall:
         """The HTTP call for ``request``; ``stream`` asks for an SSE answer."""
 
-    @abstractmethod
     def parse_response(
         self, body: dict[str, Any], request: Request, rate_limit: RateLimitInfo | None, warnings: list[Warning]
     ) -> Response:
         """The :class:`Response` for a 2xx JSON ``body``; a MALFORMED shape is a ProviderError."""
+        return self.parser(body, rate_limit=rate_limit, warnings=warnings)
 
-    @abstractmethod
     def new_stream_state(
         self, request: Request, rate_limit: RateLimitInfo | None, warnings: list[Warning]
     ) -> StreamState:
         """A fresh state for one stream of ``request``."""
+        return self.state_type(rate_limit, warnings)
 
     def map_error(self, response: httpx.Response, body: bytes) -> SDKError:
         """HTTP error → §6 error: the status table, then body message/code signals (§6.4, §7.6)."""

@@ -74,7 +74,7 @@ from codeloop.llm.errors import (
     QuotaExceededError,
     RateLimitError,
     SDKError,
-    error_from_status_code,
+    error_in_answer,
 )
 from codeloop.llm.sse import SSEEvent, require_final_event
 from codeloop.llm.types import (
@@ -151,17 +151,6 @@ def map_gemini_error(response: httpx.Response, body: bytes) -> SDKError:
     if error.retry_after is None:
         error.retry_after = delay
     return error
-
-
-def map_gemini_stream_error(data: dict[str, Any]) -> SDKError:
-    """An ``{"error": {...}}`` chunk inside a 200 stream → §6 error."""
-    found = data.get("error")
-    error: dict[str, Any] = found if isinstance(found, dict) else {}
-    code, status = error.get("code"), str(error.get("status")) if error.get("status") else None
-    return error_from_status_code(
-        code if isinstance(code, int) else None, str(error.get("message") or "error chunk without a message"),
-        provider=PROVIDER, error_code=status, raw=data, grpc_status=status,
-    )
 
 
 # ---------------------------------------------------------------- request
@@ -264,16 +253,11 @@ def translate_contents(
 def _tool_config(request: Request) -> dict[str, Any]:
     if not request.tools:
         return {}
-    body: dict[str, Any] = {
-        "tools": [
-            {
-                "functionDeclarations": [
-                    {"name": t.name, "description": t.description, "parametersJsonSchema": t.parameters}
-                    for t in request.tools
-                ]
-            }
-        ]
-    }
+    declarations = [
+        {"name": t.name, "description": t.description, "parametersJsonSchema": t.parameters}
+        for t in request.tools
+    ]
+    body: dict[str, Any] = {"tools": [{"functionDeclarations": declarations}]}
     choice = request.tool_choice
     if choice is not None:
         mode = {"auto": "AUTO", "none": "NONE", "required": "ANY", "named": "ANY"}[choice.mode]
@@ -342,9 +326,7 @@ def _usage(raw: Any) -> Usage:
 
 
 def _signature_carrier(signature: str) -> ContentPart:
-    return ContentPart(
-        kind=ContentKind.REDACTED_THINKING, thinking=ThinkingData(text="", signature=signature, redacted=True)
-    )
+    return ContentPart(ContentKind.REDACTED_THINKING, thinking=ThinkingData("", signature, redacted=True))
 
 
 def _unified_parts(part: dict[str, Any], warnings: list[Warning]) -> list[ContentPart]:
@@ -353,12 +335,8 @@ def _unified_parts(part: dict[str, Any], warnings: list[Warning]) -> list[Conten
     if "functionCall" in part:
         call = part["functionCall"] if isinstance(part["functionCall"], dict) else {}
         args = call.get("args")
-        data = ToolCallData(
-            id=str(call.get("id") or synthetic_call_id()),
-            name=str(call.get("name") or ""),
-            arguments=args if isinstance(args, dict) else {},
-            signature=signature,
-        )
+        call_id, name = str(call.get("id") or synthetic_call_id()), str(call.get("name") or "")
+        data = ToolCallData(call_id, name, args if isinstance(args, dict) else {}, signature=signature)
         return [ContentPart.of_tool_call(data)]
     if "text" in part:
         text = str(part.get("text") or "")
@@ -405,12 +383,10 @@ def parse_response(
                 raise TypeError("'parts' is not a list")
             parts = [p for n in native if isinstance(n, dict) for p in _unified_parts(n, warnings)]
             raw_finish = candidate.get("finishReason")
+            reason = _FINISH.get(str(raw_finish), FinishReason.OTHER)
             if any(p.kind == ContentKind.TOOL_CALL for p in parts):
-                finish = FinishReason(FinishReason.TOOL_CALLS, raw_finish)
-            elif raw_finish is None:
-                finish = FinishReason(FinishReason.OTHER, None)
-            else:
-                finish = FinishReason(_FINISH.get(str(raw_finish), FinishReason.OTHER), str(raw_finish))
+                reason = FinishReason.TOOL_CALLS
+            finish = FinishReason(reason, None if raw_finish is None else str(raw_finish))
         return Response(
             str(body.get("responseId") or ""), str(body.get("modelVersion") or model), PROVIDER,
             Message(Role.ASSISTANT, parts), finish, _usage(body.get("usageMetadata")),
@@ -421,6 +397,13 @@ def parse_response(
 
 
 # ---------------------------------------------------------------- stream
+
+
+_EDGES = {
+    "text": (StreamEventType.TEXT_START, StreamEventType.TEXT_END),
+    "reasoning": (StreamEventType.REASONING_START, StreamEventType.REASONING_END),
+}
+"""The (start, end) events of a text or reasoning segment."""
 
 
 class _StreamState:
@@ -450,38 +433,26 @@ class _StreamState:
         self.segment = 0
         self.started = False
 
+    def _edge(self, kind: str, end: bool) -> StreamEvent:
+        return StreamEvent(_EDGES[kind][end], text_id=str(self.segment) if kind == "text" else None)
+
     def _close(self) -> list[StreamEvent]:
-        if self.open == "text":
-            event = StreamEvent(StreamEventType.TEXT_END, text_id=str(self.segment))
-        elif self.open == "reasoning":
-            event = StreamEvent(StreamEventType.REASONING_END)
-        else:
-            return []
+        events = [] if self.open is None else [self._edge(self.open, True)]
         self.open = None
-        return [event]
+        return events
 
     def _open(self, kind: str) -> list[StreamEvent]:
         if self.open == kind:
             return []
         events = self._close()
         self.open = kind
-        if kind == "text":
-            self.segment += 1
-            events.append(StreamEvent(StreamEventType.TEXT_START, text_id=str(self.segment)))
-        else:
-            events.append(StreamEvent(StreamEventType.REASONING_START))
-        return events
+        self.segment += kind == "text"
+        return [*events, self._edge(kind, False)]
 
     def _append_text(self, part: dict[str, Any]) -> None:
-        previous = self.parts[-1] if self.parts else None
-        same = (
-            previous is not None
-            and "text" in previous
-            and bool(previous.get("thought")) == bool(part.get("thought"))
-            and not previous.get("thoughtSignature")
-            and bool(part.get("text"))
-        )
-        if same and previous is not None:
+        previous = self.parts[-1] if self.parts else {}
+        same_kind = "text" in previous and bool(previous.get("thought")) == bool(part.get("thought"))
+        if same_kind and not previous.get("thoughtSignature") and part.get("text"):
             previous["text"] = str(previous.get("text") or "") + str(part.get("text") or "")
             if part.get("thoughtSignature"):
                 previous["thoughtSignature"] = part["thoughtSignature"]
@@ -500,7 +471,10 @@ class _StreamState:
 
     def on_chunk(self, chunk: dict[str, Any]) -> list[StreamEvent]:
         if "error" in chunk:
-            raise map_gemini_stream_error(chunk)
+            raise error_in_answer(
+                PROVIDER, chunk, chunk["error"], missing="error chunk without a message",
+                code_keys=("status",), grpc=True,
+            )
         events: list[StreamEvent] = []
         if not self.started:
             self.started = True

@@ -50,8 +50,9 @@ from codeloop.llm.adapters.flow import (
     decode_json_event,
     require_api_key,
     unexpected_shape,
+    usage_from,
 )
-from codeloop.llm.errors import InvalidRequestError, SDKError, error_from_status_code
+from codeloop.llm.errors import InvalidRequestError, SDKError, error_in_answer
 from codeloop.llm.sse import SSEEvent, require_final_event
 from codeloop.llm.types import (
     ContentKind,
@@ -68,7 +69,6 @@ from codeloop.llm.types import (
     ThinkingData,
     ToolCall,
     ToolCallData,
-    Usage,
     Warning,
     tool_arguments_or_raw,
     tool_call_from_data,
@@ -112,10 +112,10 @@ _QUIET_EVENTS = frozenset({
 
 def map_openai_event_error(error: Any, raw: dict[str, Any]) -> SDKError:
     """The error of a ``response.failed`` response or a stream ``error`` event."""
-    fields: dict[str, Any] = error if isinstance(error, dict) else {}
-    code = str(fields.get("code") or fields.get("type") or "server_error")
-    message = str(fields.get("message") or "the response failed without a message")
-    return error_from_status_code(_CODE_STATUS.get(code, 500), message, provider=PROVIDER, error_code=code, raw=raw)
+    return error_in_answer(
+        PROVIDER, raw, error, missing="the response failed without a message", code_keys=("code", "type"),
+        statuses=_CODE_STATUS, default_code="server_error",
+    )
 
 
 # ---------------------------------------------------------------- request
@@ -147,18 +147,14 @@ def _user_content(part: ContentPart) -> dict[str, Any] | None:
     if part.kind == ContentKind.TEXT:
         return {"type": "input_text", "text": part.text or ""}
     if part.kind == ContentKind.IMAGE and part.image is not None:
-        image: dict[str, Any] = {"type": "input_image", "image_url": data_uri(part.image, "image/png")}
-        image["detail"] = part.image.detail or "auto"
-        return image
+        uri = data_uri(part.image, "image/png")
+        return {"type": "input_image", "image_url": uri, "detail": part.image.detail or "auto"}
     if part.kind == ContentKind.DOCUMENT and part.document is not None:
         doc = part.document
         if doc.data is None and doc.url and not is_local_path(doc.url):
             return {"type": "input_file", "file_url": doc.url}
-        return {
-            "type": "input_file",
-            "filename": doc.file_name or "document.pdf",
-            "file_data": data_uri(doc, "application/pdf"),
-        }
+        uri = data_uri(doc, "application/pdf")
+        return {"type": "input_file", "filename": doc.file_name or "document.pdf", "file_data": uri}
     if part.kind == ContentKind.AUDIO:
         raise InvalidRequestError(
             "openai: the Responses API does not accept audio input parts; transcribe the audio first",
@@ -275,21 +271,6 @@ def translate_request(request: Request, *, stream: bool) -> tuple[dict[str, Any]
 # ---------------------------------------------------------------- response
 
 
-def _usage(raw: Any) -> Usage:
-    usage: dict[str, Any] = raw if isinstance(raw, dict) else {}
-    input_tokens = int(usage.get("input_tokens") or 0)
-    output_tokens = int(usage.get("output_tokens") or 0)
-    in_details = usage.get("input_tokens_details") or {}
-    out_details = usage.get("output_tokens_details") or {}
-    cached = in_details.get("cached_tokens") if isinstance(in_details, dict) else None
-    reasoning = out_details.get("reasoning_tokens") if isinstance(out_details, dict) else None
-    return Usage(
-        input_tokens, output_tokens, int(usage.get("total_tokens") or input_tokens + output_tokens),
-        reasoning_tokens=int(reasoning) if reasoning is not None else None,
-        cache_read_tokens=int(cached) if cached is not None else None, raw=usage or None,
-    )
-
-
 def _reasoning_text(item: dict[str, Any]) -> str:
     pieces = [s.get("text") for s in item.get("summary") or [] if isinstance(s, dict)]
     if not any(pieces):
@@ -354,7 +335,8 @@ def parse_response(
         parts = [p for item in output if isinstance(item, dict) for p in _parts(item, warnings)]
         return Response(
             str(body.get("id") or ""), str(body.get("model") or ""), PROVIDER, Message(Role.ASSISTANT, parts),
-            _finish(body, parts), _usage(body.get("usage")), raw=body, warnings=warnings, rate_limit=rate_limit,
+            _finish(body, parts), usage_from(body.get("usage"), "input_tokens", "output_tokens"), raw=body,
+            warnings=warnings, rate_limit=rate_limit,
         )
     except MALFORMED as exc:
         raise unexpected_shape(PROVIDER, "a response", exc, body) from exc
@@ -510,12 +492,5 @@ class OpenAIAdapter(HTTPAdapter):
         body, warnings = translate_request(request, stream=stream)
         return WireCall(self._url, body, warnings)
 
-    def parse_response(
-        self, body: dict[str, Any], request: Request, rate_limit: RateLimitInfo | None, warnings: list[Warning]
-    ) -> Response:
-        return parse_response(body, rate_limit=rate_limit, warnings=warnings)
-
-    def new_stream_state(
-        self, request: Request, rate_limit: RateLimitInfo | None, warnings: list[Warning]
-    ) -> _StreamState:
-        return _StreamState(rate_limit, warnings)
+    parser = staticmethod(parse_response)
+    state_type = _StreamState

@@ -31,8 +31,8 @@ import httpx
 from codeloop.llm.accumulator import StreamAccumulator
 from codeloop.llm.adapters.base import AdapterTimeout
 from codeloop.llm.adapters.content_encoding import data_uri, inline_media, put_present
-from codeloop.llm.adapters.flow import HTTPAdapter, WireCall, decode_json_event
-from codeloop.llm.errors import InvalidRequestError, ProviderError, SDKError, error_from_status_code
+from codeloop.llm.adapters.flow import HTTPAdapter, WireCall, decode_json_event, usage_from
+from codeloop.llm.errors import InvalidRequestError, ProviderError, error_in_answer
 from codeloop.llm.sse import SSEEvent, require_final_event
 from codeloop.llm.types import (
     ContentKind,
@@ -62,6 +62,9 @@ _FINISH = {
 }
 
 
+_USAGE = ("prompt_tokens", "completion_tokens")
+
+
 def finish_reason(raw: str | None, has_tool_calls: bool) -> FinishReason:
     """Unified finish reason; tool calls win over a plain ``stop`` (Ollama sends ``stop``)."""
     if has_tool_calls and raw in (None, "stop"):
@@ -69,40 +72,6 @@ def finish_reason(raw: str | None, has_tool_calls: bool) -> FinishReason:
     if raw is None:
         return FinishReason(FinishReason.OTHER, None)
     return FinishReason(_FINISH.get(raw, FinishReason.OTHER), raw)
-
-
-def usage_from_wire(usage: Any) -> Usage:
-    """Usage from a Chat Completions ``usage`` object (absent → zeros)."""
-    if not isinstance(usage, dict):
-        return Usage()
-    inp = _int(usage.get("prompt_tokens"))
-    out = _int(usage.get("completion_tokens"))
-    details = usage.get("completion_tokens_details")
-    prompt_details = usage.get("prompt_tokens_details")
-    return Usage(
-        inp, out, _int(usage.get("total_tokens")) or inp + out,
-        reasoning_tokens=_opt_int(details.get("reasoning_tokens")) if isinstance(details, dict) else None,
-        cache_read_tokens=_opt_int(prompt_details.get("cached_tokens")) if isinstance(prompt_details, dict) else None,
-        raw=usage,
-    )
-
-
-def in_band_error(provider: str, body: dict[str, Any]) -> SDKError:
-    """An ``{"error": {...}}`` object inside a 200 body or a stream (llama.cpp does this)."""
-    err = body["error"]
-    code = err.get("code")
-    return error_from_status_code(
-        code if isinstance(code, int) else None, str(err.get("message", "unknown error")), provider=provider,
-        error_code=str(err.get("type")) if err.get("type") else None, raw=body,
-    )
-
-
-def _opt_int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _int(value: Any) -> int:
-    return _opt_int(value) or 0
 
 
 class OpenAICompatibleAdapter(HTTPAdapter):
@@ -241,7 +210,7 @@ class OpenAICompatibleAdapter(HTTPAdapter):
     ) -> Response:
         """The unified Response for a ``chat.completion`` object."""
         if isinstance(body.get("error"), dict):
-            raise in_band_error(self._name, body)
+            raise error_in_answer(self._name, body, body["error"], missing="unknown error")
         choices = body.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise self._bad_shape("choices", body)
@@ -267,7 +236,7 @@ class OpenAICompatibleAdapter(HTTPAdapter):
         has_calls = any(p.kind == ContentKind.TOOL_CALL for p in parts)
         return Response(
             str(body.get("id", "")), str(body.get("model", "")), self._name, Message(Role.ASSISTANT, parts),
-            finish_reason(choices[0].get("finish_reason"), has_calls), usage_from_wire(body.get("usage")),
+            finish_reason(choices[0].get("finish_reason"), has_calls), usage_from(body.get("usage"), *_USAGE),
             raw=body, warnings=warnings, rate_limit=rate_limit,
         )
 
@@ -303,13 +272,13 @@ class _ChunkState:
             return []
         chunk = decode_json_event(self.provider, sse.data)
         if isinstance(chunk.get("error"), dict):
-            raise in_band_error(self.provider, chunk)
+            raise error_in_answer(self.provider, chunk, chunk["error"], missing="unknown error")
         out: list[StreamEvent] = []
         self.acc.response_id = self.acc.response_id or str(chunk.get("id", ""))
         if isinstance(chunk.get("model"), str):
             self.acc.model = chunk["model"]
         if isinstance(chunk.get("usage"), dict):
-            self.usage = usage_from_wire(chunk["usage"])
+            self.usage = usage_from(chunk["usage"], *_USAGE)
         choices = chunk.get("choices")
         first = choices[0] if isinstance(choices, list) and choices else None
         choice: dict[str, Any] = first if isinstance(first, dict) else {}
