@@ -96,19 +96,16 @@ def local_base_url(model: str) -> str:
     return done.stdout.strip().splitlines()[-1]
 
 
-def run_one(agent: str, template: str, task_dir: Path, base_url: str, model: str, timeout: int) -> Outcome:
-    # A fixed path per task, not a random temp name: the workspace path is part of the agent's
-    # prompt, and a different path alone changes what a temperature-0 model writes.
-    workdir = WORK_ROOT / task_dir.name
-    shutil.rmtree(workdir, ignore_errors=True)
-    workdir.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(task_dir / "setup", workdir)
-    instruction = (task_dir / "task.txt").read_text().strip()
+def run_agent(template: str, instruction: str, workdir: Path, base_url: str, model: str, timeout: int,
+              env: dict[str, str] | None = None) -> tuple[float, str]:
+    """Run one agent command template on ``instruction`` in ``workdir`` (also its working
+    directory) with ``env`` (default: this process's environment); return (seconds, note), the
+    note empty unless the command failed or timed out."""
     command = template.format(
         task=shlex.quote(instruction), workdir=shlex.quote(str(workdir)),
         base_url=shlex.quote(base_url), model=shlex.quote(model),
     )
-    env = dict(os.environ)
+    env = dict(os.environ if env is None else env)
     # Point litellm-based peers at the same server; keys are dummies for a local server.
     env.update({"OPENAI_API_BASE": base_url, "OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "sk-local",
                 "MSWEA_CONFIGURED": "true", "MSWEA_COST_TRACKING": "ignore_errors"})
@@ -126,10 +123,41 @@ def run_one(agent: str, template: str, task_dir: Path, base_url: str, model: str
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
         note = f"timed out after {timeout}s"
-    seconds = time.monotonic() - start
+    return time.monotonic() - start, note.replace("\n", " ")
+
+
+def run_one(agent: str, template: str, task_dir: Path, base_url: str, model: str, timeout: int) -> Outcome:
+    # A fixed path per task, not a random temp name: the workspace path is part of the agent's
+    # prompt, and a different path alone changes what a temperature-0 model writes.
+    workdir = WORK_ROOT / task_dir.name
+    shutil.rmtree(workdir, ignore_errors=True)
+    workdir.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(task_dir / "setup", workdir)
+    instruction = (task_dir / "task.txt").read_text().strip()
+    seconds, note = run_agent(template, instruction, workdir, base_url, model, timeout)
     check = subprocess.run(["bash", str(task_dir / "check.sh")], cwd=workdir, capture_output=True, timeout=60)
     shutil.rmtree(workdir, ignore_errors=True)
-    return Outcome(agent, task_dir.name, check.returncode == 0, seconds, note.replace("\n", " "))
+    return Outcome(agent, task_dir.name, check.returncode == 0, seconds, note)
+
+
+def results_table(agents: list[str], tasks: list[str], outcomes: list[Outcome], percent: bool = False) -> str:
+    """The Markdown summary: solved (with ``percent``, also as a share) and mean time per
+    agent, then one row per task with each agent's mark and time."""
+    lines = ["| agent | solved | mean time per task |", "|---|---|---|"]
+    for name in agents:
+        mine = [o for o in outcomes if o.agent == name]
+        solved = sum(o.solved for o in mine)
+        mean = sum(o.seconds for o in mine) / max(len(mine), 1)
+        share = f" ({100 * solved / max(len(mine), 1):.1f} %)" if percent else ""
+        lines.append(f"| {name} | {solved}/{len(mine)}{share} | {mean:.1f} s |")
+    lines += ["", "| task | " + " | ".join(agents) + " |", "|---|" + "---|" * len(agents)]
+    for task in tasks:
+        cells = []
+        for name in agents:
+            o = next(o for o in outcomes if o.agent == name and o.task == task)
+            cells.append(f"{'✔' if o.solved else '✘'} {o.seconds:.0f} s")
+        lines.append(f"| {task} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -169,20 +197,7 @@ def main() -> None:
                 mark = "solved" if outcome.solved else "FAILED"
                 print(f"{name:10} {task_dir.name:28} {mark:7} {outcome.seconds:7.1f}s {outcome.note}", flush=True)
 
-    lines = ["| agent | solved | mean time per task |", "|---|---|---|"]
-    for name, _ in agents:
-        mine = [o for o in outcomes if o.agent == name]
-        solved = sum(o.solved for o in mine)
-        mean = sum(o.seconds for o in mine) / max(len(mine), 1)
-        lines.append(f"| {name} | {solved}/{len(mine)} | {mean:.1f} s |")
-    lines += ["", "| task | " + " | ".join(n for n, _ in agents) + " |", "|---|" + "---|" * len(agents)]
-    for task_dir in tasks:
-        cells = []
-        for name, _ in agents:
-            o = next(o for o in outcomes if o.agent == name and o.task == task_dir.name)
-            cells.append(f"{'✔' if o.solved else '✘'} {o.seconds:.0f} s")
-        lines.append(f"| {task_dir.name} | " + " | ".join(cells) + " |")
-    table = "\n".join(lines)
+    table = results_table([n for n, _ in agents], [t.name for t in tasks], outcomes)
     print(table, file=sys.stderr if args.json else sys.stdout)
     if args.markdown:
         args.markdown.write_text(table + "\n")

