@@ -19,6 +19,9 @@ Examples::
     # anything else
     python benchmarks/run_tasks.py --agent-cmd 'myagent --url {base_url} {task}' --name mine
 
+``--split dev|heldout|all`` (default all) picks the tasks by ``tasks/split.json``: choose among
+modes on ``dev`` only; ``heldout`` is run to report, never to tune (issue 20).
+
 Prints one line per task and agent, then solved/total and mean time per agent, and with
 ``--markdown FILE`` writes the same table for docs/local-models.md.
 """
@@ -42,6 +45,8 @@ HERE = Path(__file__).resolve().parent
 TASKS = HERE / "tasks"
 REPO = HERE.parent
 BENCH_VENVS = REPO / ".bench"
+SPLIT = TASKS / "split.json"
+"""``{"dev": [task names], "heldout": [task names]}``; every task is in exactly one."""
 WORK_ROOT = Path(tempfile.gettempdir()) / "codeloop-tasks"
 """Where each task's workspace is made (``WORK_ROOT/<task>``), the same path on every run."""
 
@@ -94,6 +99,15 @@ def local_base_url(model: str) -> str:
         capture_output=True, text=True, check=True,
     )
     return done.stdout.strip().splitlines()[-1]
+
+
+def select_tasks(split: str = "all") -> list[Path]:
+    """The task folders of one split of ``SPLIT`` ("dev" or "heldout"), or all of them, sorted."""
+    tasks = sorted(p for p in TASKS.iterdir() if (p / "task.txt").exists())
+    if split == "all":
+        return tasks
+    names = set(json.loads(SPLIT.read_text())[split])
+    return [t for t in tasks if t.name in names]
 
 
 def run_agent(template: str, instruction: str, workdir: Path, base_url: str, model: str, timeout: int,
@@ -167,6 +181,8 @@ def main() -> None:
     parser.add_argument("--name", default="custom", help="name of --agent-cmd in the report")
     parser.add_argument("--model", default="1.5b", help="local model (0.5b|1.5b) or a served model name")
     parser.add_argument("--base-url", help="OpenAI-compatible server; default: scripts/local-llm serve")
+    parser.add_argument("--split", choices=["dev", "heldout", "all"], default="all",
+                        help="the tasks of one half of tasks/split.json (default: all)")
     parser.add_argument("--only", help="comma-separated task name prefixes")
     parser.add_argument("--timeout", type=int, default=600, help="seconds per task and agent")
     parser.add_argument("--markdown", type=Path, help="also write the table to this file")
@@ -181,7 +197,7 @@ def main() -> None:
     if any(name.startswith("mini") for name, _ in agents):
         ensure_mini()
     base_url = args.base_url or local_base_url(args.model)
-    tasks = sorted(p for p in TASKS.iterdir() if (p / "task.txt").exists())
+    tasks = select_tasks(args.split)
     if args.only:
         prefixes = tuple(args.only.split(","))
         tasks = [t for t in tasks if t.name.startswith(prefixes)]

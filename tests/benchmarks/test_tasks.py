@@ -1,8 +1,10 @@
 """The local-model task set is honest: each check fails on the untouched workspace and
-passes after the reference solution (issue 10 "How it is measured")."""
+passes after the reference solution (issue 10 "How it is measured"), and half of it is held
+out from tuning (issue 20)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -14,8 +16,17 @@ TASKS = Path(__file__).resolve().parents[2] / "benchmarks" / "tasks"
 TASK_DIRS = sorted(p for p in TASKS.iterdir() if (p / "task.txt").exists())
 
 
-def test_there_are_at_least_ten_tasks() -> None:
-    assert len(TASK_DIRS) >= 10
+def test_there_are_at_least_forty_tasks() -> None:
+    assert len(TASK_DIRS) >= 40
+
+
+def test_every_task_is_in_exactly_one_split_and_at_least_half_are_held_out() -> None:
+    split = json.loads((TASKS / "split.json").read_text())
+    assert sorted(split) == ["dev", "heldout"]
+    dev, heldout = split["dev"], split["heldout"]
+    names = [p.name for p in TASK_DIRS]
+    assert sorted(dev + heldout) == names  # no task missing, none twice, no stale name
+    assert len(heldout) >= len(names) / 2
 
 
 @pytest.mark.parametrize("task_dir", TASK_DIRS, ids=[p.name for p in TASK_DIRS])
@@ -23,10 +34,13 @@ def test_check_fails_before_and_passes_after_the_reference_solution(task_dir: Pa
     work = tmp_path / "ws"
     shutil.copytree(task_dir / "setup", work)
     check = ["bash", str(task_dir / "check.sh")]
+    before = sorted(task_dir.rglob("*"))
     assert subprocess.run(check, cwd=work, capture_output=True).returncode != 0, "check passes unsolved"
     subprocess.run(["bash", str(task_dir / "solution.sh")], cwd=work, check=True, capture_output=True)
     assert subprocess.run(check, cwd=work, capture_output=True).returncode == 0, "reference solution fails"
     assert (task_dir / "task.txt").read_text().strip()
+    assert sorted(task_dir.rglob("*")) == before, "the check wrote into its task folder"
+    assert not list((task_dir / "setup").rglob("hidden")), "what the check hides must not be in setup/"
 
 
 def _runner():  # benchmarks/ is not a package: load the script as a module
@@ -68,3 +82,10 @@ def test_results_table_counts_each_agent_and_marks_each_task() -> None:
         "| t1 | ✔ 10 s | ✘ 3 s |", "| t2 | ✘ 20 s | ✘ 5 s |",
     ]
     assert "| a | 1/2 (50.0 %) | 15.0 s |" in run_tasks.results_table(["a", "b"], ["t1", "t2"], outcomes, percent=True)
+
+def test_runner_split_picks_one_half_or_all() -> None:
+    run_tasks = _runner()
+    split = json.loads((TASKS / "split.json").read_text())
+    assert [p.name for p in run_tasks.select_tasks("dev")] == sorted(split["dev"])
+    assert [p.name for p in run_tasks.select_tasks("heldout")] == sorted(split["heldout"])
+    assert run_tasks.select_tasks() == run_tasks.select_tasks("all") == TASK_DIRS

@@ -1,0 +1,1 @@
+"""Keep short notes from the terminal."""

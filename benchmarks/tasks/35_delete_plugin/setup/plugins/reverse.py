@@ -1,0 +1,5 @@
+NAME = "reverse"
+
+
+def transform(text):
+    return text[::-1]

@@ -1,0 +1,5 @@
+NAME = "shout"
+
+
+def transform(text):
+    return text.upper() + "!"

@@ -1,0 +1,3 @@
+"""Count things in text files."""
+
+__version__ = "2.0.0"
