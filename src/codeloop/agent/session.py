@@ -357,16 +357,23 @@ class Session:
         stream = self.config.stream and self.profile.supports_streaming
         return await call_model(self.client, request, stream=stream, config=self.config, emit=self._emit)
 
+    @property
+    def small_model(self) -> bool:
+        """True when the small-model rescues of replies apply (issue 20): the config's
+        ``small_model_rescues``, else a small context window (the compact prompt)."""
+        rescue = self.config.small_model_rescues
+        return self.profile.compact if rescue is None else rescue
+
     def _read(self, response: Response) -> Reply:
         recover = self.config.tool_call_recovery
         if recover is None:
             recover = self.profile.tool_call_recovery or not self.profile.native_tool_calls
-        key = (self._registry_key, recover, self._constrained)  # _request refreshed the registry
+        key = (self._registry_key, recover, self._constrained, self.small_model)  # _request refreshed the registry
         built, reader = self._reader
         if built != key or reader is None:  # built once per tool set: this runs every round
             schemas = {d.name: d.parameters for d in self._registry.definitions()}
             reader = ReplyReader(schemas, recover, self._constrained, self.profile.native_tool_calls,
-                                 self.profile.max_output_tokens)
+                                 self.profile.max_output_tokens, lenient=self.small_model)
             self._reader = (key, reader)
         return reader.read(response)
 
@@ -424,7 +431,7 @@ class Session:
         result = await execute_tool_call(
             self._tools(), call.name, call.arguments, self.environment,
             policy=policy, approver=self.approver, config=self._truncation,
-            ctx=ToolContext(call.id, self.id if self.config.track_reads else None, on_output),
+            ctx=ToolContext(call.id, self.id if self.config.track_reads else None, on_output, lenient=self.small_model),
             on_event=self._tool_event, checkpoint=self.checkpoint, after=after,
         )
         return CallResult(call.id, call.name, result.output, result.is_error)
