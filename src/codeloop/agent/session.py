@@ -358,6 +358,17 @@ class Session:
         return await call_model(self.client, request, stream=stream, config=self.config, emit=self._emit)
 
     @property
+    def system_prompt(self) -> str:
+        """The system prompt of the last request ("" before the first), as guards compare a
+        reply with what the model was sent."""
+        return self._system_prompt[1]
+
+    @property
+    def constrained(self) -> bool:
+        """True when replies are constrained to one JSON call or answer (decided at start)."""
+        return self._constrained
+
+    @property
     def small_model(self) -> bool:
         """True when the small-model rescues of replies apply (issue 20): the config's
         ``small_model_rescues``, else a small context window (the compact prompt)."""
