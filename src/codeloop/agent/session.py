@@ -31,6 +31,7 @@ from functools import partial
 from typing import Any
 
 from codeloop.agent import events as ev
+from codeloop.agent.call_forms import CallForms
 from codeloop.agent.config import SessionConfig
 from codeloop.agent.guards import ACCEPT, DEFAULT_GUARDS, Turn, TurnGuard
 from codeloop.agent.history import (
@@ -47,6 +48,7 @@ from codeloop.agent.model_calls import ModelClient, call_model
 from codeloop.agent.project_docs import discover_project_docs, render_project_docs
 from codeloop.agent.prompts import gather_environment_context, render_environment
 from codeloop.agent.reply_reader import Reply, ReplyReader
+from codeloop.agent.reply_rescue import ReplyRescue
 from codeloop.agent.subagents import SubagentManager, subagent_tools
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.llm import constrained
@@ -290,7 +292,7 @@ class Session:
 
             calls_left -= 1
             response = await self._call_model()
-            reply = self._read(response)
+            reply = await self._read(response)
             self.last_text = reply.text
             reasoning = response.reasoning
             self.history.append(AssistantTurn(
@@ -375,7 +377,7 @@ class Session:
         rescue = self.config.small_model_rescues
         return self.profile.compact if rescue is None else rescue
 
-    def _read(self, response: Response) -> Reply:
+    async def _read(self, response: Response) -> Reply:
         recover = self.config.tool_call_recovery
         if recover is None:
             recover = self.profile.tool_call_recovery or not self.profile.native_tool_calls
@@ -386,7 +388,11 @@ class Session:
             reader = ReplyReader(schemas, recover, self._constrained, self.profile.native_tool_calls,
                                  self.profile.max_output_tokens, lenient=self.small_model)
             self._reader = (key, reader)
-        return reader.read(response)
+        reply = reader.read(response)
+        if not self.small_model:
+            return reply
+        forms = CallForms(reader.schemas, CallForms.style_of(self._constrained, self.profile.native_tool_calls))
+        return await ReplyRescue(reader.schemas, forms).rescue(reply, self.environment)
 
     async def _resolve_constrained(self) -> None:
         """Decide constrained decoding once per session and say which mode is active."""

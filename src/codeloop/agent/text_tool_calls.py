@@ -123,11 +123,15 @@ def _checked(name: str, args: dict[str, Any], schemas: Schemas, raw: str) -> Too
     return ToolCall(new_call_id(), name, args, json.dumps(args))
 
 
+def tagged_params(body: str) -> dict[str, str]:
+    """The ``<param>value</param>`` pairs of a tagged call's body, as text."""
+    return {m.group(1): _param_text(m.group(1), m.group(2)) for m in _PARAM.finditer(body)}
+
+
 def _tagged_call(name: str, body: str, schemas: Schemas, lenient: bool = False) -> ToolCall:
     raw = body
     if name not in schemas:
-        given = {m.group(1): _param_text(m.group(1), m.group(2)) for m in _PARAM.finditer(body)}
-        return _unknown(name, schemas, raw, given)
+        return _unknown(name, schemas, raw, tagged_params(body))
     props: Mapping[str, Any] = schemas[name].get("properties", {}) or {}
     required = schemas[name].get("required", []) or []
     args: dict[str, Any] = {}
