@@ -6,6 +6,8 @@ read when recovery is on and there is no structured call; or, under constrained 
 text call cut off by the output limit never runs (its last argument may be half a file): it
 gets a ``parse_error`` asking for it again, shorter. Used by the Session and the codali
 builder; never raises (a malformed call carries a ``parse_error`` showing the valid form).
+``lenient`` reading (small models, issue 20) drops empty optional arguments; what needs the
+workspace (a tool named like a file, a named fenced block) is :mod:`.reply_rescue`'s.
 """
 
 from __future__ import annotations
