@@ -4,9 +4,9 @@ Small models write code well in a fenced block and badly as a tool call. A reply
 line that names a file, immediately followed (at most one blank line between) by a closed
 fenced block, says "this is the new content of that file"::
 
-    solution.py                      **solution.py**           File: src/app.py
+    app.py                           **app.py**                File: src/app.py
     ```python                        ```python                 ```
-    def total(values): ...           ...                       ...
+    def main(): ...                  ...                       ...
     ```                              ```                       ```
 
 :func:`named_blocks` finds them; it reads untrusted text and never raises. A naming line is

@@ -2,14 +2,14 @@
 
 Two rescues that need the workspace, for local / small-window sessions only:
 
-- **A tool named like a file or a wish.** ``<tool name="solution.py">`` (or ``solution``, or
+- **A tool named like a file or a wish.** ``<tool name="app.py">`` (or ``app``, or
   ``{"name": "app.json", ...}``): when the name is a file of the workspace (by path, by file
   name elsewhere, or by name without its extension, found once) or a new file's name, and
   the call holds content (a ``content``-like argument, one fenced block, or the body
   itself), the call is what that content means for the file (:mod:`.file_edits`: a write,
   or an edit of the definitions it redefines). Without content, or when the meaning is
   ambiguous, the model gets the exact valid calls for that file instead of "Unknown tool".
-  A name that is no file (``rename_function``) gets the exact form of the closest tools.
+  A name that is no file (``rename_symbol``) gets the exact form of the closest tools.
 - **A file name followed by a fenced block** in a reply without calls (:mod:`.named_blocks`)
   is the same change of that file.
 

@@ -94,12 +94,12 @@ _WISHES: dict[str, frozenset[str]] = {
         "glob": "list ls files glob dir directory tree",
     }.items()
 }
-"""Words of an invented tool name (``rename_function``) → the tool that does what they say."""
+"""Words of an invented tool name (``rename_symbol``) → the tool that does what they say."""
 
 
 def closest_tools(name: str, available: Collection[str], most: int = 2) -> list[str]:
     """The available tools closest to what an invented tool ``name`` says it does, best first:
-    by the words of the name (``rename_function``: edit_file), else by spelling."""
+    by the words of the name (``rename_symbol``: edit_file), else by spelling."""
     words = [w.lower() for w in re.split(r"[_\-\s.]+|(?<=[a-z])(?=[A-Z])", name) if w]
     found: list[str] = []
     for word in words:
