@@ -136,10 +136,12 @@ async def test_the_check_runs_once_per_input(harness) -> None:
 
 
 async def test_a_pasted_corrected_version_of_an_existing_file_must_be_written(harness) -> None:
+    # With the small-model rescues on, this block is taken as the file's new content (issue 20,
+    # tests/agent/test_rescue_edits.py); the claim check is what remains without them.
     h = harness("text", [
         text_response("Here is the corrected version of app.py:\n```python\nprint('fixed')\n```"),
         text_response("I could not apply it."),
-    ])
+    ], SessionConfig(small_model_rescues=False))
     (h.root / "app.py").write_text("print('broken')\n")
     await h.session.submit("fix app.py")
     notes = [e.content for e in h.of(ev.SteeringInjected)]

@@ -160,3 +160,15 @@ def test_mode_statement_says_which_mode_is_active_and_why() -> None:
     assert yes == "Constrained decoding: on (auto: the server constrains replies to a JSON Schema)."
     no = mode_statement("auto", Support(False, "the server rejected it"))
     assert no.startswith("Constrained decoding: off (auto: the server rejected it)")
+
+
+@settings(max_examples=60, deadline=None)
+@given(tool_sets())
+def test_reply_schema_never_forces_an_optional_argument_to_be_written(tools: list[ToolDefinition]) -> None:
+    # Issue 20: a small model made to write every field fills the optional ones with "" or 0.
+    schema = reply_schema(tools)
+    for tool, branch in zip(tools, schema["anyOf"], strict=False):
+        arguments = branch["properties"]["arguments"]
+        assert list(arguments.get("required", [])) == list(tool.parameters["required"])
+        only_required = {p: VALUES[tool.parameters["properties"][p]["type"]] for p in tool.parameters["required"]}
+        jsonschema.validate({"tool": tool.name, "arguments": only_required}, schema)

@@ -6,6 +6,8 @@ read when recovery is on and there is no structured call; or, under constrained 
 text call cut off by the output limit never runs (its last argument may be half a file): it
 gets a ``parse_error`` asking for it again, shorter. Used by the Session and the codali
 builder; never raises (a malformed call carries a ``parse_error`` showing the valid form).
+``lenient`` reading (small models, issue 20) drops empty optional arguments; what needs the
+workspace (a tool named like a file, a named fenced block) is :mod:`.reply_rescue`'s.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 from codeloop.agent.text_tool_calls import Schemas, parse_text_tool_calls
 from codeloop.llm.constrained import parse_constrained_reply
 from codeloop.llm.types import Response, ToolCall
+from codeloop.tools.arguments import drop_empty_optionals
 
 TEXT_CALLS, CUT_OFF, CONSTRAINED = "calls written as text", "cut-off call", "constrained reply"
 """The notes of a :class:`Reply`: how it was read."""
@@ -55,11 +58,27 @@ class ReplyReader:
     """The history carries calls as structured parts (a valid constrained call needs no text)."""
     output_limit: int | None = None
     """Output tokens per reply, named in the message of a cut-off call."""
+    lenient: bool = False
+    """Small-model reading (issue 20): an optional argument given an empty value counts as
+    absent (:func:`codeloop.tools.arguments.drop_empty_optionals`), however the call came."""
 
     def read(self, response: Response) -> Reply:
+        reply = self._read(response)
+        if not self.lenient or not reply.calls:
+            return reply
+        return dataclasses.replace(reply, calls=tuple(map(self._meant, reply.calls)))
+
+    def _meant(self, call: ToolCall) -> ToolCall:
+        schema = self.schemas.get(call.name)
+        if call.parse_error is not None or schema is None:
+            return call
+        arguments = drop_empty_optionals(schema, call.arguments)
+        return call if arguments == call.arguments else dataclasses.replace(call, arguments=arguments)
+
+    def _read(self, response: Response) -> Reply:
         text, given = response.text, tuple(response.tool_calls)  # both are computed on each access
         if self.constrained:
-            parsed = parse_constrained_reply(text, self.schemas)
+            parsed = parse_constrained_reply(text, self.schemas, drop_empty_optionals if self.lenient else None)
             if parsed.answer is not None:
                 text = parsed.answer
             elif parsed.call is not None and parsed.call.parse_error is None and self.native_history:
@@ -70,7 +89,7 @@ class ReplyReader:
             return Reply(call, text, bool(call), (CONSTRAINED,))
         if given or not text or not self.recover:
             return Reply(given, text)
-        calls = parse_text_tool_calls(text, self.schemas)
+        calls = parse_text_tool_calls(text, self.schemas, lenient=self.lenient)
         if not calls:
             return Reply((), text)
         if response.finish_reason.reason == "length" and not _ENDS_COMPLETE.search(text):

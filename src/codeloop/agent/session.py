@@ -31,6 +31,7 @@ from functools import partial
 from typing import Any
 
 from codeloop.agent import events as ev
+from codeloop.agent.call_forms import CallForms
 from codeloop.agent.config import SessionConfig
 from codeloop.agent.guards import ACCEPT, DEFAULT_GUARDS, Turn, TurnGuard
 from codeloop.agent.history import (
@@ -47,6 +48,7 @@ from codeloop.agent.model_calls import ModelClient, call_model
 from codeloop.agent.project_docs import discover_project_docs, render_project_docs
 from codeloop.agent.prompts import gather_environment_context, render_environment
 from codeloop.agent.reply_reader import Reply, ReplyReader
+from codeloop.agent.reply_rescue import ReplyRescue
 from codeloop.agent.subagents import SubagentManager, subagent_tools
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.llm import constrained
@@ -290,7 +292,7 @@ class Session:
 
             calls_left -= 1
             response = await self._call_model()
-            reply = self._read(response)
+            reply = await self._read(response)
             self.last_text = reply.text
             reasoning = response.reasoning
             self.history.append(AssistantTurn(
@@ -357,18 +359,40 @@ class Session:
         stream = self.config.stream and self.profile.supports_streaming
         return await call_model(self.client, request, stream=stream, config=self.config, emit=self._emit)
 
-    def _read(self, response: Response) -> Reply:
+    @property
+    def system_prompt(self) -> str:
+        """The system prompt of the last request ("" before the first), as guards compare a
+        reply with what the model was sent."""
+        return self._system_prompt[1]
+
+    @property
+    def constrained(self) -> bool:
+        """True when replies are constrained to one JSON call or answer (decided at start)."""
+        return self._constrained
+
+    @property
+    def small_model(self) -> bool:
+        """True when the small-model rescues of replies apply (issue 20): the config's
+        ``small_model_rescues``, else a small context window (the compact prompt)."""
+        rescue = self.config.small_model_rescues
+        return self.profile.compact if rescue is None else rescue
+
+    async def _read(self, response: Response) -> Reply:
         recover = self.config.tool_call_recovery
         if recover is None:
             recover = self.profile.tool_call_recovery or not self.profile.native_tool_calls
-        key = (self._registry_key, recover, self._constrained)  # _request refreshed the registry
+        key = (self._registry_key, recover, self._constrained, self.small_model)  # _request refreshed the registry
         built, reader = self._reader
         if built != key or reader is None:  # built once per tool set: this runs every round
             schemas = {d.name: d.parameters for d in self._registry.definitions()}
             reader = ReplyReader(schemas, recover, self._constrained, self.profile.native_tool_calls,
-                                 self.profile.max_output_tokens)
+                                 self.profile.max_output_tokens, lenient=self.small_model)
             self._reader = (key, reader)
-        return reader.read(response)
+        reply = reader.read(response)
+        if not self.small_model:
+            return reply
+        forms = CallForms(reader.schemas, CallForms.style_of(self._constrained, self.profile.native_tool_calls))
+        return await ReplyRescue(reader.schemas, forms).rescue(reply, self.environment)
 
     async def _resolve_constrained(self) -> None:
         """Decide constrained decoding once per session and say which mode is active."""
@@ -424,7 +448,7 @@ class Session:
         result = await execute_tool_call(
             self._tools(), call.name, call.arguments, self.environment,
             policy=policy, approver=self.approver, config=self._truncation,
-            ctx=ToolContext(call.id, self.id if self.config.track_reads else None, on_output),
+            ctx=ToolContext(call.id, self.id if self.config.track_reads else None, on_output, lenient=self.small_model),
             on_event=self._tool_event, checkpoint=self.checkpoint, after=after,
         )
         return CallResult(call.id, call.name, result.output, result.is_error)

@@ -123,16 +123,23 @@ def _checked(name: str, args: dict[str, Any], schemas: Schemas, raw: str) -> Too
     return ToolCall(new_call_id(), name, args, json.dumps(args))
 
 
-def _tagged_call(name: str, body: str, schemas: Schemas) -> ToolCall:
+def tagged_params(body: str) -> dict[str, str]:
+    """The ``<param>value</param>`` pairs of a tagged call's body, as text."""
+    return {m.group(1): _param_text(m.group(1), m.group(2)) for m in _PARAM.finditer(body)}
+
+
+def _tagged_call(name: str, body: str, schemas: Schemas, lenient: bool = False) -> ToolCall:
     raw = body
     if name not in schemas:
-        given = {m.group(1): _param_text(m.group(1), m.group(2)) for m in _PARAM.finditer(body)}
-        return _unknown(name, schemas, raw, given)
+        return _unknown(name, schemas, raw, tagged_params(body))
     props: Mapping[str, Any] = schemas[name].get("properties", {}) or {}
+    required = schemas[name].get("required", []) or []
     args: dict[str, Any] = {}
     for match in _PARAM.finditer(body):
         param = match.group(1)
         value = _param_text(param, match.group(2))
+        if lenient and not value.strip() and param not in required:
+            continue  # <offset></offset>: an optional parameter left empty is absent
         spec = props.get(param, {"type": "string"})
         try:
             args[param] = _coerce(value, spec)
@@ -179,14 +186,15 @@ def _json_objects(text: str) -> list[tuple[int, int, Any]]:
     return found
 
 
-def parse_text_tool_calls(text: str, schemas: Schemas) -> tuple[ToolCall, ...]:
+def parse_text_tool_calls(text: str, schemas: Schemas, *, lenient: bool = False) -> tuple[ToolCall, ...]:
     """Tool calls written in ``text``, in order of appearance (malformed ones carry
-    ``parse_error``); see the module docstring for the accepted forms."""
+    ``parse_error``); see the module docstring for the accepted forms. ``lenient`` (small
+    models, issue 20): an optional tagged parameter left empty is absent, not a bad value."""
     found: list[tuple[int, ToolCall]] = []
     taken: list[tuple[int, int]] = []
 
     for m in _TAGGED.finditer(text):
-        found.append((m.start(), _tagged_call(m.group(1), m.group(2), schemas)))
+        found.append((m.start(), _tagged_call(m.group(1), m.group(2), schemas, lenient)))
         taken.append(m.span())
     for m in _HERMES.finditer(text):
         if any(s <= m.start() < e for s, e in taken):

@@ -128,12 +128,18 @@ def _error_call(name: str, raw: str, why: str, schemas: Schemas) -> ToolCall:
     return ToolCall("call_" + uuid.uuid4().hex[:16], name or "invalid_reply", {}, raw, parse_error=message)
 
 
-def parse_constrained_reply(text: str, schemas: Schemas) -> ConstrainedReply:
+Normalize = Callable[[Mapping[str, Any], dict[str, Any]], dict[str, Any]]
+"""``(tool's schema, arguments) -> arguments`` applied before they are checked."""
+
+
+def parse_constrained_reply(text: str, schemas: Schemas, normalize: Normalize | None = None) -> ConstrainedReply:
     """The call or answer in ``text``; never raises (the model is untrusted).
 
     Malformed replies (not JSON, not an object, unknown tool, arguments not matching the
     tool's schema, extra or missing keys) give a call with ``parse_error`` that names the
-    problem and shows the exact valid form, for the session to return as an error result."""
+    problem and shows the exact valid form, for the session to return as an error result.
+    ``normalize`` rewrites a known tool's arguments first (a small model's empty optional
+    values read as absent, issue 20)."""
     raw = text.strip()
 
     def invalid(why: str, tool: str = "") -> ConstrainedReply:
@@ -160,6 +166,8 @@ def parse_constrained_reply(text: str, schemas: Schemas) -> ConstrainedReply:
         return invalid(f"unknown tool {name!r}; available tools: {', '.join(sorted(schemas)) or '(none)'}")
     if not isinstance(arguments, dict):
         return invalid('"arguments" must be a JSON object', name)
+    if normalize is not None:
+        arguments = normalize(schemas[name], arguments)
     problem = _schema_problem(arguments, schemas[name])
     if problem:
         return invalid(f"arguments for {name}: {problem}", name)

@@ -71,6 +71,44 @@ def validate_arguments(tool_name: str, schema: Mapping[str, Any], arguments: dic
     raise ArgumentError(f"Invalid arguments for tool '{tool_name}': " + "; ".join(problems) + ".")
 
 
+def drop_empty_optionals(schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """``arguments`` as a small model meant them (issue 20): an *optional* argument holding an
+    empty value (an empty or blank string, null, an empty list or object where a value or an
+    item is needed) or a
+    number below its minimum counts as absent, so the tool uses its default; a number above
+    its maximum is clamped to it. Required and unknown arguments are kept as given (VALIDATE
+    judges them). Used for local / small-window sessions only."""
+    props: Mapping[str, Any] = schema.get("properties", {}) or {}
+    required = set(schema.get("required", []) or [])
+    kept: dict[str, Any] = {}
+    for name, value in arguments.items():
+        spec = props.get(name)
+        if name in required or not isinstance(spec, Mapping):
+            kept[name] = value
+        elif not _empty(value, spec):
+            kept[name] = _clamped(value, spec)
+    return kept
+
+
+def _empty(value: Any, spec: Mapping[str, Any]) -> bool:
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return True
+    if isinstance(value, list | dict) and not value:  # empty where a value or an item is needed
+        kind = "array" if isinstance(value, list) else "object"
+        return spec.get("type") != kind or int(spec.get("minItems", 0)) > 0
+    minimum = spec.get("minimum")
+    return _number(value) and isinstance(minimum, int | float) and value < minimum
+
+
+def _clamped(value: Any, spec: Mapping[str, Any]) -> Any:
+    maximum = spec.get("maximum")
+    return maximum if _number(value) and isinstance(maximum, int | float) and value > maximum else value
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 _BY_IDENTITY: dict[int, tuple[Mapping[str, Any], Draft202012Validator]] = {}
 """Validators by the schema object they were built for: a tool's schema is the same object on
 every call, so the hot path skips serializing it (the entry holds the schema, so its id

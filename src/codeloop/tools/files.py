@@ -138,12 +138,27 @@ async def read_file(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolCo
     # Taken before the read: if the file changes in between, a later edit is refused, never
     # computed from text the model did not see.
     version = await _version(env, ctx, path)
-    output = await _read_file(path, args, env)
+    output = await _read_file(path, args, env, ctx.lenient)
     SEEN_FILES.saw(ctx, env, path, version)
     return output
 
 
-async def _read_file(path: str, args: dict[str, Any], env: ExecutionEnvironment) -> ToolOutput:
+PAST_END_LINES = 20
+"""Lines shown from a file's end when a small model's read_file offset is past it."""
+
+
+async def _past_end(path: str, offset: int, env: ExecutionEnvironment) -> ToolOutput:
+    """A lenient read past the end: the file's length and its last lines, not "nothing"."""
+    lines = _split(await env.read_file(path))
+    if not lines:
+        return ToolOutput(f"{path} is empty.")
+    tail = lines[-PAST_END_LINES:]
+    shown = "its content" if len(tail) == len(lines) else f"its last {len(tail)} lines"
+    return ToolOutput(f"{path} has {len(lines)} lines, so offset {offset} is past its end; {shown}:\n"
+                      + number_lines(tail, len(lines) - len(tail) + 1))
+
+
+async def _read_file(path: str, args: dict[str, Any], env: ExecutionEnvironment, lenient: bool = False) -> ToolOutput:
     offset: int = args.get("offset") or 1
     limit: int = args.get("limit") or DEFAULT_READ_LIMIT
     media_type = _image_type(path)
@@ -164,6 +179,8 @@ async def _read_file(path: str, args: dict[str, Any], env: ExecutionEnvironment)
         raise ToolError(f"{exc}. read_file shows text only; inspect it with shell (`file`, `xxd | head`).") from None
     lines = _split(text)
     if not lines:
+        if offset > 1 and lenient:
+            return await _past_end(path, offset, env)
         if offset > 1:
             return ToolOutput(f"{path} has fewer than {offset} lines; nothing to show at offset {offset}.")
         return ToolOutput(f"{path} is empty.")

@@ -49,6 +49,9 @@ class ToolContext:
     before_change: Callable[[PlannedChange], None] | None = None
     """Called right before the tool changes the workspace or starts a process, by the
     tools that run ``workspace_ops`` with it (the relay's, for its crash journal)."""
+    lenient: bool = False
+    """The call comes from a small local model (issue 20): a value out of range is met rather
+    than refused (read_file's offset past the end shows the file's last lines)."""
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,8 @@ call is only suggested, never run: the model makes it, and approval applies as u
 
 from __future__ import annotations
 
+import difflib
+import re
 import shlex
 from collections.abc import Collection, Mapping
 from typing import Any
@@ -78,3 +80,32 @@ def _equivalent(name: str, args: Mapping[str, Any],
     if key in _SEARCH and "grep" in available:
         return "grep", {"pattern": _first(args, ("pattern", "query", "text", "regex")) or "PATTERN"}
     return None
+
+
+_WISHES: dict[str, frozenset[str]] = {
+    tool: frozenset(words.split()) for tool, words in {
+        "edit_file": "edit change modify update replace rename fix refactor insert add append patch set implement "
+                     "complete correct function method class line lines code",
+        "write_file": "write create save new make generate overwrite output",
+        "read_file": "read open view show cat get inspect look display content contents",
+        "shell": "run execute exec test tests install build compile delete remove rm move mv copy cp mkdir python "
+                 "pip pytest bash sh command script",
+        "grep": "search find grep locate lookup where usages references",
+        "glob": "list ls files glob dir directory tree",
+    }.items()
+}
+"""Words of an invented tool name (``rename_symbol``) → the tool that does what they say."""
+
+
+def closest_tools(name: str, available: Collection[str], most: int = 2) -> list[str]:
+    """The available tools closest to what an invented tool ``name`` says it does, best first:
+    by the words of the name (``rename_symbol``: edit_file), else by spelling."""
+    words = [w.lower() for w in re.split(r"[_\-\s.]+|(?<=[a-z])(?=[A-Z])", name) if w]
+    found: list[str] = []
+    for word in words:
+        for tool, wished in _WISHES.items():
+            if word in wished and tool in available and tool not in found:
+                found.append(tool)
+    if not found:
+        found = difflib.get_close_matches(name.lower(), list(available), n=most, cutoff=0.5)
+    return found[:most]

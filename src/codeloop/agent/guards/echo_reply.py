@@ -1,0 +1,123 @@
+"""Turn guard: a small model's reply that only repeats what it was sent is no answer (issue 20).
+
+Small local models sometimes answer with the tool list, their system prompt or the error of
+their last call copied back, or with nothing at all. Taken as the final answer, that ends
+the task with nothing done and shows the copy to the user as the result. Such a reply is
+sent back with one precise correction instead: what it repeated, and the exact form of a
+tool call in this session's syntax (:mod:`codeloop.agent.call_forms`).
+
+An echo is measured, never matched against fixed phrases: the share of the reply's words
+that lie in a run of :data:`RUN` words also found in what the model was sent (the tool
+descriptions, the system prompt, this input's error results), tool names counting as found
+in the tool list. Small-window sessions only (``Session.small_model``); at most
+:data:`MAX_CORRECTIONS` per input, the next such reply ends the input (:data:`NO_ANSWER`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING
+
+from codeloop.agent.call_forms import CallForms
+from codeloop.agent.guards.base import ACCEPT, GuardAction, Turn, TurnGuard, end, nudge
+from codeloop.agent.history import AssistantTurn, ToolResultsTurn, UserTurn
+from codeloop.agent.reply_reader import Reply
+
+if TYPE_CHECKING:
+    from codeloop.agent.session import Session
+
+ECHO_SHARE = 0.6
+"""A reply whose words lie this much (or more) in what the model was sent is an echo."""
+MIN_WORDS = 4
+"""Shorter replies are never judged an echo (a one-word answer may well repeat an output)."""
+RUN = 3
+"""Words in a row that must appear in the source for them to count as repeated."""
+MAX_CORRECTIONS = 2
+"""Corrections per input; the next empty or echoed reply ends it."""
+NO_ANSWER = "no_answer"
+"""End reason when the model keeps answering with nothing or with an echo."""
+ERRORS_COMPARED = 5
+"""This input's latest error results a reply is compared with."""
+
+_WORD = re.compile(r"\w+")
+TOOL_LIST, ERROR, PROMPT, EMPTY = "the tool list", "the error of your last tool call", "your system prompt", ""
+
+
+def words(text: str) -> list[str]:
+    """The lower-cased words of ``text`` (``read_file`` is one word)."""
+    return _WORD.findall(text.lower())
+
+
+def repeated_share(reply: Sequence[str], source: str, names: Collection[str] = ()) -> float:
+    """The share of ``reply``'s words that lie in a run of :data:`RUN` words of ``source``,
+    or are one of ``names``; 0 for an empty reply."""
+    if not reply:
+        return 0.0
+    found = words(source)
+    runs = {tuple(found[i:i + RUN]) for i in range(len(found) - RUN + 1)}
+    covered = [word in names for word in reply]
+    for i in range(len(reply) - RUN + 1):
+        if tuple(reply[i:i + RUN]) in runs:
+            covered[i:i + RUN] = [True] * RUN
+    return sum(covered) / len(reply)
+
+
+def echoed(text: str, sources: Sequence[tuple[str, str, Collection[str]]]) -> str | None:
+    """The label of the first source ``(label, text, names)`` that ``text`` repeats, else None."""
+    reply = words(text)
+    if len(reply) < MIN_WORDS:
+        return None
+    return next((label for label, source, names in sources if repeated_share(reply, source, names) >= ECHO_SHARE),
+                None)
+
+
+def correction(what: str, example: str) -> str:
+    """What the model is told: what its reply was, and the exact form to act or to finish."""
+    said = "Your reply was empty." if what == EMPTY else f"Your reply repeated {what}; that is not an answer."
+    if what == ERROR:
+        said += " Fix the call as the error says."
+    act = f" To act, make one tool call, for example:\n{example}\n" if example else " "
+    return said + act + "To finish, reply with one or two sentences saying what you did."
+
+
+class EchoReply(TurnGuard):
+    def __init__(self) -> None:
+        self.corrected = 0
+
+    def applies(self, session: Session) -> bool:
+        return session.small_model
+
+    async def after_reply(self, reply: Reply, turn: Turn) -> GuardAction:
+        if reply.calls:
+            return ACCEPT
+        session = turn.session
+        tools = session.profile.tools()
+        errors, called = _this_input(session)
+        what = EMPTY if not reply.text.strip() else echoed(reply.text, (
+            (TOOL_LIST, session.profile.describe_tools(tools), {t.name for t in tools}),
+            (ERROR, "\n".join(errors), ()),
+            (PROMPT, session.system_prompt, ()),
+        ))
+        if what is None:
+            return ACCEPT
+        if self.corrected >= MAX_CORRECTIONS:
+            return end(NO_ANSWER)
+        self.corrected += 1
+        forms = CallForms({t.name: t.parameters for t in tools},
+                          CallForms.style_of(session.constrained, session.profile.native_tool_calls))
+        return nudge(correction(what, forms.example(tuple(reversed(called)))))
+
+
+def _this_input(session: Session) -> tuple[list[str], list[str]]:
+    """The latest error results of the current input, and the tools it called (in order)."""
+    errors: list[str] = []
+    called: list[str] = []
+    for past in reversed(session.history.turns):
+        if isinstance(past, UserTurn):
+            break
+        if isinstance(past, ToolResultsTurn) and len(errors) < ERRORS_COMPARED:
+            errors += [r.content for r in past.results if r.is_error]
+        elif isinstance(past, AssistantTurn):
+            called[:0] = [c.name for c in past.tool_calls if c.parse_error is None]
+    return errors[:ERRORS_COMPARED], called

@@ -1,0 +1,230 @@
+"""Small-model rescues (issue 20) that turn what a small model wrote into the change it meant:
+a tool named like a file (or a wish), and a file name followed by a fenced block (aider's
+"whole" format, or the functions to replace). The calls run through the pipeline: policy,
+checkpoints and events hold. Local / small-window profiles only."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from codeloop.agent import events as ev
+from codeloop.agent.config import SessionConfig
+from codeloop.agent.reply_rescue import FENCED_EDITS
+from codeloop.llm.adapters.scripted import text_response, tool_call_response
+from codeloop.policy.model import Decision
+
+from .agent_harness import tagged
+
+STUB = 'from typing import List\n\n\ndef total(values: List[int]) -> int:\n    """Return the sum of values."""\n'
+IMPLEMENTED = 'from typing import List\n\n\ndef total(values: List[int]) -> int:\n    return sum(values)\n'
+FUNCTION = "def total(values: List[int]) -> int:\n    return sum(values)\n"
+APP = 'import os\n\n\ndef greet(name):\n    return "Hi " + name\n\n\nprint(greet("Ada"))\n'
+
+
+def _ends(h) -> list[Any]:
+    return h.of(ev.ToolCallEnd)
+
+
+def _starts(h) -> list[tuple[str, dict[str, Any]]]:
+    return [(e.tool_name, e.arguments) for e in h.of(ev.ToolCallStart)]
+
+
+# -- a tool named like a file ---------------------------------------------------------------
+
+
+async def test_a_call_to_a_tool_named_like_the_file_with_code_edits_that_file(harness) -> None:
+    h = harness("text", [text_response(f'<tool name="solution.py">\n```python\n{FUNCTION}```\n'),
+                         text_response("I implemented total.")])
+    (h.root / "solution.py").write_text(STUB)
+    assert await h.session.submit("Implement total in solution.py.") == "I implemented total."
+    assert (h.root / "solution.py").read_text() == IMPLEMENTED  # the import stays
+    ((name, args),) = _starts(h)
+    assert name == "edit_file" and args["old_string"] == '    """Return the sum of values."""\n'
+    assert not _ends(h)[0].is_error
+
+
+async def test_a_name_without_its_extension_and_a_bare_body_mean_the_same(harness) -> None:
+    h = harness("text", [text_response(f'<tool name="solution">\n{FUNCTION}'), text_response("Done.")])
+    (h.root / "solution.py").write_text(STUB)
+    await h.session.submit("Implement total.")
+    assert (h.root / "solution.py").read_text() == IMPLEMENTED
+
+
+async def test_a_new_file_named_as_a_tool_with_content_is_created(harness) -> None:
+    h = harness("text", [text_response('<tool name="hello.py">\n<content>\nprint("hello")\n</content>\n'),
+                         text_response("Created hello.py.")])
+    await h.session.submit("Create hello.py that prints hello.")
+    assert (h.root / "hello.py").read_text() == 'print("hello")\n'
+    assert _starts(h) == [("write_file", {"file_path": "hello.py", "content": 'print("hello")\n'})]
+
+
+async def test_a_file_named_as_a_tool_without_content_gets_the_exact_calls_for_that_file(harness) -> None:
+    h = harness("text", [text_response('<tool name="solution.py">\n<file_path>solution.py</file_path>\n'),
+                         text_response("ok")])
+    (h.root / "solution.py").write_text(STUB)
+    await h.session.submit("Implement total.")
+    (end,) = _ends(h)
+    assert end.is_error and (end.error or "").startswith("Unknown tool: solution.py. solution.py is a file. "
+                                                         "To read it:\n")
+    assert '<tool name="read_file">\n<file_path>solution.py</file_path>\n</tool>' in (end.error or "")
+    assert '<tool name="edit_file">\n<file_path>solution.py</file_path>\n<old_string>OLD TEXT</old_string>' in (
+        end.error or "")
+    assert (h.root / "solution.py").read_text() == STUB
+
+
+async def test_a_name_several_files_have_lists_them(harness) -> None:
+    h = harness("text", [text_response('<tool name="data">\n'), text_response("ok")])
+    (h.root / "data.json").write_text("{}\n")
+    (h.root / "sub").mkdir()
+    (h.root / "sub" / "data.csv").write_text("a\n")
+    await h.session.submit("look at the data")
+    error = _ends(h)[0].error or ""
+    assert error.startswith("Unknown tool: data. These files have that name: data.json, sub/data.csv. To read it:")
+
+
+async def test_a_wish_gets_the_exact_form_of_the_closest_tools(harness) -> None:
+    h = harness("text", [text_response('<tool name="rename_function">\n<old_name>total</old_name>\n'),
+                         text_response("ok")])
+    await h.session.submit("Rename total to sum_all.")
+    error = _ends(h)[0].error or ""
+    assert error.startswith("Unknown tool: rename_function. Available tools: ")
+    assert error.endswith("The closest: edit_file. Write the call exactly like this:\n<tool name=\"edit_file\">\n"
+                          "<file_path>FILE_PATH</file_path>\n<old_string>OLD_STRING</old_string>\n"
+                          "<new_string>NEW_STRING</new_string>\n</tool>")
+
+
+async def test_a_native_small_session_keeps_the_call_id_so_the_history_pairs(harness) -> None:
+    h = harness("anthropic", [tool_call_response(("solution.py", {"content": FUNCTION})), text_response("Done.")],
+                SessionConfig(small_model_rescues=True))
+    (h.root / "solution.py").write_text(STUB)
+    await h.session.submit("Implement total.")
+    assert (h.root / "solution.py").read_text() == IMPLEMENTED
+    sent = h.adapter.requests[1].messages
+    call = sent[-2].content[-1].tool_call
+    result = sent[-1].content[0].tool_result
+    assert call is not None and result is not None and call.name == "edit_file" and result.tool_call_id == call.id
+
+
+async def test_a_constrained_reply_naming_a_file_as_the_tool_is_understood(harness) -> None:
+    reply = json.dumps({"tool": "solution.py", "arguments": {"content": FUNCTION}})
+    h = harness("text", [text_response(reply), text_response('{"final_answer": "Done."}')],
+                SessionConfig(constrained_decoding="on"))
+    (h.root / "solution.py").write_text(STUB)
+    assert await h.session.submit("Implement total.") == "Done."
+    assert (h.root / "solution.py").read_text() == IMPLEMENTED
+
+
+# -- a file name followed by a fenced block ---------------------------------------------------
+
+
+async def test_the_function_shown_under_the_files_name_replaces_that_function_only(harness) -> None:
+    h = harness("text", [text_response(f"solution.py\n```python\n{FUNCTION}```"), text_response("Done.")])
+    (h.root / "solution.py").write_text(STUB)
+    assert await h.session.submit("Implement total in solution.py.") == "Done."
+    assert (h.root / "solution.py").read_text() == IMPLEMENTED
+    assert [e.is_error for e in _ends(h)] == [False]
+
+
+async def test_a_fixed_function_keeps_the_rest_of_the_file_and_new_functions_are_added(harness) -> None:
+    block = 'def greet(name):\n    return f"Hello {name}"\n\n\ndef shout(name):\n    return greet(name).upper()\n'
+    h = harness("text", [text_response(f"**app.py**\n```python\n{block}```"), text_response("Fixed.")])
+    (h.root / "app.py").write_text(APP)
+    await h.session.submit("Fix greet in app.py and add shout.")
+    assert (h.root / "app.py").read_text() == (
+        'import os\n\n\ndef greet(name):\n    return f"Hello {name}"\n\n\ndef shout(name):\n'
+        '    return greet(name).upper()\n\n\nprint(greet("Ada"))\n')
+
+
+async def test_a_new_file_shown_under_its_name_is_created(harness) -> None:
+    h = harness("text", [text_response("File: hello.py\n\n```python\nprint('hello')\n```"), text_response("Done.")])
+    await h.session.submit("Create hello.py that prints hello.")
+    assert (h.root / "hello.py").read_text() == "print('hello')\n"
+    (start,) = h.of(ev.ToolCallStart)
+    assert start.tool_name == "write_file"
+
+
+async def test_a_whole_file_goes_through_write_files_read_first_check(harness) -> None:
+    whole = 'def greet(name):\n    return "Hello " + name\n\n\nprint(greet("Bob"))\n'
+    h = harness("text", [text_response(f"app.py\n```python\n{whole}```"),
+                         text_response(tagged("read_file", {"file_path": "app.py"})),
+                         text_response(f"app.py\n```python\n{whole}```"), text_response("Done.")])
+    (h.root / "app.py").write_text(APP)
+    await h.session.submit("Greet Bob.")
+    refused, read, written = _ends(h)
+    assert refused.is_error and "you have not read it in this session" in (refused.error or "")
+    assert not read.is_error and not written.is_error
+    assert (h.root / "app.py").read_text() == whole
+
+
+async def test_a_block_that_drops_functions_and_is_not_just_definitions_is_not_applied(harness) -> None:
+    block = 'def shout(name):\n    return name.upper()\n\n\nprint(shout("x"))\n'
+    h = harness("text", [text_response(f"app.py\n```python\n{block}```"), text_response("Sorry.")])
+    (h.root / "app.py").write_text(APP)
+    await h.session.submit("Add shout.")
+    (end,) = _ends(h)
+    assert end.is_error and (end.error or "").startswith(
+        "The code shown for app.py was not applied: it leaves out `greet`, which app.py defines")
+    assert '<tool name="write_file">\n<file_path>app.py</file_path>' in (end.error or "")
+    assert (h.root / "app.py").read_text() == APP
+
+
+async def test_blocks_without_a_naming_line_or_equal_to_the_file_are_answers(harness) -> None:
+    for reply in ("The function:\n```python\ndef f():\n    return 1\n```", f"solution.py\n```python\n{STUB}```",
+                  "Run it with:\n```bash\npython solution.py\n```", "solution.py\n```\nTraceback (most recent call last):\n```"):
+        h = harness("text", [text_response(reply)], SessionConfig(check_claims=False))
+        (h.root / "solution.py").write_text(STUB)
+        assert await h.session.submit("Implement total.") == reply
+        assert not h.of(ev.ToolCallStart), reply
+
+
+async def test_a_path_outside_the_workspace_is_refused_by_the_pipeline(harness, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    h = harness("text", [text_response("../evil.py\n```python\nx = 1\n```"), text_response("ok")])
+    h.session.environment = type(h.env)(str(work))  # the harness's workspace is tmp_path: one level down
+    await h.session.submit("x")
+    (end,) = _ends(h)
+    assert _starts(h) == [("write_file", {"file_path": "../evil.py", "content": "x = 1\n"})]
+    assert end.is_error and "outside the workspace" in (end.error or "") and not (tmp_path / "evil.py").exists()
+
+
+async def test_rescued_edits_pass_the_policy_the_checkpoint_and_the_events(harness) -> None:
+    checkpointed: list[str] = []
+
+    @contextlib.contextmanager
+    def checkpoint(call: Any) -> Iterator[None]:
+        checkpointed.append(call.name)
+        yield
+
+    async def deny_writes(call: Any, env: Any) -> Decision:
+        return Decision.deny("writes are off") if call.name == "write_file" else Decision.allow()
+
+    h = harness("text", [text_response("hello.py\n```python\nprint('hello')\n```"),
+                         text_response(f"solution.py\n```python\n{FUNCTION}```"), text_response("ok")])
+    (h.root / "solution.py").write_text(STUB)
+    h.session.policy, h.session.checkpoint = deny_writes, checkpoint
+    await h.session.submit("x")
+    denied, edited = _ends(h)
+    assert denied.is_error and "denied by policy: writes are off" in (denied.error or "")
+    assert not (h.root / "hello.py").exists()
+    assert not edited.is_error and checkpointed == ["edit_file"]
+    assert [s.tool_name for s in h.of(ev.ToolCallStart)] == ["write_file", "edit_file"]
+
+
+async def test_a_cloud_session_takes_a_named_block_as_an_answer(harness) -> None:
+    reply = f"solution.py\n```python\n{FUNCTION}```"
+    h = harness("anthropic", [text_response(reply), tool_call_response(("solution.py", {"content": FUNCTION}))])
+    (h.root / "solution.py").write_text(STUB)
+    assert await h.session.submit("Implement total.") == reply
+    assert not h.of(ev.ToolCallStart) and (h.root / "solution.py").read_text() == STUB
+    h.adapter.script.append(text_response("end"))
+    await h.session.submit("again")
+    assert (_ends(h)[0].error or "").startswith("Unknown tool 'solution.py'")
+
+
+def test_the_note_says_how_the_reply_was_read() -> None:
+    assert FENCED_EDITS == "file edits from fenced blocks"
