@@ -18,6 +18,8 @@ that exact content with ``codeloop trust`` (:mod:`codeloop.policy.trust`).
     sandbox = "workspace-write"    approval = "on-risk"     max_turns = 50
     mode = "plan"                  # start codeloop run in plan mode (read only); "normal" is the default
     max_retries = 6                # retries of one model call after a 429/5xx/dropped connection
+    diagnostics = ["ruff check --quiet {file}"]   # after each edit: docs/tools.md; codeloop.tools.diagnostics
+    # or [{ command = "...", paths = ["*.py"], timeout = 30 }]; false: no diagnostics after edits
 
     [mcp_servers.files]            # stdio
     command = "python"
@@ -33,9 +35,6 @@ that exact content with ``codeloop trust`` (:mod:`codeloop.policy.trust`).
     command = "ruff format --quiet ."
     tools = ["write_file", "edit_file"]
     paths = ["*.py"]
-
-    diagnostics = ["ruff check --quiet {file}"]   # after each edit: docs/tools.md; codeloop.tools.diagnostics
-    # or [{ command = "...", paths = ["*.py"], timeout = 30 }]; false: no diagnostics after edits
 
 The approval modes and remembered approvals live in :mod:`codeloop.policy.approval_modes`.
 """
