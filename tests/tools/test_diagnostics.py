@@ -63,6 +63,12 @@ def test_other_languages_are_checked_too() -> None:
     assert "missing" in problems_text("run.sh", "if true; then\n  echo hi\n")
 
 
+def test_a_cpp_header_named_h_is_no_c_error() -> None:
+    header = "#pragma once\nnamespace app {\nclass Cache {\n public:\n  int get(const std::string& k) const;\n};\n}\n"
+    assert problems_text("cache.h", header) == "" and problems_text("cache.hpp", header) == ""
+    assert 'missing "}"' in problems_text("cache.h", header.replace("};", ""))
+
+
 def test_a_file_that_was_already_broken_gets_no_new_noise() -> None:
     broken = "def f(:\n    return 1\n"
     assert problems_text("a.py", broken + "x = (\n", before=broken) == ""

@@ -111,6 +111,8 @@ def syntax_problems(path: str, data: bytes) -> list[Problem] | None:
         return None
     lines = data.split(b"\n")
     found = _tree_problems(language, data, lines)
+    if found and path.lower().endswith(".h") and _tree_problems("cpp", data, lines) == []:
+        return []  # a C++ header (the index reads .h as C)
     if language != "python":
         return found
     compiled = _compile_problem(data, path, lines)
