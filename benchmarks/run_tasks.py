@@ -14,6 +14,8 @@ Examples::
 
     # codeloop against the local 1.5B model (started on demand)
     python benchmarks/run_tasks.py --agent codeloop --model 1.5b
+    # codeloop with and without the diagnostics after edits, same server, same run
+    python benchmarks/run_tasks.py --agent codeloop --agent codeloop-no-diagnostics --model 1.5b
     # mini-swe-agent from its own venv, same server, same run
     python benchmarks/run_tasks.py --agent codeloop --agent mini --model 1.5b
     # anything else
@@ -84,6 +86,8 @@ PRESETS = {
         "-c model.model_kwargs.api_base={base_url} -c agent.step_limit=30 -t {task}"
     ),
 }
+# codeloop without the diagnostics after edits (docs/tools.md), to measure them in the same run.
+PRESETS["codeloop-no-diagnostics"] = PRESETS["codeloop"] + " --no-diagnostics"
 
 
 @dataclass

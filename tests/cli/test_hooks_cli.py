@@ -28,6 +28,15 @@ def tool_results(server: ChatServer, index: int) -> list[str]:
     return [str(m["content"]) for m in server.requests[index]["messages"] if m["role"] == "tool"]
 
 
+def assert_all_dead(pids: Path, count: int) -> None:
+    """The ``count`` processes whose ids were written to ``pids`` are gone (or zombies)."""
+    started = [int(p) for p in pids.read_text().split()]
+    assert len(started) == count
+    alive = [p for p in started if Path(f"/proc/{p}").exists()
+             and "Z" not in Path(f"/proc/{p}/stat").read_text().split(")")[-1].split()[:1]]
+    assert not alive, f"processes survived: {alive}"
+
+
 def events_of(stdout: str, kind: str) -> list[dict[str, object]]:
     return [e for line in stdout.splitlines() if (e := json.loads(line))["kind"] == kind]
 
@@ -88,11 +97,7 @@ command = "sleep 300 & echo $! >> {pids}; setsid sleep 300 & echo $! >> {pids}; 
     assert any(w["code"] == "hook" and "timeout of 1 s and was killed" in w["message"] for w in warnings), warnings
     assert not (workspace / "made").exists()
     assert "not run" in tool_results(server, 1)[0]
-    started = [int(p) for p in pids.read_text().split()]
-    assert len(started) == 3
-    alive = [p for p in started if Path(f"/proc/{p}").exists()
-             and "Z" not in Path(f"/proc/{p}/stat").read_text().split(")")[-1].split()[:1]]
-    assert not alive, f"hook processes survived: {alive}"
+    assert_all_dead(pids, 3)
 
 
 def test_failing_hook_warns_in_the_terminal_and_the_session_goes_on(server, workspace) -> None:

@@ -12,16 +12,6 @@ from codeloop.config import ConfigError, load_config, parse_config
 from codeloop.policy.trust import trust
 
 
-@pytest.fixture
-def dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
-    user = tmp_path / "user"
-    user.mkdir()
-    monkeypatch.setenv("CODELOOP_CONFIG_DIR", str(user))
-    ws = tmp_path / "ws"
-    (ws / ".codeloop").mkdir(parents=True)
-    return user / "config.toml", ws
-
-
 def test_project_config_wins_key_by_key_and_servers_merge(dirs: tuple[Path, Path]) -> None:
     user, ws = dirs
     user.write_text('model = "m-user"\nprovider = "openai"\nmax_turns = 10\n'

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from codeloop.tools.diagnostics import DiagnosticCommand
+
 REASONING_EFFORTS = ("low", "medium", "high", "xhigh", "minimal", "none")
 """Values accepted for ``reasoning_effort`` besides ``None`` (§2.7: some providers add more)."""
 
@@ -57,6 +59,13 @@ class SessionConfig:
     track_reads: bool = True
     """codeloop (issue 19): a write over a file this session has not read, or that changed since
     it did, is refused; off where file contents reach the model another way (codali's responses)."""
+    diagnostics: bool = True
+    """codeloop (issue 21): after ``write_file``, ``edit_file`` and ``apply_patch``, append to the
+    result the syntax errors the edit introduced and what ``diagnostic_commands`` print
+    (:mod:`codeloop.tools.diagnostics`); a clean edit's result is unchanged."""
+    diagnostic_commands: tuple[DiagnosticCommand, ...] = ()
+    """codeloop (issue 21): commands run after each such edit (``diagnostics = [...]`` in the config
+    files); nothing runs when ``diagnostics`` is off."""
     context_warning_ratio: float = 0.8
     """Fraction of the context window at which the §5.5 warning fires."""
     constrained_decoding: str = "off"

@@ -196,7 +196,8 @@ class WarningEvent(_Event, kind=EventKind.WARNING):
     message: str
     code: str = ""
     """Machine-readable code: ``context_usage``, ``context_length``, ``tool_recovery``, ``hook``
-    (a hook failed or timed out, docs/hooks.md)..."""
+    (a hook failed or timed out, docs/hooks.md), ``diagnostics`` (a diagnostics command failed
+    to run or timed out, docs/tools.md)..."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -58,6 +58,7 @@ from codeloop.policy.approval import Approver
 from codeloop.profiles.base import ProviderProfile
 from codeloop.profiles.prompts import NATIVE_COMPACT
 from codeloop.tools import ToolContext, ToolPolicy, ToolRegistry, TruncationConfig, execute_tool_call
+from codeloop.tools.diagnostics import Diagnostics
 from codeloop.tools.hooks import Hooks
 from codeloop.tools.pipeline import Checkpoint
 from codeloop.tools.truncation import DEFAULT_TOOL_LIMITS, FALLBACK_CHAR_LIMIT
@@ -441,15 +442,17 @@ class Session:
         def on_output(_stream: str, chunk: str) -> None:
             self._emit(ev.ToolCallOutputDelta, call_id=call.id, delta=chunk)
 
-        policy, after = self.policy, None
+        policy, after, watch = self.policy, None, None
         if self.hooks:
             policy = self.hooks.policy(policy, self.id, self._hook_warning)
             after = partial(self.hooks.after_call, session_id=self.id, warn=self._hook_warning)
+        if self.config.diagnostics:
+            watch = Diagnostics(self.config.diagnostic_commands, self._diagnostics_warning).watch
         result = await execute_tool_call(
             self._tools(), call.name, call.arguments, self.environment,
             policy=policy, approver=self.approver, config=self._truncation,
             ctx=ToolContext(call.id, self.id if self.config.track_reads else None, on_output, lenient=self.small_model),
-            on_event=self._tool_event, checkpoint=self.checkpoint, after=after,
+            on_event=self._tool_event, checkpoint=self.checkpoint, after=after, watch=watch,
         )
         return CallResult(call.id, call.name, result.output, result.is_error)
 
@@ -460,6 +463,9 @@ class Session:
 
     def _hook_warning(self, message: str) -> None:
         self._emit(ev.WarningEvent, message=message, code="hook")
+
+    def _diagnostics_warning(self, message: str) -> None:
+        self._emit(ev.WarningEvent, message=message, code="diagnostics")
 
     def _tool_event(self, kind: str, data: dict[str, Any]) -> None:
         """The pipeline's EVENT step, as this session's typed events."""

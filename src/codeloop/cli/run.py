@@ -93,6 +93,10 @@ class RunSettings:
     """Start in plan mode (``--plan``, ``mode = "plan"``)."""
     hooks: tuple[Any, ...] = ()
     """``[[hooks]]`` of the config files (``codeloop.tools.hooks.Hook``; project ones only when trusted)."""
+    diagnostics: bool = True
+    """Diagnostics after edits (``--diagnostics/--no-diagnostics``, ``diagnostics =``)."""
+    diagnostic_commands: tuple[Any, ...] = ()
+    """``diagnostics = [...]`` commands (``codeloop.tools.diagnostics.DiagnosticCommand``; project ones when trusted)."""
 
 
 class Runner:
@@ -198,7 +202,8 @@ class Runner:
                                # A small window (compact prompt) gets no subagent tools: four more
                                # tools to describe, and a small model cannot delegate well.
                                max_subagent_depth=0 if profile.compact else SessionConfig.max_subagent_depth,
-                               user_instructions=PLAN_INSTRUCTIONS if self.plan else "")
+                               user_instructions=PLAN_INSTRUCTIONS if self.plan else "",
+                               diagnostics=s.diagnostics, diagnostic_commands=s.diagnostic_commands)
         from codeloop.policy.approval_modes import ApprovalRequest
         from codeloop.tools.hooks import Hooks
 
@@ -353,7 +358,8 @@ def settle_options(root: Path, flags: dict[str, Any], network: str | None, err: 
     return RunSettings(choice, root, box.mode, box.network, approval, merged["max_turns"] or 0,
                        dict(cfg.mcp_servers), constrained=constrained or "off",
                        max_retries=DEFAULT_RETRIES if retries is None else retries,
-                       plan=plan if plan is not None else cfg.mode == "plan", hooks=cfg.hooks)
+                       plan=plan if plan is not None else cfg.mode == "plan", hooks=cfg.hooks,
+                       diagnostics=merged.get("diagnostics") is not False, diagnostic_commands=cfg.diagnostic_commands)
 
 
 def one_shot_command(task: str | None, root: Path) -> Any:
@@ -426,6 +432,11 @@ def register(app: typer.Typer) -> None:
             None, "--constrained",
             help="auto, on or off (default): every reply must be one JSON tool call or a final answer "
                  "(servers with JSON Schema support, e.g. llama.cpp)."),
+        diagnostics: bool | None = typer.Option(
+            None, "--diagnostics/--no-diagnostics",
+            help="After each write_file/edit_file/apply_patch, tell the model about syntax errors the edit "
+                 "introduced (and run the diagnostics commands of the config files). Default: on, unless "
+                 "diagnostics = false in the config files."),
     ) -> None:
         """Run the coding agent on TASK in a workspace, or chat with it when TASK is left out.
 
@@ -465,7 +476,7 @@ def register(app: typer.Typer) -> None:
             command = one_shot_command(task, root)
             flags = {"model": model or (command.model if command else None), "provider": provider,
                      "profile": profile, "base_url": base_url, "sandbox": sandbox, "approval": approval,
-                     "max_turns": max_turns, "max_retries": max_retries}
+                     "max_turns": max_turns, "max_retries": max_retries, "diagnostics": diagnostics}
             settings = settle_options(root, flags, network, err, constrained, plan)
             resume_id = resume_target(root, resume, continue_)
             if task is None and mode == "json":

@@ -14,8 +14,10 @@ def _describe(value: object) -> str:
         return "; ".join(f"{name}: " + (server.url or shlex.join([server.command, *server.args]))
                          + (f" (env {', '.join(server.env)})" if server.env else "")
                          for name, server in value.items())
-    if isinstance(value, tuple):  # hooks: each command and when it runs
-        return "; ".join(f"{hook.event}: {hook.command}" for hook in value)
+    if isinstance(value, tuple):  # hooks (each command and when it runs) or diagnostics commands
+        return "; ".join(f"{item.event}: {item.command}" if hasattr(item, "event")
+                         else f"after edits: {item.command}" + (f" (for {', '.join(item.paths)})" if item.paths else "")
+                         for item in value)
     return json.dumps(value)
 
 
@@ -28,7 +30,8 @@ def register(app: typer.Typer) -> None:
         yes: bool = typer.Option(False, "--yes", "-y", help="Trust without asking (after reading the list)."),
     ) -> None:
         """Show the settings of DIR/.codeloop/ that need trust (sandbox, approval, base_url, MCP
-        servers, hooks, pre-approved commands) and trust exactly this content. A later change asks again.
+        servers, hooks, diagnostics commands, pre-approved commands) and trust exactly this content.
+        A later change asks again.
 
         Example: codeloop trust ~/src/app
         """

@@ -7,9 +7,9 @@ on Linux; ``$CODELOOP_CONFIG_DIR`` replaces the directory) and the workspace's
 broken TOML raises :class:`ConfigError` naming the file, the line and the fix.
 
 The project file comes with the repository, so it is not trusted: its ``sandbox = "full"``,
-``approval = "never-ask"``, ``base_url``, ``mcp_servers`` and ``hooks`` are ignored (with a warning in
-``CodeloopConfig.warnings``) until the user trusts that exact content with ``codeloop trust``
-(:mod:`codeloop.policy.trust`).
+``approval = "never-ask"``, ``base_url``, ``mcp_servers``, ``hooks`` and the commands of
+``diagnostics`` are ignored (with a warning in ``CodeloopConfig.warnings``) until the user trusts
+that exact content with ``codeloop trust`` (:mod:`codeloop.policy.trust`).
 
 ::
 
@@ -18,6 +18,8 @@ The project file comes with the repository, so it is not trusted: its ``sandbox 
     sandbox = "workspace-write"    approval = "on-risk"     max_turns = 50
     mode = "plan"                  # start codeloop run in plan mode (read only); "normal" is the default
     max_retries = 6                # retries of one model call after a 429/5xx/dropped connection
+    diagnostics = ["ruff check --quiet {file}"]   # after each edit: docs/tools.md; codeloop.tools.diagnostics
+    # or [{ command = "...", paths = ["*.py"], timeout = 30 }]; false: no diagnostics after edits
 
     [mcp_servers.files]            # stdio
     command = "python"
@@ -49,6 +51,7 @@ from typing import Any
 
 from codeloop.policy.approval_modes import APPROVAL_MODES as APPROVAL_MODES  # re-exported
 from codeloop.policy.trust import is_trusted, untrusted_warning, user_config_dir
+from codeloop.tools.diagnostics import DEFAULT_DIAGNOSTIC_TIMEOUT, DiagnosticCommand
 from codeloop.tools.hooks import DEFAULT_HOOK_TIMEOUT, HOOK_EVENTS, TOOL_EVENTS, Hook
 
 SANDBOX_MODES = ("read-only", "workspace-write", "full")
@@ -96,6 +99,10 @@ class CodeloopConfig:
     mcp_servers: Mapping[str, McpServerConfig] = field(default_factory=dict)
     hooks: tuple[Hook, ...] = ()
     """``[[hooks]]`` of both files, the user's first."""
+    diagnostics: bool | None = None
+    """Diagnostics after edits on or off (``diagnostics = false``; a list of commands turns it on)."""
+    diagnostic_commands: tuple[DiagnosticCommand, ...] = ()
+    """The commands of ``diagnostics = [...]`` of both files, the user's first."""
     sources: tuple[str, ...] = ()
     """The files that were read, lowest priority first."""
     warnings: tuple[str, ...] = ()
@@ -105,9 +112,10 @@ class CodeloopConfig:
 _STRING_KEYS = ("model", "provider", "profile", "base_url", "sandbox", "approval", "mode")
 _CHOICES = {"sandbox": SANDBOX_MODES, "approval": APPROVAL_MODES, "profile": PROFILES, "mode": MODES}
 _COUNT_KEYS = {"max_turns": "0: no limit", "max_retries": "0: never retry"}
-_TOP_KEYS = (*_STRING_KEYS, *_COUNT_KEYS, "mcp_servers", "hooks")
+_TOP_KEYS = (*_STRING_KEYS, *_COUNT_KEYS, "mcp_servers", "hooks", "diagnostics")
 _SERVER_KEYS = ("command", "args", "env", "url", "timeout")
 _HOOK_KEYS = ("event", "command", "timeout", "tools", "paths")
+_DIAGNOSTIC_KEYS = ("command", "paths", "timeout")
 
 
 def user_config_path() -> Path:
@@ -179,6 +187,16 @@ def _parse_server(path: Path, text: str, name: str, table: Any) -> McpServerConf
                            timeout=float(timeout) if timeout is not None else 60.0)
 
 
+def _unknown_entry_key(table: dict[str, Any], known: tuple[str, ...]) -> str | None:
+    """What is wrong with the first key of an entry's ``table`` not in ``known`` (None: none is)."""
+    unknown = [k for k in table if k not in known]
+    if not unknown:
+        return None
+    close = difflib.get_close_matches(unknown[0], known, n=1)
+    hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(known)}"
+    return f"has the unknown key {unknown[0]!r}; {hint} (remove or rename it)"
+
+
 def _parse_hooks(path: Path, text: str, value: Any) -> tuple[Hook, ...]:
     headers = [i + 1 for i, line in enumerate(text.splitlines()) if re.match(r"^\s*\[\[\s*hooks\s*\]\]", line)]
     if not isinstance(value, list):
@@ -194,11 +212,8 @@ def _parse_hooks(path: Path, text: str, value: Any) -> tuple[Hook, ...]:
 
         if not isinstance(table, dict):
             raise bad('must be a table with event = "..." and command = "..."')
-        unknown = [k for k in table if k not in _HOOK_KEYS]
-        if unknown:
-            close = difflib.get_close_matches(unknown[0], _HOOK_KEYS, n=1)
-            hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(_HOOK_KEYS)}"
-            raise bad(f"has the unknown key {unknown[0]!r}; {hint} (remove or rename it)")
+        if unknown := _unknown_entry_key(table, _HOOK_KEYS):
+            raise bad(unknown)
         event, command, timeout = table.get("event"), table.get("command"), table.get("timeout")
         if event not in HOOK_EVENTS:
             raise bad(f"needs event = one of {', '.join(HOOK_EVENTS)}" + (f", not {event!r}" if event else ""))
@@ -208,17 +223,52 @@ def _parse_hooks(path: Path, text: str, value: Any) -> tuple[Hook, ...]:
             raise bad("timeout must be a positive number of seconds")
         matchers: dict[str, tuple[str, ...]] = {}
         for key in ("tools", "paths"):
-            given = table.get(key, [])
-            if isinstance(given, str):
-                given = [given]
-            if not (isinstance(given, list) and all(isinstance(p, str) and p for p in given)):
+            given = _patterns(table.get(key, []))
+            if given is None:
                 raise bad(f'{key} must be a list of patterns, e.g. {key} = ["{"shell" if key == "tools" else "*.py"}"]')
             if given and event not in TOOL_EVENTS:
                 raise bad(f"{key} applies only to pre_tool_call and post_tool_call hooks; remove it")
-            matchers[key] = tuple(given)
+            matchers[key] = given
         hooks.append(Hook(event, command, float(timeout) if timeout is not None else DEFAULT_HOOK_TIMEOUT,
                           source=where, **matchers))
     return tuple(hooks)
+
+
+def _patterns(given: Any) -> tuple[str, ...] | None:
+    """A pattern list (one string counts as a list of one), or None when it is not one."""
+    given = [given] if isinstance(given, str) else given
+    if not (isinstance(given, list) and all(isinstance(p, str) and p for p in given)):
+        return None
+    return tuple(given)
+
+
+def _parse_diagnostics(path: Path, text: str, value: Any) -> dict[str, Any]:
+    """``diagnostics = true|false`` or a list of commands (strings or tables)."""
+    where = _where(path, text, "diagnostics")
+    if isinstance(value, bool):
+        return {"diagnostics": value}
+    if not isinstance(value, list):
+        raise ConfigError(f'{where}: diagnostics must be false, true or a list of commands, e.g. diagnostics = '
+                          '["ruff check --quiet {file}"] (see docs/tools.md)')
+    commands = []
+    for n, entry in enumerate(value, 1):
+        def bad(what: str, n: int = n) -> ConfigError:
+            return ConfigError(f"{where}: diagnostics entry #{n} {what} (see docs/tools.md)")
+
+        table = {"command": entry} if isinstance(entry, str) else entry
+        if not isinstance(table, dict):
+            raise bad('must be a command string or a table { command = "...", paths = ["*.py"], timeout = 30 }')
+        if unknown := _unknown_entry_key(table, _DIAGNOSTIC_KEYS):
+            raise bad(unknown)
+        command, timeout, paths = table.get("command"), table.get("timeout"), _patterns(table.get("paths", []))
+        if not isinstance(command, str) or not command.strip():
+            raise bad('needs command = "..." (a shell line; {file} is the edited file)')
+        if not _positive_or_none(timeout):
+            raise bad("timeout must be a positive number of seconds")
+        if paths is None:
+            raise bad('paths must be a list of patterns, e.g. paths = ["*.py"]')
+        commands.append(DiagnosticCommand(command, paths, float(timeout or DEFAULT_DIAGNOSTIC_TIMEOUT), where))
+    return {"diagnostics": True, "diagnostic_commands": tuple(commands)}
 
 
 def parse_config(text: str, path: Path) -> CodeloopConfig:
@@ -242,6 +292,9 @@ def parse_config(text: str, path: Path) -> CodeloopConfig:
                 raise ConfigError(f"{where}: {key} must be a whole number >= 0 ({_COUNT_KEYS[key]})")
         elif key == "hooks":
             value = _parse_hooks(path, text, value)
+        elif key == "diagnostics":
+            values.update(_parse_diagnostics(path, text, value))
+            continue
         else:
             if not isinstance(value, dict):
                 raise ConfigError(f"{where}: mcp_servers must be tables: [mcp_servers.NAME]")
@@ -270,19 +323,27 @@ def _read(path: Path) -> tuple[CodeloopConfig, bytes] | None:
 def needs_trust(config: CodeloopConfig) -> dict[str, Any]:
     """The settings of a project file that apply only once the user trusts it: those that
     lower safety (``sandbox = "full"``, ``approval = "never-ask"``), send the API key
-    elsewhere (``base_url``) or start programs (``mcp_servers``, ``hooks``)."""
+    elsewhere (``base_url``) or start programs (``mcp_servers``, ``hooks``, the commands of
+    ``diagnostics``)."""
     risky = {"sandbox": config.sandbox == "full", "approval": config.approval == "never-ask",
              "base_url": config.base_url is not None, "mcp_servers": bool(config.mcp_servers),
-             "hooks": bool(config.hooks)}
-    return {key: getattr(config, key) if key != "mcp_servers" else dict(config.mcp_servers)
-            for key, applies in risky.items() if applies}
+             "hooks": bool(config.hooks), "diagnostics": bool(config.diagnostic_commands)}
+    shown = {"mcp_servers": dict(config.mcp_servers), "diagnostics": config.diagnostic_commands}
+    return {key: shown.get(key, getattr(config, key)) for key, applies in risky.items() if applies}
 
 
 def merge(low: CodeloopConfig, high: CodeloopConfig) -> CodeloopConfig:
     """``high``'s set keys over ``low``'s; MCP servers merge by name."""
-    changes: dict[str, Any] = {k: getattr(high, k) for k in (*_STRING_KEYS, *_COUNT_KEYS) if getattr(high, k) is not None}
+    changes: dict[str, Any] = {k: getattr(high, k) for k in (*_STRING_KEYS, *_COUNT_KEYS, "diagnostics")
+                               if getattr(high, k) is not None}
     return replace(low, **changes, mcp_servers={**low.mcp_servers, **high.mcp_servers},
-                   hooks=low.hooks + high.hooks, sources=low.sources + high.sources, warnings=low.warnings + high.warnings)
+                   hooks=low.hooks + high.hooks, diagnostic_commands=low.diagnostic_commands + high.diagnostic_commands,
+                   sources=low.sources + high.sources, warnings=low.warnings + high.warnings)
+
+
+_UNSET: dict[str, dict[str, Any]] = {"mcp_servers": {"mcp_servers": {}}, "hooks": {"hooks": ()},
+                                     "diagnostics": {"diagnostics": None, "diagnostic_commands": ()}}
+"""The fields an untrusted key of :func:`needs_trust` resets (the others become None)."""
 
 
 def load_config(workspace: Path | str) -> CodeloopConfig:
@@ -300,7 +361,9 @@ def load_config(workspace: Path | str) -> CodeloopConfig:
         loaded, raw = project
         risky = needs_trust(loaded)
         if risky and not is_trusted(path, raw):
-            dropped: dict[str, Any] = {k: {"mcp_servers": {}, "hooks": ()}.get(k) for k in risky}
+            dropped: dict[str, Any] = {}
+            for key in risky:  # what the untrusted file's key becomes: not set
+                dropped.update(_UNSET.get(key, {key: None}))
             loaded = replace(loaded, **dropped,
                              warnings=(untrusted_warning(path, ", ".join(risky), Path(workspace)),))
         config = merge(config, loaded)

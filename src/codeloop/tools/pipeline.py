@@ -1,12 +1,13 @@
 """The tool execution pipeline (loop spec §3.8, §5): one function per step.
 
-``execute_tool_call`` runs EVENT → LOOKUP → VALIDATE → POLICY → CHECKPOINT → EXECUTE →
-AFTER → TRUNCATE → EVENT and returns a :class:`ToolCallOutcome`. It never raises for anything a
+``execute_tool_call`` runs EVENT → LOOKUP → VALIDATE → POLICY → WATCH → CHECKPOINT → EXECUTE
+→ AFTER → TRUNCATE → EVENT and returns a :class:`ToolCallOutcome`. It never raises for anything a
 model or a tool can cause: unknown tools, malformed arguments, denied calls and every
 exception of an executor become ``is_error=True`` outcomes whose text says what went wrong.
 (Task cancellation still propagates: it is the caller's decision, not the model's.) EVENT,
-CHECKPOINT and AFTER are optional steps of the caller (the agent's events, file snapshots and
-``post_tool_call`` hooks, :mod:`codeloop.tools.hooks`).
+WATCH, CHECKPOINT and AFTER are optional steps of the caller (the agent's events, diagnostics
+after edits, :mod:`codeloop.tools.diagnostics`, file snapshots and ``post_tool_call`` hooks,
+:mod:`codeloop.tools.hooks`).
 
 "Needs approval" is a result, not a blocking callback (STYLE §9): when the policy asks and
 no approver is given, the call does not run and ``result.pending`` holds it; the caller
@@ -44,6 +45,12 @@ AfterCall = Callable[[ToolCallRequest, ToolOutput], Awaitable[ToolOutput]]
 """AFTER: gets each call that ran and what it produced, returns the output to keep (the
 ``post_tool_call`` hooks append to it); must not raise."""
 
+Watch = Callable[[ToolCallRequest, ExecutionEnvironment], Awaitable[AfterCall | None]]
+"""WATCH: called for each call that passed POLICY, right before CHECKPOINT and EXECUTE; returns
+an AFTER step for this call alone (run before ``after``), or None. For what needs the workspace
+as it was before the call: the diagnostics after edits read the files an edit names
+(:class:`codeloop.tools.diagnostics.Diagnostics`). Must not raise."""
+
 
 class _CallFailed(Exception):
     """Internal: a step ended the call with an error text for the model."""
@@ -66,6 +73,7 @@ async def execute_tool_call(
     on_event: ToolEventSink | None = None,
     checkpoint: Checkpoint | None = None,
     after: AfterCall | None = None,
+    watch: Watch | None = None,
 ) -> ToolCallOutcome:
     """Run one tool call through the whole pipeline; never raises for model or tool errors."""
     ctx = ctx or ToolContext()
@@ -76,9 +84,7 @@ async def execute_tool_call(
         tool = lookup(registry, name, arguments)
         call = ToolCallRequest(name, validate(tool, arguments), ctx.call_id)
         await check_policy(call, env, policy, approver)
-        produced = await execute(tool, call.arguments, env, ctx, checkpoint and partial(checkpoint, call))
-        if after is not None:
-            produced = await after(call, produced)
+        produced = await run_call(tool, call, env, ctx, checkpoint, watch, after)
     except _CallFailed as failure:
         produced, pending = ToolOutput(str(failure), is_error=True), failure.pending
     return emit_end(on_event, truncate(name, produced, config, ctx, started, pending))
@@ -95,6 +101,7 @@ async def resume_tool_call(
     on_event: ToolEventSink | None = None,
     checkpoint: Checkpoint | None = None,
     after: AfterCall | None = None,
+    watch: Watch | None = None,
 ) -> ToolCallOutcome:
     """Finish a call held for approval: approved, it runs (LOOKUP and VALIDATE again, for a
     call read back from storage; POLICY is the human's answer); refused, the result says so.
@@ -108,9 +115,7 @@ async def resume_tool_call(
             raise _CallFailed(_not_approved(name, pending.decision.reason))
         tool = lookup(registry, name, pending.call.arguments)
         call = ToolCallRequest(name, validate(tool, pending.call.arguments), ctx.call_id)
-        produced = await execute(tool, call.arguments, env, ctx, checkpoint and partial(checkpoint, call))
-        if after is not None:
-            produced = await after(call, produced)
+        produced = await run_call(tool, call, env, ctx, checkpoint, watch, after)
     except _CallFailed as failure:
         produced = ToolOutput(str(failure), is_error=True)
     return emit_end(on_event, truncate(name, produced, config, ctx, started))
@@ -188,6 +193,19 @@ async def check_policy(
 
 def _not_approved(name: str, reason: str) -> str:
     return f"Tool call '{name}' was not approved ({reason})."
+
+
+async def run_call(
+    tool: RegisteredTool, call: ToolCallRequest, env: ExecutionEnvironment, ctx: ToolContext,
+    checkpoint: Checkpoint | None, watch: Watch | None, after: AfterCall | None,
+) -> ToolOutput:
+    """WATCH → CHECKPOINT → EXECUTE → the watch's AFTER → AFTER, for a call that passed POLICY."""
+    watched = await watch(call, env) if watch is not None else None
+    produced = await execute(tool, call.arguments, env, ctx, checkpoint and partial(checkpoint, call))
+    for step in (watched, after):
+        if step is not None:
+            produced = await step(call, produced)
+    return produced
 
 
 async def execute(
