@@ -48,6 +48,11 @@ class SessionConfig:
     """codeloop (issue 10): before a final answer ends an input, check once that the files it
     says were created, changed or deleted were (:mod:`codeloop.agent.claims`), and send the
     model back when not; None = on for small context windows (the compact prompt)."""
+    small_model_rescues: bool | None = None
+    """codeloop (issue 20): the turn-level rescues of small models (the files a task names put
+    in front of it, repeated reads and writes answered "already done", a loop ignored twice
+    ends the input, a named command run before the final answer, a true report when the final
+    text is empty or an echo; docs/local-models.md); None = on for small context windows."""
     track_reads: bool = True
     """codeloop (issue 19): a write over a file this session has not read, or that changed since
     it did, is refused; off where file contents reach the model another way (codali's responses)."""
