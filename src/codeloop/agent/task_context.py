@@ -173,8 +173,8 @@ async def _related(env: ExecutionEnvironment, named: list[_File], files: list[st
             related[path] = _File(path, data, f"a test of {', '.join(tested)}")
     for file in named:
         for target in _imports(file, resolver):
-            if target not in names and target not in related and (data := await _read(env, target)) is not None:
-                related[target] = _File(target, data, f"imported by {file.path}")
+            if target not in names and target not in related and (data := await _read(env, target)):
+                related[target] = _File(target, data, f"imported by {file.path}")  # (an empty __init__.py: no)
     return list(related.values())
 
 
@@ -241,6 +241,8 @@ async def gather_task_context(env: ExecutionEnvironment, task: str, budget: int,
     def add(file: _File, share: int) -> None:
         nonlocal left
         text, last, whole = _render(file, share)
+        if not last and not whole:
+            return  # not one line fits
         parts.append(text)
         shown.append(FileShown(file.path, ops.fingerprint(file.data), last, whole))
         left -= len(text) + 2
@@ -253,7 +255,7 @@ async def gather_task_context(env: ExecutionEnvironment, task: str, budget: int,
             size = len(_render(file, 10**9)[0])
             if size + 2 <= left:
                 add(file, size)
-    blocks = [FILES_HEADER + "\n" + "\n".join(parts)] if parts else []
+    blocks = [FILES_HEADER + "\n" + "\n\n".join(parts)] if parts else []
     if with_map:
         rest = [p for p in files if p not in {f.path for f in shown}]
         if (tree := await _map(env, rest, left)):
