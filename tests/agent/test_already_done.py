@@ -43,15 +43,25 @@ async def test_a_different_write_runs(harness) -> None:
 async def test_a_repeated_read_is_answered_until_the_file_changes(harness) -> None:
     read = ("read_file", {"file_path": "x.py"})
     h = harness("text", [calls("text", read), calls("text", read),
-                         calls("text", ("shell", {"command": "echo 'y = 2' >> x.py"})),
+                         calls("text", ("shell", {"command": "sed -i s/1/9/ x.py"})),
                          calls("text", read), calls("text", read), text_response("done")])
     (h.root / "x.py").write_text("x = 1\nz = 3\n")
     await h.session.submit("look at the file")
     first, second, _, third, fourth = outputs(h)
     assert "  1 | x = 1" in first
     assert second.startswith("already done: you read lines 1-2 of x.py at step 1; it has not changed since.")
-    assert "  3 | y = 2" in third  # changed since: the read runs
-    assert fourth.startswith("already done: you read lines 1-3 of x.py at step 4")
+    assert "  1 | x = 9" in third  # changed since (same lines, other bytes): the read runs
+    assert fourth.startswith("already done: you read lines 1-2 of x.py at step 4")
+
+
+async def test_a_read_cut_to_fit_is_not_taken_as_seen(harness) -> None:
+    read = ("read_file", {"file_path": "long.txt"})
+    h = harness("text", [calls("text", read), calls("text", read), text_response("done")])
+    (h.root / "long.txt").write_text("".join(f"line {i} " + "x" * 40 + "\n" for i in range(400)))
+    await h.session.submit("look at the file")
+    first, second = outputs(h)
+    assert "Tool output was truncated" in h.sent_texts(1)[-1]
+    assert not second.startswith("already done")  # it never saw the middle: no "use that text"
 
 
 async def test_a_read_of_other_lines_runs(harness) -> None:
