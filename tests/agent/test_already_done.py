@@ -59,7 +59,7 @@ async def test_a_read_cut_to_fit_is_not_taken_as_seen(harness) -> None:
     h = harness("text", [calls("text", read), calls("text", read), text_response("done")])
     (h.root / "long.txt").write_text("".join(f"line {i} " + "x" * 40 + "\n" for i in range(400)))
     await h.session.submit("look at the file")
-    first, second = outputs(h)
+    _, second = outputs(h)
     assert "Tool output was truncated" in h.sent_texts(1)[-1]
     assert not second.startswith("already done")  # it never saw the middle: no "use that text"
 

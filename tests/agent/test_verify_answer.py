@@ -82,6 +82,9 @@ async def test_cloud_profiles_are_not_nudged(harness) -> None:
     ("Run `npm test` after the change", RunRequest(command="npm test")),
     ("fix it; python3 check.py --strict must print ok.", RunRequest(command="python3 check.py --strict")),
     ("Make sure the tests still pass", RunRequest(tests=True)),
+    ("Run the script tool/count.py and write what it prints to out.txt", RunRequest(command="python3 tool/count.py")),
+    ("Execute `deploy.sh` once", RunRequest(command="bash deploy.sh")),
+    ("Fix stats.py so that python3 test_stats.py passes.", RunRequest(command="python3 test_stats.py")),
     ("Write a python script that sums numbers", RunRequest()),
     ("Make the `title` field required", RunRequest()),
 ])

@@ -163,7 +163,9 @@ async def _related(env: ExecutionEnvironment, named: list[_File], files: list[st
     resolver = ImportResolver(set(files), {})
     names = {f.path for f in named}
     related: dict[str, _File] = {}
+    stems = {posixpath.splitext(posixpath.basename(n))[0] for n in names}
     tests = [p for p in files if _TEST_FILE.search(p) and p not in names and language_for(p)]
+    tests.sort(key=lambda p: not any(stem in posixpath.basename(p) for stem in stems))  # likely ones first
     for path in tests[:MAX_TESTS_PARSED]:
         data = await _read(env, path)
         if data is None:

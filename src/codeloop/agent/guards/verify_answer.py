@@ -39,9 +39,10 @@ uv poetry tox nox
 """.split())
 """Programs whose command line, written in the task, is a command to run."""
 MAX_SYNTAX_NUDGES = 2
-_ARG = r"(?:-{1,2}[\w-]+(?:=\S+)?|[\w./-]*[./][\w./-]*(?:::\w+)?|\d+|\"[^\"\n]*\"|'[^'\n]*')"
+_ARG = r"(?:-{1,2}[\w-]+(?:=\S+)?|[\w./-]*[./][\w-][\w./-]*(?:::\w+)?|\d+|\"[^\"\n]*\"|'[^'\n]*')"
 _BARE = re.compile(rf"\b((?:python3?\s+(?:-m\s+[\w.]+|[\w./-]+\.py)|pytest)(?:\s+{_ARG})*)")
 _QUOTED = re.compile(r"`([^`\n]+)`")
+_RUN_FILE = re.compile(r"\b(?:run|execute)\s+(?:the\s+(?:script|program|file)\s+)?`?([\w./-]+(\.\w+))`?", re.I)
 _RUN_IT = re.compile(r"\b(?:run|execute)\s+(?:it|them|this|that|the\s+(?:script|program|file|code))\b", re.I)
 _TESTS = re.compile(r"\btests?\s+(?:still\s+)?pass(?:es)?\b|\bmake\s+sure\s+(?:that\s+)?(?:the\s+|all\s+)?tests?\b"
                     r"|\brun\s+(?:the\s+|all\s+)?tests?\b|\bpassing\s+tests?\b", re.I)
@@ -72,6 +73,9 @@ def run_request(task: str) -> RunRequest:
             return RunRequest(command=match.group(1).strip())
     if (bare := _BARE.search(task)) is not None:
         return RunRequest(command=bare.group(1).rstrip(".,;:"))
+    for match in _RUN_FILE.finditer(task):
+        if (runner := _INTERPRETERS.get(match.group(2))) is not None:
+            return RunRequest(command=f"{runner} {match.group(1)}")
     return RunRequest(run_written=bool(_RUN_IT.search(task)), tests=bool(_TESTS.search(task)))
 
 
