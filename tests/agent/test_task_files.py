@@ -116,3 +116,5 @@ async def test_gather_names_paths_and_file_names(tmp_path) -> None:
     assert "## pkg/helper.py (imported by pkg/mod.py)" in context.text
     nothing = await gather_task_context(env, "Set a in data.json", 100)
     assert nothing.text == "" and nothing.files == ()
+    given = await gather_task_context(env, 'Set a in data.json:\n{"a": 1}\n', 8_000, with_map=False)
+    assert given.text == ""  # its text is in the task already (a custom command's @file)

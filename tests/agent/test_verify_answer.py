@@ -111,6 +111,20 @@ async def test_an_empty_final_reply_is_reported_from_the_calls(harness) -> None:
     assert answer == f"{NO_ANSWER} What was done: wrote hello.py."
 
 
+async def test_quoting_what_a_program_printed_is_an_answer(harness) -> None:
+    shell = ("shell", {"command": "printf 'apples: 42\\npears: 17 in stock\\n'"})
+    answer = "It prints:\napples: 42\npears: 17 in stock"
+    h = harness("text", [calls("text", shell), text_response(answer)])
+    assert await h.session.submit("What does the command print?") == answer
+
+
+async def test_an_echoed_tool_error_is_no_answer(harness) -> None:
+    h = harness("text", [calls("text", ("solution.py", {"x": "1"})), lambda request: text_response(
+        request.messages[-1].text.split("\n", 1)[1].rsplit("\n", 1)[0])])
+    answer = await h.session.submit("Implement solve")
+    assert answer.startswith(NO_ANSWER) and h.of(ev.AssistantTextEnd)[-1].text.startswith("Unknown tool")
+
+
 async def test_a_real_answer_is_kept(harness) -> None:
     h = harness("text", [calls("text", HELLO), text_response("Created hello.py; it prints hello.")])
     assert await h.session.submit("Create hello.py that prints hello") == "Created hello.py; it prints hello."
@@ -122,3 +136,19 @@ def test_echo_detection() -> None:
     assert is_echo("# Available tools\n## read_file: Read a file.\n## write_file: Write a file.", seen)
     assert not is_echo("I wrote the file with write_file.", seen)
     assert not is_echo("Done.", seen)
+
+
+def test_the_exact_call_is_written_in_the_session_s_own_syntax() -> None:
+    from types import SimpleNamespace
+
+    from codeloop.agent.guards.verify_answer import call_form
+    from codeloop.profiles import create_profile
+
+    args = {"command": "python3 hello.py"}
+    text, native = create_profile("text"), create_profile("anthropic")
+    assert call_form(SimpleNamespace(constrained=False, profile=text), "shell", args) == (
+        '<tool name="shell">\n<command>python3 hello.py</command>\n</tool>')
+    assert call_form(SimpleNamespace(constrained=True, profile=text), "shell", args) == (
+        '{"tool": "shell", "arguments": {"command": "python3 hello.py"}}')
+    assert call_form(SimpleNamespace(constrained=False, profile=native), "shell", args) == (
+        'shell with arguments {"command": "python3 hello.py"}')

@@ -180,6 +180,12 @@ async def _related(env: ExecutionEnvironment, named: list[_File], files: list[st
     return list(related.values())
 
 
+def _included(data: bytes, task: str) -> bool:
+    """The task already holds the file's text (a custom command's ``@file``)."""
+    text = data.decode("utf-8", "replace").strip()
+    return bool(text) and text in task
+
+
 def _render(file: _File, budget: int) -> tuple[str, int, bool]:
     """The file as read_file shows it within ``budget`` characters: text, last line, whole."""
     lines = file.lines
@@ -235,7 +241,8 @@ async def gather_task_context(env: ExecutionEnvironment, task: str, budget: int,
                               with_map: bool = True) -> TaskContext:
     """The named files, their tests and imports, and the map, in at most ``budget`` characters."""
     files = await _listing(env)
-    named = [_File(p, data) for p in await named_files(env, task, files) if (data := await _read(env, p)) is not None]
+    named = [_File(p, data) for p in await named_files(env, task, files)
+             if (data := await _read(env, p)) is not None and not _included(data, task)]
     parts: list[str] = []
     shown: list[FileShown] = []
     left = budget - len(FILES_HEADER) - len(TASK_HEADER) - 4

@@ -1,7 +1,7 @@
 """Turn guard: the answer of an input whose final text says nothing is what its calls did (issue 20).
 
-A small model may end with an empty reply, or with its instructions, its tool list or a
-tool's error echoed back. The user would read that as the answer. Instead the input's
+A small model may end with an empty reply, or with its instructions, its tool list, a note
+of the harness or a tool's error echoed back. The user would read that as the answer. Instead the input's
 answer (``Session.last_text``, ``SESSION_END``'s ``final_text``) becomes a report built from
 the input's calls: the files written and the commands run with their exit codes. It is
 labelled as such, so it never passes for the model's words. An answer with content of its
@@ -75,12 +75,14 @@ def describe_work(history: History, root: str) -> str:
 
 
 def is_echo(text: str, seen: str) -> bool:
-    """``text`` is empty, or mostly lines already in ``seen`` (the prompt, the tool results)."""
+    """``text`` is empty, or mostly lines already in ``seen`` (the prompt, tool errors)."""
     lines = [line.strip() for line in text.splitlines() if len(line.strip()) >= 8]
     if not text.strip():
         return True
     if not lines:
         return False
+    if len(lines) == 1:
+        return lines[0] in seen and len(lines[0]) >= 20
     echoed = sum(1 for line in lines if line in seen)
     return echoed >= 2 and echoed >= ECHO_SHARE * len(lines)
 
@@ -93,8 +95,10 @@ class WorkReport(TurnGuard):
         if reply.calls:
             return ACCEPT
         session = turn.session
+        # What it may have parroted: its instructions, the harness's notes and tool errors (a
+        # successful call's output is not: quoting what a program printed is an answer).
         seen = "\n".join([session.system_prompt, *(
-            t.content if isinstance(t, SteeringTurn) else "\n".join(r.content for r in t.results)
+            t.content if isinstance(t, SteeringTurn) else "\n".join(r.content for r in t.results if r.is_error)
             for t in session.history.turns if isinstance(t, SteeringTurn | ToolResultsTurn))])
         turn.answer = None
         if is_echo(reply.text, seen):
