@@ -1,9 +1,10 @@
 """The tool execution pipeline (loop spec §3.8, §5): one function per step.
 
 ``execute_tool_call`` runs EVENT → LOOKUP → VALIDATE → POLICY → ANSWER → CHECKPOINT →
-EXECUTE → AFTER → TRUNCATE → EVENT and returns a :class:`ToolCallOutcome`. It never raises for anything a
-model or a tool can cause: unknown tools, malformed arguments, denied calls and every
-exception of an executor become ``is_error=True`` outcomes whose text says what went wrong.
+EXECUTE → AFTER → TRUNCATE → EVENT and returns a :class:`ToolCallOutcome`. It never raises
+for anything a model or a tool can cause: unknown tools, malformed arguments, denied calls
+and every exception of an executor become ``is_error=True`` outcomes whose text says what
+went wrong.
 (Task cancellation still propagates: it is the caller's decision, not the model's.) EVENT,
 ANSWER, CHECKPOINT and AFTER are optional steps of the caller (the agent's events, its
 "already done" answers to repeated calls, file snapshots and ``post_tool_call`` hooks,
