@@ -30,7 +30,8 @@ async def test_oldest_tool_outputs_are_shortened_first_never_the_task(harness) -
     results = [t for t in h.session.history.turns if isinstance(t, ToolResultsTurn)]
     assert "removed to fit the context window" in results[0].results[0].content
     assert results[-1].results[0].content.count("3") >= 7_000  # the latest output is whole
-    assert isinstance(h.session.history.turns[0], UserTurn) and h.session.history.turns[0].content == task
+    # (after the workspace map that small windows get in front of the task: issue 20)
+    assert isinstance(h.session.history.turns[0], UserTurn) and h.session.history.turns[0].content.endswith(task)
     warnings = [e for e in h.of(ev.WarningEvent) if e.code == "history_shortened"]
     assert warnings
     # what the model is sent matches the shortened history

@@ -46,6 +46,8 @@ class ChatServer:
     def __init__(self) -> None:
         self.replies: deque[dict[str, Any]] = deque()
         self.requests: list[dict[str, Any]] = []
+        self.raw_requests: list[bytes] = []
+        """The request bodies as sent, byte for byte."""
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -53,7 +55,9 @@ class ChatServer:
                 pass
 
             def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers.get("content-length", "0"))))
+                raw = self.rfile.read(int(self.headers.get("content-length", "0")))
+                server.raw_requests.append(raw)
+                body = json.loads(raw)
                 server.requests.append(body)
                 reply = server.replies.popleft() if server.replies else text_reply("(script exhausted)")
                 if "status" in reply:

@@ -370,3 +370,31 @@ async def test_a_resumed_call_has_its_events_and_checkpoint() -> None:
         ("after", "echo"),
         ("tool_call_end", {"call_id": "c9", "tool_name": "echo", "output": "ran a (c9)"}),
     ]
+
+
+async def test_an_answered_call_does_not_run_but_is_announced_and_judged_first() -> None:
+    calls: list[dict[str, Any]] = []
+    rec = _Recorder()
+    asked: list[ToolCallRequest] = []
+
+    async def answer(call: ToolCallRequest) -> ToolOutput | None:
+        asked.append(call)
+        return ToolOutput("already done: a") if call.arguments["file_path"] == "a" else None
+
+    async def deny_c(call: ToolCallRequest, env: ExecutionEnvironment) -> Decision:
+        return Decision.deny("no c") if call.arguments["file_path"] == "c" else Decision.allow()
+
+    async def after(call: ToolCallRequest, output: ToolOutput) -> ToolOutput:
+        rec.seen.append(("AFTER", call.arguments["file_path"]))
+        return output
+
+    registry = ToolRegistry.of([_counting_tool(calls)])
+    done = await execute_tool_call(registry, "echo", {"file_path": "a"}, ENV, ctx=ToolContext(call_id="c1"),
+                                   on_event=rec.on_event, checkpoint=rec.checkpoint, after=after, answer=answer,
+                                   policy=deny_c)
+    assert done.output == "already done: a" and not done.is_error and calls == []
+    assert [kind for kind, _ in rec.seen] == ["tool_call_start", "tool_call_end"]  # no CHECKPOINT, no AFTER
+    ran = await execute_tool_call(registry, "echo", {"file_path": "b"}, ENV, answer=answer, policy=deny_c)
+    assert not ran.is_error and calls == [{"file_path": "b"}]
+    denied = await execute_tool_call(registry, "echo", {"file_path": "c"}, ENV, answer=answer, policy=deny_c)
+    assert denied.is_error and [c.arguments["file_path"] for c in asked] == ["a", "b"]  # POLICY comes first

@@ -51,11 +51,14 @@ class SessionConfig:
     says were created, changed or deleted were (:mod:`codeloop.agent.claims`), and send the
     model back when not; None = on for small context windows (the compact prompt)."""
     small_model_rescues: bool | None = None
-    """codeloop (issue 20): read replies the way small local models write them: empty optional
+    """codeloop (issue 20): the rescues of small models (docs/local-models.md, "Rescues for
+    small models"). Replies are read the way small local models write them: empty optional
     arguments count as absent, a tool named like a file or a wish is understood or answered
     with the exact call, a file name followed by a fenced block is an edit, an echo of the
-    prompt, the tools or an error is sent back (docs/local-models.md, "Rescues for small
-    models"); None = on for small context windows (the compact prompt)."""
+    prompt, the tools or an error is sent back. Turns: the files a task names go in front of
+    it, repeated reads and writes are answered "already done", a loop ignored twice ends the
+    input, a named command is run before the final answer, a true report replaces an empty or
+    echoed final text. None = on for small context windows (the compact prompt)."""
     track_reads: bool = True
     """codeloop (issue 19): a write over a file this session has not read, or that changed since
     it did, is refused; off where file contents reach the model another way (codali's responses)."""

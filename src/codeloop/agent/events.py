@@ -81,9 +81,11 @@ class SessionEnd(_Event, kind=EventKind.SESSION_END):
     state: str
     """The session state after this event: ``idle``, ``awaiting_input`` or ``closed``."""
     reason: str
-    """Why: ``completed``, ``turn_limit``, ``round_limit``, ``aborted``, ``error``, ``closed``."""
+    """Why: ``completed``, ``turn_limit``, ``round_limit``, ``loop_limit`` (a small model's loop
+    went on after two warnings), ``aborted``, ``error``, ``closed``."""
     final_text: str = ""
-    """The last assistant text of the input (the answer)."""
+    """The last assistant text of the input (the answer); for a small model whose last reply
+    was empty or an echo, or that was stopped, a report of what the input's calls did."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -33,7 +33,7 @@ from typing import Any
 from codeloop.agent import events as ev
 from codeloop.agent.call_forms import CallForms
 from codeloop.agent.config import SessionConfig
-from codeloop.agent.guards import ACCEPT, DEFAULT_GUARDS, Turn, TurnGuard
+from codeloop.agent.guards import ACCEPT, DEFAULT_GUARDS, GuardAction, Turn, TurnGuard
 from codeloop.agent.history import (
     AssistantTurn,
     CallResult,
@@ -54,13 +54,14 @@ from codeloop.environments.base import ExecutionEnvironment
 from codeloop.llm import constrained
 from codeloop.llm.errors import AuthenticationError, ContextLengthError, NotFoundError, SDKError
 from codeloop.llm.types import ImageData, Message, Request, Response, ToolCall
-from codeloop.policy.approval import Approver
+from codeloop.policy.approval import Approver, ToolCallRequest
 from codeloop.profiles.base import ProviderProfile
 from codeloop.profiles.prompts import NATIVE_COMPACT
 from codeloop.tools import ToolContext, ToolPolicy, ToolRegistry, TruncationConfig, execute_tool_call
 from codeloop.tools.diagnostics import Diagnostics
 from codeloop.tools.hooks import Hooks
-from codeloop.tools.pipeline import Checkpoint
+from codeloop.tools.pipeline import Answer, Checkpoint
+from codeloop.tools.registry import ToolOutput
 from codeloop.tools.truncation import DEFAULT_TOOL_LIMITS, FALLBACK_CHAR_LIMIT
 
 CHARS_PER_TOKEN = 4
@@ -151,6 +152,8 @@ class Session:
         self._aborted = False
         self._constrained = False
         """True when replies are constrained to one JSON call or answer (issue 10)."""
+        self._answer: Answer | None = None
+        """The pipeline's ANSWER step for the input running: its guards' ``before_call``."""
         self._truncation = TruncationConfig(self._output_limits(), self.config.tool_line_limits)
 
     # -- public API ---------------------------------------------------------------------
@@ -273,11 +276,12 @@ class Session:
         if self.hooks:
             added = await self._hook("user_prompt", prompt=user_input)
             user_input = "\n\n".join([user_input, *added])
+        turn = Turn(self, task=user_input)
+        guards = [guard for make in self.guards if (guard := make()).applies(self)]
+        user_input = await self._guarded_input(turn, guards)
         self.history.append(UserTurn(user_input, images=images))
         self._emit(ev.UserInput, content=user_input)
         self._drain_steering()
-        turn = Turn(self)
-        guards = [guard for make in self.guards if (guard := make()).applies(self)]
         # Only the guards that override a hook are called for it (two awaits a round saved per guard).
         reply_guards = [g for g in guards if type(g).after_reply is not TurnGuard.after_reply]
         tools_guards = [g for g in guards if type(g).after_tools is not TurnGuard.after_tools]
@@ -311,12 +315,12 @@ class Session:
                 if (action := await guard.after_reply(reply, turn)).kind != "accept":
                     break
             if action.kind == "end":
-                return action.text
+                return self._guard_end(action, turn)
             if action.kind == "nudge":
                 self._inject(action.text, action.event)
                 continue
             if not reply.calls:
-                return "completed"
+                return self._guard_end(action, turn) or "completed"
 
             turn.rounds += 1
             results = await self._execute_tool_calls(list(reply.calls))
@@ -326,9 +330,33 @@ class Session:
             for guard in tools_guards:
                 action = await guard.after_tools(reply.calls, results, turn)
                 if action.kind == "end":
-                    return action.text
+                    return self._guard_end(action, turn)
                 if action.kind == "nudge":
                     self._inject(action.text, action.event)
+
+    async def _guarded_input(self, turn: Turn, guards: list[TurnGuard]) -> str:
+        """The input with what the guards put in front of it; their ANSWER step for this input."""
+        added = [text for g in guards if type(g).before_input is not TurnGuard.before_input
+                 and (text := await g.before_input(turn))]
+        answering = [g for g in guards if type(g).before_call is not TurnGuard.before_call]
+        self._answer = partial(self._answer_call, answering, turn) if answering else None
+        return "\n\n".join([*added, turn.task])
+
+    @staticmethod
+    async def _answer_call(guards: list[TurnGuard], turn: Turn, call: ToolCallRequest) -> ToolOutput | None:
+        for guard in guards:
+            if (answered := await guard.before_call(call, turn)) is not None:
+                return answered
+        return None
+
+    def _guard_end(self, action: GuardAction, turn: Turn) -> str:
+        """How an input a guard ended (or accepted as complete) is reported: its note as a
+        warning, the guard's answer as the last text; returns the end reason ("" for none)."""
+        if action.note:
+            self._emit(ev.WarningEvent, message=action.note, code=action.text)
+        if turn.answer is not None:
+            self.last_text = turn.answer
+        return action.text if action.kind == "end" else ""
 
     def _request(self) -> Request:
         tools = self._tools().definitions()
@@ -452,7 +480,7 @@ class Session:
             self._tools(), call.name, call.arguments, self.environment,
             policy=policy, approver=self.approver, config=self._truncation,
             ctx=ToolContext(call.id, self.id if self.config.track_reads else None, on_output, lenient=self.small_model),
-            on_event=self._tool_event, checkpoint=self.checkpoint, after=after, watch=watch,
+            on_event=self._tool_event, checkpoint=self.checkpoint, after=after, watch=watch, answer=self._answer,
         )
         return CallResult(call.id, call.name, result.output, result.is_error)
 

@@ -10,8 +10,8 @@ Output: rich text as it happens; ``--json`` one event per line on stdout (schema
 Without TASK: a chat on the terminal (``cli/chat.py``; keys in docs/agent.md).
 
 Exit codes (stable; docs/cli.md "Exit codes"): 0 completed, 1 the session failed
-(provider/auth/model error), 2 bad usage or configuration, 3 a turn or round limit stopped
-the agent, 4 completed but a call needing approval was not run because no terminal could
+(provider/auth/model error), 2 bad usage or configuration, 3 a turn or round limit (or a loop
+ignored after two warnings) stopped the agent, 4 completed but a call needing approval was not run because no terminal could
 answer, 130 interrupted. Plan mode (``--plan``, ``/plan``, ``/go``) and
 ``--output-last-message``: ``cli/plan.py``; the chat: ``cli/chat.py``. Custom commands
 (``/NAME args``) and ``@path``: ``cli/commands.py``; images (``--image``, ``@shot.png``):
@@ -61,7 +61,8 @@ if TYPE_CHECKING:  # rich and the agent load inside the command: `codeloop --hel
 
 DEFAULT_RETRIES = 6
 """``--max-retries`` default (``SessionConfig.max_retries``; the agent package loads lazily)."""
-EXIT_CODES = {"completed": 0, "error": 1, "round_limit": 3, "turn_limit": 3, "aborted": 130, "closed": 0}
+EXIT_CODES = {"completed": 0, "error": 1, "round_limit": 3, "turn_limit": 3, "loop_limit": 3, "aborted": 130,
+              "closed": 0}
 """Exit code by how the session ended."""
 EXIT_USAGE = 2
 """Bad options, configuration or workspace."""

@@ -135,6 +135,8 @@ class Renderer:
 
         self.mode, self.out, self.err = mode, out, err
         self.final_text = ""
+        self._reply = ""
+        """The model's last text (every mode), to tell a replaced answer at SESSION_END."""
         self.last_message = ""
         """The last non-empty assistant text, in every mode (``--output-last-message``, ``/go``)."""
         self._streamed = False
@@ -156,6 +158,18 @@ class Renderer:
         calls = self.usage.calls
         return f"{calls} model call{'s' if calls != 1 else ''} · tokens {self.usage.describe(self.model)}"
 
+    def _report(self, event: ev.SessionEvent) -> str:
+        """The answer an input ended with when it is not the model's last text (a small
+        model's empty or echoed reply replaced by what its calls did); "" otherwise."""
+        from codeloop.agent import events as ev
+
+        if isinstance(event, ev.AssistantTextEnd):
+            self._reply = event.text
+        elif isinstance(event, ev.SessionEnd) and event.final_text.strip() and event.final_text != self._reply:
+            self._reply = self.last_message = event.final_text
+            return event.final_text
+        return ""
+
     def pause(self) -> None:
         """Hide the status line before something else is printed (e.g. a question)."""
         if self.status is not None:
@@ -166,6 +180,7 @@ class Renderer:
 
         if isinstance(event, ev.AssistantTextEnd) and event.text.strip():
             self.last_message = event.text
+        report = self._report(event)
         if self.mode == "json":
             sys.stdout.write(json.dumps(ev.event_to_json(event), default=str) + "\n")
             sys.stdout.flush()
@@ -174,9 +189,13 @@ class Renderer:
             return
         if isinstance(event, ev.AssistantTextEnd):
             self.final_text = event.text
+        if report:
+            self.final_text = report
         if self.mode == "quiet":
             return
         self.pause()
+        if report:
+            self.out.print(escape(report), highlight=False)
         self._rich(event)
         if self.status is not None and self._busy and not self._streamed:
             self.status.show()

@@ -39,6 +39,30 @@ def normalize_path(path: str) -> str:
     return "/".join(parts)
 
 
+def file_tree(paths: list[str], max_depth: int = 3, notes: dict[str, str] | None = None) -> str:
+    """An indented listing of sorted relative ``paths`` and their directories down to
+    ``max_depth``; a directory cut by the depth shows how many files it holds, and a file's
+    line ends with ``: note`` when ``notes`` has one (the repository map's symbols)."""
+    entries: list[tuple[str, str]] = []  # (line, the directory's path or "" for a file)
+    shown_dirs: set[str] = set()
+    hidden: dict[str, int] = {}
+    for full in paths:
+        parts = full.split("/")
+        for depth in range(len(parts)):
+            key = "/".join(parts[:depth + 1])
+            if depth >= max_depth:
+                cut = "/".join(parts[:max_depth])
+                hidden[cut] = hidden.get(cut, 0) + 1
+                break
+            if depth == len(parts) - 1:
+                note = (notes or {}).get(full)
+                entries.append(("  " * depth + parts[depth] + (f": {note}" if note else ""), ""))
+            elif key not in shown_dirs:
+                shown_dirs.add(key)
+                entries.append(("  " * depth + parts[depth] + "/", key))
+    return "\n".join(f"{line} ({hidden[key]} files)" if key in hidden else line for line, key in entries)
+
+
 class CodeIndex:
     """The index of one repository (created lazily by :meth:`build`)."""
 
@@ -186,24 +210,7 @@ class CodeIndex:
         a directory cut by the depth shows how many files it holds."""
         prefix = normalize_path(path_prefix)
         paths = [p for p in self.files() if not prefix or p == prefix or p.startswith(prefix + "/")]
-        strip = len(prefix) + 1 if prefix else 0
-        entries: list[tuple[str, str]] = []  # (line, the directory's path or "" for a file)
-        shown_dirs: set[str] = set()
-        hidden: dict[str, int] = {}
-        for full in paths:
-            parts = full[strip:].split("/")
-            for depth in range(len(parts)):
-                key = "/".join(parts[:depth + 1])
-                if depth >= max_depth:
-                    cut = "/".join(parts[:max_depth])
-                    hidden[cut] = hidden.get(cut, 0) + 1
-                    break
-                if depth == len(parts) - 1:
-                    entries.append(("  " * depth + parts[depth], ""))
-                elif key not in shown_dirs:
-                    shown_dirs.add(key)
-                    entries.append(("  " * depth + parts[depth] + "/", key))
-        return "\n".join(f"{line} ({hidden[key]} files)" if key in hidden else line for line, key in entries)
+        return file_tree([p[len(prefix) + 1:] if prefix else p for p in paths], max_depth)
 
     def ast(self, path: str, max_depth: int = 6, max_nodes: int = 2000) -> dict[str, Any]:
         """The syntax tree of ``path`` read from disk through the workspace resolver."""

@@ -1,12 +1,14 @@
 """The tool execution pipeline (loop spec §3.8, §5): one function per step.
 
-``execute_tool_call`` runs EVENT → LOOKUP → VALIDATE → POLICY → WATCH → CHECKPOINT → EXECUTE
-→ AFTER → TRUNCATE → EVENT and returns a :class:`ToolCallOutcome`. It never raises for anything a
-model or a tool can cause: unknown tools, malformed arguments, denied calls and every
-exception of an executor become ``is_error=True`` outcomes whose text says what went wrong.
+``execute_tool_call`` runs EVENT → LOOKUP → VALIDATE → POLICY → ANSWER → WATCH → CHECKPOINT →
+EXECUTE → AFTER → TRUNCATE → EVENT and returns a :class:`ToolCallOutcome`. It never raises
+for anything a model or a tool can cause: unknown tools, malformed arguments, denied calls
+and every exception of an executor become ``is_error=True`` outcomes whose text says what
+went wrong.
 (Task cancellation still propagates: it is the caller's decision, not the model's.) EVENT,
-WATCH, CHECKPOINT and AFTER are optional steps of the caller (the agent's events, diagnostics
-after edits, :mod:`codeloop.tools.diagnostics`, file snapshots and ``post_tool_call`` hooks,
+ANSWER, WATCH, CHECKPOINT and AFTER are optional steps of the caller (the agent's events, its
+"already done" answers to repeated calls, diagnostics after edits,
+:mod:`codeloop.tools.diagnostics`, file snapshots and ``post_tool_call`` hooks,
 :mod:`codeloop.tools.hooks`).
 
 "Needs approval" is a result, not a blocking callback (STYLE §9): when the policy asks and
@@ -41,6 +43,10 @@ Checkpoint = Callable[[ToolCallRequest], AbstractContextManager[object]]
 """CHECKPOINT: a context entered right before EXECUTE and left after it, also when the tool
 failed; only calls that passed POLICY reach it. What it raises becomes the call's error."""
 
+Answer = Callable[[ToolCallRequest], Awaitable[ToolOutput | None]]
+"""ANSWER: asked about each call that passed POLICY; an output is the call's result instead of
+running it (CHECKPOINT, EXECUTE and AFTER are skipped), None runs it; must not raise."""
+
 AfterCall = Callable[[ToolCallRequest, ToolOutput], Awaitable[ToolOutput]]
 """AFTER: gets each call that ran and what it produced, returns the output to keep (the
 ``post_tool_call`` hooks append to it); must not raise."""
@@ -74,6 +80,7 @@ async def execute_tool_call(
     checkpoint: Checkpoint | None = None,
     after: AfterCall | None = None,
     watch: Watch | None = None,
+    answer: Answer | None = None,
 ) -> ToolCallOutcome:
     """Run one tool call through the whole pipeline; never raises for model or tool errors."""
     ctx = ctx or ToolContext()
@@ -84,7 +91,11 @@ async def execute_tool_call(
         tool = lookup(registry, name, arguments)
         call = ToolCallRequest(name, validate(tool, arguments), ctx.call_id)
         await check_policy(call, env, policy, approver)
-        produced = await run_call(tool, call, env, ctx, checkpoint, watch, after)
+        answered = None if answer is None else await answer(call)
+        if answered is not None:
+            produced = answered
+        else:
+            produced = await run_call(tool, call, env, ctx, checkpoint, watch, after)
     except _CallFailed as failure:
         produced, pending = ToolOutput(str(failure), is_error=True), failure.pending
     return emit_end(on_event, truncate(name, produced, config, ctx, started, pending))

@@ -7,13 +7,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from codeloop.agent.guards.already_done import AlreadyDone
 from codeloop.agent.guards.base import ACCEPT, GuardAction, Turn, TurnGuard, end, nudge
 from codeloop.agent.guards.claim_check import ClaimCheck
 from codeloop.agent.guards.echo_reply import EchoReply
 from codeloop.agent.guards.empty_reply import EmptyReplyNudge
 from codeloop.agent.guards.loop_warning import LoopWarning
+from codeloop.agent.guards.task_files import TaskFiles
+from codeloop.agent.guards.verify_answer import VerifyBeforeAnswer
+from codeloop.agent.guards.work_report import WorkReport
 
-DEFAULT_GUARDS: tuple[Callable[[], TurnGuard], ...] = (EchoReply, EmptyReplyNudge, ClaimCheck, LoopWarning)
-"""In order: ``after_reply`` asks them in this order and the first that does not accept decides."""
+DEFAULT_GUARDS: tuple[Callable[[], TurnGuard], ...] = (
+    TaskFiles, AlreadyDone, EchoReply, EmptyReplyNudge, ClaimCheck, LoopWarning, VerifyBeforeAnswer, WorkReport)
+"""In order: ``after_reply`` asks them in this order and the first that does not accept decides
+(WorkReport last: it reports on the answer the others accepted)."""
 
 __all__ = ["ACCEPT", "DEFAULT_GUARDS", "GuardAction", "Turn", "TurnGuard", "end", "nudge"]

@@ -1,18 +1,21 @@
-"""The turn-guard seam (issue 18): small checks the loop runs after each reply and tool round.
+"""The turn-guard seam (issue 18): small checks the loop runs around each input, reply and tool call.
 
 Small-model rescues (an empty reply nudged, a claim no call backs, a loop warned about) are
 not spelled out in the loop: each is a :class:`TurnGuard` in its own module, listed in
 :data:`codeloop.agent.guards.DEFAULT_GUARDS`. The session makes fresh guards per input (a
-guard may count within an input). ``after_reply``: the first guard that does not accept
-decides (``nudge``: its text goes to the model as steering and the model is asked again;
-``end``: the input ends with that reason); later guards do not see the reply.
-``after_tools``: every guard sees every tool round; nudges are all sent, an ``end`` ends the input.
+guard may count within an input). ``before_input``: text added to the input before the
+first request (files the task names). ``before_call``: asked in the tool pipeline's ANSWER
+step, after POLICY; an output answers the call without running it (a repeated read).
+``after_reply``: the first guard that does not accept decides (``nudge``: its text goes to
+the model as steering and the model is asked again; ``end``: the input ends with that
+reason); later guards do not see the reply. ``after_tools``: every guard sees every tool
+round; nudges are all sent, an ``end`` ends the input.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
@@ -20,6 +23,8 @@ if TYPE_CHECKING:
     from codeloop.agent.reply_reader import Reply
     from codeloop.agent.session import Session
     from codeloop.llm.types import ToolCall
+    from codeloop.policy.approval import ToolCallRequest
+    from codeloop.tools.registry import ToolOutput
 
 
 @dataclass(frozen=True)
@@ -31,6 +36,8 @@ class GuardAction:
     """The nudge's message to the model, or the reason the input ends."""
     event: Literal["steering", "loop_detection"] = "steering"
     """How a nudge is reported: ``STEERING_INJECTED``, or ``LOOP_DETECTION`` (§2.10)."""
+    note: str = ""
+    """For an end: told to the user as a WARNING event whose code is the reason."""
 
 
 ACCEPT = GuardAction("accept")
@@ -40,8 +47,24 @@ def nudge(text: str, *, event: Literal["steering", "loop_detection"] = "steering
     return GuardAction("nudge", text, event)
 
 
-def end(reason: str) -> GuardAction:
-    return GuardAction("end", reason)
+def end(reason: str, note: str = "") -> GuardAction:
+    return GuardAction("end", reason, note=note)
+
+
+@dataclass(frozen=True)
+class Shown:
+    """Lines of a file the model has in front of it this input (a read's result, or the
+    task's files put before it), and the version they came from."""
+
+    first: int
+    last: int
+    """1-based lines shown (``last`` < ``first``: an empty file)."""
+    digest: str
+    """Fingerprint of the file's bytes then (:func:`codeloop.tools.workspace_ops.fingerprint`)."""
+    step: int
+    """The tool round of the read; 0: put in front of the task."""
+    call_id: str | None = None
+    """The read's call, whose result must still be whole in the history to count."""
 
 
 @dataclass
@@ -51,6 +74,18 @@ class Turn:
     session: Session
     rounds: int = 0
     """Tool rounds run for this input so far."""
+    task: str = ""
+    """The input as given (before any guard added to it)."""
+    shown: dict[str, list[Shown]] = field(default_factory=dict)
+    """Per workspace-relative path, what the model has been shown of it this input."""
+    answer: str | None = None
+    """Set by a guard: the answer to report instead of the model's last text when the input
+    ends (its final text was empty or an echo; it was stopped), derived from the calls."""
+
+
+def rescues_on(session: Session) -> bool:
+    """Whether the small-model rescues apply (:attr:`Session.small_model`)."""
+    return session.small_model
 
 
 class TurnGuard:
@@ -59,6 +94,14 @@ class TurnGuard:
     def applies(self, session: Session) -> bool:
         """False when the guard has nothing to do in ``session`` (its hooks are then not called)."""
         return True
+
+    async def before_input(self, turn: Turn) -> str:
+        """Text to put in front of the input ``turn.task`` ("" for none)."""
+        return ""
+
+    async def before_call(self, call: ToolCallRequest, turn: Turn) -> ToolOutput | None:
+        """An answer for ``call`` that replaces running it, or None to run it."""
+        return None
 
     async def after_reply(self, reply: Reply, turn: Turn) -> GuardAction:
         return ACCEPT

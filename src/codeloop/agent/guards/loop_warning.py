@@ -1,16 +1,27 @@
-"""Turn guard: loop detection (loop spec §2.10): the last N tool calls repeat a pattern of 1, 2 or 3."""
+"""Turn guard: loop detection (loop spec §2.10): the last N tool calls repeat a pattern of 1, 2 or 3.
+
+With the small-model rescues on (issue 20), a loop that goes on after two warnings ends the
+input (reason ``loop_limit``) with a report of what its calls did.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from codeloop.agent.guards.base import ACCEPT, GuardAction, Turn, TurnGuard, nudge
+from codeloop.agent.guards.base import ACCEPT, GuardAction, Turn, TurnGuard, end, nudge, rescues_on
+from codeloop.agent.guards.work_report import describe_work
 from codeloop.agent.history import CallResult
 from codeloop.llm.types import ToolCall
 
 if TYPE_CHECKING:
     from codeloop.agent.session import Session
+
+
+MAX_LOOP_WARNINGS = 2
+"""Loop warnings per input a small model may ignore; the next loop ends the input."""
+LOOP_STOPPED = "stopped: the model repeated the same calls after two warnings"
+"""The note of the input's end (a WARNING event with code ``loop_limit``)."""
 
 
 def loop_warning(window: int) -> str:
@@ -37,11 +48,23 @@ def detect_loop(recent_calls: Sequence[str], window_size: int) -> bool:
 
 
 class LoopWarning(TurnGuard):
+    """Warns; with the small-model rescues on, a third loop in one input (two warnings
+    ignored) ends the input instead of burning the rest of the time (issue 20)."""
+
+    def __init__(self) -> None:
+        self.warnings = 0
+
     def applies(self, session: Session) -> bool:
         return session.config.enable_loop_detection
 
     async def after_tools(self, calls: Sequence[ToolCall], results: Sequence[CallResult], turn: Turn) -> GuardAction:
-        window = turn.session.config.loop_detection_window
-        if detect_loop(turn.session.history.recent_call_signatures(window), window):
-            return nudge(loop_warning(window), event="loop_detection")
-        return ACCEPT
+        session = turn.session
+        window = session.config.loop_detection_window
+        if not detect_loop(session.history.recent_call_signatures(window), window):
+            return ACCEPT
+        if self.warnings >= MAX_LOOP_WARNINGS and rescues_on(session):
+            turn.answer = f"{LOOP_STOPPED[0].upper()}{LOOP_STOPPED[1:]}. " + describe_work(
+                session.history, session.environment.working_directory())
+            return end("loop_limit", LOOP_STOPPED)
+        self.warnings += 1
+        return nudge(loop_warning(window), event="loop_detection")

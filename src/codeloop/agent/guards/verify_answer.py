@@ -1,0 +1,179 @@
+"""Turn guard: verify before answering (issue 20).
+
+When the task names something to run (a command in backticks, ``python3 x.py``, ``pytest``,
+"then run it", "make sure the tests pass") and the model answers without having run a
+command since its last change, it is told once the exact call to make: the named command,
+``python3 <the file just written>`` for "run it", the tests the task names. The call is the
+model's own, so it runs through the pipeline and its policy like any other.
+
+When the task names nothing to run, the Python files written in this input are compiled
+(``compile()``, which parses and runs nothing) before the final answer is taken; a syntax
+error sends the model back with the error, at most twice per input.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from codeloop.agent.claims import file_names
+from codeloop.agent.guards.base import ACCEPT, GuardAction, Turn, TurnGuard, nudge, rescues_on
+from codeloop.agent.guards.work_report import changed_files, ran_command
+from codeloop.agent.history import CallResult
+from codeloop.agent.reply_reader import Reply
+from codeloop.agent.text_tool_calls import filled_example
+from codeloop.environments.errors import WorkspaceError
+from codeloop.llm.types import ToolCall
+from codeloop.tools import workspace_ops as ops
+
+if TYPE_CHECKING:
+    from codeloop.agent.session import Session
+
+RUNNERS = frozenset("""
+python python3 pytest py.test make npm npx yarn pnpm node deno bun bash sh go cargo ruby perl php java
+uv poetry tox nox
+""".split())
+"""Programs whose command line, written in the task, is a command to run."""
+MAX_SYNTAX_NUDGES = 2
+_ARG = r"(?:-{1,2}[\w-]+(?:=\S+)?|[\w./-]*[./][\w-][\w./-]*(?:::\w+)?|\d+|\"[^\"\n]*\"|'[^'\n]*')"
+_BARE = re.compile(rf"\b((?:python3?\s+(?:-m\s+[\w.]+|[\w./-]+\.py)|pytest)(?:\s+{_ARG})*)")
+_QUOTED = re.compile(r"`([^`\n]+)`")
+_RUN_FILE = re.compile(r"\b(?:run|execute)\s+(?:the\s+(?:script|program|file)\s+)?`?([\w./-]+(\.\w+))`?", re.I)
+_RUN_IT = re.compile(r"\b(?:run|execute)\s+(?:it|them|this|that|the\s+(?:script|program|file|code))\b", re.I)
+_TESTS = re.compile(r"\btests?\s+(?:still\s+)?pass(?:es)?\b|\bmake\s+sure\s+(?:that\s+)?(?:the\s+|all\s+)?tests?\b"
+                    r"|\brun\s+(?:the\s+|all\s+)?tests?\b|\bpassing\s+tests?\b", re.I)
+_TEST_FILE = re.compile(r"(^|/)(test_[^/]*|[^/]*_test)\.py$")
+_INTERPRETERS = {".py": "python3", ".sh": "bash", ".js": "node", ".mjs": "node", ".rb": "ruby", ".pl": "perl"}
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What a task asks to run."""
+
+    command: str = ""
+    """A command the task spells out."""
+    run_written: bool = False
+    """"run it": the program just written."""
+    tests: bool = False
+    """"make sure the tests pass"."""
+
+    def __bool__(self) -> bool:
+        return bool(self.command) or self.run_written or self.tests
+
+
+def run_request(task: str) -> RunRequest:
+    """What ``task`` asks to run, if anything."""
+    for match in _QUOTED.finditer(task):
+        words = match.group(1).split()
+        if words and (words[0] in RUNNERS or words[0].startswith("./")):
+            return RunRequest(command=match.group(1).strip())
+    if (bare := _BARE.search(task)) is not None:
+        return RunRequest(command=bare.group(1).rstrip(".,;:"))
+    for match in _RUN_FILE.finditer(task):
+        if (runner := _INTERPRETERS.get(match.group(2))) is not None:
+            return RunRequest(command=f"{runner} {match.group(1)}")
+    return RunRequest(run_written=bool(_RUN_IT.search(task)), tests=bool(_TESTS.search(task)))
+
+
+def call_form(session: Session, name: str, arguments: dict[str, str]) -> str:
+    """The exact call as this session's model writes calls."""
+    if session.constrained:
+        return json.dumps({"tool": name, "arguments": arguments})
+    if not session.profile.native_tool_calls:
+        return filled_example(name, arguments)
+    return f"{name} with arguments {json.dumps(arguments)}"
+
+
+class VerifyBeforeAnswer(TurnGuard):
+    def __init__(self) -> None:
+        self.request: RunRequest | None = None
+        self.ran = False
+        """A command ran since the last change (or since the input began, with no change)."""
+        self.written: list[str] = []
+        """Files changed this input, last changed last."""
+        self.nudged = False
+        self.syntax_nudges = 0
+
+    def applies(self, session: Session) -> bool:
+        return rescues_on(session) and session.profile.tool_registry.get("shell") is not None
+
+    async def after_tools(self, calls: Sequence[ToolCall], results: Sequence[CallResult], turn: Turn) -> GuardAction:
+        root = turn.session.environment.working_directory()
+        for call, result in zip(calls, results, strict=True):
+            if ran_command(call, result):
+                self.ran = True
+            elif changed := changed_files(call, result, root):
+                self.ran = False
+                self.written = [p for p in self.written if p not in changed] + changed
+        return ACCEPT
+
+    async def after_reply(self, reply: Reply, turn: Turn) -> GuardAction:
+        if reply.calls:
+            return ACCEPT
+        if self.request is None:
+            self.request = run_request(turn.task)
+        if self.request:
+            if self.ran or self.nudged:
+                return ACCEPT
+            command = await self._command(self.request, turn)
+            if command is None:
+                return ACCEPT
+            self.nudged = True
+            return nudge(f"Before you finish: the task asks to run `{command}`, and nothing was run since your "
+                         "last change. Run it now, then give your final answer:\n"
+                         + call_form(turn.session, "shell", {"command": command}))
+        if self.syntax_nudges >= MAX_SYNTAX_NUDGES:
+            return ACCEPT
+        problem = await self._syntax_error(turn)
+        if problem is None:
+            return ACCEPT
+        self.syntax_nudges += 1
+        return nudge(f"Before you finish: {problem} Fix it, then give your final answer.")
+
+    async def _command(self, request: RunRequest, turn: Turn) -> str | None:
+        if request.command:
+            return request.command
+        env = turn.session.environment
+        if request.run_written:
+            for path in reversed(self.written):
+                runner = _INTERPRETERS.get(posixpath.splitext(path)[1])
+                if runner is not None:
+                    return f"{runner} {path}"
+            return None
+        named = [n.removeprefix("./") for n in file_names(turn.task) if _TEST_FILE.search(n)]
+        tests = [p for p in await _workspace_files(turn) if _TEST_FILE.search(p)
+                 and (not named or any(p == n or p.endswith("/" + n) for n in named))]
+        if len(tests) == 1:
+            try:
+                text = (await ops.read_bytes(env, tests[0])).decode("utf-8", "replace")
+            except (WorkspaceError, OSError):
+                return None
+            return f"python3 {tests[0]}" if "__main__" in text else f"python3 -m pytest -q {tests[0]}"
+        return "python3 -m pytest -q" if tests else None
+
+    async def _syntax_error(self, turn: Turn) -> str | None:
+        """The first Python file written this input that does not compile, described."""
+        for path in self.written:
+            if not path.endswith(".py"):
+                continue
+            try:
+                source = (await ops.read_bytes(turn.session.environment, path)).decode("utf-8", "replace")
+                compile(source, path, "exec", dont_inherit=True)
+            except SyntaxError as exc:
+                line = (exc.text or "").strip()
+                where = f" (line {exc.lineno}: `{line}`)" if exc.lineno and line else ""
+                return f"{path} does not compile: {type(exc).__name__}: {exc.msg}{where}."
+            except Exception:  # deleted since, not a file, too deeply nested: nothing to report
+                continue
+        return None
+
+
+async def _workspace_files(turn: Turn) -> list[str]:
+    try:
+        return await turn.session.environment.glob("**/*.py")
+    except (WorkspaceError, OSError):
+        return []

@@ -1,0 +1,106 @@
+"""Turn guard: the answer of an input whose final text says nothing is what its calls did (issue 20).
+
+A small model may end with an empty reply, or with its instructions, its tool list, a note
+of the harness or a tool's error echoed back. The user would read that as the answer. Instead the input's
+answer (``Session.last_text``, ``SESSION_END``'s ``final_text``) becomes a report built from
+the input's calls: the files written and the commands run with their exit codes. It is
+labelled as such, so it never passes for the model's words. An answer with content of its
+own is kept (:mod:`.claim_check` checks its claims).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from codeloop.agent.guards.base import ACCEPT, GuardAction, Turn, TurnGuard, rescues_on
+from codeloop.agent.history import AssistantTurn, CallResult, History, SteeringTurn, ToolResultsTurn, UserTurn
+from codeloop.agent.reply_reader import Reply
+from codeloop.llm.types import ToolCall
+from codeloop.policy.approval import ToolCallRequest
+from codeloop.policy.approval_modes import READ_ONLY_TOOLS
+from codeloop.tools.hooks import call_paths
+
+if TYPE_CHECKING:
+    from codeloop.agent.session import Session
+
+NO_ANSWER = "No final answer from the model (its last reply was empty or repeated its instructions)."
+_EXIT = re.compile(r"\[exit code: (-?\d+)")
+ECHO_SHARE = 0.6
+"""A reply is an echo when at least this share of its lines was already in front of the model."""
+
+
+def input_calls(history: History) -> list[tuple[ToolCall, CallResult]]:
+    """The calls of the input being processed (since its user turn) with their results."""
+    turns = history.turns
+    start = max((i for i, t in enumerate(turns) if isinstance(t, UserTurn)), default=-1)
+    calls: dict[str, ToolCall] = {}
+    done: list[tuple[ToolCall, CallResult]] = []
+    for turn in turns[start + 1:]:
+        if isinstance(turn, AssistantTurn):
+            calls.update((c.id, c) for c in turn.tool_calls)
+        elif isinstance(turn, ToolResultsTurn):
+            done += [(calls[r.tool_call_id], r) for r in turn.results if r.tool_call_id in calls]
+    return done
+
+
+def ran_command(call: ToolCall, result: CallResult) -> bool:
+    """A call that started a command (its result tells how it ended)."""
+    return isinstance(call.arguments.get("command"), str) and (
+        not result.is_error or _EXIT.search(result.content) is not None)
+
+
+def changed_files(call: ToolCall, result: CallResult, root: str) -> list[str]:
+    """The files a successful call changed (none for reads, commands and "already done")."""
+    if (result.is_error or call.name in READ_ONLY_TOOLS or "command" in call.arguments
+            or result.content.startswith("already done:")):
+        return []
+    return call_paths(ToolCallRequest(call.name, dict(call.arguments)), Path(root))
+
+
+def describe_work(history: History, root: str) -> str:
+    """What the input's calls did: ``wrote a.py; ran `python3 a.py` (exit 0)``."""
+    done: list[str] = []
+    for call, result in input_calls(history):
+        verb = "wrote" if call.name == "write_file" else "changed"
+        done += [f"{verb} {path}" for path in changed_files(call, result, root)]
+        if ran_command(call, result):
+            code = _EXIT.search(result.content)
+            done.append(f"ran `{call.arguments['command']}` "
+                        f"({f'exit {code.group(1)}' if code else 'finished'})")
+    if not done:
+        return "Nothing was changed and no command was run."
+    return "What was done: " + "; ".join(dict.fromkeys(done)) + "."
+
+
+def is_echo(text: str, seen: str) -> bool:
+    """``text`` is empty, or mostly lines already in ``seen`` (the prompt, tool errors)."""
+    lines = [line.strip() for line in text.splitlines() if len(line.strip()) >= 8]
+    if not text.strip():
+        return True
+    if not lines:
+        return False
+    if len(lines) == 1:
+        return lines[0] in seen and len(lines[0]) >= 20
+    echoed = sum(1 for line in lines if line in seen)
+    return echoed >= 2 and echoed >= ECHO_SHARE * len(lines)
+
+
+class WorkReport(TurnGuard):
+    def applies(self, session: Session) -> bool:
+        return rescues_on(session)
+
+    async def after_reply(self, reply: Reply, turn: Turn) -> GuardAction:
+        if reply.calls:
+            return ACCEPT
+        session = turn.session
+        # What it may have parroted: its instructions, the harness's notes and tool errors (a
+        # successful call's output is not: quoting what a program printed is an answer).
+        seen = "\n".join([session.system_prompt, *(
+            t.content if isinstance(t, SteeringTurn) else "\n".join(r.content for r in t.results if r.is_error)
+            for t in session.history.turns if isinstance(t, SteeringTurn | ToolResultsTurn))])
+        turn.answer = None
+        if is_echo(reply.text, seen):
+            turn.answer = f"{NO_ANSWER} {describe_work(session.history, session.environment.working_directory())}"
+        return ACCEPT

@@ -1,0 +1,154 @@
+"""Issue 20, verify before answering: a command the task names is run before the final answer
+(the model is nudged once with the exact call); otherwise written Python must compile. And
+the answer of an input whose final text is empty or an echo is what its calls did."""
+
+from __future__ import annotations
+
+import pytest
+
+from codeloop.agent import events as ev
+from codeloop.agent.guards.verify_answer import RunRequest, run_request
+from codeloop.agent.guards.work_report import NO_ANSWER, is_echo
+from codeloop.llm.adapters.scripted import text_response
+
+from .agent_harness import calls
+
+HELLO = ("write_file", {"file_path": "hello.py", "content": 'print("hello")\n'})
+RUN_HELLO = ("shell", {"command": "python3 hello.py"})
+
+
+def nudges(h) -> list[str]:
+    return [e.content for e in h.of(ev.SteeringInjected)]
+
+
+async def test_run_it_gets_the_exact_call_once_then_the_answer_is_taken(harness) -> None:
+    h = harness("text", [calls("text", HELLO), text_response("Created hello.py."), calls("text", RUN_HELLO),
+                         text_response("hello.py prints hello.")])
+    answer = await h.session.submit("Create hello.py that prints hello, then run it")
+    assert nudges(h) == ["Before you finish: the task asks to run `python3 hello.py`, and nothing was run since "
+                         'your last change. Run it now, then give your final answer:\n<tool name="shell">\n'
+                         "<command>python3 hello.py</command>\n</tool>"]
+    assert h.of(ev.ToolCallEnd)[-1].output.startswith("hello")
+    assert answer == "hello.py prints hello."
+
+
+async def test_the_nudge_is_sent_once(harness) -> None:
+    h = harness("text", [calls("text", HELLO), text_response("Created."), text_response("Created, really.")])
+    assert await h.session.submit("Create hello.py that prints hello, then run it") == "Created, really."
+    assert len(nudges(h)) == 1
+
+
+async def test_a_command_run_after_the_last_write_needs_no_nudge(harness) -> None:
+    h = harness("text", [calls("text", HELLO), calls("text", RUN_HELLO), text_response("Done.")])
+    await h.session.submit("Create hello.py that prints hello, then run it")
+    assert nudges(h) == []
+
+
+async def test_a_named_command_is_the_one_asked_for(harness) -> None:
+    h = harness("text", [calls("text", HELLO), text_response("Done."), text_response("Done.")])
+    await h.session.submit("Write hello.py and check it with `python3 -W error hello.py`.")
+    assert "the task asks to run `python3 -W error hello.py`" in nudges(h)[0]
+
+
+async def test_tests_that_must_pass_are_run_the_way_the_test_file_runs(harness) -> None:
+    h = harness("text", [calls("text", ("edit_file", {"file_path": "stats.py", "old_string": "- 1",
+                                                       "new_string": ""})),
+                         text_response("Fixed."), text_response("Fixed.")])
+    (h.root / "stats.py").write_text("def mean(xs):\n    return sum(xs) / (len(xs) - 1)\n")
+    (h.root / "test_stats.py").write_text("from stats import mean\n\n\ndef test_mean():\n    assert mean([2]) == 2\n")
+    await h.session.submit("Fix mean so the tests pass")
+    assert "the task asks to run `python3 -m pytest -q test_stats.py`" in nudges(h)[0]
+
+
+async def test_without_a_command_written_python_must_compile(harness) -> None:
+    broken = ("write_file", {"file_path": "app.py", "content": "def f(:\n    pass\n"})
+    fixed = ("write_file", {"file_path": "app.py", "content": "def f():\n    pass\n"})
+    h = harness("text", [calls("text", broken), text_response("Done."), calls("text", fixed),
+                         text_response("Done.")])
+    assert await h.session.submit("Write a function f in app.py") == "Done."
+    assert len(nudges(h)) == 1
+    assert nudges(h)[0].startswith("Before you finish: app.py does not compile: SyntaxError: ")
+    assert "(line 1: `def f(:`)" in nudges(h)[0]
+
+
+async def test_cloud_profiles_are_not_nudged(harness) -> None:
+    h = harness("anthropic", [calls("anthropic", HELLO), text_response("Created hello.py.")])
+    assert await h.session.submit("Create hello.py that prints hello, then run it") == "Created hello.py."
+    assert nudges(h) == []
+
+
+@pytest.mark.parametrize(("task", "expected"), [
+    ("Create hello.py that prints hello, then run it", RunRequest(run_written=True)),
+    ("Run `npm test` after the change", RunRequest(command="npm test")),
+    ("fix it; python3 check.py --strict must print ok.", RunRequest(command="python3 check.py --strict")),
+    ("Make sure the tests still pass", RunRequest(tests=True)),
+    ("Run the script tool/count.py and write what it prints to out.txt", RunRequest(command="python3 tool/count.py")),
+    ("Execute `deploy.sh` once", RunRequest(command="bash deploy.sh")),
+    ("Fix stats.py so that python3 test_stats.py passes.", RunRequest(command="python3 test_stats.py")),
+    ("Write a python script that sums numbers", RunRequest()),
+    ("Make the `title` field required", RunRequest()),
+])
+def test_what_a_task_asks_to_run(task: str, expected: RunRequest) -> None:
+    assert run_request(task) == expected
+
+
+def echo_tool_list(request):
+    """The model answers with the tool list of its system prompt."""
+    return text_response("\n".join(line for line in request.messages[0].text.splitlines() if line.startswith("## ")))
+
+
+async def test_an_echoed_tool_list_as_final_answer_is_replaced_by_what_was_done(harness) -> None:
+    h = harness("text", [calls("text", HELLO), calls("text", RUN_HELLO), echo_tool_list])
+    answer = await h.session.submit("Create hello.py that prints hello, then run it")
+    assert answer == f"{NO_ANSWER} What was done: wrote hello.py; ran `python3 hello.py` (exit 0)."
+    assert h.of(ev.SessionEnd)[0].final_text == answer
+    assert h.of(ev.AssistantTextEnd)[-1].text.startswith("## read_file")  # the model's words stay its own
+
+
+async def test_an_empty_final_reply_is_reported_from_the_calls(harness) -> None:
+    h = harness("text", [calls("text", HELLO), text_response(""), text_response(""), text_response("")])
+    answer = await h.session.submit("Create hello.py that prints hello")
+    assert answer == f"{NO_ANSWER} What was done: wrote hello.py."
+
+
+async def test_quoting_what_a_program_printed_is_an_answer(harness) -> None:
+    shell = ("shell", {"command": "printf 'apples: 42\\npears: 17 in stock\\n'"})
+    answer = "It prints:\napples: 42\npears: 17 in stock"
+    h = harness("text", [calls("text", shell), text_response(answer)])
+    assert await h.session.submit("What does the command print?") == answer
+
+
+async def test_an_echoed_tool_error_is_no_answer(harness) -> None:
+    h = harness("text", [calls("text", ("solution.py", {"x": "1"})), lambda request: text_response(
+        request.messages[-1].text.split("\n", 1)[1].rsplit("\n", 1)[0])])
+    answer = await h.session.submit("Implement solve")
+    assert answer.startswith(NO_ANSWER) and h.of(ev.AssistantTextEnd)[-1].text.startswith("Unknown tool")
+
+
+async def test_a_real_answer_is_kept(harness) -> None:
+    h = harness("text", [calls("text", HELLO), text_response("Created hello.py; it prints hello.")])
+    assert await h.session.submit("Create hello.py that prints hello") == "Created hello.py; it prints hello."
+
+
+def test_echo_detection() -> None:
+    seen = "# Available tools\n## read_file: Read a file.\n## write_file: Write a file.\n"
+    assert is_echo("", seen) and is_echo("  \n", seen)
+    assert is_echo("# Available tools\n## read_file: Read a file.\n## write_file: Write a file.", seen)
+    assert not is_echo("I wrote the file with write_file.", seen)
+    assert not is_echo("Done.", seen)
+
+
+def test_the_exact_call_is_written_in_the_session_s_own_syntax() -> None:
+    from types import SimpleNamespace
+
+    from codeloop.agent.guards.verify_answer import call_form
+    from codeloop.profiles import create_profile
+
+    args = {"command": "python3 hello.py"}
+    text, native = create_profile("text"), create_profile("anthropic")
+    assert call_form(SimpleNamespace(constrained=False, profile=text), "shell", args) == (
+        '<tool name="shell">\n<command>python3 hello.py</command>\n</tool>')
+    assert call_form(SimpleNamespace(constrained=True, profile=text), "shell", args) == (
+        '{"tool": "shell", "arguments": {"command": "python3 hello.py"}}')
+    assert call_form(SimpleNamespace(constrained=False, profile=native), "shell", args) == (
+        'shell with arguments {"command": "python3 hello.py"}')
