@@ -87,7 +87,8 @@ async def test_the_system_prompt_copied_back_is_not_an_answer(harness) -> None:
 
 async def test_an_empty_first_reply_gets_the_correction_and_repeated_ones_end_the_input(harness) -> None:
     h = harness("text", [text_response("")] * (MAX_CORRECTIONS + 1))
-    assert await h.session.submit("Create hello.py") == ""
+    answer = await h.session.submit("Create hello.py")
+    assert answer.endswith("Nothing was changed and no command was run.")  # the report, not the empty text
     assert h.session.end_reason == NO_ANSWER
     assert _steering(h) == [f"Your reply was empty. To act, make one tool call, for example:\n{TAGGED_READ}\n{FINISH}"
                             ] * MAX_CORRECTIONS

@@ -98,7 +98,7 @@ def echo_tool_list(request):
 
 
 async def test_an_echoed_tool_list_as_final_answer_is_replaced_by_what_was_done(harness) -> None:
-    h = harness("text", [calls("text", HELLO), calls("text", RUN_HELLO), echo_tool_list])
+    h = harness("text", [calls("text", HELLO), calls("text", RUN_HELLO), *[echo_tool_list] * 3])  # 2 corrected
     answer = await h.session.submit("Create hello.py that prints hello, then run it")
     assert answer == f"{NO_ANSWER} What was done: wrote hello.py; ran `python3 hello.py` (exit 0)."
     assert h.of(ev.SessionEnd)[0].final_text == answer
@@ -119,10 +119,16 @@ async def test_quoting_what_a_program_printed_is_an_answer(harness) -> None:
 
 
 async def test_an_echoed_tool_error_is_no_answer(harness) -> None:
-    h = harness("text", [calls("text", ("solution.py", {"x": "1"})), lambda request: text_response(
-        request.messages[-1].text.split("\n", 1)[1].rsplit("\n", 1)[0])])
+    error: list[str] = []
+
+    def echo_error(request):  # the tool's error, as the first reply after it showed it
+        error[:] = error or [request.messages[-1].text.split("\n", 1)[1].rsplit("\n", 1)[0]]
+        return text_response(error[0])
+
+    h = harness("text", [calls("text", ("read_file", {"file_path": "missing.py"})), *[echo_error] * 3])  # 2 corrected
     answer = await h.session.submit("Implement solve")
-    assert answer.startswith(NO_ANSWER) and h.of(ev.AssistantTextEnd)[-1].text.startswith("Unknown tool")
+    assert answer.startswith(NO_ANSWER) and "missing.py" in error[0]
+    assert h.of(ev.AssistantTextEnd)[-1].text == error[0]  # the model's words stay its own
 
 
 async def test_a_real_answer_is_kept(harness) -> None:

@@ -53,8 +53,8 @@ def test_an_echoed_final_answer_is_reported_as_what_was_done(server, tmp_path) -
     server.replies.extend([
         text_reply(WRITE),
         text_reply('<tool name="shell">\n<command>python3 hello.py</command>\n</tool>'),
-        text_reply("# Available tools\n## read_file: Read a file from the filesystem.\n"
-                   "## write_file: Write content to a file."),
+        *[text_reply("# Available tools\n## read_file: Read a file from the filesystem.\n"
+                     "## write_file: Write content to a file.")] * 3,  # corrected twice, then reported
     ])
     done = run([TASK, "--base-url", server.base_url, "--approval", "never-ask", "--sandbox", "full"], tmp_path)
     assert done.returncode == 0, done.stderr

@@ -10,7 +10,8 @@ An echo is measured, never matched against fixed phrases: the share of the reply
 that lie in a run of :data:`RUN` words also found in what the model was sent (the tool
 descriptions, the system prompt, this input's error results), tool names counting as found
 in the tool list. Small-window sessions only (``Session.small_model``); at most
-:data:`MAX_CORRECTIONS` per input, the next such reply ends the input (:data:`NO_ANSWER`).
+:data:`MAX_CORRECTIONS` per input; the next such reply ends the input with a report of what
+its calls did as the answer (:data:`NO_ANSWER` when they did nothing).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from codeloop.agent.call_forms import CallForms
 from codeloop.agent.guards.base import ACCEPT, GuardAction, Turn, TurnGuard, end, nudge
+from codeloop.agent.guards.work_report import input_calls, report_of_work
 from codeloop.agent.history import AssistantTurn, ToolResultsTurn, UserTurn
 from codeloop.agent.reply_reader import Reply
 
@@ -102,7 +104,11 @@ class EchoReply(TurnGuard):
         if what is None:
             return ACCEPT
         if self.corrected >= MAX_CORRECTIONS:
-            return end(NO_ANSWER)
+            # The user then reads what the calls did, labelled as such, not the echo; an input
+            # whose calls did nothing ends as unanswered (exit 1), one that did work completes.
+            turn.answer = report_of_work(session)
+            # ("completed" ends it as an accepted answer would, without later guards.)
+            return end("completed" if input_calls(session.history) else NO_ANSWER)
         self.corrected += 1
         forms = CallForms({t.name: t.parameters for t in tools},
                           CallForms.style_of(session.constrained, session.profile.native_tool_calls))

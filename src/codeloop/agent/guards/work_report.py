@@ -100,7 +100,10 @@ class WorkReport(TurnGuard):
         seen = "\n".join([session.system_prompt, *(
             t.content if isinstance(t, SteeringTurn) else "\n".join(r.content for r in t.results if r.is_error)
             for t in session.history.turns if isinstance(t, SteeringTurn | ToolResultsTurn))])
-        turn.answer = None
-        if is_echo(reply.text, seen):
-            turn.answer = f"{NO_ANSWER} {describe_work(session.history, session.environment.working_directory())}"
+        turn.answer = report_of_work(session) if is_echo(reply.text, seen) else None
         return ACCEPT
+
+
+def report_of_work(session: Session) -> str:
+    """The answer that stands in for a final text that says nothing: what the calls did."""
+    return f"{NO_ANSWER} {describe_work(session.history, session.environment.working_directory())}"
