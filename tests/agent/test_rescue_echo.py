@@ -146,3 +146,20 @@ def test_echo_measure_never_raises_and_a_text_always_repeats_itself(reply: str, 
     if len(words(reply)) >= 4:
         assert echoed(reply, [("itself", reply, ())]) == "itself"
         assert repeated_share(words(reply), reply) >= ECHO_SHARE
+
+
+async def test_an_empty_reply_after_work_was_done_is_asked_to_finish_without_a_template(harness) -> None:
+    # Seen with the real 1.5B model: offered the template, it wrote a file named FILE_PATH.
+    write = tagged("write_file", {"file_path": "hello.py", "content": 'print("hello")\n'})
+    h = harness("text", [text_response(write), text_response(""), text_response("I created hello.py.")])
+    assert await h.session.submit("Create hello.py that prints hello.") == "I created hello.py."
+    assert _steering(h) == ["Your reply was empty. If the task needs more, make the next tool call. " + FINISH]
+
+
+async def test_a_placeholder_of_the_example_copied_as_a_value_is_not_run(harness) -> None:
+    copied = tagged("write_file", {"file_path": "FILE_PATH", "content": "CONTENT"})
+    h = harness("text", [text_response(copied), text_response("Done.")])
+    await h.session.submit("Create notes.txt")
+    assert not (h.root / "FILE_PATH").exists()
+    end = h.of(ev.ToolCallEnd)[0]
+    assert end.is_error and "FILE_PATH, CONTENT is the placeholder of the example" in (end.error or "")

@@ -17,6 +17,11 @@ from codeloop.agent.text_tool_calls import Schemas, filled_example
 Style = Literal["tagged", "json", "native"]
 
 
+def placeholder(param: str) -> str:
+    """What an example call holds in place of parameter ``param``'s value (``FILE_PATH``)."""
+    return param.upper()
+
+
 @dataclass(frozen=True)
 class CallForms:
     """Writes calls to the tools of ``schemas`` in one ``style``."""
@@ -40,7 +45,7 @@ class CallForms:
     def template(self, name: str) -> str:
         """A call to ``name`` with its required parameters as placeholders (``FILE_PATH``)."""
         required = self.schemas.get(name, {}).get("required", []) or []
-        return self.spell(name, {param: param.upper() for param in required})
+        return self.spell(name, {param: placeholder(param) for param in required})
 
     def example(self, preferred: tuple[str, ...] = ()) -> str:
         """A template of the first of ``preferred`` this session has (else ``read_file``, else

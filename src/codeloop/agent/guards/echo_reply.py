@@ -20,11 +20,13 @@ import re
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
-from codeloop.agent.call_forms import CallForms
+from codeloop.agent.call_forms import CallForms, placeholder
 from codeloop.agent.guards.base import ACCEPT, GuardAction, Turn, TurnGuard, end, nudge
-from codeloop.agent.guards.work_report import input_calls, report_of_work
+from codeloop.agent.guards.work_report import report_of_work, work_done
 from codeloop.agent.history import AssistantTurn, ToolResultsTurn, UserTurn
 from codeloop.agent.reply_reader import Reply
+from codeloop.policy.approval import ToolCallRequest
+from codeloop.tools.registry import ToolOutput
 
 if TYPE_CHECKING:
     from codeloop.agent.session import Session
@@ -79,7 +81,7 @@ def correction(what: str, example: str) -> str:
     said = "Your reply was empty." if what == EMPTY else f"Your reply repeated {what}; that is not an answer."
     if what == ERROR:
         said += " Fix the call as the error says."
-    act = f" To act, make one tool call, for example:\n{example}\n" if example else " "
+    act = f" To act, make one tool call, for example:\n{example}\n" if example else " If the task needs more, make the next tool call. "
     return said + act + "To finish, reply with one or two sentences saying what you did."
 
 
@@ -108,11 +110,28 @@ class EchoReply(TurnGuard):
             # whose calls did nothing ends as unanswered (exit 1), one that did work completes.
             turn.answer = report_of_work(session)
             # ("completed" ends it as an accepted answer would, without later guards.)
-            return end("completed" if input_calls(session.history) else NO_ANSWER)
+            return end("completed" if self._worked(session) else NO_ANSWER)
         self.corrected += 1
+        if self._worked(session):
+            # Work was done: the reply most likely meant "finished". A call template here is
+            # copied literally by a 1.5B model (a file named FILE_PATH), so none is offered.
+            return nudge(correction(what, ""))
         forms = CallForms({t.name: t.parameters for t in tools},
                           CallForms.style_of(session.constrained, session.profile.native_tool_calls))
         return nudge(correction(what, forms.example(tuple(reversed(called)))))
+
+    @staticmethod
+    def _worked(session: Session) -> bool:
+        """The input's calls changed a file or ran a command."""
+        return bool(work_done(session.history, session.environment.working_directory()))
+
+    async def before_call(self, call: ToolCallRequest, turn: Turn) -> ToolOutput | None:
+        # A placeholder of an example form copied as a value is never run.
+        copied = [name for name, value in call.arguments.items() if value == placeholder(name)]
+        if not copied:
+            return None
+        return ToolOutput(f"Not run: {', '.join(placeholder(n) for n in copied)} is the placeholder of the example; "
+                          "write the real value there.", is_error=True)
 
 
 def _this_input(session: Session) -> tuple[list[str], list[str]]:

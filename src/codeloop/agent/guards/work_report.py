@@ -61,6 +61,14 @@ def changed_files(call: ToolCall, result: CallResult, root: str) -> list[str]:
 
 def describe_work(history: History, root: str) -> str:
     """What the input's calls did: ``wrote a.py; ran `python3 a.py` (exit 0)``."""
+    done = work_done(history, root)
+    if not done:
+        return "Nothing was changed and no command was run."
+    return "What was done: " + "; ".join(done) + "."
+
+
+def work_done(history: History, root: str) -> list[str]:
+    """The files the input's calls changed and the commands they ran, once each."""
     done: list[str] = []
     for call, result in input_calls(history):
         verb = "wrote" if call.name == "write_file" else "changed"
@@ -69,9 +77,7 @@ def describe_work(history: History, root: str) -> str:
             code = _EXIT.search(result.content)
             done.append(f"ran `{call.arguments['command']}` "
                         f"({f'exit {code.group(1)}' if code else 'finished'})")
-    if not done:
-        return "Nothing was changed and no command was run."
-    return "What was done: " + "; ".join(dict.fromkeys(done)) + "."
+    return list(dict.fromkeys(done))
 
 
 def is_echo(text: str, seen: str) -> bool:
