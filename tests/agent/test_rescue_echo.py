@@ -163,3 +163,14 @@ async def test_a_placeholder_of_the_example_copied_as_a_value_is_not_run(harness
     assert not (h.root / "FILE_PATH").exists()
     end = h.of(ev.ToolCallEnd)[0]
     assert end.is_error and "FILE_PATH, CONTENT is the placeholder of the example" in (end.error or "")
+
+
+async def test_the_task_message_copied_back_is_not_an_answer(harness) -> None:
+    # Seen with the 1.5B model: after a write it replied with the task message (workspace map and all).
+    def copy_task(request: Request) -> Response:
+        return text_response(next(m.text for m in request.messages if m.role.value == "user"))
+
+    write = tagged("write_file", {"file_path": "hello.py", "content": 'print("hello")\n'})
+    h = harness("text", [text_response(write), copy_task, text_response("I created hello.py.")])
+    assert await h.session.submit("Create hello.py that prints hello, please.") == "I created hello.py."
+    assert _steering(h)[0].startswith("Your reply repeated the task message; that is not an answer.")

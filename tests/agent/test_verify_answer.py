@@ -1,5 +1,5 @@
 """Issue 20, verify before answering: a command the task names is run before the final answer
-(the model is nudged once with the exact call); otherwise written Python must compile. And
+(the model is nudged once with the exact call, then codeloop makes it); otherwise written Python must compile. And
 the answer of an input whose final text is empty or an echo is what its calls did."""
 
 from __future__ import annotations
@@ -32,10 +32,18 @@ async def test_run_it_gets_the_exact_call_once_then_the_answer_is_taken(harness)
     assert answer == "hello.py prints hello."
 
 
-async def test_the_nudge_is_sent_once(harness) -> None:
-    h = harness("text", [calls("text", HELLO), text_response("Created."), text_response("Created, really.")])
-    assert await h.session.submit("Create hello.py that prints hello, then run it") == "Created, really."
+async def test_a_nudge_ignored_has_codeloop_make_the_call_and_the_model_answers_after_its_output(harness) -> None:
+    # Seen with the 1.5B model: nudged once, it answered "I ran it ... it printed Hello" unrun.
+    h = harness("text", [calls("text", HELLO), text_response("Created."), text_response("I ran it: hello."),
+                         text_response("It printed hello.")])
+    assert await h.session.submit("Create hello.py that prints hello, then run it") == "It printed hello."
     assert len(nudges(h)) == 1
+    ran = h.of(ev.ToolCallEnd)[-1]
+    assert ran.tool_name == "shell" and (ran.output or "").startswith("hello")
+    assert [w.code for w in h.of(ev.WarningEvent)] == ["verify"]
+    last = h.adapter.requests[-1].messages
+    assert "I ran it: hello." in last[-2].text and "hello" in last[-1].text  # its claim, then the real output
+    assert (h.root / "hello.py").exists() and len(h.adapter.requests) == 4
 
 
 async def test_a_command_run_after_the_last_write_needs_no_nudge(harness) -> None:

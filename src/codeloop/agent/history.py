@@ -179,6 +179,14 @@ class History:
             self._signatures.extend(
                 c.name + "\x00" + json.dumps(c.arguments, sort_keys=True, default=str) for c in turn.tool_calls)
 
+    def replace_last(self, turn: Turn) -> None:
+        """Put ``turn`` in place of the last turn (a reply a guard completed with a call)."""
+        old = self.turns.pop()
+        del self._messages[self._starts.pop():]
+        self.total_chars -= _turn_chars(old)
+        self.turn_count -= isinstance(old, UserTurn | AssistantTurn)
+        self.append(turn)
+
     def add_message(self, message: Message) -> None:
         """Add a message that is no turn of this session (another party's, in a shared history)."""
         self._messages.append(message)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from codeloop.agent.guards.already_done import AlreadyDone
-from codeloop.agent.guards.base import ACCEPT, GuardAction, Turn, TurnGuard, end, nudge
+from codeloop.agent.guards.base import ACCEPT, GuardAction, Turn, TurnGuard, end, nudge, run_instead
 from codeloop.agent.guards.claim_check import ClaimCheck
 from codeloop.agent.guards.echo_reply import EchoReply
 from codeloop.agent.guards.empty_reply import EmptyReplyNudge
@@ -22,4 +22,4 @@ DEFAULT_GUARDS: tuple[Callable[[], TurnGuard], ...] = (
 """In order: ``after_reply`` asks them in this order and the first that does not accept decides
 (WorkReport last: it reports on the answer the others accepted)."""
 
-__all__ = ["ACCEPT", "DEFAULT_GUARDS", "GuardAction", "Turn", "TurnGuard", "end", "nudge"]
+__all__ = ["ACCEPT", "DEFAULT_GUARDS", "GuardAction", "Turn", "TurnGuard", "end", "nudge", "run_instead"]

@@ -29,15 +29,18 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class GuardAction:
-    """A guard's answer: :data:`ACCEPT`, :func:`nudge` or :func:`end`."""
+    """A guard's answer: :data:`ACCEPT`, :func:`nudge`, :func:`end` or :func:`run_instead`."""
 
-    kind: Literal["accept", "nudge", "end"]
+    kind: Literal["accept", "nudge", "end", "call"]
     text: str = ""
     """The nudge's message to the model, or the reason the input ends."""
     event: Literal["steering", "loop_detection"] = "steering"
     """How a nudge is reported: ``STEERING_INJECTED``, or ``LOOP_DETECTION`` (§2.10)."""
     note: str = ""
-    """For an end: told to the user as a WARNING event whose code is the reason."""
+    """For an end: told to the user as a WARNING event whose code is the reason; for a call,
+    why codeloop makes it (a WARNING event with code ``verify``)."""
+    call: ToolCall | None = None
+    """For a call: the call that completes the model's reply, run through the pipeline."""
 
 
 ACCEPT = GuardAction("accept")
@@ -49,6 +52,12 @@ def nudge(text: str, *, event: Literal["steering", "loop_detection"] = "steering
 
 def end(reason: str, note: str = "") -> GuardAction:
     return GuardAction("end", reason, note=note)
+
+
+def run_instead(call: ToolCall, note: str) -> GuardAction:
+    """Complete the model's final reply with ``call``: it runs as any call of the model
+    would (policy, approval, events), and the model answers again after its result."""
+    return GuardAction("call", note=note, call=call)
 
 
 @dataclass(frozen=True)

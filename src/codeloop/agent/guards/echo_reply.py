@@ -45,7 +45,8 @@ ERRORS_COMPARED = 5
 """This input's latest error results a reply is compared with."""
 
 _WORD = re.compile(r"\w+")
-TOOL_LIST, ERROR, PROMPT, EMPTY = "the tool list", "the error of your last tool call", "your system prompt", ""
+TOOL_LIST, ERROR, PROMPT, TASK, EMPTY = (
+    "the tool list", "the error of your last tool call", "your system prompt", "the task message", "")
 
 
 def words(text: str) -> list[str]:
@@ -102,6 +103,7 @@ class EchoReply(TurnGuard):
             (TOOL_LIST, session.profile.describe_tools(tools), {t.name for t in tools}),
             (ERROR, "\n".join(errors), ()),
             (PROMPT, session.system_prompt, ()),
+            (TASK, _task_message(session), ()),
         ))
         if what is None:
             return ACCEPT
@@ -132,6 +134,11 @@ class EchoReply(TurnGuard):
             return None
         return ToolOutput(f"Not run: {', '.join(placeholder(n) for n in copied)} is the placeholder of the example; "
                           "write the real value there.", is_error=True)
+
+
+def _task_message(session: Session) -> str:
+    """The user turn of this input as the model saw it (the files put in front of the task too)."""
+    return next((t.content for t in reversed(session.history.turns) if isinstance(t, UserTurn)), "")
 
 
 def _this_input(session: Session) -> tuple[list[str], list[str]]:

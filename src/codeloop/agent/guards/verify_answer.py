@@ -4,7 +4,11 @@ When the task names something to run (a command in backticks, ``python3 x.py``, 
 "then run it", "make sure the tests pass") and the model answers without having run a
 command since its last change, it is told once the exact call to make: the named command,
 ``python3 <the file just written>`` for "run it", the tests the task names. The call is the
-model's own, so it runs through the pipeline and its policy like any other.
+model's own, so it runs through the pipeline and its policy like any other. When the model
+answers again without running it, codeloop completes that reply with the call (seen with the
+1.5B model: told once, it claimed a run that never happened): an ordinary call through the
+pipeline, its policy and approval, announced by a ``warning`` event with code ``verify``; the
+model then answers after its output.
 
 When the task names nothing to run, the Python files written in this input are compiled
 (``compile()``, which parses and runs nothing) before the final answer is taken; a syntax
@@ -16,12 +20,13 @@ from __future__ import annotations
 import json
 import posixpath
 import re
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from codeloop.agent.claims import file_names
-from codeloop.agent.guards.base import ACCEPT, GuardAction, Turn, TurnGuard, nudge, rescues_on
+from codeloop.agent.guards.base import ACCEPT, GuardAction, Turn, TurnGuard, nudge, rescues_on, run_instead
 from codeloop.agent.guards.work_report import changed_files, ran_command
 from codeloop.agent.history import CallResult
 from codeloop.agent.reply_reader import Reply
@@ -96,6 +101,7 @@ class VerifyBeforeAnswer(TurnGuard):
         self.written: list[str] = []
         """Files changed this input, last changed last."""
         self.nudged = False
+        self.ran_for_model = False
         self.syntax_nudges = 0
 
     def applies(self, session: Session) -> bool:
@@ -117,11 +123,18 @@ class VerifyBeforeAnswer(TurnGuard):
         if self.request is None:
             self.request = run_request(turn.task)
         if self.request:
-            if self.ran or self.nudged:
+            if self.ran or self.ran_for_model:
                 return ACCEPT
             command = await self._command(self.request, turn)
             if command is None:
                 return ACCEPT
+            if self.nudged:
+                # Told once and answered again without running it: a small model then often
+                # claims a run that never happened. codeloop makes the call the task asks for,
+                # through the pipeline like any call, and the model answers after its output.
+                self.ran_for_model = True
+                return run_instead(ToolCall(f"verify-{uuid.uuid4().hex[:8]}", "shell", {"command": command}),
+                                   f"the task asks to run `{command}` and the model did not: codeloop runs it")
             self.nudged = True
             return nudge(f"Before you finish: the task asks to run `{command}`, and nothing was run since your "
                          "last change. Run it now, then give your final answer:\n"
