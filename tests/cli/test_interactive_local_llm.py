@@ -61,3 +61,41 @@ def test_chat_with_the_local_model_creates_and_runs_a_script(local_server: str, 
         pane.wait_for("EXITED=0", timeout=60)
     finally:
         pane.close()
+
+
+def test_the_readmes_main_job_creates_hello_runs_it_and_says_so_truly(local_server: str, tmp_path: Path) -> None:
+    """Issue 20: the README's first command, exactly, in a terminal with the real 1.5B model:
+    hello.py is created, it is run (the user answers the approval prompt), and the final
+    answer is true (nothing claimed that no call did)."""
+    import re
+    import time
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    env = isolated_env(workspace, TERM="xterm", COLUMNS="200")
+    command = " ".join(shlex.quote(a) for a in [
+        "env", "-i", *(f"{k}={v}" for k, v in env.items()), CODELOOP, "run",
+        "Create hello.py that prints hello, then run it"])
+    pane = Pane(f"codeloop-readme-{tmp_path.name}", f"cd {shlex.quote(str(workspace))} && {command}; "
+                                                     "echo EXITED=$?; sleep 600")
+    try:
+        deadline = time.monotonic() + 1200
+        approved = 0
+        while time.monotonic() < deadline:
+            screen = pane.screen()
+            if "EXITED=" in screen:
+                break
+            if screen.count("Approve?") > approved:  # the user says yes to running the script
+                approved += 1
+                pane.type_line("y")
+            time.sleep(1)
+        history = pane.tmux("capture-pane", "-p", "-J", "-S", "-2000")
+        assert "EXITED=0" in history, history
+        script = workspace / "hello.py"
+        assert script.exists(), history
+        done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=30)
+        assert "hello" in done.stdout.lower(), (done.stdout, done.stderr)
+        assert re.search(r"shell\(command=\"python3? (\./)?hello\.py\"\)", history), history  # it was run
+        assert "FILE_PATH" not in history and not (workspace / "FILE_PATH").exists()
+    finally:
+        pane.close()
