@@ -166,3 +166,18 @@ def test_the_exact_call_is_written_in_the_session_s_own_syntax() -> None:
         '{"tool": "shell", "arguments": {"command": "python3 hello.py"}}')
     assert call_form(SimpleNamespace(constrained=False, profile=native), "shell", args) == (
         'shell with arguments {"command": "python3 hello.py"}')
+
+
+async def test_a_model_that_only_echoes_after_writing_still_gets_the_named_command_run(harness) -> None:
+    # The 1.5B model on the README's main job: it wrote hello.py, then copied its task message
+    # back on every reply. Corrected twice, the echo falls to the later guards: codeloop runs
+    # the command the task names, and the answer is the true report of the calls.
+    def copy_task(request):
+        return text_response(next(m.text for m in request.messages if m.role.value == "user"))
+
+    h = harness("text", [calls("text", HELLO), *[copy_task] * 5])  # 2 corrected, 1 nudged to run, 1 run for it
+    answer = await h.session.submit("Create hello.py that prints hello, then run it")
+    ran = h.of(ev.ToolCallEnd)[-1]
+    assert ran.tool_name == "shell" and (ran.output or "").startswith("hello")
+    assert answer == f"{NO_ANSWER} What was done: wrote hello.py; ran `python3 hello.py` (exit 0)."
+    assert h.session.end_reason == "completed"

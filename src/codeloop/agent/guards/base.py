@@ -90,6 +90,9 @@ class Turn:
     answer: str | None = None
     """Set by a guard: the answer to report instead of the model's last text when the input
     ends (its final text was empty or an echo; it was stopped), derived from the calls."""
+    echo: bool = False
+    """Set by the echo guard for the reply being judged: it was empty or repeated what the
+    model was sent, so it is no answer of the model's own."""
 
 
 def rescues_on(session: Session) -> bool:

@@ -94,6 +94,7 @@ class EchoReply(TurnGuard):
         return session.small_model
 
     async def after_reply(self, reply: Reply, turn: Turn) -> GuardAction:
+        turn.echo = False
         if reply.calls:
             return ACCEPT
         session = turn.session
@@ -107,12 +108,15 @@ class EchoReply(TurnGuard):
         ))
         if what is None:
             return ACCEPT
+        turn.echo = True
         if self.corrected >= MAX_CORRECTIONS:
-            # The user then reads what the calls did, labelled as such, not the echo; an input
-            # whose calls did nothing ends as unanswered (exit 1), one that did work completes.
+            # The user then reads what the calls did, labelled as such, not the echo: an input
+            # whose calls did nothing ends as unanswered (exit 1); one that did work goes on to
+            # the later guards (a named command still runs) and the work report answers.
+            if self._worked(session):
+                return ACCEPT
             turn.answer = report_of_work(session)
-            # ("completed" ends it as an accepted answer would, without later guards.)
-            return end("completed" if self._worked(session) else NO_ANSWER)
+            return end(NO_ANSWER)
         self.corrected += 1
         if self._worked(session):
             # Work was done: the reply most likely meant "finished". A call template here is

@@ -20,7 +20,8 @@ class EmptyReplyNudge(TurnGuard):
         self.nudged = 0
 
     async def after_reply(self, reply: Reply, turn: Turn) -> GuardAction:
-        if reply.calls or reply.text.strip() or not turn.rounds or self.nudged >= MAX_EMPTY_REPLIES:
+        # turn.echo: the small-model echo guard judged this reply already (and gave up on it).
+        if reply.calls or reply.text.strip() or not turn.rounds or turn.echo or self.nudged >= MAX_EMPTY_REPLIES:
             return ACCEPT
         self.nudged += 1
         return nudge(EMPTY_REPLY)

@@ -106,7 +106,7 @@ class WorkReport(TurnGuard):
         seen = "\n".join([session.system_prompt, *(
             t.content if isinstance(t, SteeringTurn) else "\n".join(r.content for r in t.results if r.is_error)
             for t in session.history.turns if isinstance(t, SteeringTurn | ToolResultsTurn))])
-        turn.answer = report_of_work(session) if is_echo(reply.text, seen) else None
+        turn.answer = report_of_work(session) if turn.echo or is_echo(reply.text, seen) else None
         return ACCEPT
 
 
