@@ -116,14 +116,14 @@ class AlreadyDone(TurnGuard):
             return None
         last = min(offset + limit - 1, total)
         digest = ops.fingerprint(data)
-        for shown in reversed(turn.shown.get(rel, [])):
+        # Text only put in front of the task is not refused: the 1.5B model, its edit failed,
+        # read the file to see it again and was told to look up (a dev task of the suite).
+        for shown in reversed([s for s in turn.shown.get(rel, []) if s.step]):
             if (shown.digest == digest and shown.first <= offset and last <= shown.last
                     and self._still_shown(shown, turn)):
-                where = f"lines {shown.first}-{shown.last} of {rel}"
-                told = (f"{where} are in the task message above" if shown.step == 0
-                        else f"you read {where} at step {shown.step}")
-                return ToolOutput(f"already done: {told}; it has not changed since. Use that text instead of "
-                                  f"reading it again. {GO_ON}")
+                return ToolOutput(f"already done: you read lines {shown.first}-{shown.last} of {rel} at step "
+                                  f"{shown.step}; it has not changed since. Use that text instead of reading it "
+                                  f"again. {GO_ON}")
         if call.call_id:
             self.pending[call.call_id] = (rel, Shown(offset, last, digest, turn.rounds, call.call_id))
         return None
