@@ -238,6 +238,7 @@ command = "echo '{\\"decision\\": \\"ask\\", \\"message\\": \\"the hook wants a 
         pane.type_line("y")
         pane.wait_for("Made it.")
         assert (workspace / "made").exists()
+        pane.wait_for("›", count=2)  # the turn is over: typed earlier, /exit would steer it (seen under load)
         pane.type_line("/exit")
         pane.wait_for("EXITED=0")
     finally:

@@ -162,6 +162,7 @@ def test_chat_plan_refuses_a_write_and_go_runs_the_plan(server: ChatServer, tmp_
         assert (workspace / "b.txt").read_text() == "b\n"
         assert "and another file" in sent(server, 4) and "PLAN MODE is on" in sent(server, 4)
         assert "1. Write b.txt containing b." in sent(server, 5)
+        pane.wait_for("›", count=6)  # the turn is over: typed earlier, /exit would steer it (seen under load)
         pane.type_line("/exit")
         pane.wait_for("EXITED=0")
     finally:
