@@ -201,8 +201,11 @@ def test_the_agent_cannot_read_the_hidden_tests(tmp_path: Path, monkeypatch: pyt
     private = Path(tempfile.mkdtemp(prefix=he.CHECK_PREFIX, dir=he.CHECK_ROOT))
     try:
         he.write_check(private, problem, problem.prompt)
-        look = (f"cat solution.py; ls -la {he.CHECK_ROOT}; ls -la {private}; cat {private}/check_solution.py; "
-                f"zcat {he.dataset_path()} | head -c 100000; ls {os.path.dirname(he.dataset_path())}")
+        # Kept short (a busy /tmp filtered, the dataset's head only): the shell tool caps its
+        # output by dropping the middle, which on a CI machine with a crowded /tmp hid the control.
+        look = (f"cat solution.py; ls -la {he.CHECK_ROOT} | grep {he.CHECK_PREFIX}; ls -la {private}; "
+                f"cat {private}/check_solution.py; zcat {he.dataset_path()} | head -c 3000; "
+                f"ls {os.path.dirname(he.dataset_path())}")
         seen = {}
         for sandbox in ("workspace-write", "full"):
             out = tmp_path / f"{sandbox}.txt"
