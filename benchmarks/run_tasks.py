@@ -88,6 +88,8 @@ PRESETS = {
 }
 # codeloop without the diagnostics after edits (docs/tools.md), to measure them in the same run.
 PRESETS["codeloop-no-diagnostics"] = PRESETS["codeloop"] + " --no-diagnostics"
+# codeloop without the small-model rescues (docs/local-models.md), the default before issue 20.
+PRESETS["codeloop-no-rescues"] = PRESETS["codeloop"] + " --no-rescues"
 
 
 @dataclass

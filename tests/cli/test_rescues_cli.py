@@ -79,6 +79,26 @@ def test_the_file_a_task_names_is_in_the_first_request(server, tmp_path) -> None
     assert first.endswith("What is wrong in stats.py?")
 
 
+def test_no_rescues_turns_them_off_from_the_flag_or_the_config(server, tmp_path) -> None:
+    """``--no-rescues`` (and ``rescues = false``) give the session before issue 20: the named
+    file is not put in front of the model, so the first message is the task alone."""
+    (tmp_path / "stats.py").write_text("def mean(xs):\n    return sum(xs) / (len(xs) - 1)\n")
+    server.replies.extend([text_reply("It divides by len(xs) - 1.")] * 2)
+    args = ["What is wrong in stats.py?", "--json", "--base-url", server.base_url, "--approval", "never-ask",
+            "--sandbox", "full"]
+    done = run([*args, "--no-rescues"], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert server.requests[0]["messages"][1]["content"] == "What is wrong in stats.py?"
+    (tmp_path / ".codeloop").mkdir()
+    (tmp_path / ".codeloop" / "config.toml").write_text("rescues = false\n")
+    done = run(args, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert server.requests[1]["messages"][1]["content"] == "What is wrong in stats.py?"
+    (tmp_path / ".codeloop" / "config.toml").write_text('rescues = "no"\n')
+    bad = run(args, tmp_path)
+    assert bad.returncode == 2 and "rescues must be true or false, e.g. rescues = false" in bad.stderr
+
+
 # -- a cloud profile's requests are what they were ----------------------------------------
 
 BEFORE = (EmptyReplyNudge, ClaimCheck, LoopWarning)

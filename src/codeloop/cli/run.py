@@ -98,6 +98,8 @@ class RunSettings:
     """Diagnostics after edits (``--diagnostics/--no-diagnostics``, ``diagnostics =``)."""
     diagnostic_commands: tuple[Any, ...] = ()
     """``diagnostics = [...]`` commands (``codeloop.tools.diagnostics.DiagnosticCommand``; project ones when trusted)."""
+    rescues: bool | None = None
+    """The small-model rescues (``--rescues/--no-rescues``, ``rescues =``; None: by the window)."""
 
 
 class Runner:
@@ -204,7 +206,8 @@ class Runner:
                                # tools to describe, and a small model cannot delegate well.
                                max_subagent_depth=0 if profile.compact else SessionConfig.max_subagent_depth,
                                user_instructions=PLAN_INSTRUCTIONS if self.plan else "",
-                               diagnostics=s.diagnostics, diagnostic_commands=s.diagnostic_commands)
+                               diagnostics=s.diagnostics, diagnostic_commands=s.diagnostic_commands,
+                               small_model_rescues=s.rescues)
         from codeloop.policy.approval_modes import ApprovalRequest
         from codeloop.tools.hooks import Hooks
 
@@ -360,7 +363,8 @@ def settle_options(root: Path, flags: dict[str, Any], network: str | None, err: 
                        dict(cfg.mcp_servers), constrained=constrained or "off",
                        max_retries=DEFAULT_RETRIES if retries is None else retries,
                        plan=plan if plan is not None else cfg.mode == "plan", hooks=cfg.hooks,
-                       diagnostics=merged.get("diagnostics") is not False, diagnostic_commands=cfg.diagnostic_commands)
+                       diagnostics=merged.get("diagnostics") is not False, diagnostic_commands=cfg.diagnostic_commands,
+                       rescues=merged.get("rescues"))
 
 
 def one_shot_command(task: str | None, root: Path) -> Any:
@@ -438,6 +442,11 @@ def register(app: typer.Typer) -> None:
             help="After each write_file/edit_file/apply_patch, tell the model about syntax errors the edit "
                  "introduced (and run the diagnostics commands of the config files). Default: on, unless "
                  "diagnostics = false in the config files."),
+        rescues: bool | None = typer.Option(
+            None, "--rescues/--no-rescues",
+            help="The small-model rescues (replies read for what a small model meant, context up front, "
+                 "checks before answering; docs/local-models.md). Default: on for a small context window "
+                 "(local models), off otherwise; rescues = false in the config files."),
     ) -> None:
         """Run the coding agent on TASK in a workspace, or chat with it when TASK is left out.
 
@@ -477,7 +486,8 @@ def register(app: typer.Typer) -> None:
             command = one_shot_command(task, root)
             flags = {"model": model or (command.model if command else None), "provider": provider,
                      "profile": profile, "base_url": base_url, "sandbox": sandbox, "approval": approval,
-                     "max_turns": max_turns, "max_retries": max_retries, "diagnostics": diagnostics}
+                     "max_turns": max_turns, "max_retries": max_retries, "diagnostics": diagnostics,
+                     "rescues": rescues}
             settings = settle_options(root, flags, network, err, constrained, plan)
             resume_id = resume_target(root, resume, continue_)
             if task is None and mode == "json":

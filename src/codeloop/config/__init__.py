@@ -103,6 +103,8 @@ class CodeloopConfig:
     """Diagnostics after edits on or off (``diagnostics = false``; a list of commands turns it on)."""
     diagnostic_commands: tuple[DiagnosticCommand, ...] = ()
     """The commands of ``diagnostics = [...]`` of both files, the user's first."""
+    rescues: bool | None = None
+    """The small-model rescues on or off (``rescues = false``; default: on for a small window)."""
     sources: tuple[str, ...] = ()
     """The files that were read, lowest priority first."""
     warnings: tuple[str, ...] = ()
@@ -112,7 +114,8 @@ class CodeloopConfig:
 _STRING_KEYS = ("model", "provider", "profile", "base_url", "sandbox", "approval", "mode")
 _CHOICES = {"sandbox": SANDBOX_MODES, "approval": APPROVAL_MODES, "profile": PROFILES, "mode": MODES}
 _COUNT_KEYS = {"max_turns": "0: no limit", "max_retries": "0: never retry"}
-_TOP_KEYS = (*_STRING_KEYS, *_COUNT_KEYS, "mcp_servers", "hooks", "diagnostics")
+_BOOL_KEYS = ("rescues",)
+_TOP_KEYS = (*_STRING_KEYS, *_COUNT_KEYS, *_BOOL_KEYS, "mcp_servers", "hooks", "diagnostics")
 _SERVER_KEYS = ("command", "args", "env", "url", "timeout")
 _HOOK_KEYS = ("event", "command", "timeout", "tools", "paths")
 _DIAGNOSTIC_KEYS = ("command", "paths", "timeout")
@@ -290,6 +293,9 @@ def parse_config(text: str, path: Path) -> CodeloopConfig:
         elif key in _COUNT_KEYS:
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ConfigError(f"{where}: {key} must be a whole number >= 0 ({_COUNT_KEYS[key]})")
+        elif key in _BOOL_KEYS:
+            if not isinstance(value, bool):
+                raise ConfigError(f"{where}: {key} must be true or false, e.g. {key} = false")
         elif key == "hooks":
             value = _parse_hooks(path, text, value)
         elif key == "diagnostics":
@@ -334,7 +340,7 @@ def needs_trust(config: CodeloopConfig) -> dict[str, Any]:
 
 def merge(low: CodeloopConfig, high: CodeloopConfig) -> CodeloopConfig:
     """``high``'s set keys over ``low``'s; MCP servers merge by name."""
-    changes: dict[str, Any] = {k: getattr(high, k) for k in (*_STRING_KEYS, *_COUNT_KEYS, "diagnostics")
+    changes: dict[str, Any] = {k: getattr(high, k) for k in (*_STRING_KEYS, *_COUNT_KEYS, *_BOOL_KEYS, "diagnostics")
                                if getattr(high, k) is not None}
     return replace(low, **changes, mcp_servers={**low.mcp_servers, **high.mcp_servers},
                    hooks=low.hooks + high.hooks, diagnostic_commands=low.diagnostic_commands + high.diagnostic_commands,
