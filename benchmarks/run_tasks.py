@@ -64,9 +64,20 @@ SPLIT = TASKS / "split.json"
 WORK_ROOT = Path(tempfile.gettempdir()) / "codeloop-tasks"
 """Where each task's workspace is made (``WORK_ROOT/<task>``), the same path on every run."""
 
+CODELOOP = shlex.quote(str(Path(sys.executable).with_name("codeloop")))
 PRESETS = {
+    # The embedded default a new user gets (no key, no --base-url): codeloop finds the local
+    # server run_tasks started (scripts/local-llm serve, the same --model) and asks it for the
+    # prompt cache, as every `codeloop run` without a key does. {base_url} is not used, and the
+    # dummy key run_agent sets for litellm-based peers is taken away (with it, codeloop would
+    # choose the OpenAI provider).
     "codeloop": (
-        f"{shlex.quote(str(Path(sys.executable).with_name('codeloop')))} run {{task}} --cwd {{workdir}} "
+        f"env -u OPENAI_API_KEY -u OPENAI_BASE_URL -u OPENAI_API_BASE {CODELOOP} run {{task}} --cwd {{workdir}} --model {{model}} "
+        "--approval never-ask --sandbox workspace-write --max-turns 30 --quiet"
+    ),
+    # codeloop pointed at any OpenAI-compatible server (--base-url): no prompt cache asked for.
+    "codeloop-url": (
+        f"{CODELOOP} run {{task}} --cwd {{workdir}} "
         "--base-url {base_url} --model {model} --provider openai_compatible --profile text "
         "--approval never-ask --sandbox workspace-write --max-turns 30 --quiet"
     ),
