@@ -174,3 +174,15 @@ async def test_the_task_message_copied_back_is_not_an_answer(harness) -> None:
     h = harness("text", [text_response(write), copy_task, text_response("I created hello.py.")])
     assert await h.session.submit("Create hello.py that prints hello, please.") == "I created hello.py."
     assert _steering(h)[0].startswith("Your reply repeated the task message; that is not an answer.")
+
+
+async def test_an_answer_in_the_tasks_own_words_is_not_a_copy_of_it(harness) -> None:
+    # Seen with the 1.5B model: "The test in test_stats.py passes." was sent back as a copy of
+    # the task, three times, until the input ended unanswered.
+    task = ("The test in test_stats.py fails because last_n in stats.py has an off-by-one bug. "
+            "Fix stats.py so that python3 test_stats.py passes. Do not change the test.")
+    for answer in ("The test in test_stats.py passes.",
+                   "I fixed the off-by-one bug in stats.py so that python3 test_stats.py passes."):
+        h = harness("text", [text_response(answer)] * 3, SessionConfig(check_claims=False))
+        await h.session.submit(task)
+        assert not any("repeated" in s for s in _steering(h)), answer  # (the run of the test is asked for)

@@ -177,3 +177,24 @@ async def test_issue19_whitespace_fuzzy_match_keeps_the_lines_it_did_not_change(
     )
     assert not result.is_error, result.output
     assert ws.read("m.py") == b"class A:\n\tdef f(self):  \n\t    return 2\n\t# done\t\n"
+
+
+async def test_issue20_text_meant_for_another_file_names_that_file(ws: Workspace) -> None:
+    """Seen with the 1.5B model: the fix for stats.py sent to test_stats.py, retried unchanged."""
+    ws.write("stats.py", "def last_n(values, n):\n    return values[len(values) - n + 1:]\n")
+    ws.write("test_stats.py", "from stats import last_n\nassert last_n([1, 2], 1) == [2]\n")
+    wrong = {"file_path": "test_stats.py", "old_string": "return values[len(values) - n + 1:]",
+             "new_string": "return values[-n:]"}
+    result = await ws.call("edit_file", wrong)
+    assert result.is_error
+    assert result.output.endswith("\nThat exact text is in stats.py: if stats.py is the file to change, "
+                                  "call edit_file with file_path stats.py.")
+    assert ws.read("test_stats.py") == b"from stats import last_n\nassert last_n([1, 2], 1) == [2]\n"
+    again = await ws.call("edit_file", wrong)  # not "rewrite test_stats.py with write_file"
+    assert again.output == result.output
+    ws.write("copy.py", "def last_n(values, n):\n    return values[len(values) - n + 1:]\n")
+    ambiguous = await ws.call("edit_file", wrong)  # two files hold it: no guess
+    assert ambiguous.is_error and "That exact text is in" not in ambiguous.output
+    ws.write("copy.py", "def last_n(values, n):\n    return values[len(values) - n + 2:]\n")
+    partial = await ws.call("edit_file", {**wrong, "old_string": "def last_n(values, n):\n    return 0"})
+    assert partial.is_error and "That exact text is in" not in partial.output  # the first line alone is not it

@@ -22,7 +22,7 @@ import difflib
 from collections import OrderedDict
 from typing import Any
 
-from codeloop.environments.base import ExecutionEnvironment
+from codeloop.environments.base import ExecutionEnvironment, GrepOptions
 from codeloop.environments.errors import WorkspaceError
 from codeloop.tools import workspace_ops as ops
 from codeloop.tools.errors import ToolError
@@ -82,7 +82,11 @@ async def edit_file(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolCo
     except ops.OperationError as exc:
         if exc.kind == "ambiguous":
             raise ToolError(_not_unique(path, text, old, exc.count or 0)) from None
-        updated, note = _fuzzy(path, text, old, new, replace_all)
+        try:
+            updated, note = _fuzzy(path, text, old, new, replace_all)
+        except NotFoundError as missing:
+            elsewhere = await _found_elsewhere(env, path, old)
+            raise NotFoundError(str(missing) + elsewhere, elsewhere=bool(elsewhere)) from None
         await _write(env, ctx, path, updated)
         return note
     await _write(env, ctx, path, updated)
@@ -194,7 +198,7 @@ def _fuzzy_lines(path: str, text: str, old: str, new: str, replace_all: bool) ->
         matches.append(found)
         start = found + size
     if not matches:
-        raise ToolError(_not_found(path, file_lines, old_lines))
+        raise NotFoundError(_not_found(path, file_lines, old_lines))
     if len(matches) > 1 and not replace_all:
         where = ", ".join(str(m + 1) for m in matches[:10])
         raise ToolError(
@@ -240,6 +244,50 @@ def _reindent(lines: list[str], old_indent: str, file_indent: str) -> list[str]:
     return [file_indent + line[len(old_indent) :] if line.startswith(old_indent) and line.strip() else line for line in lines]
 
 
+class NotFoundError(ToolError):
+    """``old_string`` is nowhere in the file, not even tolerantly."""
+
+    def __init__(self, message: str, elsewhere: bool = False) -> None:
+        super().__init__(message)
+        self.elsewhere = elsewhere
+        """The message names the other file that holds it (so rewriting this one is no advice)."""
+
+
+ELSEWHERE_CANDIDATES = 5
+"""Other files holding ``old_string``'s first line that are checked for the whole of it."""
+
+_REGEX_SPECIAL = frozenset("\\.+*?()|[]{}^$")
+
+
+async def _found_elsewhere(env: ExecutionEnvironment, path: str, old: str) -> str:
+    """A sentence naming the one other workspace file that holds ``old`` exactly, else "".
+
+    Seen with small models: the fix meant for ``stats.py`` sent to ``test_stats.py``, whose
+    text they copied from the other file; saying where the text is ends a loop of retries."""
+    probe = next((line.strip() for line in old.split("\n") if line.strip()), "")
+    if not probe:
+        return ""
+    pattern = "".join("\\" + c if c in _REGEX_SPECIAL else c for c in probe)
+    try:
+        listed = await env.grep(pattern, ".", GrepOptions(max_results=ELSEWHERE_CANDIDATES,
+                                                            output_mode="files_with_matches"))
+    except (WorkspaceError, OSError, ValueError):
+        return ""
+    holders = []
+    for candidate in (line.strip() for line in listed.splitlines()):
+        if not candidate or candidate.removeprefix("./") == path.removeprefix("./"):
+            continue
+        try:
+            if old in ops.decode_text(await ops.read_bytes(env, candidate), candidate):
+                holders.append(candidate.removeprefix("./"))
+        except (WorkspaceError, OSError, ops.OperationError):
+            continue
+    if len(holders) != 1:
+        return ""
+    return (f"\nThat exact text is in {holders[0]}: if {holders[0]} is the file to change, "
+            f"call edit_file with file_path {holders[0]}.")
+
+
 def _not_found(path: str, file_lines: list[str], old_lines: list[str]) -> str:
     message = f"old_string was not found in {path} (not even ignoring whitespace and Unicode punctuation)."
     probe = next((_key(line) for line in old_lines if line.strip()), "")
@@ -271,7 +319,8 @@ def edit_file_tool(description: str | None = None) -> RegisteredTool:
             failures[key] = failures.pop(key, 0) + 1
             if len(failures) > MAX_TRACKED_FILES:
                 failures.popitem(last=False)
-            hint = await _write_file_hint(env, key[1], failures[key])
+            elsewhere = isinstance(exc, NotFoundError) and exc.elsewhere
+            hint = "" if elsewhere else await _write_file_hint(env, key[1], failures[key])
             if hint:
                 raise ToolError(f"{exc}{hint}") from None
             raise

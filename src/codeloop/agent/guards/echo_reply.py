@@ -41,6 +41,10 @@ MAX_CORRECTIONS = 2
 """Corrections per input; the next empty or echoed reply ends it."""
 NO_ANSWER = "no_answer"
 """End reason when the model keeps answering with nothing or with an echo."""
+TASK_COPY_SHARE = 0.9
+"""A reply whose words lie this much in the task message may be a copy of it ..."""
+TASK_COPY_LENGTH = 0.6
+"""... when it is at least this long, relative to the task's instruction."""
 ERRORS_COMPARED = 5
 """This input's latest error results a reply is compared with."""
 
@@ -77,6 +81,17 @@ def echoed(text: str, sources: Sequence[tuple[str, str, Collection[str]]]) -> st
                 None)
 
 
+def copies_task(text: str, message: str, task: str) -> bool:
+    """``text`` is a copy of the task message, not an answer restating it.
+
+    An answer says what was done in the task's own words ("The test in test_stats.py
+    passes."), so most of its words repeat the task; a copy repeats nearly all of them and is
+    about as long as the task at least."""
+    reply = words(text)
+    return (len(reply) >= max(MIN_WORDS, TASK_COPY_LENGTH * len(words(task)))
+            and repeated_share(reply, message) >= TASK_COPY_SHARE)
+
+
 def correction(what: str, example: str) -> str:
     """What the model is told: what its reply was, and the exact form to act or to finish."""
     said = "Your reply was empty." if what == EMPTY else f"Your reply repeated {what}; that is not an answer."
@@ -104,8 +119,7 @@ class EchoReply(TurnGuard):
             (TOOL_LIST, session.profile.describe_tools(tools), {t.name for t in tools}),
             (ERROR, "\n".join(errors), ()),
             (PROMPT, session.system_prompt, ()),
-            (TASK, _task_message(session), ()),
-        ))
+        )) or (TASK if copies_task(reply.text, _task_message(session), turn.task) else None)
         if what is None:
             return ACCEPT
         turn.echo = True
