@@ -93,11 +93,30 @@ async def test_cloud_profiles_are_not_nudged(harness) -> None:
     ("Run the script tool/count.py and write what it prints to out.txt", RunRequest(command="python3 tool/count.py")),
     ("Execute `deploy.sh` once", RunRequest(command="bash deploy.sh")),
     ("Fix stats.py so that python3 test_stats.py passes.", RunRequest(command="python3 test_stats.py")),
+    ("Rename f to g in lib.py and app.py. The program must still run.", RunRequest(still_runs=True)),
+    ("Delete it; both scripts must still run and print the rest.", RunRequest(still_runs=True)),
+    ("Rename the class across the project. Behaviour must not change.", RunRequest(still_runs=True)),
     ("Write a python script that sums numbers", RunRequest()),
+    ("The program must print the total", RunRequest()),
     ("Make the `title` field required", RunRequest()),
 ])
 def test_what_a_task_asks_to_run(task: str, expected: RunRequest) -> None:
     assert run_request(task) == expected
+
+
+async def test_the_program_that_must_still_run_is_the_named_script_that_runs_as_one(harness) -> None:
+    # Seen with the 1.5B model: the definition renamed in lib.py, the call in app.py left,
+    # and "renamed throughout the project" answered without running anything.
+    rename = ("edit_file", {"file_path": "lib.py", "old_string": "def f(", "new_string": "def g("})
+    h = harness("text", [calls("text", rename), text_response("Renamed f to g throughout the project."),
+                         text_response("Done."), text_response("Done.")])
+    (h.root / "lib.py").write_text("def f(x):\n    return x + 1\n")
+    (h.root / "app.py").write_text("from lib import f\n\nif __name__ == \"__main__\":\n    print(f(1))\n")
+    await h.session.submit("Rename the function f to g in lib.py and every call in app.py. "
+                           "The program must still run.")
+    assert "the task asks to run `python3 app.py`" in nudges(h)[0]
+    ran = h.of(ev.ToolCallEnd)[-1]  # ignored once: codeloop runs it, and the model sees it fail
+    assert ran.tool_name == "shell" and "ImportError" in (ran.output or ran.error or "")
 
 
 def echo_tool_list(request):

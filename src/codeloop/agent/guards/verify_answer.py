@@ -1,7 +1,8 @@
 """Turn guard: verify before answering (issue 20).
 
 When the task names something to run (a command in backticks, ``python3 x.py``, ``pytest``,
-"then run it", "make sure the tests pass") and the model answers without having run a
+"then run it", "make sure the tests pass", "the program must still run": the scripts it
+names that run as a program, else the file just written) and the model answers without having run a
 command since its last change, it is told once the exact call to make: the named command,
 ``python3 <the file just written>`` for "run it", the tests the task names. The call is the
 model's own, so it runs through the pipeline and its policy like any other. When the model
@@ -51,6 +52,8 @@ _RUN_FILE = re.compile(r"\b(?:run|execute)\s+(?:the\s+(?:script|program|file)\s+
 _RUN_IT = re.compile(r"\b(?:run|execute)\s+(?:it|them|this|that|the\s+(?:script|program|file|code))\b", re.I)
 _TESTS = re.compile(r"\btests?\s+(?:still\s+)?pass(?:es)?\b|\bmake\s+sure\s+(?:that\s+)?(?:the\s+|all\s+)?tests?\b"
                     r"|\brun\s+(?:the\s+|all\s+)?tests?\b|\bpassing\s+tests?\b", re.I)
+_STILL_RUNS = re.compile(r"\b(?:must|should|to)\s+(?:still\s+|keep\s+)?(?:run|work)(?:s|ing)?\b|\bstill\s+runs?\b"
+                         r"|\bbehaviou?r\s+(?:must|should)\s+not\s+change\b", re.I)
 _TEST_FILE = re.compile(r"(^|/)(test_[^/]*|[^/]*_test)\.py$")
 _INTERPRETERS = {".py": "python3", ".sh": "bash", ".js": "node", ".mjs": "node", ".rb": "ruby", ".pl": "perl"}
 
@@ -65,9 +68,11 @@ class RunRequest:
     """"run it": the program just written."""
     tests: bool = False
     """"make sure the tests pass"."""
+    still_runs: bool = False
+    """"the program must still run": the scripts the task names."""
 
     def __bool__(self) -> bool:
-        return bool(self.command) or self.run_written or self.tests
+        return bool(self.command) or self.run_written or self.tests or self.still_runs
 
 
 def run_request(task: str) -> RunRequest:
@@ -81,7 +86,8 @@ def run_request(task: str) -> RunRequest:
     for match in _RUN_FILE.finditer(task):
         if (runner := _INTERPRETERS.get(match.group(2))) is not None:
             return RunRequest(command=f"{runner} {match.group(1)}")
-    return RunRequest(run_written=bool(_RUN_IT.search(task)), tests=bool(_TESTS.search(task)))
+    return RunRequest(run_written=bool(_RUN_IT.search(task)), tests=bool(_TESTS.search(task)),
+                      still_runs=bool(_STILL_RUNS.search(task)))
 
 
 def call_form(session: Session, name: str, arguments: dict[str, str]) -> str:
@@ -151,7 +157,9 @@ class VerifyBeforeAnswer(TurnGuard):
         if request.command:
             return request.command
         env = turn.session.environment
-        if request.run_written:
+        if request.still_runs and (scripts := await _named_scripts(turn)):
+            return " && ".join(f"python3 {path}" for path in scripts)
+        if request.run_written or request.still_runs:
             for path in reversed(self.written):
                 runner = _INTERPRETERS.get(posixpath.splitext(path)[1])
                 if runner is not None:
@@ -183,6 +191,22 @@ class VerifyBeforeAnswer(TurnGuard):
             except Exception:  # deleted since, not a file, too deeply nested: nothing to report
                 continue
         return None
+
+
+async def _named_scripts(turn: Turn) -> list[str]:
+    """The Python files the task names that exist and run as a program (``__main__``)."""
+    scripts = []
+    for name in file_names(turn.task):
+        path = name.removeprefix("./")
+        if not path.endswith(".py"):
+            continue
+        try:
+            text = (await ops.read_bytes(turn.session.environment, path)).decode("utf-8", "replace")
+        except (WorkspaceError, OSError):
+            continue
+        if "__main__" in text:
+            scripts.append(path)
+    return scripts
 
 
 async def _workspace_files(turn: Turn) -> list[str]:
