@@ -17,6 +17,7 @@ from codeloop.agent.guards.echo_reply import (
     MAX_CORRECTIONS,
     NO_ANSWER,
     echoed,
+    own_lines,
     repeated_share,
     words,
 )
@@ -186,3 +187,28 @@ async def test_an_answer_in_the_tasks_own_words_is_not_a_copy_of_it(harness) -> 
         h = harness("text", [text_response(answer)] * 3, SessionConfig(check_claims=False))
         await h.session.submit(task)
         assert not any("repeated" in s for s in _steering(h)), answer  # (the run of the test is asked for)
+
+
+async def test_the_models_own_sentence_after_a_copied_tool_list_is_the_answer(harness) -> None:
+    # Seen with the 1.5B model after a successful edit: the tool list copied back with a true
+    # sentence at its end; corrected twice, it sent the same again (100 s for a one-line edit).
+    def list_then_answer(request: Request) -> Response:
+        listed = [line for line in request.messages[0].text.splitlines() if line.startswith("## ")]
+        return text_response("\n".join(["# Available tools", *listed, "",
+                                        "I replaced the port 3000 with 8080 in settings.json."]))
+
+    edit = tagged("write_file", {"file_path": "settings.json", "content": '{"port": 8080}\n'})
+    h = harness("text", [text_response(edit), list_then_answer])
+    answer = await h.session.submit("In settings.json, set port to 8080.")
+    assert answer == "I replaced the port 3000 with 8080 in settings.json."
+    assert not _steering(h)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet=st.characters(blacklist_characters="\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"),
+                        max_size=60), max_size=8), st.text(max_size=200))
+def test_own_lines_are_lines_of_the_reply_that_the_source_does_not_hold(lines: list[str], source: str) -> None:
+    kept = own_lines("\n".join(lines), [("x", source, ())])
+    for line in kept.splitlines():
+        assert line.strip() in [given.strip() for given in lines] and line.strip().lower() not in source.lower()
+    assert own_lines(source, [("x", source, ())]) == ""  # a copy keeps nothing

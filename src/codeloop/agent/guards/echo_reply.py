@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from codeloop.agent.call_forms import CallForms, placeholder
 from codeloop.agent.guards.base import ACCEPT, GuardAction, Turn, TurnGuard, end, nudge
 from codeloop.agent.guards.work_report import report_of_work, work_done
-from codeloop.agent.history import AssistantTurn, ToolResultsTurn, UserTurn
+from codeloop.agent.history import AssistantTurn, SteeringTurn, ToolResultsTurn, UserTurn
 from codeloop.agent.reply_reader import Reply
 from codeloop.policy.approval import ToolCallRequest
 from codeloop.tools.registry import ToolOutput
@@ -92,6 +92,22 @@ def copies_task(text: str, message: str, task: str) -> bool:
             and repeated_share(reply, message) >= TASK_COPY_SHARE)
 
 
+def own_lines(text: str, sources: Sequence[tuple[str, str, Collection[str]]]) -> str:
+    """The lines of ``text`` that repeat none of ``sources`` when, together, they make an
+    answer (:data:`MIN_WORDS` or more); else "".
+
+    Seen with the 1.5B model after a successful edit: the tool list copied back, then
+    "I read the file settings.json and replaced ... with ...". The copy is no answer; the
+    sentence after it is."""
+    def copied(line: str) -> bool:
+        return any(line.strip().lower() in source.lower() or repeated_share(words(line), source, names) >= ECHO_SHARE
+                   for _, source, names in sources)
+
+    kept = [line for line in text.splitlines() if line.strip() and not copied(line)]
+    answer = "\n".join(kept).strip()
+    return answer if len(words(answer)) >= MIN_WORDS and len(kept) < len(text.strip().splitlines()) else ""
+
+
 def correction(what: str, example: str) -> str:
     """What the model is told: what its reply was, and the exact form to act or to finish."""
     said = "Your reply was empty." if what == EMPTY else f"Your reply repeated {what}; that is not an answer."
@@ -109,18 +125,23 @@ class EchoReply(TurnGuard):
         return session.small_model
 
     async def after_reply(self, reply: Reply, turn: Turn) -> GuardAction:
-        turn.echo = False
+        turn.echo, turn.answer = False, None
         if reply.calls:
             return ACCEPT
         session = turn.session
         tools = session.profile.tools()
         errors, called = _this_input(session)
-        what = EMPTY if not reply.text.strip() else echoed(reply.text, (
+        sources = (
             (TOOL_LIST, session.profile.describe_tools(tools), {t.name for t in tools}),
             (ERROR, "\n".join(errors), ()),
             (PROMPT, session.system_prompt, ()),
-        )) or (TASK if copies_task(reply.text, _task_message(session), turn.task) else None)
+        )
+        what = EMPTY if not reply.text.strip() else echoed(reply.text, sources) or (
+            TASK if copies_task(reply.text, _task_message(session), turn.task) else None)
         if what is None:
+            return ACCEPT
+        if what != EMPTY and (kept := own_lines(reply.text, (*sources, ("", _steering(session), ())))):
+            turn.answer = kept  # the echo around it is dropped; what the model said itself is the answer
             return ACCEPT
         turn.echo = True
         if self.corrected >= MAX_CORRECTIONS:
@@ -152,6 +173,17 @@ class EchoReply(TurnGuard):
             return None
         return ToolOutput(f"Not run: {', '.join(placeholder(n) for n in copied)} is the placeholder of the example; "
                           "write the real value there.", is_error=True)
+
+
+def _steering(session: Session) -> str:
+    """What codeloop told the model during the current input (its corrections, its nudges)."""
+    said: list[str] = []
+    for past in reversed(session.history.turns):
+        if isinstance(past, UserTurn):
+            break
+        if isinstance(past, SteeringTurn):
+            said.append(past.content)
+    return "\n".join(said)
 
 
 def _task_message(session: Session) -> str:

@@ -98,7 +98,7 @@ class WorkReport(TurnGuard):
         return rescues_on(session)
 
     async def after_reply(self, reply: Reply, turn: Turn) -> GuardAction:
-        if reply.calls:
+        if reply.calls or (turn.answer is not None and not turn.echo):  # (the echo guard kept its own lines)
             return ACCEPT
         session = turn.session
         # What it may have parroted: its instructions, the harness's notes and tool errors (a
