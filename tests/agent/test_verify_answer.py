@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 
 from codeloop.agent import events as ev
+from codeloop.agent.guards.echo_reply import echoed
 from codeloop.agent.guards.verify_answer import RunRequest, run_request
-from codeloop.agent.guards.work_report import NO_ANSWER, is_echo
+from codeloop.agent.guards.work_report import NO_ANSWER
 from codeloop.llm.adapters.scripted import text_response
 
 from .agent_harness import calls
@@ -164,11 +165,19 @@ async def test_a_real_answer_is_kept(harness) -> None:
 
 
 def test_echo_detection() -> None:
-    seen = "# Available tools\n## read_file: Read a file.\n## write_file: Write a file.\n"
-    assert is_echo("", seen) and is_echo("  \n", seen)
-    assert is_echo("# Available tools\n## read_file: Read a file.\n## write_file: Write a file.", seen)
-    assert not is_echo("I wrote the file with write_file.", seen)
-    assert not is_echo("Done.", seen)
+    seen = [("the tool list", "# Available tools\n## read_file: Read a file.\n## write_file: Write a file.\n",
+             {"read_file", "write_file"})]
+    assert echoed("# Available tools\n## read_file: Read a file.\n## write_file: Write a file.", seen)
+    assert not echoed("I wrote the file with write_file.", seen)
+    assert not echoed("Done.", seen)
+
+
+async def test_a_copy_of_codeloops_own_note_is_no_answer(harness) -> None:
+    # The one echo source the work report once judged alone: a note of codeloop's copied back.
+    h = harness("text", [calls("text", HELLO), text_response(""),
+                         *[text_response("If the task needs more, make the next tool call.")] * 3])
+    answer = await h.session.submit("Create hello.py that prints hello")
+    assert answer == NO_ANSWER + " What was done: wrote hello.py."
 
 
 def test_the_exact_call_is_written_in_the_session_s_own_syntax() -> None:

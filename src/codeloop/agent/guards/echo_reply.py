@@ -35,6 +35,8 @@ ECHO_SHARE = 0.6
 """A reply whose words lie this much (or more) in what the model was sent is an echo."""
 MIN_WORDS = 4
 """Shorter replies are never judged an echo (a one-word answer may well repeat an output)."""
+MIN_WORDS_OF = {"codeloop's notes": 8}
+"""Longer minimums per source: a short answer ("It is not done.") may well reuse a note's words."""
 RUN = 3
 """Words in a row that must appear in the source for them to count as repeated."""
 MAX_CORRECTIONS = 2
@@ -49,8 +51,8 @@ ERRORS_COMPARED = 5
 """This input's latest error results a reply is compared with."""
 
 _WORD = re.compile(r"\w+")
-TOOL_LIST, ERROR, PROMPT, TASK, EMPTY = (
-    "the tool list", "the error of your last tool call", "your system prompt", "the task message", "")
+TOOL_LIST, ERROR, PROMPT, NOTES, TASK, EMPTY = (
+    "the tool list", "the error of your last tool call", "your system prompt", "codeloop's notes", "the task message", "")
 
 
 def words(text: str) -> list[str]:
@@ -75,10 +77,9 @@ def repeated_share(reply: Sequence[str], source: str, names: Collection[str] = (
 def echoed(text: str, sources: Sequence[tuple[str, str, Collection[str]]]) -> str | None:
     """The label of the first source ``(label, text, names)`` that ``text`` repeats, else None."""
     reply = words(text)
-    if len(reply) < MIN_WORDS:
-        return None
-    return next((label for label, source, names in sources if repeated_share(reply, source, names) >= ECHO_SHARE),
-                None)
+    return next((label for label, source, names in sources
+                 if len(reply) >= MIN_WORDS_OF.get(label, MIN_WORDS)
+                 and repeated_share(reply, source, names) >= ECHO_SHARE), None)
 
 
 def copies_task(text: str, message: str, task: str) -> bool:
@@ -135,12 +136,13 @@ class EchoReply(TurnGuard):
             (TOOL_LIST, session.profile.describe_tools(tools), {t.name for t in tools}),
             (ERROR, "\n".join(errors), ()),
             (PROMPT, session.system_prompt, ()),
+            (NOTES, _steering(session), ()),
         )
         what = EMPTY if not reply.text.strip() else echoed(reply.text, sources) or (
             TASK if copies_task(reply.text, _task_message(session), turn.task) else None)
         if what is None:
             return ACCEPT
-        if what != EMPTY and (kept := own_lines(reply.text, (*sources, ("", _steering(session), ())))):
+        if what != EMPTY and (kept := own_lines(reply.text, sources)):
             turn.answer = kept  # the echo around it is dropped; what the model said itself is the answer
             return ACCEPT
         turn.echo = True

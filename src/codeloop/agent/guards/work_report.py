@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codeloop.agent.guards.base import ACCEPT, GuardAction, Turn, TurnGuard, rescues_on
-from codeloop.agent.history import AssistantTurn, CallResult, History, SteeringTurn, ToolResultsTurn, UserTurn
+from codeloop.agent.history import AssistantTurn, CallResult, History, ToolResultsTurn, UserTurn
 from codeloop.agent.reply_reader import Reply
 from codeloop.llm.types import ToolCall
 from codeloop.policy.approval import ToolCallRequest
@@ -27,8 +27,6 @@ if TYPE_CHECKING:
 
 NO_ANSWER = "No final answer from the model (its last reply was empty or repeated its instructions)."
 _EXIT = re.compile(r"\[exit code: (-?\d+)")
-ECHO_SHARE = 0.6
-"""A reply is an echo when at least this share of its lines was already in front of the model."""
 
 
 def input_calls(history: History) -> list[tuple[ToolCall, CallResult]]:
@@ -80,33 +78,15 @@ def work_done(history: History, root: str) -> list[str]:
     return list(dict.fromkeys(done))
 
 
-def is_echo(text: str, seen: str) -> bool:
-    """``text`` is empty, or mostly lines already in ``seen`` (the prompt, tool errors)."""
-    lines = [line.strip() for line in text.splitlines() if len(line.strip()) >= 8]
-    if not text.strip():
-        return True
-    if not lines:
-        return False
-    if len(lines) == 1:
-        return lines[0] in seen and len(lines[0]) >= 20
-    echoed = sum(1 for line in lines if line in seen)
-    return echoed >= 2 and echoed >= ECHO_SHARE * len(lines)
-
-
 class WorkReport(TurnGuard):
     def applies(self, session: Session) -> bool:
         return rescues_on(session)
 
     async def after_reply(self, reply: Reply, turn: Turn) -> GuardAction:
-        if reply.calls or (turn.answer is not None and not turn.echo):  # (the echo guard kept its own lines)
-            return ACCEPT
-        session = turn.session
-        # What it may have parroted: its instructions, the harness's notes and tool errors (a
-        # successful call's output is not: quoting what a program printed is an answer).
-        seen = "\n".join([session.system_prompt, *(
-            t.content if isinstance(t, SteeringTurn) else "\n".join(r.content for r in t.results if r.is_error)
-            for t in session.history.turns if isinstance(t, SteeringTurn | ToolResultsTurn))])
-        turn.answer = report_of_work(session) if turn.echo or is_echo(reply.text, seen) else None
+        # An empty or echoed reply is judged by the echo guard (``turn.echo``); it kept the
+        # model's own lines of an echo as ``turn.answer``.
+        if not reply.calls and turn.echo:
+            turn.answer = report_of_work(turn.session)
         return ACCEPT
 
 
