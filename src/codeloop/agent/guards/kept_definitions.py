@@ -1,0 +1,86 @@
+"""Turn guard: an edit that drops a definition the task never named is pointed out (issue 20).
+
+Asked to *add* a function, the 1.5B model replaced the line ``def square(x):`` with
+``def is_even(n):``, losing the function the task said to keep, and answered "added". The
+result of such a write or edit is followed by one note naming what went missing, so the model
+can put it back before it answers. What counts: a ``def``/``class``/``function`` name that the
+file defined before the call and no longer defines after it, that the task text does not
+mention (a rename or a deletion the task asks for names it). At most one note per file and
+input; small-window sessions only (``Session.small_model``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from codeloop.agent.guards.base import ACCEPT, GuardAction, Turn, TurnGuard, nudge, rescues_on
+from codeloop.agent.history import CallResult
+from codeloop.environments.errors import WorkspaceError
+from codeloop.llm.types import ToolCall
+from codeloop.policy.approval import ToolCallRequest
+from codeloop.tools import workspace_ops as ops
+from codeloop.tools.hooks import call_paths
+from codeloop.tools.registry import ToolOutput
+
+if TYPE_CHECKING:
+    from codeloop.agent.session import Session
+
+EDITING_TOOLS = frozenset({"write_file", "edit_file", "apply_patch"})
+_DEFINITION = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class|function)[ \t]+([A-Za-z_]\w*)", re.M)
+MAX_FILE_BYTES = 256 * 1024
+"""Larger files are not compared (a small model's tasks touch small files)."""
+
+
+def definitions(text: str) -> set[str]:
+    """Names defined in ``text`` by a ``def``, ``class`` or ``function`` line."""
+    return set(_DEFINITION.findall(text))
+
+
+class KeptDefinitions(TurnGuard):
+    def __init__(self) -> None:
+        self.before: dict[str, set[str]] = {}
+        """Per path, the names defined before the pending editing call."""
+        self.noted: set[str] = set()
+
+    def applies(self, session: Session) -> bool:
+        return rescues_on(session)
+
+    async def before_call(self, call: ToolCallRequest, turn: Turn) -> ToolOutput | None:
+        if call.name in EDITING_TOOLS:
+            for path in self._paths(call, turn.session):
+                if (text := await _text(turn.session, path)) is not None:
+                    self.before[path] = definitions(text)
+        return None
+
+    async def after_tools(self, calls: Sequence[ToolCall], results: Sequence[CallResult], turn: Turn) -> GuardAction:
+        lost: list[str] = []
+        mentioned = set(re.findall(r"\w+", turn.task))
+        for path, names in list(self.before.items()):
+            del self.before[path]
+            after = await _text(turn.session, path)
+            gone = sorted(n for n in names - definitions(after or "") if n not in mentioned)
+            if after is not None and gone and path not in self.noted:
+                self.noted.add(path)
+                lost.append(f"{path} no longer defines {', '.join(f'`{n}`' for n in gone)}")
+        if not lost:
+            return ACCEPT
+        return nudge(f"Note: after that change, {'; '.join(lost)}, which the task did not ask to remove. "
+                     "Keep the existing code: put back what went missing, exactly as it was, and add the new "
+                     "code beside it.")
+
+    @staticmethod
+    def _paths(call: ToolCallRequest, session: Session) -> list[str]:
+        return call_paths(call, Path(session.environment.working_directory()))
+
+
+async def _text(session: Session, path: str) -> str | None:
+    try:
+        data = await ops.read_bytes(session.environment, path)
+    except (WorkspaceError, OSError):
+        return None
+    if len(data) > MAX_FILE_BYTES or b"\0" in data:
+        return None
+    return data.decode("utf-8", "replace")
