@@ -64,6 +64,14 @@ async def test_9_1_multiple_sequential_inputs_share_history(harness) -> None:
     assert texts == ["first", "a", "second"]
 
 
+def _comm(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
 def _group_members(pgid: int) -> list[int]:
     """Live (not zombie) processes whose process group is ``pgid``, read from /proc."""
     members = []
@@ -82,8 +90,10 @@ def _group_members(pgid: int) -> list[int]:
 async def test_9_1_abort_kills_running_command_and_closes(harness) -> None:
     # The shell traps TERM and writes a marker; its child ignores TERM, so only a SIGKILL
     # after the grace can end it: the group is gone only if abort did both, in that order.
-    command = ("cut -d' ' -f5 /proc/$$/stat > pgid; trap 'echo TERM > marker; exit 0' TERM; "
-               "(trap '' TERM; exec sleep 30) & wait; echo late > late.txt")
+    # (The group id is written once the trap is set: written first, under load the abort
+    # could come before the shell had its trap, and TERM ended it without the marker.)
+    command = ("trap 'echo TERM > marker; exit 0' TERM; (trap '' TERM; exec sleep 30) & "
+               "cut -d' ' -f5 /proc/$$/stat > pgid; wait; echo late > late.txt")
     h = harness("anthropic", [calls("anthropic", ("shell", {"command": command, "timeout_ms": 60_000}))])
     task = asyncio.create_task(h.session.submit("sleep"))
     pgid_file = h.root / "pgid"
@@ -92,7 +102,7 @@ async def test_9_1_abort_kills_running_command_and_closes(harness) -> None:
             break
         await asyncio.sleep(0.01)
     pgid = int(pgid_file.read_text())
-    while len(_group_members(pgid)) < 2:  # the shell and its sleep are both running
+    while not any(_comm(pid) == "sleep" for pid in _group_members(pgid)):  # the child ignores TERM now
         await asyncio.sleep(0.01)
     await h.session.abort()
     await asyncio.wait_for(task, 10)

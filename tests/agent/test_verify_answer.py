@@ -209,3 +209,18 @@ async def test_a_model_that_only_echoes_after_writing_still_gets_the_named_comma
     assert ran.tool_name == "shell" and (ran.output or "").startswith("hello")
     assert answer == f"{NO_ANSWER} What was done: wrote hello.py; ran `python3 hello.py` (exit 0)."
     assert h.session.end_reason == "completed"
+
+
+async def test_a_failed_run_is_quoted_back_once_before_the_answer_is_taken(harness) -> None:
+    # Seen with the 1.5B model: codeloop ran app.py for it, a SyntaxError came back, and the
+    # model answered with the output it had hoped for ("Hello, Ada").
+    broken = ("write_file", {"file_path": "app.py", "content": "def greet(name)\n    return name\n"})
+    run_app = ("shell", {"command": "python3 app.py"})
+    h = harness("text", [calls("text", broken), calls("text", run_app), text_response("It prints Hello, Ada."),
+                         text_response("It prints Hello, Ada.")])
+    await h.session.submit("app.py has a syntax error. Fix it so that python3 app.py runs.")
+    told = [n for n in nudges(h) if "failed" in n]
+    assert len(told) == 1 and told[0].startswith("Before you finish: `python3 app.py` failed (exit code 1), "
+                                                  "so the task is not done:\n")
+    assert "SyntaxError: expected ':'" in told[0] and "[exit code" not in told[0]
+    assert told[0].endswith("\nFix the cause, run it again, then give your final answer.")

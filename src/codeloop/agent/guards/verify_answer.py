@@ -45,6 +45,9 @@ uv poetry tox nox
 """.split())
 """Programs whose command line, written in the task, is a command to run."""
 MAX_SYNTAX_NUDGES = 2
+FAILURE_LINES = 8
+"""Lines of a failed run's output quoted back to the model."""
+_EXIT = re.compile(r"\[exit code: (-?\d+)")
 _ARG = r"(?:-{1,2}[\w-]+(?:=\S+)?|[\w./-]*[./][\w-][\w./-]*(?:::\w+)?|\d+|\"[^\"\n]*\"|'[^'\n]*')"
 _BARE = re.compile(rf"\b((?:python3?\s+(?:-m\s+[\w.]+|[\w./-]+\.py)|pytest)(?:\s+{_ARG})*)")
 _QUOTED = re.compile(r"`([^`\n]+)`")
@@ -109,6 +112,9 @@ class VerifyBeforeAnswer(TurnGuard):
         self.nudged = False
         self.ran_for_model = False
         self.syntax_nudges = 0
+        self.failed: tuple[str, str, str] | None = None
+        """The last command run since the last change, when it failed: (command, exit code, output)."""
+        self.told_failure = False
 
     def applies(self, session: Session) -> bool:
         return rescues_on(session) and session.profile.tool_registry.get("shell") is not None
@@ -118,8 +124,11 @@ class VerifyBeforeAnswer(TurnGuard):
         for call, result in zip(calls, results, strict=True):
             if ran_command(call, result):
                 self.ran = True
+                code = _EXIT.search(result.content)
+                failed = code is not None and code.group(1) != "0"
+                self.failed = (str(call.arguments["command"]), code.group(1), result.content) if failed and code else None
             elif changed := changed_files(call, result, root):
-                self.ran = False
+                self.ran, self.failed = False, None
                 self.written = [p for p in self.written if p not in changed] + changed
         return ACCEPT
 
@@ -129,6 +138,13 @@ class VerifyBeforeAnswer(TurnGuard):
         if self.request is None:
             self.request = run_request(turn.task)
         if self.request:
+            if self.failed is not None and not self.told_failure:
+                # Seen with the 1.5B model: codeloop ran the script, it failed with a
+                # SyntaxError, and the answer quoted the output it had hoped for.
+                self.told_failure = True
+                ran, code, output = self.failed
+                return nudge(f"Before you finish: `{ran}` failed (exit code {code}), so the task is not done:\n"
+                             f"{_tail(output)}\nFix the cause, run it again, then give your final answer.")
             if self.ran or self.ran_for_model:
                 return ACCEPT
             command = await self._command(self.request, turn)
@@ -191,6 +207,12 @@ class VerifyBeforeAnswer(TurnGuard):
             except Exception:  # deleted since, not a file, too deeply nested: nothing to report
                 continue
         return None
+
+
+def _tail(output: str, lines: int = FAILURE_LINES) -> str:
+    """The last lines of a command's output (where the error is), without the exit-code line."""
+    kept = [line for line in output.rstrip().splitlines() if not _EXIT.match(line)]
+    return "\n".join(kept[-lines:])
 
 
 async def _named_scripts(turn: Turn) -> list[str]:
