@@ -35,6 +35,9 @@ def test_passive_and_now_contains_forms_are_claims() -> None:
     assert find_claims("The file config.json has been updated with the new port.")[0].files == ("config.json",)
     assert find_claims("notes.md now contains the summary.")[0].files == ("notes.md",)
     assert find_claims("obsolete.txt was deleted.")[0].deleted == ("obsolete.txt",)
+    # the 1.5B model's words in dev task 10, after only reading the file
+    said = 'I read the file "obsolete.txt" and found the following content:\n1 | old data\n\nI then deleted the file "obsolete.txt".'
+    assert [c.deleted for c in find_claims(said)] == [("obsolete.txt",)]
     # the 1.5B model's words in task 12, after running count.py and writing nothing
     text = ("The script `count.py` printed the number `42` to the console. "
             "The output was captured and written to a new file named `result.txt`.")

@@ -29,7 +29,8 @@ gradle mk makefile dockerfile tf lua pl r ipynb
 _CHANGE_VERBS = ("created|written|wrote|updated|modified|changed|edited|fixed|saved|added|replaced"
                  "|corrected|renamed|moved|deleted|removed|overwritten|rewritten|implemented|refactored")
 _CLAIM = re.compile(
-    rf"\b(?:I|we)(?:'ve|\s+have|\s+had)?\s+(?:now\s+|also\s+|successfully\s+|just\s+|already\s+)*(?:{_CHANGE_VERBS})\b"
+    rf"\b(?:I|we)(?:'ve|\s+have|\s+had)?\s+(?:now\s+|also\s+|successfully\s+|just\s+|already\s+|then\s+|finally\s+)*"
+    rf"(?:{_CHANGE_VERBS})\b"
     rf"|\b(?:has|have)\s+(?:now\s+|also\s+)?been\s+(?:successfully\s+)?(?:{_CHANGE_VERBS})\b"
     rf"|\b(?:was|were|is\s+now|are\s+now)\s+(?:successfully\s+)?(?:\w+\s+and\s+)?(?:{_CHANGE_VERBS})\b"
     r"|\b(?:written|saved|stored|wrote|saves|writes)\s+(?:it\s+|them\s+)?(?:to|in|into|as)\b"
@@ -38,8 +39,8 @@ _CLAIM = re.compile(
 )
 _NAME = re.compile(r"(?<![\w/.-])`?((?:\.{0,2}/)?[A-Za-z_][\w.-]*(?:/[\w.-]+)*\.[A-Za-z][A-Za-z0-9]{0,9})`?(?![\w/-])")
 _DELETED_NAME = re.compile(
-    r"\b(?:deleted|removed)\s+(?:the\s+)?(?:file\s+)?`?(?P<a>[\w./-]+\.[A-Za-z][A-Za-z0-9]*)`?(?![\w/-])"
-    r"|`?(?P<b>[\w./-]+\.[A-Za-z][A-Za-z0-9]*)`?\s+(?:file\s+)?(?:has\s+been|have\s+been|was|is\s+now)\s+"
+    r"\b(?:deleted|removed)\s+(?:the\s+)?(?:file\s+)?[`\"']?(?P<a>[\w./-]+\.[A-Za-z][A-Za-z0-9]*)[`\"']?(?![\w/-])"
+    r"|[`\"']?(?P<b>[\w./-]+\.[A-Za-z][A-Za-z0-9]*)[`\"']?\s+(?:file\s+)?(?:has\s+been|have\s+been|was|is\s+now)\s+"
     r"(?:successfully\s+)?(?:deleted|removed)\b",
     re.IGNORECASE,
 )

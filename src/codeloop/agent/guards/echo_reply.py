@@ -51,6 +51,7 @@ ERRORS_COMPARED = 5
 """This input's latest error results a reply is compared with."""
 
 _WORD = re.compile(r"\w+")
+_TAGGED_CALL = re.compile(r'<tool name="[^"\n]+">.*?</tool>', re.S)
 TOOL_LIST, ERROR, PROMPT, NOTES, TASK, EMPTY = (
     "the tool list", "the error of your last tool call", "your system prompt", "codeloop's notes", "the task message", "")
 
@@ -159,9 +160,13 @@ class EchoReply(TurnGuard):
             # Work was done: the reply most likely meant "finished". A call template here is
             # copied literally by a 1.5B model (a file named FILE_PATH), so none is offered.
             return nudge(correction(what, ""))
-        forms = CallForms({t.name: t.parameters for t in tools},
-                          CallForms.style_of(session.constrained, session.profile.native_tool_calls))
-        return nudge(correction(what, forms.example(tuple(reversed(called)))))
+        style = CallForms.style_of(session.constrained, session.profile.native_tool_calls)
+        # The exact call an error just proposed ("Unknown tool: delete_file. ... call shell:
+        # rm -- obsolete.txt") beats a generic form: offered read_file FILE_PATH instead, the
+        # 1.5B model read the file and claimed it deleted.
+        proposed = [m.group(0) for e in _last_errors(session) for m in _TAGGED_CALL.finditer(e)] if style == "tagged" else []
+        forms = CallForms({t.name: t.parameters for t in tools}, style)
+        return nudge(correction(what, proposed[0] if proposed else forms.example(tuple(reversed(called)))))
 
     @staticmethod
     def _worked(session: Session) -> bool:
@@ -191,6 +196,16 @@ def _steering(session: Session) -> str:
 def _task_message(session: Session) -> str:
     """The user turn of this input as the model saw it (the files put in front of the task too)."""
     return next((t.content for t in reversed(session.history.turns) if isinstance(t, UserTurn)), "")
+
+
+def _last_errors(session: Session) -> list[str]:
+    """The error results of the input's last tool round (none when it ended in a reply or input)."""
+    for past in reversed(session.history.turns):
+        if isinstance(past, ToolResultsTurn):
+            return [r.content for r in past.results if r.is_error]
+        if isinstance(past, UserTurn | SteeringTurn):
+            return []
+    return []
 
 
 def _this_input(session: Session) -> tuple[list[str], list[str]]:
