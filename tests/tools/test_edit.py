@@ -198,3 +198,18 @@ async def test_issue20_text_meant_for_another_file_names_that_file(ws: Workspace
     ws.write("copy.py", "def last_n(values, n):\n    return values[len(values) - n + 2:]\n")
     partial = await ws.call("edit_file", {**wrong, "old_string": "def last_n(values, n):\n    return 0"})
     assert partial.is_error and "That exact text is in" not in partial.output  # the first line alone is not it
+
+
+async def test_issue20_identical_strings_that_are_not_in_the_file_get_the_call_that_adds_them(ws: Workspace) -> None:
+    # Seen with the 1.5B model asked to add a line: old_string and new_string both the new line.
+    ws.write("requirements.txt", "flask==3.0.0\nclick==8.1.7\n")
+    line = {"file_path": "requirements.txt", "old_string": "requests==2.31.0", "new_string": "requests==2.31.0"}
+    result = await ws.call("edit_file", line)
+    assert result.is_error and result.output == (
+        "old_string and new_string are identical; nothing to change. requirements.txt does not contain that "
+        "text yet. To add it after the last line, call edit_file with old_string `click==8.1.7` and new_string "
+        "holding `click==8.1.7`, a line break, then `requests==2.31.0`.")
+    ws.write("requirements.txt", "flask==3.0.0\nrequests==2.31.0\n")
+    there = await ws.call("edit_file", line)
+    assert there.output.startswith("old_string and new_string are identical; nothing to change.")
+    assert "does not contain" not in there.output

@@ -73,7 +73,7 @@ async def edit_file(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolCo
     new: str = args["new_string"]
     replace_all: bool = bool(args.get("replace_all", False))
     if old == new:
-        raise ToolError("old_string and new_string are identical; nothing to change.")
+        raise ToolError("old_string and new_string are identical; nothing to change." + await _to_add(env, path, old))
     if old == "":
         return await _create(env, ctx, path, new)
     text = await _read_text(env, path, ctx)
@@ -91,6 +91,21 @@ async def edit_file(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolCo
         return note
     await _write(env, ctx, path, updated)
     return f"Edited {path}: {_replacements(count)}."
+
+
+async def _to_add(env: ExecutionEnvironment, path: str, wanted: str) -> str:
+    """How to add ``wanted`` to ``path`` when it is not there yet ("" when it is, or no file).
+
+    Seen with the 1.5B model asked to add a line: old_string and new_string both the new line."""
+    try:
+        text = ops.decode_text(await ops.read_bytes(env, path), path)
+    except (WorkspaceError, OSError, ops.OperationError):
+        return ""
+    last = next((line for line in reversed(text.splitlines()) if line.strip()), None)
+    if not wanted.strip() or wanted in text or last is None:
+        return ""
+    return (f" {path} does not contain that text yet. To add it after the last line, call edit_file with "
+            f"old_string `{last}` and new_string holding `{last}`, a line break, then `{wanted}`.")
 
 
 async def _write(env: ExecutionEnvironment, ctx: ToolContext, path: str, text: str) -> None:
