@@ -224,3 +224,20 @@ async def test_a_failed_run_is_quoted_back_once_before_the_answer_is_taken(harne
                                                   "so the task is not done:\n")
     assert "SyntaxError: expected ':'" in told[0] and "[exit code" not in told[0]
     assert told[0].endswith("\nFix the cause, run it again, then give your final answer.")
+
+
+async def test_a_task_that_starts_with_a_run_has_it_run_before_the_first_reply_acts(harness) -> None:
+    # Seen with the 1.5B model: "Run the script count.py and write the number it prints into
+    # result.txt": it wrote the number it guessed (14) first; the script prints 42.
+    guess = ("write_file", {"file_path": "result.txt", "content": "14\n"})
+    right = ("write_file", {"file_path": "result.txt", "content": "42\n"})
+    h = harness("text", [calls("text", guess), calls("text", right), text_response("result.txt holds 42.")])
+    (h.root / "count.py").write_text("print(sum(range(7)) * 2)\n")
+    await h.session.submit("Run the script count.py and write the number it prints into a new file result.txt.")
+    first = h.of(ev.ToolCallEnd)[0]
+    assert first.tool_name == "shell" and (first.output or "").startswith("42")
+    assert [w.code for w in h.of(ev.WarningEvent)] == ["verify"]
+    assert (h.root / "result.txt").read_text() == "42\n"
+    seen = h.adapter.requests[1].messages
+    assert "14" not in seen[-2].text and "42" in seen[-1].text  # its guess is not shown as made
+    assert seen[-2].text == "<tool name=\"shell\">\n<command>python3 count.py</command>\n</tool>"

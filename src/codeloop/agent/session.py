@@ -319,12 +319,14 @@ class Session:
             if action.kind == "nudge":
                 self._inject(action.text, action.event)
                 continue
-            if action.call is not None:  # a guard completes the reply with a call
+            if action.call is not None:  # a guard completes the reply with a call, or replaces its calls
                 self._emit(ev.WarningEvent, message=action.note, code="verify")
-                reply = dataclasses.replace(reply, calls=(action.call,))
                 last = self.history.turns[-1]
                 assert isinstance(last, AssistantTurn)  # appended above, for this reply
-                self.history.replace_last(dataclasses.replace(last, tool_calls=reply.calls, message=None))
+                content = action.text if reply.calls else last.content
+                reply = dataclasses.replace(reply, calls=(action.call,))
+                self.history.replace_last(dataclasses.replace(last, content=content, tool_calls=reply.calls,
+                                                              message=None))
             if not reply.calls:
                 return self._guard_end(action, turn) or "completed"
 

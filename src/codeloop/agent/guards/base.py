@@ -33,7 +33,8 @@ class GuardAction:
 
     kind: Literal["accept", "nudge", "end", "call"]
     text: str = ""
-    """The nudge's message to the model, or the reason the input ends."""
+    """The nudge's message to the model, the reason the input ends, or for a call that replaces
+    a reply's calls, the reply's text in the history."""
     event: Literal["steering", "loop_detection"] = "steering"
     """How a nudge is reported: ``STEERING_INJECTED``, or ``LOOP_DETECTION`` (§2.10)."""
     note: str = ""
@@ -54,10 +55,12 @@ def end(reason: str, note: str = "") -> GuardAction:
     return GuardAction("end", reason, note=note)
 
 
-def run_instead(call: ToolCall, note: str) -> GuardAction:
-    """Complete the model's final reply with ``call``: it runs as any call of the model
-    would (policy, approval, events), and the model answers again after its result."""
-    return GuardAction("call", note=note, call=call)
+def run_instead(call: ToolCall, note: str, written: str = "") -> GuardAction:
+    """Complete the model's final reply with ``call``, or replace the calls of a reply that had
+    some (its text in the history then becomes ``written``: the call as the model would write
+    it, so it does not see calls that never ran): it runs as any call of the model would
+    (policy, approval, events), and the model answers again after its result."""
+    return GuardAction("call", written, note=note, call=call)
 
 
 @dataclass(frozen=True)

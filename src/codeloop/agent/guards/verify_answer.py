@@ -57,6 +57,8 @@ _TESTS = re.compile(r"\btests?\s+(?:still\s+)?pass(?:es)?\b|\bmake\s+sure\s+(?:t
                     r"|\brun\s+(?:the\s+|all\s+)?tests?\b|\bpassing\s+tests?\b", re.I)
 _STILL_RUNS = re.compile(r"\b(?:must|should|to)\s+(?:still\s+|keep\s+)?(?:run|work)(?:s|ing)?\b|\bstill\s+runs?\b"
                          r"|\bbehaviou?r\s+(?:must|should)\s+not\s+change\b", re.I)
+_RUN_FIRST = re.compile(r"\s*(?:please\s+)?(?:first\s+)?(?:run|execute)\b", re.I)
+"""A task that starts with running something: that run is its first step."""
 _TEST_FILE = re.compile(r"(^|/)(test_[^/]*|[^/]*_test)\.py$")
 _INTERPRETERS = {".py": "python3", ".sh": "bash", ".js": "node", ".mjs": "node", ".rb": "ruby", ".pl": "perl"}
 
@@ -112,6 +114,7 @@ class VerifyBeforeAnswer(TurnGuard):
         self.nudged = False
         self.ran_for_model = False
         self.syntax_nudges = 0
+        self.replied = False
         self.failed: tuple[str, str, str] | None = None
         """The last command run since the last change, when it failed: (command, exit code, output)."""
         self.told_failure = False
@@ -133,10 +136,23 @@ class VerifyBeforeAnswer(TurnGuard):
         return ACCEPT
 
     async def after_reply(self, reply: Reply, turn: Turn) -> GuardAction:
-        if reply.calls:
-            return ACCEPT
         if self.request is None:
             self.request = run_request(turn.task)
+        first, self.replied = not self.replied, True
+        if reply.calls:
+            if first and self.request.command and _RUN_FIRST.match(turn.task) and not self.ran and not any(
+                    str(c.arguments.get("command", "")).strip() == self.request.command for c in reply.calls):
+                # "Run count.py and write what it prints to result.txt": the 1.5B model wrote
+                # the number it guessed (14; the script prints 42) before running anything.
+                # The task's first step is the run: codeloop makes it instead of that reply's
+                # calls, through the pipeline, and the model goes on from its output.
+                self.ran_for_model = True
+                run = {"command": self.request.command}
+                written = "" if turn.session.profile.native_tool_calls else call_form(turn.session, "shell", run)
+                return run_instead(ToolCall(f"verify-{uuid.uuid4().hex[:8]}", "shell", run),
+                                   f"the task starts with running `{self.request.command}`: codeloop runs it first",
+                                   written)
+            return ACCEPT
         if self.request:
             if self.failed is not None and not self.told_failure:
                 # Seen with the 1.5B model: codeloop ran the script, it failed with a
