@@ -224,6 +224,9 @@ async def test_a_failed_run_is_quoted_back_once_before_the_answer_is_taken(harne
                                                   "so the task is not done:\n")
     assert "SyntaxError: expected ':'" in told[0] and "[exit code" not in told[0]
     assert told[0].endswith("\nFix the cause, run it again, then give your final answer.")
+    # answered again with nothing done: the user reads what the run said beside the answer
+    assert h.session.last_text == ("It prints Hello, Ada.\n\n(codeloop: `python3 app.py` failed, exit code 1: "
+                                   "SyntaxError: expected ':')")
 
 
 async def test_a_task_that_starts_with_a_run_has_it_run_before_the_first_reply_acts(harness) -> None:

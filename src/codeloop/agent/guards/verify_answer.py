@@ -154,7 +154,16 @@ class VerifyBeforeAnswer(TurnGuard):
                                    written)
             return ACCEPT
         if self.request:
-            if self.failed is not None and not self.told_failure:
+            if self.failed is not None and self.told_failure:
+                # Told, and answered again without a change or a new run: the answer stands,
+                # but the user reads beside it what the run said (seen: "I fixed the import
+                # ... it executed successfully" with the ImportError unchanged).
+                ran, code, output = self.failed
+                last = _tail(output, 1)
+                turn.answer = (f"{reply.text.strip()}\n\n(codeloop: `{ran}` failed, exit code {code}"
+                               + (f": {last})" if last else ")"))
+                return ACCEPT
+            if self.failed is not None:
                 # Seen with the 1.5B model: codeloop ran the script, it failed with a
                 # SyntaxError, and the answer quoted the output it had hoped for.
                 self.told_failure = True
