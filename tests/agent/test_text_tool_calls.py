@@ -52,6 +52,18 @@ def test_unclosed_tagged_call_at_end_of_reply_is_accepted() -> None:
     assert call.arguments == {"command": "ls -la"}
 
 
+def test_a_call_closed_by_tool_result_ends_there_and_the_next_call_is_its_own() -> None:
+    # Seen with the 1.5B model: both calls "closed" with </tool_result>; read as one shell
+    # call holding the write's arguments, the write was lost.
+    text = ('<tool name="shell">\n<command>cat a.txt</command>\n</tool_result>\n'
+            '<tool name="write_file">\n<path>a.txt</path>\n<content>\nx\n</content>\n</tool_result>')
+    calls = parse_text_tool_calls(text, SCHEMAS)
+    assert [(c.name, c.arguments) for c in calls] == [("shell", {"command": "cat a.txt"}),
+                                                      ("write_file", {"path": "a.txt", "content": "x\n"})]
+    inner = '<tool name="write_file"><path>doc.md</path><content>write <tool name="shell"> calls</content></tool>'
+    assert parse_text_tool_calls(inner, SCHEMAS)[0].arguments["content"] == 'write <tool name="shell"> calls'
+
+
 def test_qwen_fenced_json_call_is_recovered() -> None:
     text = 'Sure:\n```json\n{"name": "shell", "arguments": {"command": "python hello.py"}}\n```\n'
     (call,) = parse_text_tool_calls(text, SCHEMAS)

@@ -35,7 +35,10 @@ from codeloop.tools.suggestions import equivalent_call
 Schemas = Mapping[str, Mapping[str, Any]]
 """Tool name → JSON Schema of its arguments (the known tools)."""
 
-_TAGGED = re.compile(r"<tool\s+name\s*=\s*[\"']?([\w.-]+)[\"']?\s*>(.*?)(?:</tool>|\Z)", re.DOTALL)
+# A call ends at </tool> or at a </tool_result> a small model writes in its place (seen with
+# the 1.5B model: read_file "closed" by </tool_result>, then a write_file, read as one
+# read_file holding the write's content). Not at the next "<tool name=": file content may hold one.
+_TAGGED = re.compile(r"<tool\s+name\s*=\s*[\"']?([\w.-]+)[\"']?\s*>(.*?)(?:</tool(?:_result)?\s*>|\Z)", re.DOTALL)
 _PARAM = re.compile(r"<([A-Za-z_][\w-]*)>(.*?)</\1\s*>", re.DOTALL)
 _HERMES = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|\Z)", re.DOTALL)
 
