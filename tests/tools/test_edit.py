@@ -207,8 +207,12 @@ async def test_issue20_identical_strings_that_are_not_in_the_file_get_the_call_t
     result = await ws.call("edit_file", line)
     assert result.is_error and result.output == (
         "old_string and new_string are identical; nothing to change. requirements.txt does not contain that "
-        "text yet. To add it after the last line, call edit_file with old_string `click==8.1.7` and new_string "
-        "holding `click==8.1.7`, a line break, then `requests==2.31.0`.")
+        "text yet. To add it, call write_file with the whole new content of requirements.txt: its 2 current "
+        "lines, then `requests==2.31.0`.")
+    ws.write("big.txt", "".join(f"line {i}\n" for i in range(300)))
+    big = await ws.call("edit_file", {"file_path": "big.txt", "old_string": "new", "new_string": "new"})
+    assert big.output.endswith("To add it after the last line, call edit_file with old_string `line 299` and "
+                               "new_string holding `line 299`, a line break, then `new`.")
     ws.write("requirements.txt", "flask==3.0.0\nrequests==2.31.0\n")
     there = await ws.call("edit_file", line)
     assert there.output.startswith("old_string and new_string are identical; nothing to change.")

@@ -101,9 +101,15 @@ async def _to_add(env: ExecutionEnvironment, path: str, wanted: str) -> str:
         text = ops.decode_text(await ops.read_bytes(env, path), path)
     except (WorkspaceError, OSError, ops.OperationError):
         return ""
-    last = next((line for line in reversed(text.splitlines()) if line.strip()), None)
+    lines = text.splitlines()
+    last = next((line for line in reversed(lines) if line.strip()), None)
     if not wanted.strip() or wanted in text or last is None:
         return ""
+    if len(lines) < SMALL_FILE_LINES:
+        # A small model writes a line break inside a one-line value as the two characters
+        # "\n" (seen with the 1.5B model); write_file's content is a block, where it does not.
+        return (f" {path} does not contain that text yet. To add it, call write_file with the whole new "
+                f"content of {path}: its {len(lines)} current lines, then `{wanted}`.")
     return (f" {path} does not contain that text yet. To add it after the last line, call edit_file with "
             f"old_string `{last}` and new_string holding `{last}`, a line break, then `{wanted}`.")
 
