@@ -54,3 +54,20 @@ async def test_cloud_profiles_are_not_told(harness) -> None:
 def test_definitions_never_raise_and_find_what_a_def_line_names(text: str) -> None:
     assert definitions(text) <= set(__import__("re").findall(r"\w+", text))
     assert "zeta_1" in definitions(text + "\nclass zeta_1:\n    pass\n")
+
+
+def test_imported_names_count_as_defined() -> None:
+    text = "from typing import List, Dict as D\nimport os.path\nimport numpy as np\nfrom x import (a, b)\n"
+    assert definitions(text) >= {"List", "D", "np", "a", "b"}
+    assert "os" not in definitions("import os.path\n")  # (a dotted import binds os, not counted: no false alarm)
+
+
+async def test_a_rewrite_that_drops_an_import_still_used_is_pointed_out(harness) -> None:
+    # Seen with the 1.5B model on HumanEval/1: solution.py rewritten without `from typing import List`.
+    before = "from typing import List\n\n\ndef f(xs: List[int]) -> int:\n    ...\n"
+    after = "def f(xs: List[int]) -> int:\n    return sum(xs)\n"
+    h = harness("text", [calls("text", ("write_file", {"file_path": "solution.py", "content": after})),
+                         text_response("Done.")])
+    (h.root / "solution.py").write_text(before)
+    await h.session.submit("Implement the function `f` in solution.py.")
+    assert notes(h)[0].startswith("Note: after that change, solution.py no longer defines `List`")

@@ -3,8 +3,9 @@
 Asked to *add* a function, the 1.5B model replaced the line ``def square(x):`` with
 ``def is_even(n):``, losing the function the task said to keep, and answered "added". The
 result of such a write or edit is followed by one note naming what went missing, so the model
-can put it back before it answers. What counts: a ``def``/``class``/``function`` name that the
-file defined before the call and no longer defines after it, that the task text does not
+can put it back before it answers. What counts: a ``def``/``class``/``function`` name (or a
+name a Python import line brought in) that the file defined before the call and no longer
+defines after it, that the task text does not
 mention (a rename or a deletion the task asks for names it). At most one note per file and
 input; small-window sessions only (``Session.small_model``).
 """
@@ -30,13 +31,22 @@ if TYPE_CHECKING:
 
 EDITING_TOOLS = frozenset({"write_file", "edit_file", "apply_patch"})
 _DEFINITION = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class|function)[ \t]+([A-Za-z_]\w*)", re.M)
+_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]+([^\n#;]+)", re.M)
 MAX_FILE_BYTES = 256 * 1024
 """Larger files are not compared (a small model's tasks touch small files)."""
 
 
 def definitions(text: str) -> set[str]:
-    """Names defined in ``text`` by a ``def``, ``class`` or ``function`` line."""
-    return set(_DEFINITION.findall(text))
+    """Names defined in ``text`` by a ``def``, ``class`` or ``function`` line, or imported by a
+    Python ``import``/``from ... import`` line (a whole-file rewrite by the 1.5B model dropped
+    ``from typing import List`` and kept using ``List``: a NameError)."""
+    names = set(_DEFINITION.findall(text))
+    for match in _IMPORT.finditer(text):
+        for part in match.group(1).strip("() \t").split(","):
+            name = part.split(" as ")[-1].strip()
+            if re.fullmatch(r"[A-Za-z_]\w*", name):
+                names.add(name)
+    return names
 
 
 class KeptDefinitions(TurnGuard):
