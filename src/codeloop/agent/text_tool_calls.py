@@ -138,9 +138,11 @@ def _tagged_call(name: str, body: str, schemas: Schemas, lenient: bool = False) 
     props: Mapping[str, Any] = schemas[name].get("properties", {}) or {}
     required = schemas[name].get("required", []) or []
     args: dict[str, Any] = {}
-    for match in _PARAM.finditer(body):
-        param = match.group(1)
-        value = _param_text(param, match.group(2))
+    pairs = [(m.group(1), m.group(2)) for m in _PARAM.finditer(body)]
+    if lenient and any(p not in dict(pairs) for p in required):
+        pairs += [(p, v) for p, v in _unclosed_params(body, props) if p not in dict(pairs)]
+    for param, text in pairs:
+        value = _param_text(param, text)
         if lenient and not value.strip() and param not in required:
             continue  # <offset></offset>: an optional parameter left empty is absent
         spec = props.get(param, {"type": "string"})
@@ -149,6 +151,23 @@ def _tagged_call(name: str, body: str, schemas: Schemas, lenient: bool = False) 
         except (ValueError, RecursionError) as exc:
             return _invalid(name, schemas, raw, f"parameter <{param}> is not a valid {spec.get('type')} ({exc})")
     return _checked(name, args, schemas, raw)
+
+
+def _unclosed_params(body: str, props: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Parameters opened but never closed (``<old_string>x\n<new_string>y``, seen with the
+    1.5B model): each value runs to the next known parameter's opening tag, its own closing
+    tag, or the end of the call. Only the schema's parameter names count as tags."""
+    if not props:
+        return []
+    names = "|".join(re.escape(p) for p in props)
+    opening = list(re.finditer(rf"<({names})>", body))
+    found: list[tuple[str, str]] = []
+    for i, match in enumerate(opening):
+        end = opening[i + 1].start() if i + 1 < len(opening) else len(body)
+        value = body[match.end():end]
+        closed = value.find(f"</{match.group(1)}>")
+        found.append((match.group(1), (value[:closed] if closed >= 0 else value).rstrip("\n")))
+    return found
 
 
 def _json_call(obj: Any, schemas: Schemas, raw: str) -> ToolCall | None:
