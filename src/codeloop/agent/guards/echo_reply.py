@@ -35,8 +35,6 @@ ECHO_SHARE = 0.6
 """A reply whose words lie this much (or more) in what the model was sent is an echo."""
 MIN_WORDS = 4
 """Shorter replies are never judged an echo (a one-word answer may well repeat an output)."""
-MIN_WORDS_OF = {"codeloop's notes": 8}
-"""Longer minimums per source: a short answer ("It is not done.") may well reuse a note's words."""
 RUN = 3
 """Words in a row that must appear in the source for them to count as repeated."""
 MAX_CORRECTIONS = 2
@@ -54,6 +52,8 @@ _WORD = re.compile(r"\w+")
 _TAGGED_CALL = re.compile(r'<tool name="[^"\n]+">.*?</tool>', re.S)
 TOOL_LIST, ERROR, PROMPT, NOTES, TASK, EMPTY = (
     "the tool list", "the error of your last tool call", "your system prompt", "codeloop's notes", "the task message", "")
+MIN_WORDS_OF = {NOTES: 8}
+"""Longer minimums per source: a short answer ("It is not done.") may well reuse a note's words."""
 
 
 def words(text: str) -> list[str]:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from codeloop.agent.claims import file_names
 from codeloop.agent.guards.base import ACCEPT, GuardAction, Turn, TurnGuard, nudge, rescues_on, run_instead
-from codeloop.agent.guards.work_report import changed_files, ran_command
+from codeloop.agent.guards.work_report import EXIT_CODE, changed_files, ran_command
 from codeloop.agent.history import CallResult
 from codeloop.agent.reply_reader import Reply
 from codeloop.agent.text_tool_calls import filled_example
@@ -47,7 +47,6 @@ uv poetry tox nox
 MAX_SYNTAX_NUDGES = 2
 FAILURE_LINES = 8
 """Lines of a failed run's output quoted back to the model."""
-_EXIT = re.compile(r"\[exit code: (-?\d+)")
 _ARG = r"(?:-{1,2}[\w-]+(?:=\S+)?|[\w./-]*[./][\w-][\w./-]*(?:::\w+)?|\d+|\"[^\"\n]*\"|'[^'\n]*')"
 _BARE = re.compile(rf"\b((?:python3?\s+(?:-m\s+[\w.]+|[\w./-]+\.py)|pytest)(?:\s+{_ARG})*)")
 _QUOTED = re.compile(r"`([^`\n]+)`")
@@ -127,7 +126,7 @@ class VerifyBeforeAnswer(TurnGuard):
         for call, result in zip(calls, results, strict=True):
             if ran_command(call, result):
                 self.ran = True
-                code = _EXIT.search(result.content)
+                code = EXIT_CODE.search(result.content)
                 failed = code is not None and code.group(1) != "0"
                 self.failed = (str(call.arguments["command"]), code.group(1), result.content) if failed and code else None
             elif changed := changed_files(call, result, root):
@@ -236,7 +235,7 @@ class VerifyBeforeAnswer(TurnGuard):
 
 def _tail(output: str, lines: int = FAILURE_LINES) -> str:
     """The last lines of a command's output (where the error is), without the exit-code line."""
-    kept = [line for line in output.rstrip().splitlines() if not _EXIT.match(line)]
+    kept = [line for line in output.rstrip().splitlines() if not EXIT_CODE.match(line)]
     return "\n".join(kept[-lines:])
 
 

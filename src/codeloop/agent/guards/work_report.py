@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from codeloop.agent.session import Session
 
 NO_ANSWER = "No final answer from the model (its last reply was empty or repeated its instructions)."
-_EXIT = re.compile(r"\[exit code: (-?\d+)")
+EXIT_CODE = re.compile(r"\[exit code: (-?\d+)")
+"""The exit-code line the shell tool ends a finished command's result with."""
 
 
 def input_calls(history: History) -> list[tuple[ToolCall, CallResult]]:
@@ -46,7 +47,7 @@ def input_calls(history: History) -> list[tuple[ToolCall, CallResult]]:
 def ran_command(call: ToolCall, result: CallResult) -> bool:
     """A call that started a command (its result tells how it ended)."""
     return isinstance(call.arguments.get("command"), str) and (
-        not result.is_error or _EXIT.search(result.content) is not None)
+        not result.is_error or EXIT_CODE.search(result.content) is not None)
 
 
 def changed_files(call: ToolCall, result: CallResult, root: str) -> list[str]:
@@ -72,7 +73,7 @@ def work_done(history: History, root: str) -> list[str]:
         verb = "wrote" if call.name == "write_file" else "changed"
         done += [f"{verb} {path}" for path in changed_files(call, result, root)]
         if ran_command(call, result):
-            code = _EXIT.search(result.content)
+            code = EXIT_CODE.search(result.content)
             done.append(f"ran `{call.arguments['command']}` "
                         f"({f'exit {code.group(1)}' if code else 'finished'})")
     return list(dict.fromkeys(done))
