@@ -101,6 +101,9 @@ PRESETS = {
 PRESETS["codeloop-no-diagnostics"] = PRESETS["codeloop"] + " --no-diagnostics"
 # codeloop without the small-model rescues (docs/local-models.md), the default before issue 20.
 PRESETS["codeloop-no-rescues"] = PRESETS["codeloop"] + " --no-rescues"
+# The reply modes issue 20 asks to choose among, beside the default (tagged text calls):
+# constrained decoding (every reply one JSON call or a final answer, a JSON Schema per reply).
+PRESETS["codeloop-constrained"] = PRESETS["codeloop"] + " --constrained on"
 
 
 @dataclass
