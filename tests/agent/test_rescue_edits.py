@@ -228,3 +228,36 @@ async def test_a_cloud_session_takes_a_named_block_as_an_answer(harness) -> None
 
 def test_the_note_says_how_the_reply_was_read() -> None:
     assert FENCED_EDITS == "file edits from fenced blocks"
+
+
+# -- the compact text prompt teaches the form ----------------------------------------------
+
+
+def _prompt_example() -> tuple[str, str]:
+    from codeloop.agent.named_blocks import named_blocks
+    from codeloop.profiles.prompts import TEXT_COMPACT
+
+    ((block),) = named_blocks(TEXT_COMPACT)
+    return block.path, block.content
+
+
+async def test_the_small_models_prompt_shows_a_named_block_and_such_a_reply_edits_the_file(harness) -> None:
+    path, example = _prompt_example()
+    assert path.endswith(".py") and example.startswith("def ")
+    h = harness("text", [text_response(f"solution.py\n```python\n{FUNCTION}```"), text_response("Done.")])
+    assert h.session.profile.compact  # the 8k local window: the prompt that shows the form
+    (h.root / "solution.py").write_text(STUB)
+    await h.session.submit("Implement total.")
+    assert (h.root / "solution.py").read_text() == IMPLEMENTED
+    assert f"{path}\n```python\n{example}```" in h.session.system_prompt
+
+
+async def test_the_prompts_own_example_copied_into_a_reply_changes_nothing(harness) -> None:
+    path, example = _prompt_example()
+    own = 'def greet(name):\n    return "Hi " + name\n'
+    h = harness("text", [text_response(f"{path}\n```python\n{example}```"), text_response("Done."),
+                         text_response(f"{path}\n```python\n{own}```"), text_response("Done.")])
+    await h.session.submit("Say hello.")
+    assert not (h.root / path).exists() and not h.of(ev.ToolCallStart)
+    await h.session.submit("Now write the greeting module.")  # the model's own code under that name is a change
+    assert (h.root / path).read_text() == own

@@ -94,6 +94,8 @@ class ReplyRescue:
 
     schemas: Schemas
     forms: CallForms
+    prompt: str = ""
+    """The system prompt: its own example block, copied into a reply, is no change."""
 
     async def rescue(self, reply: Reply, env: ExecutionEnvironment) -> Reply:
         """``reply`` with misnamed calls understood or answered and, when it has no call, its
@@ -112,9 +114,10 @@ class ReplyRescue:
 
     async def _from_blocks(self, text: str, env: ExecutionEnvironment) -> list[ToolCall]:
         last = {block.path: block for block in named_blocks(text)}  # a file shown twice: its last version
+        examples = {(b.path, b.content) for b in named_blocks(self.prompt)} if self.prompt else set()
         made: list[ToolCall] = []
         for block in last.values():
-            if not plausible_content(block.path, block.content):
+            if (block.path, block.content) in examples or not plausible_content(block.path, block.content):
                 continue
             if not file_extension(block.path) and not await _is_file(env, block.path):
                 continue

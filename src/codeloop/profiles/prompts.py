@@ -116,6 +116,13 @@ print("Hello")
 </content>
 </tool>
 
+To write code, you can instead put the file's name on its own line and the code in a fenced block right under it: the whole new file, or only the functions you add or change:
+greeting.py
+```python
+def greet(name):
+    return "Hello " + name
+```
+
 One tool per reply; wait for the <tool_result>. Leave out optional parameters you do not need.
 When done, reply with a summary and no tool."""
 
