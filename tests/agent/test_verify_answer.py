@@ -71,7 +71,7 @@ async def test_tests_that_must_pass_are_run_the_way_the_test_file_runs(harness) 
 
 async def test_without_a_command_written_python_must_compile(harness) -> None:
     broken = ("write_file", {"file_path": "app.py", "content": "def f(:\n    pass\n"})
-    fixed = ("write_file", {"file_path": "app.py", "content": "def f():\n    pass\n"})
+    fixed = ("write_file", {"file_path": "app.py", "content": "def f():\n    return 1\n"})  # not a stub
     h = harness("text", [calls("text", broken), text_response("Done."), calls("text", fixed),
                          text_response("Done.")])
     assert await h.session.submit("Write a function f in app.py") == "Done."

@@ -15,12 +15,13 @@ from codeloop.agent.guards.empty_reply import EmptyReplyNudge
 from codeloop.agent.guards.kept_definitions import KeptDefinitions
 from codeloop.agent.guards.loop_warning import LoopWarning
 from codeloop.agent.guards.retarget_edit import RetargetEdit
+from codeloop.agent.guards.stub_left import StubLeft
 from codeloop.agent.guards.task_files import TaskFiles
 from codeloop.agent.guards.verify_answer import VerifyBeforeAnswer
 from codeloop.agent.guards.work_report import WorkReport
 
 DEFAULT_GUARDS: tuple[Callable[[], TurnGuard], ...] = (
-    TaskFiles, AlreadyDone, RetargetEdit, EchoReply, EmptyReplyNudge, ClaimCheck, LoopWarning, VerifyBeforeAnswer,
+    TaskFiles, AlreadyDone, RetargetEdit, EchoReply, EmptyReplyNudge, ClaimCheck, LoopWarning, StubLeft, VerifyBeforeAnswer,
     KeptDefinitions, WorkReport)
 """In order: ``after_reply`` asks them in this order and the first that does not accept decides
 (WorkReport last: it reports on the answer the others accepted)."""

@@ -61,7 +61,7 @@ class KeptDefinitions(TurnGuard):
     async def before_call(self, call: ToolCallRequest, turn: Turn) -> ToolOutput | None:
         if call.name in EDITING_TOOLS:
             for path in self._paths(call, turn.session):
-                if (text := await _text(turn.session, path)) is not None:
+                if (text := await file_text(turn.session, path)) is not None:
                     self.before[path] = definitions(text)
         return None
 
@@ -70,7 +70,7 @@ class KeptDefinitions(TurnGuard):
         mentioned = set(re.findall(r"\w+", turn.task))
         for path, names in list(self.before.items()):
             del self.before[path]
-            after = await _text(turn.session, path)
+            after = await file_text(turn.session, path)
             gone = sorted(n for n in names - definitions(after or "") if n not in mentioned)
             if after is not None and gone and path not in self.noted:
                 self.noted.add(path)
@@ -86,7 +86,8 @@ class KeptDefinitions(TurnGuard):
         return call_paths(call, Path(session.environment.working_directory()))
 
 
-async def _text(session: Session, path: str) -> str | None:
+async def file_text(session: Session, path: str) -> str | None:
+    """The text of a workspace file, None when unreadable, binary or over MAX_FILE_BYTES."""
     try:
         data = await ops.read_bytes(session.environment, path)
     except (WorkspaceError, OSError):
