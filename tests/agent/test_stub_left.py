@@ -1,6 +1,7 @@
-"""Issue 20: a function the task names that is still a stub (only its docstring) is pointed
-out to a small model, after it wrote the stub back and before it answers (scripted replies,
-a real workspace); stubs the task does not name, and cloud profiles, are left alone."""
+"""Issue 20: a function the task names that is still a stub (only its docstring) is drafted by
+the model alone, in the chat form a small model is good at, and applied as the model's next
+call (scripted replies, a real workspace, the real pipeline); stubs the task does not name,
+and cloud profiles, are left alone."""
 
 from __future__ import annotations
 
@@ -8,13 +9,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from codeloop.agent import events as ev
-from codeloop.agent.guards.stub_left import stubs
+from codeloop.agent.guards.stub_left import implementation, stubs
 from codeloop.llm.adapters.scripted import text_response
 
 from .agent_harness import calls
 
 STUB = 'def modp(n: int, p: int):\n    """Return 2^n modulo p.\n    >>> modp(3, 5)\n    3\n    """\n'
-DONE = 'def modp(n: int, p: int):\n    """Return 2^n modulo p."""\n    return pow(2, n, p)\n'
+BODY = "    return pow(2, n, p)\n"
+DRAFT = f"Here it is:\n```python\n{STUB}{BODY}```\nIt uses pow."
 TASK = "Implement the function `modp` in solution.py so that it does what its docstring says."
 
 
@@ -22,24 +24,54 @@ def notes(h) -> list[str]:
     return [e.content for e in h.of(ev.SteeringInjected)]
 
 
-async def test_the_stub_written_back_is_pointed_out_and_the_function_then_written(harness) -> None:
+def warnings(h) -> list[str]:
+    return [e.message for e in h.of(ev.WarningEvent) if e.code == "verify"]
+
+
+async def test_the_stub_written_back_is_drafted_alone_and_applied_through_the_pipeline(harness) -> None:
     # Seen with the 1.5B model: write_file of the same signature and docstring, then "done".
     again = ("write_file", {"file_path": "solution.py", "content": STUB})
-    h = harness("text", [calls("text", again), text_response(f"solution.py\n```python\n{DONE}```"),
-                         text_response("I implemented modp.")])
+    h = harness("text", [calls("text", again), text_response("I implemented modp."), text_response(DRAFT),
+                         text_response("I implemented modp with pow.")])
     (h.root / "solution.py").write_text(STUB)
-    assert await h.session.submit(TASK) == "I implemented modp."
+    assert await h.session.submit(TASK) == "I implemented modp with pow."
+    assert (h.root / "solution.py").read_text() == STUB + BODY
+    assert warnings(h) == ["`modp` in solution.py was still a stub: codeloop asked the model for that function "
+                           "alone and applies its answer"]
+    side = h.adapter.requests[2]  # the draft: the task and the file, nothing else
+    assert [m.role.value for m in side.messages] == ["user"] and not side.tools
+    assert side.messages[0].text.startswith(TASK + "\n\nComplete the following Python function `modp` (solution.py):")
+    assert f"```python\n{STUB}```" in side.messages[0].text
+    edit = h.of(ev.ToolCallEnd)[-1]
+    assert edit.tool_name in ("write_file", "edit_file") and not edit.is_error  # a call like any other
+
+
+async def test_an_empty_reply_over_the_untouched_stub_gets_the_draft(harness) -> None:
+    h = harness("text", [text_response(""), text_response(DRAFT), text_response("Done.")])
+    (h.root / "solution.py").write_text(STUB)
+    assert await h.session.submit(TASK) == "Done."
+    assert (h.root / "solution.py").read_text() == STUB + BODY and notes(h) == []
+
+
+async def test_a_draft_without_the_function_tells_the_model_once(harness) -> None:
+    h = harness("text", [text_response("I implemented modp."), text_response("I cannot see the file."),
+                         text_response("It is implemented.")])
+    (h.root / "solution.py").write_text(STUB)
+    assert await h.session.submit(TASK) == "It is implemented."
     (told,) = notes(h)
     assert told.startswith("`modp` in solution.py still has no code, only its docstring: the task is not done.")
     assert "solution.py\n```python\n" in told  # the text profile's form of writing it
-    assert (h.root / "solution.py").read_text() == DONE
+    assert (h.root / "solution.py").read_text() == STUB
 
 
-async def test_an_answer_over_an_untouched_stub_is_sent_back_once(harness) -> None:
-    h = harness("text", [text_response("I implemented modp."), text_response("It is implemented.")])
+async def test_reading_first_is_left_alone(harness) -> None:
+    read = ("read_file", {"file_path": "solution.py"})
+    h = harness("text", [calls("text", read), text_response("I implemented it."), text_response(DRAFT),
+                         text_response("Done.")])
     (h.root / "solution.py").write_text(STUB)
-    assert await h.session.submit(TASK) == "It is implemented."
-    assert len(notes(h)) == 1 and notes(h)[0].startswith("`modp` in solution.py still has no code")
+    assert await h.session.submit(TASK) == "Done."
+    assert [e.tool_name for e in h.of(ev.ToolCallStart)][0] == "read_file"  # the read ran, then the draft
+    assert (h.root / "solution.py").read_text() == STUB + BODY
 
 
 async def test_stubs_the_task_does_not_name_are_left_alone(harness) -> None:
@@ -47,15 +79,15 @@ async def test_stubs_the_task_does_not_name_are_left_alone(harness) -> None:
     add = ("write_file", {"file_path": "shapes.py", "content": shape + "\n\nSIDES = 4\n"})
     h = harness("text", [calls("text", add), text_response("Added SIDES.")])
     (h.root / "shapes.py").write_text(shape)
-    await h.session.submit("Add a constant SIDES = 4 to shapes.py.")
-    assert notes(h) == []
+    assert await h.session.submit("Add a constant SIDES = 4 to shapes.py.") == "Added SIDES."
+    assert notes(h) == [] and warnings(h) == []
 
 
-async def test_cloud_profiles_are_not_told(harness) -> None:
+async def test_cloud_profiles_are_not_touched(harness) -> None:
     h = harness("openai", [text_response("I implemented modp.")])
     (h.root / "solution.py").write_text(STUB)
     assert await h.session.submit(TASK) == "I implemented modp."
-    assert notes(h) == []
+    assert notes(h) == [] and len(h.adapter.requests) == 1
 
 
 def test_what_counts_as_a_stub() -> None:
@@ -66,6 +98,15 @@ def test_what_counts_as_a_stub() -> None:
     assert stubs("def broken(:\n") == []
 
 
+def test_an_implementation_is_a_block_defining_the_function_with_code() -> None:
+    assert implementation(DRAFT, "modp") == STUB + BODY
+    assert implementation(f"```python\n{STUB}```", "modp") is None  # the stub again
+    assert implementation("```python\ndef other():\n    return 1\n```", "modp") is None
+    assert implementation("def modp(n, p):\n    return 1", "modp") == "def modp(n, p):\n    return 1\n"
+
+
 @given(st.text(max_size=300))
-def test_stubs_never_raise_on_any_text(text: str) -> None:
+def test_stubs_and_implementations_never_raise_on_any_text(text: str) -> None:
     assert set(stubs(text)) <= set(__import__("re").findall(r"\w+", text))
+    found = implementation(text, "f")
+    assert found is None or ("def f" in found and "f" not in stubs(found))

@@ -390,6 +390,14 @@ class Session:
             max_tokens=self.profile.max_output_tokens,
         )
 
+    async def ask_alone(self, prompt: str) -> str:
+        """The model's answer to ``prompt`` alone: no system prompt, history or tools (a small
+        model's focused draft, :mod:`.guards.stub_left`). Retried as any call; errors propagate."""
+        request = Request(model=self.profile.model, messages=[Message.user(prompt)], provider=self.profile.provider,
+                          provider_options=self.profile.provider_options(), temperature=self.profile.temperature,
+                          max_tokens=self.profile.max_output_tokens)
+        return (await call_model(self.client, request, stream=False, config=self.config, emit=self._emit)).text
+
     async def _call_model(self) -> Response:
         request = self._request()
         self._emit(ev.AssistantTextStart)

@@ -21,9 +21,10 @@ from codeloop.agent.guards.verify_answer import VerifyBeforeAnswer
 from codeloop.agent.guards.work_report import WorkReport
 
 DEFAULT_GUARDS: tuple[Callable[[], TurnGuard], ...] = (
-    TaskFiles, AlreadyDone, RetargetEdit, EchoReply, EmptyReplyNudge, ClaimCheck, LoopWarning, StubLeft, VerifyBeforeAnswer,
+    TaskFiles, AlreadyDone, RetargetEdit, StubLeft, EchoReply, EmptyReplyNudge, ClaimCheck, LoopWarning, VerifyBeforeAnswer,
     KeptDefinitions, WorkReport)
 """In order: ``after_reply`` asks them in this order and the first that does not accept decides
-(WorkReport last: it reports on the answer the others accepted)."""
+(StubLeft before EchoReply: an empty or echoed reply over a stub the task names gets the
+function drafted alone; WorkReport last: it reports on the answer the others accepted)."""
 
 __all__ = ["ACCEPT", "DEFAULT_GUARDS", "GuardAction", "Turn", "TurnGuard", "end", "nudge", "run_instead"]

@@ -2,29 +2,42 @@
 
 Asked to implement a function whose file holds only its signature and docstring, the 1.5B
 model wrote that same stub back (a ``write_file`` of the docstring, an ``edit_file`` whose
-new text was the old) and was then told "already done"; or it answered that it had
-implemented the function. The bare model, asked in a chat, writes the body at once.
+new text was the old, answered "already done"), or answered "I implemented it" over the
+untouched stub; told so, it replied with nothing. The same model, asked in a chat to
+"complete the following Python function", writes the body at once (HumanEval: 15/21).
 
-So after a call that edits a Python file, and before a final answer, the Python files the
-task names or this input edited are parsed (``ast``, nothing runs): a function the task
-names whose body is only a docstring, ``pass``, ``...`` or ``raise NotImplementedError`` is
-pointed out, with the form that writes it. At most :data:`MAX_NUDGES` per input; small-window
-sessions only (``Session.small_model``).
+So when the model answers (or replies empty, or goes on calling tools after editing the file)
+while a function the task names is still a stub in a Python file the task names or the input
+edited, codeloop asks the model for that function alone, in the chat form it is good at (the
+task, then the file in a fenced block; no tools, no history: :meth:`Session.ask_alone`), and
+the function from its reply becomes the model's next call: an edit of that definition
+(:mod:`codeloop.agent.file_edits`), run through the pipeline, its policy and approval, like
+any call. When that gives no usable function, the model is told what is missing instead.
+Once per function and input; small-window sessions only (``Session.small_model``).
+
+A stub: a body of only a docstring, ``pass``, ``...`` or ``raise NotImplementedError``, found
+with ``ast`` (nothing runs). Stubs the task does not name are left alone.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from codeloop.agent.call_forms import CallForms
 from codeloop.agent.claims import file_names
-from codeloop.agent.guards.base import ACCEPT, GuardAction, Turn, TurnGuard, nudge, rescues_on
+from codeloop.agent.file_edits import plan_file_edit
+from codeloop.agent.guards.base import ACCEPT, GuardAction, Turn, TurnGuard, nudge, rescues_on, run_instead
 from codeloop.agent.guards.kept_definitions import EDITING_TOOLS, file_text
+from codeloop.agent.guards.verify_answer import call_form
 from codeloop.agent.history import CallResult
+from codeloop.agent.named_blocks import fenced_bodies
 from codeloop.agent.reply_reader import Reply
+from codeloop.llm.errors import SDKError
 from codeloop.llm.types import ToolCall
 from codeloop.policy.approval import ToolCallRequest
 from codeloop.tools.hooks import call_paths
@@ -32,7 +45,8 @@ from codeloop.tools.hooks import call_paths
 if TYPE_CHECKING:
     from codeloop.agent.session import Session
 
-MAX_NUDGES = 2
+MAX_SOURCE_CHARS = 12_000
+"""Larger files are not sent whole in a side request (about a third of an 8 k window)."""
 
 
 def _is_stub_statement(node: ast.stmt) -> bool:
@@ -46,54 +60,96 @@ def _is_stub_statement(node: ast.stmt) -> bool:
     return False
 
 
-def stubs(source: str) -> list[str]:
-    """Names of the functions of ``source`` (methods and nested ones too) that have no code:
-    only a docstring, ``pass``, ``...`` or ``raise NotImplementedError``. None when it does not parse."""
+def _functions(source: str) -> list[ast.FunctionDef | ast.AsyncFunctionDef] | None:
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return []
-    return [node.name for node in ast.walk(tree)
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-            and all(_is_stub_statement(statement) for statement in node.body)]
+        return None
+    return [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+
+
+def stubs(source: str) -> list[str]:
+    """Names of the functions of ``source`` (methods and nested ones too) that have no code:
+    only a docstring, ``pass``, ``...`` or ``raise NotImplementedError``; none when it does not parse."""
+    return [f.name for f in _functions(source) or () if all(_is_stub_statement(s) for s in f.body)]
+
+
+def implementation(reply: str, name: str) -> str | None:
+    """The code of the first fenced block of ``reply`` (else the whole reply) that parses and
+    defines ``name`` with a body that is no stub."""
+    for candidate in [*fenced_bodies(reply), reply]:
+        functions = _functions(candidate)
+        if functions and any(f.name == name for f in functions) and name not in stubs(candidate):
+            return candidate if candidate.endswith("\n") else candidate + "\n"
+    return None
 
 
 class StubLeft(TurnGuard):
     def __init__(self) -> None:
         self.edited: list[str] = []
         """Python files the input's editing calls named, first edited first."""
-        self.told: set[tuple[str, str]] = set()
+        self.handled: set[tuple[str, str]] = set()
 
     def applies(self, session: Session) -> bool:
         return rescues_on(session)
 
     async def after_tools(self, calls: Sequence[ToolCall], results: Sequence[CallResult], turn: Turn) -> GuardAction:
         root = Path(turn.session.environment.working_directory())
-        edited = [p for call in calls if call.name in EDITING_TOOLS
-                  for p in call_paths(ToolCallRequest(call.name, dict(call.arguments)), root) if p.endswith(".py")]
-        if not edited:
-            return ACCEPT
-        self.edited += [p for p in edited if p not in self.edited]
-        return await self._check(edited, turn)
+        for call in calls:
+            if call.name in EDITING_TOOLS:
+                paths = call_paths(ToolCallRequest(call.name, dict(call.arguments)), root)
+                self.edited += [p for p in paths if p.endswith(".py") and p not in self.edited]
+        return ACCEPT
 
     async def after_reply(self, reply: Reply, turn: Turn) -> GuardAction:
-        if reply.calls:
+        if reply.calls and not self.edited:  # still looking around: let it work
             return ACCEPT
-        named = [n.removeprefix("./") for n in file_names(turn.task) if n.endswith(".py")]
-        return await self._check([*self.edited, *(n for n in named if n not in self.edited)], turn)
+        found = await self._stub(turn)
+        if found is None:
+            return ACCEPT
+        path, name, source = found
+        self.handled.add((path, name))
+        session = turn.session
+        call = await _drafted_edit(session, turn.task, path, name, source)
+        if call is None:
+            return nudge(f"`{name}` in {path} still has no code, only its docstring: the task is not done. "
+                         + _how(session, path))
+        written = "" if not reply.calls or session.profile.native_tool_calls else call_form(
+            session, call.name, {k: str(v) for k, v in call.arguments.items()})
+        return run_instead(call, f"`{name}` in {path} was still a stub: codeloop asked the model for that "
+                                 "function alone and applies its answer", written)
 
-    async def _check(self, paths: list[str], turn: Turn) -> GuardAction:
-        if len(self.told) >= MAX_NUDGES:
-            return ACCEPT
+    async def _stub(self, turn: Turn) -> tuple[str, str, str] | None:
+        """The first (path, function, file text) the task names that is still a stub."""
         mentioned = set(re.findall(r"\w+", turn.task))
-        for path in paths:
+        named = [n.removeprefix("./") for n in file_names(turn.task) if n.endswith(".py")]
+        for path in [*self.edited, *(n for n in named if n not in self.edited)]:
             source = await file_text(turn.session, path)
             for name in stubs(source or ""):
-                if name in mentioned and (path, name) not in self.told:
-                    self.told.add((path, name))
-                    return nudge(f"`{name}` in {path} still has no code, only its docstring: the task is not done. "
-                                 + _how(turn.session, path))
-        return ACCEPT
+                if source is not None and name in mentioned and (path, name) not in self.handled:
+                    return path, name, source
+        return None
+
+
+async def _drafted_edit(session: Session, task: str, path: str, name: str, source: str) -> ToolCall | None:
+    """The edit giving ``name`` in ``path`` the body the model writes when asked for it alone."""
+    if len(source) > MAX_SOURCE_CHARS:
+        return None
+    prompt = f"{task.strip()}\n\nComplete the following Python function `{name}` ({path}):\n```python\n{source}```"
+    try:
+        answer = await session.ask_alone(prompt)
+    except SDKError:  # the conversation's own next request reports a lasting failure
+        return None
+    code = implementation(answer, name)
+    if code is None:
+        return None
+    schemas = {d.name: d.parameters for d in session.profile.tool_registry.definitions()}
+    forms = CallForms(schemas, CallForms.style_of(session.constrained, session.profile.native_tool_calls))
+    plan = await plan_file_edit(path, code, session.environment, schemas, forms)
+    if plan.problem or len(plan.calls) != 1:
+        return None
+    ((tool, arguments),) = plan.calls
+    return ToolCall(f"draft-{uuid.uuid4().hex[:8]}", tool, arguments)
 
 
 def _how(session: Session, path: str) -> str:
@@ -101,4 +157,3 @@ def _how(session: Session, path: str) -> str:
         return f"Write the whole function with its code under the docstring (write_file or edit_file on {path})."
     return ("Write the whole function with its code under the docstring: the file's name on its own line, "
             f"then the function in a fenced block:\n{path}\n```python\n(the complete function)\n```")
-
