@@ -70,7 +70,7 @@ async def test_reading_first_is_left_alone(harness) -> None:
                          text_response("Done.")])
     (h.root / "solution.py").write_text(STUB)
     assert await h.session.submit(TASK) == "Done."
-    assert [e.tool_name for e in h.of(ev.ToolCallStart)][0] == "read_file"  # the read ran, then the draft
+    assert [e.tool_name for e in h.of(ev.ToolCallStart)][:1] == ["read_file"]  # the read ran, then the draft
     assert (h.root / "solution.py").read_text() == STUB + BODY
 
 
@@ -110,3 +110,18 @@ def test_stubs_and_implementations_never_raise_on_any_text(text: str) -> None:
     assert set(stubs(text)) <= set(__import__("re").findall(r"\w+", text))
     found = implementation(text, "f")
     assert found is None or ("def f" in found and "f" not in stubs(found))
+
+
+async def test_the_draft_is_asked_on_the_file_as_the_input_found_it(harness) -> None:
+    # Seen on HumanEval/1: the model's rewrite of the stub dropped `from typing import List`.
+    typed = 'from typing import List\n\n\ndef total(xs: List[int]) -> int:\n    """Sum."""\n'
+    dropped = 'def total(xs: List[int]) -> int:\n    """Sum."""\n'
+    rewrite = ("write_file", {"file_path": "calc.py", "content": dropped})
+    draft = f"```python\n{typed}    return sum(xs)\n```"
+    h = harness("text", [calls("text", rewrite), text_response("Done."), text_response(draft),
+                         text_response("Done.")])
+    (h.root / "calc.py").write_text(typed)
+    await h.session.submit("Implement `total` in calc.py.")
+    assert "from typing import List" in h.adapter.requests[2].messages[0].text
+    assert (h.root / "calc.py").read_text().startswith("from typing import List")
+    assert "return sum(xs)" in (h.root / "calc.py").read_text()

@@ -89,9 +89,19 @@ class StubLeft(TurnGuard):
         self.edited: list[str] = []
         """Python files the input's editing calls named, first edited first."""
         self.handled: set[tuple[str, str]] = set()
+        self.original: dict[str, str] = {}
+        """The task's Python files as the input found them: the draft is asked on these, since
+        a small model's rewrite may have lost what the function needs (an import)."""
 
     def applies(self, session: Session) -> bool:
         return rescues_on(session)
+
+    async def before_input(self, turn: Turn) -> str:
+        for name in file_names(turn.task):
+            path = name.removeprefix("./")
+            if path.endswith(".py") and (text := await file_text(turn.session, path)) is not None:
+                self.original[path] = text
+        return ""
 
     async def after_tools(self, calls: Sequence[ToolCall], results: Sequence[CallResult], turn: Turn) -> GuardAction:
         root = Path(turn.session.environment.working_directory())
@@ -110,7 +120,9 @@ class StubLeft(TurnGuard):
         path, name, source = found
         self.handled.add((path, name))
         session = turn.session
-        call = await _drafted_edit(session, turn.task, path, name, source)
+        original = self.original.get(path)
+        shown = original if original is not None and name in stubs(original) else source
+        call = await _drafted_edit(session, turn.task, path, name, shown)
         if call is None:
             return nudge(f"`{name}` in {path} still has no code, only its docstring: the task is not done. "
                          + _how(session, path))
@@ -132,7 +144,8 @@ class StubLeft(TurnGuard):
 
 
 async def _drafted_edit(session: Session, task: str, path: str, name: str, source: str) -> ToolCall | None:
-    """The edit giving ``name`` in ``path`` the body the model writes when asked for it alone."""
+    """The edit giving ``name`` in ``path`` the body the model writes when asked for it alone,
+    shown ``source`` (the file); imports the draft brings that the file lacks are added."""
     if len(source) > MAX_SOURCE_CHARS:
         return None
     prompt = f"{task.strip()}\n\nComplete the following Python function `{name}` ({path}):\n```python\n{source}```"
