@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from codeloop.agent import events as ev
 from codeloop.agent.config import SessionConfig
-from codeloop.agent.guards.already_done import edit_already_made
+from codeloop.agent.guards.already_done import REPEATS_STOPPED, edit_already_made
 from codeloop.agent.guards.loop_warning import LOOP_STOPPED
 from codeloop.llm.adapters.scripted import text_response
 
@@ -142,3 +142,25 @@ async def test_a_cloud_profile_is_only_warned(harness) -> None:
                 SessionConfig(loop_detection_window=4))
     assert await h.session.submit("do it") == "gave up"
     assert len(h.of(ev.LoopDetection)) == 5 and h.session.end_reason == "completed"
+
+
+async def test_work_already_done_three_rounds_in_a_row_ends_the_input(harness) -> None:
+    # Seen on HumanEval/1: the function written, the same file written again until the time ran out.
+    write = ("write_file", {"file_path": "hello.py", "content": HELLO})
+    h = harness("text", [calls("text", write)] * 5 + [text_response("never reached")])
+    answer = await h.session.submit("Create hello.py that prints hello")
+    assert len(h.adapter.requests) == 4  # written once, then three times "already done"
+    assert h.session.end_reason == "loop_limit"
+    assert [w.message for w in h.of(ev.WarningEvent) if w.code == "loop_limit"] == [REPEATS_STOPPED]
+    assert answer == ("Stopped: the model repeated work already done three times in a row. "
+                      "What was done: wrote hello.py.")
+    assert (h.root / "hello.py").read_text() == HELLO
+
+
+async def test_a_round_that_does_something_new_resets_the_count(harness) -> None:
+    write = ("write_file", {"file_path": "hello.py", "content": HELLO})
+    run = ("shell", {"command": "python3 hello.py"})
+    h = harness("text", [calls("text", write), calls("text", write), calls("text", write), calls("text", run),
+                         calls("text", write), calls("text", write), text_response("Done.")])
+    assert await h.session.submit("Create hello.py that prints hello") == "Done."
+    assert h.session.end_reason != "loop_limit"

@@ -22,7 +22,8 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from codeloop.agent.guards.base import ACCEPT, GuardAction, Shown, Turn, TurnGuard, rescues_on
+from codeloop.agent.guards.base import ACCEPT, GuardAction, Shown, Turn, TurnGuard, end, rescues_on
+from codeloop.agent.guards.work_report import describe_work
 from codeloop.agent.history import CallResult, ToolResultsTurn
 from codeloop.environments.errors import WorkspaceError
 from codeloop.llm.types import ToolCall
@@ -39,6 +40,11 @@ MAX_CHECKED_BYTES = 2_000_000
 _NUMBERED = re.compile(r"^ *\d+ \| ", re.MULTILINE)
 """A line of read_file's output."""
 GO_ON = "If the task is done, give your final answer now; otherwise go on with the next step."
+MAX_REPEATS = 3
+"""Tool rounds in a row answered only "already done" that end the input (the model was told
+twice to answer)."""
+REPEATS_STOPPED = "stopped: the model repeated work already done three times in a row"
+"""The note of the input's end (a WARNING event with code ``loop_limit``)."""
 
 
 def workspace_path(path: str, root: str) -> str:
@@ -78,6 +84,8 @@ class AlreadyDone(TurnGuard):
         """Reads asked about and run this round: call id → (path, what it will show)."""
         self.kept: dict[str, str] = {}
         """Call id → the read's result as the history holds it (it must still be whole)."""
+        self.repeats = 0
+        """Tool rounds in a row whose every call was answered "already done"."""
 
     def applies(self, session: Session) -> bool:
         return rescues_on(session)
@@ -146,4 +154,14 @@ class AlreadyDone(TurnGuard):
             if read is not None and not result.is_error and _whole(result.content, read[1]):
                 turn.shown.setdefault(read[0], []).append(read[1])
                 self.kept[call.id] = result.content
-        return ACCEPT
+        done = bool(results) and all(r.content.startswith("already done:") for r in results)
+        self.repeats = self.repeats + 1 if done else 0
+        if self.repeats < MAX_REPEATS:
+            return ACCEPT
+        # Seen on HumanEval/1: the function written, the 1.5B model wrote the same file four
+        # more times, each answered "already done ... give your final answer now", until its
+        # time ran out. Told twice, a third time ends the input with what its calls did.
+        session = turn.session
+        turn.answer = f"{REPEATS_STOPPED[0].upper()}{REPEATS_STOPPED[1:]}. " + describe_work(
+            session.history, session.environment.working_directory())
+        return end("loop_limit", REPEATS_STOPPED)
