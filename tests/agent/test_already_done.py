@@ -152,7 +152,7 @@ async def test_work_already_done_three_rounds_in_a_row_ends_the_input(harness) -
     assert len(h.adapter.requests) == 4  # written once, then three times "already done"
     assert h.session.end_reason == "loop_limit"
     assert [w.message for w in h.of(ev.WarningEvent) if w.code == "loop_limit"] == [REPEATS_STOPPED]
-    assert answer == ("Stopped: the model repeated work already done three times in a row. "
+    assert answer == ("Stopped: the model repeated work already done, or the same failing call, three times in a row. "
                       "What was done: wrote hello.py.")
     assert (h.root / "hello.py").read_text() == HELLO
 
@@ -164,3 +164,12 @@ async def test_a_round_that_does_something_new_resets_the_count(harness) -> None
                          calls("text", write), calls("text", write), text_response("Done.")])
     assert await h.session.submit("Create hello.py that prints hello") == "Done."
     assert h.session.end_reason != "loop_limit"
+
+
+async def test_the_same_failing_call_three_rounds_after_the_first_ends_the_input(harness) -> None:
+    # Seen on HumanEval/33: job_output with arguments it does not take, five times in a row.
+    bad = ("job_output", {"job_id": "job_id", "output": "None"})
+    h = harness("text", [calls("text", bad)] * 6 + [text_response("never reached")])
+    answer = await h.session.submit("Check the job")
+    assert len(h.adapter.requests) == 4  # failed once, then the same failure three more times
+    assert h.session.end_reason == "loop_limit" and answer.startswith("Stopped: the model repeated work already done")

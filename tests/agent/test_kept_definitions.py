@@ -71,3 +71,15 @@ async def test_a_rewrite_that_drops_an_import_still_used_is_pointed_out(harness)
     (h.root / "solution.py").write_text(before)
     await h.session.submit("Implement the function `f` in solution.py.")
     assert notes(h)[0].startswith("Note: after that change, solution.py no longer defines `List`")
+
+
+async def test_renaming_the_function_the_task_asks_to_implement_is_pointed_out(harness) -> None:
+    # Seen on HumanEval/33: asked to implement `sort_third`, the 1.5B model renamed it.
+    rename = ("edit_file", {"file_path": "solution.py", "old_string": "def sort_third(",
+                            "new_string": "def sort_third_modified("})
+    h = harness("text", [calls("text", rename), text_response("Done.")])
+    (h.root / "solution.py").write_text("def sort_third(l):\n    return sorted(l)\n")
+    await h.session.submit("Implement the function `sort_third` in solution.py.")
+    assert notes(h) == ["Note: after that change, solution.py no longer defines `sort_third`, which the task did "
+                        "not ask to remove. Keep the existing code: put back what went missing, exactly as it "
+                        "was, and add the new code beside it."]

@@ -41,9 +41,9 @@ _NUMBERED = re.compile(r"^ *\d+ \| ", re.MULTILINE)
 """A line of read_file's output."""
 GO_ON = "If the task is done, give your final answer now; otherwise go on with the next step."
 MAX_REPEATS = 3
-"""Tool rounds in a row answered only "already done" that end the input (the model was told
-twice to answer)."""
-REPEATS_STOPPED = "stopped: the model repeated work already done three times in a row"
+"""Tool rounds in a row answered only "already done" (or failing exactly as the round before)
+that end the input: the model was told twice."""
+REPEATS_STOPPED = "stopped: the model repeated work already done, or the same failing call, three times in a row"
 """The note of the input's end (a WARNING event with code ``loop_limit``)."""
 
 
@@ -85,7 +85,9 @@ class AlreadyDone(TurnGuard):
         self.kept: dict[str, str] = {}
         """Call id → the read's result as the history holds it (it must still be whole)."""
         self.repeats = 0
-        """Tool rounds in a row whose every call was answered "already done"."""
+        """Tool rounds in a row whose every call was answered "already done", or failed again
+        exactly as in the round before."""
+        self.last_round: tuple[tuple[str, str, str], ...] = ()
 
     def applies(self, session: Session) -> bool:
         return rescues_on(session)
@@ -155,7 +157,12 @@ class AlreadyDone(TurnGuard):
                 turn.shown.setdefault(read[0], []).append(read[1])
                 self.kept[call.id] = result.content
         done = bool(results) and all(r.content.startswith("already done:") for r in results)
-        self.repeats = self.repeats + 1 if done else 0
+        # The same calls failing with the same errors as the round before are no progress either
+        # (seen on HumanEval/33: one invalid job_output call five times in a row).
+        round_ = tuple((c.name, repr(sorted(c.arguments.items())), r.content) for c, r in zip(calls, results, strict=True))
+        failed_again = bool(results) and all(r.is_error for r in results) and round_ == self.last_round
+        self.last_round = round_
+        self.repeats = self.repeats + 1 if done or failed_again else 0
         if self.repeats < MAX_REPEATS:
             return ACCEPT
         # Seen on HumanEval/1: the function written, the 1.5B model wrote the same file four

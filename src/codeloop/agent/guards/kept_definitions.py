@@ -1,4 +1,4 @@
-"""Turn guard: an edit that drops a definition the task never named is pointed out (issue 20).
+"""Turn guard: an edit that drops a definition the task did not ask to take away is pointed out (issue 20).
 
 Asked to *add* a function, the 1.5B model replaced the line ``def square(x):`` with
 ``def is_even(n):``, losing the function the task said to keep, and answered "added". The
@@ -6,7 +6,9 @@ result of such a write or edit is followed by one note naming what went missing,
 can put it back before it answers. What counts: a ``def``/``class``/``function`` name (or a
 name a Python import line brought in) that the file defined before the call and no longer
 defines after it, that the task text does not
-mention (a rename or a deletion the task asks for names it). At most one note per file and
+mention when it asks to rename, remove, replace, move, merge, inline, split or extract
+something (such a task names what goes); in any other task, a name the task mentions counts
+too (asked to implement `f`, the model renamed it). At most one note per file and
 input; small-window sessions only (``Session.small_model``).
 """
 
@@ -32,6 +34,9 @@ if TYPE_CHECKING:
 EDITING_TOOLS = frozenset({"write_file", "edit_file", "apply_patch"})
 _DEFINITION = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class|function)[ \t]+([A-Za-z_]\w*)", re.M)
 _IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]+([^\n#;]+)", re.M)
+_CHANGES_NAMES = re.compile(r"\b(?:renam|remov|delet|drop|replac|mov|merg|inlin|split|extract|consolidat|get\s+rid)",
+                            re.IGNORECASE)
+"""Words of a task that may take a definition away (``rename``, ``removes``, ``moving``...)."""
 MAX_FILE_BYTES = 256 * 1024
 """Larger files are not compared (a small model's tasks touch small files)."""
 
@@ -67,7 +72,10 @@ class KeptDefinitions(TurnGuard):
 
     async def after_tools(self, calls: Sequence[ToolCall], results: Sequence[CallResult], turn: Turn) -> GuardAction:
         lost: list[str] = []
-        mentioned = set(re.findall(r"\w+", turn.task))
+        # A name the task mentions may go when the task renames or removes something; else the
+        # task's own names matter most (seen on HumanEval/33: asked to implement `sort_third`,
+        # the 1.5B model renamed it to `sort_third_modified`).
+        mentioned = set(re.findall(r"\w+", turn.task)) if _CHANGES_NAMES.search(turn.task) else set()
         for path, names in list(self.before.items()):
             del self.before[path]
             after = await file_text(turn.session, path)
