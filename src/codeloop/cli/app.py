@@ -7,16 +7,23 @@ enters through :mod:`codeloop.cli.main`.
 
 from __future__ import annotations
 
+from typing import Annotated, Any
+
 import typer
 
-app = typer.Typer(
-    name="codeloop",
-    help="codeloop: a coding-agent engine. Example: codeloop run \"add a --verbose flag to cli.py\"",
-    no_args_is_help=True,
-    rich_markup_mode=None,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
+
+def command_group(name: str, help: str, **options: Any) -> typer.Typer:
+    """A command group made as every ``codeloop`` group is: its help when called bare, in plain
+    text (no rich markup)."""
+    return typer.Typer(name=name, help=help, no_args_is_help=True, rich_markup_mode=None, **options)
+
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for machines.")]
+"""The ``--json`` flag of the commands that print either text or JSON."""
+
+app = command_group(
+    "codeloop", "codeloop: a coding-agent engine. Example: codeloop run \"add a --verbose flag to cli.py\"",
+    add_completion=False, pretty_exceptions_enable=False)
 
 
 @app.command()

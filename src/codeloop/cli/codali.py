@@ -8,15 +8,11 @@ from typing import Annotated
 
 import typer
 
+from codeloop.cli.app import command_group
 from codeloop.cli.errors import fail
 
-codali_app = typer.Typer(
-    name="codali",
-    help="Context broker for stateless agents (AGENT_REQUEST v1 → CODALI_RESPONSE v1). "
-         "Example: codeloop codali answer --repo . reply.txt",
-    no_args_is_help=True,
-    rich_markup_mode=None,
-)
+codali_app = command_group("codali", "Context broker for stateless agents (AGENT_REQUEST v1 → "
+                                     "CODALI_RESPONSE v1). Example: codeloop codali answer --repo . reply.txt")
 
 
 @codali_app.command("answer")

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
+from codeloop.cli.app import JsonOption, command_group
 from codeloop.cli.errors import fail
 
 if TYPE_CHECKING:
@@ -20,15 +21,10 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-index_app = typer.Typer(
-    name="index",
-    help="Local code index: full-text search, symbols, import graph. Example: codeloop index search 'parse request'",
-    no_args_is_help=True,
-    rich_markup_mode=None,
-)
+index_app = command_group("index", "Local code index: full-text search, symbols, import graph. "
+                                   "Example: codeloop index search 'parse request'")
 
 RepoOption = Annotated[Path, typer.Option("--repo", help="Repository root (default: current directory).")]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for machines.")]
 
 
 def _open(repo: Path, refresh: bool = False) -> CodeIndex:

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, cast
 
 import typer
 
+from codeloop.cli.app import command_group
+
 # The relay engine is imported inside each command so that `codeloop --help` and the other
 # faces do not pay for it (cold start, docs/cli.md).
 if TYPE_CHECKING:
@@ -34,16 +36,11 @@ if TYPE_CHECKING:
 LARGE_OUTBOX_BYTES = 100_000
 """Above this size the user is warned that a chat may refuse the paste."""
 
-relay_app = typer.Typer(
-    name="relay",
-    help=(
-        "Drive a workspace from any chat model by copy and paste: codeloop writes an outbox file, you "
-        "paste it into the chat, save the reply in the inbox, and codeloop applies it.\n\n"
-        'Example: codeloop relay new "add a README" --root ~/relay'
-    ),
-    no_args_is_help=True,
-    rich_markup_mode=None,
-)
+relay_app = command_group(
+    "relay",
+    "Drive a workspace from any chat model by copy and paste: codeloop writes an outbox file, you paste it "
+    "into the chat, save the reply in the inbox, and codeloop applies it.\n\n"
+    'Example: codeloop relay new "add a README" --root ~/relay')
 
 
 def _option(decls: str, help: str, kind: Any = str | None) -> Any:

@@ -11,18 +11,13 @@ from typing import Annotated, TypeVar
 
 import typer
 
+from codeloop.cli.app import JsonOption, command_group
 from codeloop.cli.errors import fail
 
 T = TypeVar("T")
 
-sessions_app = typer.Typer(
-    name="sessions",
-    help="Recorded sessions of 'codeloop run'. Example: codeloop sessions list",
-    no_args_is_help=True,
-    rich_markup_mode=None,
-)
-
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for machines.")]
+sessions_app = command_group("sessions",
+                             "Recorded sessions of 'codeloop run'. Example: codeloop sessions list")
 
 
 def _run(action: Callable[[], T]) -> T:

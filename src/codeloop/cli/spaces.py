@@ -9,20 +9,13 @@ from typing import Any
 
 import typer
 
+from codeloop.cli.app import command_group
 from codeloop.cli.errors import fail
 
-spaces_app = typer.Typer(
-    name="spaces",
-    help="JSON operations/events runtime. Example: codeloop spaces exec --workspace ./ws ops.json",
-    no_args_is_help=True,
-    rich_markup_mode=None,
-)
-keys_app = typer.Typer(
-    name="keys",
-    help="API keys of the spaces server. Example: codeloop spaces keys create --name ci",
-    no_args_is_help=True,
-    rich_markup_mode=None,
-)
+spaces_app = command_group("spaces", "JSON operations/events runtime. "
+                                     "Example: codeloop spaces exec --workspace ./ws ops.json")
+keys_app = command_group("keys",
+                         "API keys of the spaces server. Example: codeloop spaces keys create --name ci")
 spaces_app.add_typer(keys_app)
 
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
+from codeloop.cli.errors import fail
 from codeloop.cli.model_choice import UsageError
 
 if TYPE_CHECKING:
@@ -27,8 +28,7 @@ def _run(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
     try:
         return asyncio.run(make())
     except WorktreeError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from None
+        raise fail(str(exc)) from None
 
 
 def bare_worktree_option(args: list[str]) -> list[str]:

@@ -512,13 +512,11 @@ async def run_process(argv: list[str], *, cwd: Path, env: dict[str, str], timeou
     supervisor.timers.append(loop.call_at(loop.time() + timeout_ms / 1000, supervisor.deadline))
     try:
         await supervisor.finished
-    except asyncio.CancelledError:
-        await _stop_group(supervisor)
-        kill_groups_with(PROCESS_MARKER_VARIABLE, marker)
-        capture.discard()
-        raise
-    except BaseException:
-        signal_process_group(pgid, signal.SIGKILL)
+    except BaseException as exc:
+        if isinstance(exc, asyncio.CancelledError):
+            await _stop_group(supervisor)
+        else:
+            signal_process_group(pgid, signal.SIGKILL)
         kill_groups_with(PROCESS_MARKER_VARIABLE, marker)
         capture.discard()
         raise
@@ -560,7 +558,6 @@ class Job:
         self._unread = _HeadTail(limits.memory_cap_bytes)
         self._lock = threading.Lock()
         self._news = threading.Event()
-        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self._reader = threading.Thread(target=self._read, daemon=True, name=f"codeloop-job-{self.pgid}")
         self._reader.start()
 

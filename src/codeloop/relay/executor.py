@@ -19,7 +19,6 @@ from typing import Any, Literal
 
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import WorkspaceError
-from codeloop.llm.types import ToolDefinition
 from codeloop.relay import commands as c
 from codeloop.relay.orphans import MARKER_VARIABLE, kill_marked
 from codeloop.relay.results import CommandResult
@@ -32,7 +31,7 @@ from codeloop.tools.registry import (
     ToolContext,
     ToolOutput,
     ToolRegistry,
-    object_schema,
+    make_tool,
 )
 from codeloop.tools.text_endings import split_keeping_ends
 from codeloop.tools.truncation import TruncationConfig
@@ -134,8 +133,8 @@ async def _run(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext
 
 
 def _tool(name: str, run: Executor, fields: dict[str, Any], optional: tuple[str, ...] = ()) -> RegisteredTool:
-    schema = object_schema(fields, [f for f in fields if f not in optional])
-    return RegisteredTool(ToolDefinition(name, f"The relay's {name} command.", schema), run)
+    required = [f for f in fields if f not in optional]
+    return make_tool(name, f"The relay's {name} command.", fields, required, run)
 
 
 _TEXT, _LINE = {"type": "string"}, {"type": "integer"}

@@ -34,7 +34,6 @@ from pydantic import BaseModel
 
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import WorkspaceError
-from codeloop.llm.types import ToolDefinition
 from codeloop.policy import (
     Decision,
     Policy,
@@ -56,7 +55,7 @@ from codeloop.tools.registry import (
     ToolContext,
     ToolOutput,
     ToolRegistry,
-    object_schema,
+    make_tool,
 )
 
 Emit = Callable[[BaseModel, int], Awaitable[None]]
@@ -341,8 +340,7 @@ def space_registry(policy: Policy) -> ToolRegistry:
         return ToolOutput(f"command {outcome.status}", is_error=outcome.status != "ok", data=outcome)
 
     def tool(name: str, run: Executor, fields: dict[str, Any], required: list[str]) -> RegisteredTool:
-        return RegisteredTool(ToolDefinition(name, f"The spaces {name} operation.", object_schema(fields, required)),
-                              run)
+        return make_tool(name, f"The spaces {name} operation.", fields, required, run)
 
     text, flag = {"type": "string"}, {"type": "boolean"}
     encoding = {"enum": ["utf-8", "base64"]}

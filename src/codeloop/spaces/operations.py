@@ -257,20 +257,14 @@ def _is_int(value: object) -> bool:
     return isinstance(value, float) and math.isfinite(value) and value.is_integer()
 
 
+_JSON_TYPES: tuple[tuple[type | tuple[type, ...], str], ...] = (
+    (type(None), "null"), (bool, "boolean"), ((int, float), "number"), (str, "string"), (list, "array"),
+    (dict, "object"))
+"""JSON type names by Python type, in the order they are tried (a bool is not a number)."""
+
+
 def _json_type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
+    return next((name for kinds, name in _JSON_TYPES if isinstance(value, kinds)), type(value).__name__)
 
 
 def path_problem(path: str) -> str | None:
@@ -296,30 +290,27 @@ def _encoded_size(content: str, encoding: object) -> int:
     return len(content.encode("utf-8", "surrogatepass"))
 
 
-_ALLOWED_FIELDS: dict[str, dict[str, str]] = {
-    # field -> expected JSON type, per the spec's JSON Schema
-    "message": {"id": "string", "content": "string"},
-    "createFile": {"id": "string", "path": "string", "content": "string", "encoding": "encoding",
-                   "overwrite": "boolean"},
-    "readFile": {"id": "string", "path": "string", "encoding": "encoding"},
-    "editFile": {"id": "string", "path": "string", "edits": "edits"},
-    "deleteFile": {"id": "string", "path": "string"},
-    "shell": {"id": "string", "command": "string", "cwd": "string", "timeout": "timeout",
-              "env": "env"},
-}
 _MODELS: dict[str, type[BaseModel]] = {
     model.model_fields["type"].default: model
     for model in (MessageOperation, CreateFileOperation, ReadFileOperation, EditFileOperation,
                   DeleteFileOperation, ShellOperation)
 }
-# The required fields come from the models, in declaration order, so the two cannot disagree.
+_FIELD_KINDS = {"encoding": "encoding", "overwrite": "boolean", "edits": "edits", "timeout": "timeout",
+                "env": "env"}
+"""How a field is checked, per the spec's JSON Schema (any other field: a string)."""
+# The fields, and which are required, come from the models in declaration order, so the
+# validation and the models cannot disagree.
+_ALLOWED_FIELDS: dict[str, dict[str, str]] = {
+    op_type: {name: _FIELD_KINDS.get(name, "string") for name in model.model_fields if name != "type"}
+    for op_type, model in _MODELS.items()
+}
 _REQUIRED: dict[str, tuple[str, ...]] = {
     op_type: tuple(name for name, info in model.model_fields.items() if info.is_required())
     for op_type, model in _MODELS.items()
 }
 
 
-def _field_problems(op_type: str, field: str, kind: str, value: object, where: str) -> list[str]:
+def _field_problems(field: str, kind: str, value: object, where: str) -> list[str]:
     at = f"{where}.{field}"
     if kind == "string":
         return [] if isinstance(value, str) else [f"{at}: must be a string (got {_json_type(value)})"]
@@ -370,7 +361,7 @@ def _operation_problems(raw: object, where: str) -> list[str]:
                 for name in _REQUIRED[op_type] if name not in raw]
     for field, kind in _ALLOWED_FIELDS[op_type].items():
         if field in raw:
-            problems += _field_problems(op_type, field, kind, raw[field], where)
+            problems += _field_problems(field, kind, raw[field], where)
     if problems:
         return problems
     # Rules of §Validation Rules that the JSON Schema does not express.
