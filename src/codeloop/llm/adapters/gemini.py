@@ -57,6 +57,7 @@ from codeloop.llm.adapters.content_encoding import (
     merge_options,
     options_for,
     put_present,
+    thinking_budget,
 )
 from codeloop.llm.adapters.flow import (
     MALFORMED,
@@ -68,7 +69,6 @@ from codeloop.llm.adapters.flow import (
     unexpected_shape,
 )
 from codeloop.llm.errors import (
-    ConfigurationError,
     InvalidRequestError,
     ProviderError,
     QuotaExceededError,
@@ -82,6 +82,7 @@ from codeloop.llm.types import (
     ContentPart,
     FinishReason,
     ImageData,
+    MediaData,
     Message,
     RateLimitInfo,
     Request,
@@ -156,7 +157,7 @@ def map_gemini_error(response: httpx.Response, body: bytes) -> SDKError:
 # ---------------------------------------------------------------- request
 
 
-def _media_part(media: Any, default_type: str) -> dict[str, Any]:
+def _media_part(media: MediaData, default_type: str) -> dict[str, Any]:
     inline = inline_media(media, default_type)
     if inline is None:
         return {"fileData": {"mimeType": media.media_type or default_type, "fileUri": media.url}}
@@ -281,9 +282,7 @@ def _generation_config(request: Request) -> dict[str, Any]:
     effort = request.reasoning_effort
     if effort:
         if "gemini-2" in request.model:
-            if effort not in THINKING_BUDGETS:
-                raise ConfigurationError(f"gemini: reasoning_effort {effort!r} is unknown; use low, medium or high")
-            config["thinkingConfig"] = {"thinkingBudget": THINKING_BUDGETS[effort]}
+            config["thinkingConfig"] = {"thinkingBudget": thinking_budget(PROVIDER, THINKING_BUDGETS, effort)}
         else:
             config["thinkingConfig"] = {"thinkingLevel": effort}
     return config
