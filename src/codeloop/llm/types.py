@@ -181,9 +181,9 @@ class ContentPart:
         return cls(kind=ContentKind.THINKING, thinking=ThinkingData(text=text, signature=signature))
 
     @classmethod
-    def of_redacted_thinking(cls, data: str) -> ContentPart:
-        """A REDACTED_THINKING part carrying the provider's opaque ``data``."""
-        return cls(kind=ContentKind.REDACTED_THINKING, thinking=ThinkingData(text=data, redacted=True))
+    def of_redacted_thinking(cls, data: str, signature: str | None = None) -> ContentPart:
+        """A REDACTED_THINKING part carrying the provider's opaque ``data`` (and ``signature``)."""
+        return cls(kind=ContentKind.REDACTED_THINKING, thinking=ThinkingData(data, signature, redacted=True))
 
 
 @dataclass(frozen=True, slots=True)

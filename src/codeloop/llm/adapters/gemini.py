@@ -90,7 +90,6 @@ from codeloop.llm.types import (
     Role,
     StreamEvent,
     StreamEventType,
-    ThinkingData,
     ToolCall,
     ToolCallData,
     Usage,
@@ -324,10 +323,6 @@ def _usage(raw: Any) -> Usage:
     )
 
 
-def _signature_carrier(signature: str) -> ContentPart:
-    return ContentPart(ContentKind.REDACTED_THINKING, thinking=ThinkingData("", signature, redacted=True))
-
-
 def _unified_parts(part: dict[str, Any], warnings: list[Warning]) -> list[ContentPart]:
     signature = part.get("thoughtSignature")
     signature = str(signature) if signature else None
@@ -341,7 +336,7 @@ def _unified_parts(part: dict[str, Any], warnings: list[Warning]) -> list[Conten
         text = str(part.get("text") or "")
         if part.get("thought"):
             return [ContentPart.of_thinking(text, signature)]
-        carrier = [_signature_carrier(signature)] if signature else []
+        carrier = [ContentPart.of_redacted_thinking("", signature)] if signature else []
         return carrier + ([ContentPart.of_text(text)] if text else [])
     if "inlineData" in part and isinstance(part["inlineData"], dict):
         inline = part["inlineData"]
@@ -353,7 +348,7 @@ def _unified_parts(part: dict[str, Any], warnings: list[Warning]) -> list[Conten
         if mime.startswith("image/") and data_bytes is not None:
             return [ContentPart.of_image(ImageData(data=data_bytes, media_type=mime))]
     if signature:
-        return [_signature_carrier(signature)]
+        return [ContentPart.of_redacted_thinking("", signature)]
     kinds = ", ".join(sorted(k for k in part if k != "thoughtSignature")) or "empty"
     warnings.append(Warning(f"gemini: ignored a response part of kind {kinds}", code="unknown_content"))
     return []
