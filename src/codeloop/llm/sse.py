@@ -50,35 +50,21 @@ class SSEParser:
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         """Parse ``chunk`` and return the events it completes, in order."""
         buffer = self._buffer + chunk if self._buffer else chunk
-        if b"\r" not in buffer:
-            return self._feed_lf(buffer)
-        # A trailing CR may be the first half of CRLF: keep it until the next chunk.
-        cut = max(buffer.rfind(b"\n"), buffer.rfind(b"\r", 0, len(buffer) - 1))
-        if cut < 0:
-            self._buffer = buffer
-            return []
+        if b"\r" in buffer:
+            # A trailing CR may be the first half of CRLF: keep it until the next chunk. The
+            # complete lines get LF ends, so one loop below reads every line-end style.
+            cut = max(buffer.rfind(b"\n"), buffer.rfind(b"\r", 0, len(buffer) - 1))
+            block = buffer[: cut + 1].replace(b"\r\n", b"\n").replace(b"\r", b"\n")[:-1]
+        else:  # LF only: what every provider sends
+            cut = buffer.rfind(b"\n")
+            block = buffer[:cut]
         self._buffer = buffer[cut + 1 :]
-        events: list[SSEEvent] = []
-        for line in buffer[: cut + 1].splitlines():
-            if line:
-                self._field(line)
-            elif self._data:
-                events.append(self._dispatch())
-            else:
-                self._event = ""
-        return events
-
-    def _feed_lf(self, buffer: bytes) -> list[SSEEvent]:
-        """Fast path for LF-only input (what every provider sends): same rules, fewer calls."""
-        end = buffer.rfind(b"\n")
-        if end < 0:
-            self._buffer = buffer
+        if cut < 0:
             return []
-        self._buffer = buffer[end + 1 :]
         events: list[SSEEvent] = []
         data = self._data
         # LF never occurs inside a UTF-8 sequence, so the block decodes as a whole.
-        for line in buffer[:end].decode("utf-8", "replace").split("\n"):
+        for line in block.decode("utf-8", "replace").split("\n"):
             if not line:
                 if data:
                     events.append(SSEEvent(self._event or "message", "\n".join(data), self._last_id, self._retry))
@@ -112,13 +98,6 @@ class SSEParser:
                 self._last_id = value.decode("utf-8", "replace")
         elif name == b"retry" and value.isdigit():
             self._retry = int(value)
-
-    def _dispatch(self) -> SSEEvent:
-        event = SSEEvent(self._event or "message", "\n".join(self._data), self._last_id, self._retry)
-        self._data = []
-        self._event = ""
-        self._retry = None
-        return event
 
 
 async def aiter_sse(chunks: AsyncIterable[bytes]) -> AsyncIterator[SSEEvent]:

@@ -54,15 +54,21 @@ class ContentKind(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class ImageData:
-    """An image, by URL/local path or inline bytes (§3.5). Exactly one of url/data."""
+class MediaData:
+    """What every media input has: a URL (or local path) or inline bytes, and a MIME type (§3.5)."""
 
     url: str | None = None
-    """URL of the image; a value starting with ``/``, ``./`` or ``~`` is a local file path."""
+    """URL of the media; a value starting with ``/``, ``./`` or ``~`` is a local file path."""
     data: bytes | None = None
-    """Raw image bytes (adapters base64-encode when the wire needs it)."""
+    """Raw bytes (adapters base64-encode when the wire needs it)."""
     media_type: str | None = None
-    """MIME type, e.g. ``image/png``; adapters assume ``image/png`` for data without one."""
+    """MIME type; adapters assume the kind's usual type (below) for data without one."""
+
+
+@dataclass(frozen=True, slots=True)
+class ImageData(MediaData):
+    """An image (``image/png`` assumed), by URL/local path or inline bytes. Exactly one of url/data."""
+
     detail: str | None = None
     """Fidelity hint ``auto``/``low``/``high`` (OpenAI only; others ignore it)."""
 
@@ -72,27 +78,14 @@ class ImageData:
 
 
 @dataclass(frozen=True, slots=True)
-class AudioData:
-    """Audio input, by URL or inline bytes (§3.5)."""
-
-    url: str | None = None
-    """URL of the audio."""
-    data: bytes | None = None
-    """Raw audio bytes."""
-    media_type: str | None = None
-    """MIME type, e.g. ``audio/wav``."""
+class AudioData(MediaData):
+    """Audio input (``audio/wav`` assumed), by URL or inline bytes."""
 
 
 @dataclass(frozen=True, slots=True)
-class DocumentData:
-    """A document such as a PDF, by URL or inline bytes (§3.5)."""
+class DocumentData(MediaData):
+    """A document such as a PDF (``application/pdf`` assumed), by URL or inline bytes."""
 
-    url: str | None = None
-    """URL of the document."""
-    data: bytes | None = None
-    """Raw document bytes."""
-    media_type: str | None = None
-    """MIME type, e.g. ``application/pdf``."""
     file_name: str | None = None
     """Optional display name."""
 
@@ -188,9 +181,9 @@ class ContentPart:
         return cls(kind=ContentKind.THINKING, thinking=ThinkingData(text=text, signature=signature))
 
     @classmethod
-    def of_redacted_thinking(cls, data: str) -> ContentPart:
-        """A REDACTED_THINKING part carrying the provider's opaque ``data``."""
-        return cls(kind=ContentKind.REDACTED_THINKING, thinking=ThinkingData(text=data, redacted=True))
+    def of_redacted_thinking(cls, data: str, signature: str | None = None) -> ContentPart:
+        """A REDACTED_THINKING part carrying the provider's opaque ``data`` (and ``signature``)."""
+        return cls(kind=ContentKind.REDACTED_THINKING, thinking=ThinkingData(data, signature, redacted=True))
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,6 +45,7 @@ from codeloop.llm.adapters.content_encoding import (
     options_for,
     put_present,
     result_text,
+    thinking_budget,
 )
 from codeloop.llm.adapters.flow import (
     MALFORMED,
@@ -54,13 +55,14 @@ from codeloop.llm.adapters.flow import (
     require_api_key,
     unexpected_shape,
 )
-from codeloop.llm.errors import ConfigurationError, InvalidRequestError, error_in_answer
+from codeloop.llm.errors import InvalidRequestError, error_in_answer
 from codeloop.llm.sse import SSEEvent, require_final_event
 from codeloop.llm.types import (
     ContentKind,
     ContentPart,
     FinishReason,
     ImageData,
+    MediaData,
     Message,
     RateLimitInfo,
     Request,
@@ -107,7 +109,7 @@ _ERROR_TYPE_STATUS = {
 }
 
 
-def _media_block(kind: str, media: Any, default_type: str) -> dict[str, Any]:
+def _media_block(kind: str, media: MediaData, default_type: str) -> dict[str, Any]:
     inline = inline_media(media, default_type)
     if inline is None:
         return {"type": kind, "source": {"type": "url", "url": media.url}}
@@ -218,21 +220,13 @@ def translate_request(
     if system:
         body["system"] = system
     tools, tool_choice = _tool_choice(request, turns)
-    if tools:
-        body["tools"] = tools
-    if tool_choice:
-        body["tool_choice"] = tool_choice
-    put_present(body, temperature=request.temperature, top_p=request.top_p)
+    put_present(body, tools=tools, tool_choice=tool_choice, temperature=request.temperature, top_p=request.top_p)
     if request.stop_sequences:
         body["stop_sequences"] = list(request.stop_sequences)
     if request.metadata and "user_id" in request.metadata:
         body["metadata"] = {"user_id": request.metadata["user_id"]}
     if request.reasoning_effort:
-        budget = THINKING_BUDGETS.get(request.reasoning_effort)
-        if budget is None:
-            raise ConfigurationError(
-                f"anthropic: reasoning_effort {request.reasoning_effort!r} is unknown; use low, medium or high"
-            )
+        budget = thinking_budget(PROVIDER, THINKING_BUDGETS, request.reasoning_effort)
         body["thinking"] = {"type": "enabled", "budget_tokens": budget}
         if body["max_tokens"] <= budget:
             body["max_tokens"] = budget + DEFAULT_MAX_TOKENS

@@ -19,9 +19,7 @@ from collections.abc import Collection
 from typing import Any
 
 from codeloop.llm.errors import ConfigurationError
-from codeloop.llm.types import AudioData, DocumentData, ImageData, tool_arguments_or_raw
-
-Media = ImageData | AudioData | DocumentData
+from codeloop.llm.types import MediaData, tool_arguments_or_raw
 
 
 def is_local_path(url: str) -> bool:
@@ -29,7 +27,7 @@ def is_local_path(url: str) -> bool:
     return url.startswith(("/", "./", "~"))
 
 
-def inline_media(media: Media, default_type: str) -> tuple[str, str] | None:
+def inline_media(media: MediaData, default_type: str) -> tuple[str, str] | None:
     """``(media_type, base64)`` for bytes or a local file; None for a remote URL.
 
     Raises ConfigurationError naming the path when a local file cannot be read.
@@ -52,7 +50,7 @@ def inline_media(media: Media, default_type: str) -> tuple[str, str] | None:
     return media_type or default_type, base64.b64encode(data).decode("ascii")
 
 
-def data_uri(media: Media, default_type: str) -> str:
+def data_uri(media: MediaData, default_type: str) -> str:
     """A ``data:`` URI for bytes or a local file; a remote URL unchanged."""
     inline = inline_media(media, default_type)
     return str(media.url) if inline is None else f"data:{inline[0]};base64,{inline[1]}"
@@ -87,6 +85,13 @@ def append_turn(turns: list[dict[str, Any]], role: str, key: str, items: list[di
 def put_present(body: dict[str, Any], **fields: Any) -> None:
     """Set each field whose value is not None (an unset parameter keeps the provider's default)."""
     body.update({key: value for key, value in fields.items() if value is not None})
+
+
+def thinking_budget(provider: str, budgets: dict[str, int], effort: str) -> int:
+    """The thinking-token budget a wire with fixed budgets gives ``reasoning_effort``."""
+    if effort not in budgets:
+        raise ConfigurationError(f"{provider}: reasoning_effort {effort!r} is unknown; use low, medium or high")
+    return budgets[effort]
 
 
 def result_text(content: str | dict[str, Any] | list[Any]) -> str:

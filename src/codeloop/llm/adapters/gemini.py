@@ -57,6 +57,7 @@ from codeloop.llm.adapters.content_encoding import (
     merge_options,
     options_for,
     put_present,
+    thinking_budget,
 )
 from codeloop.llm.adapters.flow import (
     MALFORMED,
@@ -68,7 +69,6 @@ from codeloop.llm.adapters.flow import (
     unexpected_shape,
 )
 from codeloop.llm.errors import (
-    ConfigurationError,
     InvalidRequestError,
     ProviderError,
     QuotaExceededError,
@@ -82,6 +82,7 @@ from codeloop.llm.types import (
     ContentPart,
     FinishReason,
     ImageData,
+    MediaData,
     Message,
     RateLimitInfo,
     Request,
@@ -89,7 +90,6 @@ from codeloop.llm.types import (
     Role,
     StreamEvent,
     StreamEventType,
-    ThinkingData,
     ToolCall,
     ToolCallData,
     Usage,
@@ -156,7 +156,7 @@ def map_gemini_error(response: httpx.Response, body: bytes) -> SDKError:
 # ---------------------------------------------------------------- request
 
 
-def _media_part(media: Any, default_type: str) -> dict[str, Any]:
+def _media_part(media: MediaData, default_type: str) -> dict[str, Any]:
     inline = inline_media(media, default_type)
     if inline is None:
         return {"fileData": {"mimeType": media.media_type or default_type, "fileUri": media.url}}
@@ -281,9 +281,7 @@ def _generation_config(request: Request) -> dict[str, Any]:
     effort = request.reasoning_effort
     if effort:
         if "gemini-2" in request.model:
-            if effort not in THINKING_BUDGETS:
-                raise ConfigurationError(f"gemini: reasoning_effort {effort!r} is unknown; use low, medium or high")
-            config["thinkingConfig"] = {"thinkingBudget": THINKING_BUDGETS[effort]}
+            config["thinkingConfig"] = {"thinkingBudget": thinking_budget(PROVIDER, THINKING_BUDGETS, effort)}
         else:
             config["thinkingConfig"] = {"thinkingLevel": effort}
     return config
@@ -325,10 +323,6 @@ def _usage(raw: Any) -> Usage:
     )
 
 
-def _signature_carrier(signature: str) -> ContentPart:
-    return ContentPart(ContentKind.REDACTED_THINKING, thinking=ThinkingData("", signature, redacted=True))
-
-
 def _unified_parts(part: dict[str, Any], warnings: list[Warning]) -> list[ContentPart]:
     signature = part.get("thoughtSignature")
     signature = str(signature) if signature else None
@@ -342,7 +336,7 @@ def _unified_parts(part: dict[str, Any], warnings: list[Warning]) -> list[Conten
         text = str(part.get("text") or "")
         if part.get("thought"):
             return [ContentPart.of_thinking(text, signature)]
-        carrier = [_signature_carrier(signature)] if signature else []
+        carrier = [ContentPart.of_redacted_thinking("", signature)] if signature else []
         return carrier + ([ContentPart.of_text(text)] if text else [])
     if "inlineData" in part and isinstance(part["inlineData"], dict):
         inline = part["inlineData"]
@@ -354,7 +348,7 @@ def _unified_parts(part: dict[str, Any], warnings: list[Warning]) -> list[Conten
         if mime.startswith("image/") and data_bytes is not None:
             return [ContentPart.of_image(ImageData(data=data_bytes, media_type=mime))]
     if signature:
-        return [_signature_carrier(signature)]
+        return [ContentPart.of_redacted_thinking("", signature)]
     kinds = ", ".join(sorted(k for k in part if k != "thoughtSignature")) or "empty"
     warnings.append(Warning(f"gemini: ignored a response part of kind {kinds}", code="unknown_content"))
     return []

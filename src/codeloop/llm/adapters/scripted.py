@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import inspect
 import itertools
-import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Any, TypeAlias
 
@@ -32,6 +31,7 @@ from codeloop.llm.types import (
     Role,
     StreamEvent,
     StreamEventType,
+    ToolCall,
     ToolCallData,
     Usage,
     tool_call_from_data,
@@ -91,8 +91,8 @@ def events_from_response(response: Response, *, chunk_size: int = 8) -> list[Str
         elif part.kind == ContentKind.TOOL_CALL and part.tool_call is not None:
             data = part.tool_call
             call = tool_call_from_data(data)
-            raw = data.arguments if isinstance(data.arguments, str) else json.dumps(data.arguments)
-            start = call.__class__(call.id, call.name, {}, "")
+            raw = call.raw_arguments or ""
+            start = ToolCall(call.id, call.name, {}, "")
             events.append(StreamEvent(StreamEventType.TOOL_CALL_START, tool_call=start))
             events.append(StreamEvent(StreamEventType.TOOL_CALL_DELTA, delta=raw, tool_call=start))
             events.append(StreamEvent(StreamEventType.TOOL_CALL_END, tool_call=call))
