@@ -244,3 +244,15 @@ async def test_a_task_that_starts_with_a_run_has_it_run_before_the_first_reply_a
     seen = h.adapter.requests[1].messages
     assert "14" not in seen[-2].text and "42" in seen[-1].text  # its guess is not shown as made
     assert seen[-2].text == "<tool name=\"shell\">\n<command>python3 count.py</command>\n</tool>"
+
+
+async def test_a_repeated_write_after_already_done_is_replaced_by_the_run_the_task_asks_for(harness) -> None:
+    # Seen with the README's job: hello.py written, then the same write again, never run.
+    write = ("write_file", {"file_path": "hello.py", "content": 'print("hello")\n'})
+    h = harness("text", [calls("text", write), calls("text", write), calls("text", write),
+                         text_response("hello.py prints hello.")])
+    assert await h.session.submit("Create hello.py that prints hello, then run it") == "hello.py prints hello."
+    assert [e.tool_name for e in h.of(ev.ToolCallStart)] == ["write_file", "write_file", "shell"]
+    assert h.of(ev.ToolCallStart)[-1].arguments == {"command": "python3 hello.py"}
+    assert "hello" in (h.of(ev.ToolCallEnd)[-1].output or "")
+    assert h.session.end_reason != "loop_limit"

@@ -117,6 +117,8 @@ class VerifyBeforeAnswer(TurnGuard):
         self.failed: tuple[str, str, str] | None = None
         """The last command run since the last change, when it failed: (command, exit code, output)."""
         self.told_failure = False
+        self.stalled = False
+        """Every call of the last tool round was answered "already done"."""
 
     def applies(self, session: Session) -> bool:
         return rescues_on(session) and session.profile.tool_registry.get("shell") is not None
@@ -132,12 +134,24 @@ class VerifyBeforeAnswer(TurnGuard):
             elif changed := changed_files(call, result, root):
                 self.ran, self.failed = False, None
                 self.written = [p for p in self.written if p not in changed] + changed
+        self.stalled = bool(results) and all(r.content.startswith("already done:") for r in results)
         return ACCEPT
 
     async def after_reply(self, reply: Reply, turn: Turn) -> GuardAction:
         if self.request is None:
             self.request = run_request(turn.task)
         first, self.replied = not self.replied, True
+        if reply.calls and self.stalled and self.request and not (self.ran or self.ran_for_model):
+            # Seen with the README's job: hello.py written, then the same write again and again
+            # ("already done"), never run. The next repeat is replaced by the run the task asks for.
+            command = await self._command(self.request, turn)
+            if command is not None:
+                self.ran_for_model = True
+                run = {"command": command}
+                written = "" if turn.session.profile.native_tool_calls else call_form(turn.session, "shell", run)
+                return run_instead(ToolCall(f"verify-{uuid.uuid4().hex[:8]}", "shell", run),
+                                   f"the task asks to run `{command}` and the model repeated work already done: "
+                                   "codeloop runs it", written)
         if reply.calls:
             if first and self.request.command and _RUN_FIRST.match(turn.task) and not self.ran and not any(
                     str(c.arguments.get("command", "")).strip() == self.request.command for c in reply.calls):
