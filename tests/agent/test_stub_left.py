@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from codeloop.agent import events as ev
 from codeloop.agent.guards.stub_left import implementation, stubs
 from codeloop.llm.adapters.scripted import text_response
+from codeloop.llm.types import Usage
 
 from .agent_harness import calls
 
@@ -31,7 +32,8 @@ def warnings(h) -> list[str]:
 async def test_the_stub_written_back_is_drafted_alone_and_applied_through_the_pipeline(harness) -> None:
     # Seen with the 1.5B model: write_file of the same signature and docstring, then "done".
     again = ("write_file", {"file_path": "solution.py", "content": STUB})
-    h = harness("text", [calls("text", again), text_response("I implemented modp."), text_response(DRAFT),
+    h = harness("text", [calls("text", again), text_response("I implemented modp."),
+                         text_response(DRAFT, usage=Usage(input_tokens=212, output_tokens=37, cache_read_tokens=5)),
                          text_response("I implemented modp with pow.")])
     (h.root / "solution.py").write_text(STUB)
     assert await h.session.submit(TASK) == "I implemented modp with pow."
@@ -42,6 +44,10 @@ async def test_the_stub_written_back_is_drafted_alone_and_applied_through_the_pi
     assert [m.role.value for m in side.messages] == ["user"] and not side.tools
     assert side.messages[0].text.startswith(TASK + "\n\nComplete the following Python function `modp` (solution.py):")
     assert f"```python\n{STUB}```" in side.messages[0].text
+    # the draft's tokens are reported, though it is no turn of the conversation
+    assert [w.message for w in h.of(ev.WarningEvent) if w.code == "model_usage"] == [
+        "a request outside the conversation: 212 tokens in (5 cached), 37 out"]
+    assert len(h.of(ev.AssistantTextEnd)) == 3
     edit = h.of(ev.ToolCallEnd)[-1]
     assert edit.tool_name in ("write_file", "edit_file") and not edit.is_error  # a call like any other
 

@@ -21,6 +21,7 @@ to the model as error results. Nothing here raises for anything the model wrote.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 from collections.abc import Mapping
@@ -114,7 +115,7 @@ class ReplyRescue:
 
     async def _from_blocks(self, text: str, env: ExecutionEnvironment) -> list[ToolCall]:
         last = {block.path: block for block in named_blocks(text)}  # a file shown twice: its last version
-        examples = {(b.path, b.content) for b in named_blocks(self.prompt)} if self.prompt else set()
+        examples = _examples(self.prompt)
         made: list[ToolCall] = []
         for block in last.values():
             if (block.path, block.content) in examples or not plausible_content(block.path, block.content):
@@ -182,6 +183,13 @@ class ReplyRescue:
             return text
         return (f"{text} The closest: {' and '.join(closest)}. Write the call exactly like this:\n"
                 + "\n".join(self.forms.template(name) for name in closest))
+
+
+@functools.lru_cache(maxsize=8)
+def _examples(prompt: str) -> frozenset[tuple[str, str]]:
+    """The (file, content) blocks a system prompt shows as examples; parsed once per prompt,
+    not once per reply."""
+    return frozenset((b.path, b.content) for b in named_blocks(prompt))
 
 
 def _answer(call: ToolCall | None, message: str, name: str = "") -> ToolCall:

@@ -392,11 +392,20 @@ class Session:
 
     async def ask_alone(self, prompt: str) -> str:
         """The model's answer to ``prompt`` alone: no system prompt, history or tools (a small
-        model's focused draft, :mod:`.guards.stub_left`). Retried as any call; errors propagate."""
+        model's focused draft, :mod:`.guards.stub_left`). Retried as any call; errors propagate.
+
+        Its tokens are reported by a ``warning`` event with code ``model_usage``, not by
+        ``assistant_text_end``: that event is a turn of the conversation (replay and rewind
+        count it), and this request is none."""
         request = Request(model=self.profile.model, messages=[Message.user(prompt)], provider=self.profile.provider,
                           provider_options=self.profile.provider_options(), temperature=self.profile.temperature,
                           max_tokens=self.profile.max_output_tokens)
-        return (await call_model(self.client, request, stream=False, config=self.config, emit=self._emit)).text
+        response = await call_model(self.client, request, stream=False, config=self.config, emit=self._emit)
+        usage = response.usage
+        self._emit(ev.WarningEvent, code="model_usage",
+                   message=f"a request outside the conversation: {usage.input_tokens} tokens in "
+                           f"({usage.cache_read_tokens or 0} cached), {usage.output_tokens} out")
+        return response.text
 
     async def _call_model(self) -> Response:
         request = self._request()

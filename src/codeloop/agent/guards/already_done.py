@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from codeloop.agent.guards.base import ACCEPT, GuardAction, Shown, Turn, TurnGuard, end, rescues_on
-from codeloop.agent.guards.work_report import describe_work
+from codeloop.agent.guards.work_report import ALREADY_DONE, answered_already_done, describe_work
 from codeloop.agent.history import CallResult, ToolResultsTurn
 from codeloop.environments.errors import WorkspaceError
 from codeloop.llm.types import ToolCall
@@ -111,11 +111,11 @@ class AlreadyDone(TurnGuard):
         text = data.decode("utf-8", "replace")
         args: dict[str, Any] = call.arguments
         if call.name == "write_file" and isinstance(args.get("content"), str) and _same_text(text, args["content"]):
-            return ToolOutput(f"already done: {path} already holds this content; nothing was written. {GO_ON}")
+            return ToolOutput(f"{ALREADY_DONE} {path} already holds this content; nothing was written. {GO_ON}")
         if (call.name == "edit_file" and isinstance(args.get("old_string"), str)
                 and isinstance(args.get("new_string"), str)
                 and edit_already_made(text, args["old_string"], args["new_string"])):
-            return ToolOutput(f"already done: {path} already holds this change; nothing was edited. {GO_ON}")
+            return ToolOutput(f"{ALREADY_DONE} {path} already holds this change; nothing was edited. {GO_ON}")
         return None
 
     def _read(self, call: ToolCallRequest, rel: str, data: bytes, turn: Turn) -> ToolOutput | None:
@@ -131,7 +131,7 @@ class AlreadyDone(TurnGuard):
         for shown in reversed([s for s in turn.shown.get(rel, []) if s.step]):
             if (shown.digest == digest and shown.first <= offset and last <= shown.last
                     and self._still_shown(shown, turn)):
-                return ToolOutput(f"already done: you read lines {shown.first}-{shown.last} of {rel} at step "
+                return ToolOutput(f"{ALREADY_DONE} you read lines {shown.first}-{shown.last} of {rel} at step "
                                   f"{shown.step}; it has not changed since. Use that text instead of reading it "
                                   f"again. {GO_ON}")
         if call.call_id:
@@ -156,7 +156,7 @@ class AlreadyDone(TurnGuard):
             if read is not None and not result.is_error and _whole(result.content, read[1]):
                 turn.shown.setdefault(read[0], []).append(read[1])
                 self.kept[call.id] = result.content
-        done = bool(results) and all(r.content.startswith("already done:") for r in results)
+        done = bool(results) and all(answered_already_done(r) for r in results)
         # The same calls failing with the same errors as the round before are no progress either
         # (seen on HumanEval/33: one invalid job_output call five times in a row).
         round_ = tuple((c.name, repr(sorted(c.arguments.items())), r.content) for c, r in zip(calls, results, strict=True))

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from codeloop.agent.claims import file_names
 from codeloop.agent.guards.base import ACCEPT, GuardAction, Turn, TurnGuard, nudge, rescues_on, run_instead
-from codeloop.agent.guards.work_report import EXIT_CODE, changed_files, ran_command
+from codeloop.agent.guards.work_report import EXIT_CODE, answered_already_done, changed_files, ran_command
 from codeloop.agent.history import CallResult
 from codeloop.agent.reply_reader import Reply
 from codeloop.agent.text_tool_calls import filled_example
@@ -134,7 +134,7 @@ class VerifyBeforeAnswer(TurnGuard):
             elif changed := changed_files(call, result, root):
                 self.ran, self.failed = False, None
                 self.written = [p for p in self.written if p not in changed] + changed
-        self.stalled = bool(results) and all(r.content.startswith("already done:") for r in results)
+        self.stalled = bool(results) and all(answered_already_done(r) for r in results)
         return ACCEPT
 
     async def after_reply(self, reply: Reply, turn: Turn) -> GuardAction:

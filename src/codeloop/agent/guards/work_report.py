@@ -50,10 +50,19 @@ def ran_command(call: ToolCall, result: CallResult) -> bool:
         not result.is_error or EXIT_CODE.search(result.content) is not None)
 
 
+ALREADY_DONE = "already done:"
+"""How a call the already_done guard answered instead of running begins its result."""
+
+
+def answered_already_done(result: CallResult) -> bool:
+    """True when ``result`` is the already_done guard's answer, not the tool's."""
+    return result.content.startswith(ALREADY_DONE)
+
+
 def changed_files(call: ToolCall, result: CallResult, root: str) -> list[str]:
     """The files a successful call changed (none for reads, commands and "already done")."""
     if (result.is_error or call.name in READ_ONLY_TOOLS or "command" in call.arguments
-            or result.content.startswith("already done:")):
+            or answered_already_done(result)):
         return []
     return call_paths(ToolCallRequest(call.name, dict(call.arguments)), Path(root))
 
