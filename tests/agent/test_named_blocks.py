@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from codeloop.agent.call_forms import CallForms
-from codeloop.agent.named_blocks import exact_name, named_blocks, prose_name
+from codeloop.agent.named_blocks import exact_name, named_blocks, numbered_listings, prose_name
 from codeloop.agent.reply_reader import Reply
 from codeloop.agent.reply_rescue import ReplyRescue
 from codeloop.environments.local import LocalExecutionEnvironment
@@ -95,7 +95,8 @@ def test_examples_of_naming_lines() -> None:
 
 RESCUE_FRAGMENTS = st.one_of(
     FRAGMENTS, st.sampled_from(["app.py", "../out.py", "/etc/passwd", "notes.txt", "Makefile", "**Makefile**",
-                                "def run():", "    return 1", "x = (", "{\"a\": 1}"]))
+                                "def run():", "    return 1", "x = (", "{\"a\": 1}", "## app.py", "## notes.txt",
+                                "  1 | def run():", "  2 |     return 1", "  3 |", "  1 | x = (", "  2 | run()"]))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -108,7 +109,49 @@ def test_the_rescue_of_any_reply_never_raises_and_only_edits_named_files(fragmen
         (Path(root) / "app.py").write_text("def run():\n    return 0\n\n\nrun()\n")
         (Path(root) / "Makefile").write_text("all:\n\techo hi\n")
         reply = asyncio.run(rescue.rescue(Reply((), text), LocalExecutionEnvironment(root)))
-    named = {b.path for b in named_blocks(text)}
+    named = {b.path for b in [*named_blocks(text), *numbered_listings(text)]}
     for call in reply.calls:
         if call.parse_error is None:
             assert call.name in ("write_file", "edit_file") and call.arguments["file_path"] in named
+
+
+# -- numbered listings: the form codeloop shows files in, copied back ----------------------------
+
+
+def _listing(lines: list[str], first: int = 1) -> str:
+    width = max(3, len(str(first + len(lines) - 1)))
+    return "\n".join(f"{n:>{width}} | {line}" for n, line in enumerate(lines, start=first))
+
+
+@settings(max_examples=300, deadline=None)
+@given(NAMES, st.sampled_from(["## {}", "{}", "**{}**", "## {} (a test of x.py)"]),
+       st.lists(CONTENT_LINE, min_size=1, max_size=15), st.booleans(), st.sampled_from(["", "\n", "\n\n# Task\n\nDo it."]))
+def test_a_listing_under_its_files_name_round_trips_exactly(name: str, heading: str, lines: list[str], blank: bool,
+                                                            after: str) -> None:
+    lines = [line.rstrip("\r") for line in lines]
+    text = f"Here it is.\n{heading.format(name)}\n{chr(10) if blank else ''}{_listing(lines)}{after}"
+    (listing,) = numbered_listings(text)
+    assert (listing.path, listing.content, listing.numbered) == (name, "".join(x + "\n" for x in lines), True)
+    assert text[listing.start:].startswith(heading.format(name))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(FRAGMENTS, st.builds(lambda n, c: f"{n:>3} | {c}", st.integers(0, 12), CONTENT_LINE)),
+                max_size=30))
+def test_random_text_never_crashes_and_every_listing_is_numbered_from_one_under_its_name(fragments: list[str]) -> None:
+    text = "\n".join(fragments)
+    for listing in numbered_listings(text):
+        heading = _line_at(text, listing.start)
+        assert listing.path in heading
+        body = text[listing.start + len(heading) + 1:].lstrip("\n").split("\n")
+        count = listing.content.count("\n")
+        assert [row.split(" | ", 1)[0].strip().rstrip("|").strip() for row in body[:count]] == [
+            str(n) for n in range(1, count + 1)]
+
+
+def test_what_is_no_listing() -> None:
+    assert numbered_listings("## app.py\n 40 | x = 1\n 41 | y = 2\n") == []  # a view from line 40
+    assert numbered_listings("## app.py\n  1 | x = 1\n  3 | y = 2\n") == []  # a number skipped
+    assert numbered_listings("## app.py\n  1 | x = 1\ny = 2\n") == []  # code going on unnumbered
+    assert numbered_listings("  1 | x = 1\n  2 | y = 2\n") == []  # no file named
+    assert numbered_listings("Output:\n  1 | x = 1\n") == []  # a word, not a file name

@@ -17,7 +17,7 @@ from codeloop.agent.reply_rescue import FENCED_EDITS
 from codeloop.llm.adapters.scripted import text_response, tool_call_response
 from codeloop.policy.model import Decision
 
-from .agent_harness import tagged
+from .agent_harness import calls, tagged
 
 STUB = 'from typing import List\n\n\ndef total(values: List[int]) -> int:\n    """Return the sum of values."""\n'
 IMPLEMENTED = 'from typing import List\n\n\ndef total(values: List[int]) -> int:\n    return sum(values)\n'
@@ -261,3 +261,76 @@ async def test_the_prompts_own_example_copied_into_a_reply_changes_nothing(harne
     assert not (h.root / path).exists() and not h.of(ev.ToolCallStart)
     await h.session.submit("Now write the greeting module.")  # the model's own code under that name is a change
     assert (h.root / path).read_text() == own
+
+
+# -- the task's files copied back in their numbered form, changed ---------------------------
+
+GREETING = 'def greeting(name):\n    return f"Hi, {name}!"\n\n\nif __name__ == "__main__":\n    print(greeting("Bob"))\n'
+
+
+def _as_shown(files: dict[str, str], task: str) -> str:
+    """A reply copying the task message's form: a heading per file, its lines numbered as codeloop
+    numbers them (written out here, not produced by codeloop), then the task."""
+    parts = ["# Files of the task (already read for you, numbered as read_file shows them)"]
+    for path, text in files.items():
+        rows = text.split("\n")[:-1]
+        parts.append(f"## {path}\n" + "\n".join(f"{n:>3} | {row}" for n, row in enumerate(rows, 1)) + "\n")
+    return "\n".join(parts) + f"\n# Task\n\n{task}"
+
+
+async def test_the_tasks_listing_copied_back_with_the_change_made_edits_the_file(harness) -> None:
+    task = "In greeting.py, change the greeting word from Hi to Hello."
+    fixed = GREETING.replace("Hi,", "Hello,")
+    h = harness("text", [text_response(_as_shown({"greeting.py": fixed}, task)), text_response("Done.")])
+    (h.root / "greeting.py").write_text(GREETING)
+    assert await h.session.submit(task) == "Done."
+    assert (h.root / "greeting.py").read_text() == fixed
+    assert _starts(h) == [("write_file", {"file_path": "greeting.py", "content": fixed})]  # the whole file, as shown
+    assert [e.is_error for e in _ends(h)] == [False]
+
+
+async def test_a_rename_copied_back_over_two_files_edits_the_one_still_to_change(harness) -> None:
+    shop = "def calc_total(prices, tax_rate):\n    return round(sum(prices) * (1 + tax_rate), 2)\n"
+    main = "from shop import calc_total\n\nprint(calc_total([1.0], 0.2))\n"
+    task = "Rename calc_total to compute_total in shop.py and main.py."
+    renamed = {"shop.py": shop.replace("calc_total", "compute_total"), "main.py": main.replace("calc_total", "compute_total")}
+    h = harness("text", [calls("text", ("edit_file", {"file_path": "shop.py", "old_string": "calc_total",
+                                                       "new_string": "compute_total"})),
+                         text_response(_as_shown(renamed, task)), text_response("Renamed.")])
+    (h.root / "shop.py").write_text(shop)
+    (h.root / "main.py").write_text(main)
+    await h.session.submit(task)
+    assert {p: (h.root / p).read_text() for p in renamed} == renamed
+    assert [(n, a["file_path"]) for n, a in _starts(h)] == [("edit_file", "shop.py"), ("write_file", "main.py")]
+
+
+async def test_the_tasks_own_listing_copied_back_after_an_edit_does_not_undo_it(harness) -> None:
+    task = "In greeting.py, change the greeting word from Hi to Hello."
+    fixed = GREETING.replace("Hi,", "Hello,")
+    h = harness("text", [calls("text", ("edit_file", {"file_path": "greeting.py", "old_string": "Hi,",
+                                                       "new_string": "Hello,"})),
+                         text_response(_as_shown({"greeting.py": GREETING}, task)),
+                         text_response("Changed Hi to Hello in greeting.py.")])
+    (h.root / "greeting.py").write_text(GREETING)
+    await h.session.submit(task)
+    assert (h.root / "greeting.py").read_text() == fixed
+    assert [n for n, _ in _starts(h)] == ["edit_file"]
+
+
+async def test_a_listing_that_stops_before_the_files_end_changes_nothing(harness) -> None:
+    long = "".join(f"LINE_{i} = {i}\n" for i in range(1, 41))
+    first = long.split("\n")[:10]
+    first[2] = "LINE_3 = 300"
+    reply = "## settings.py\n" + "\n".join(f"{n:>3} | {row}" for n, row in enumerate(first, 1)) + "\n"
+    h = harness("text", [text_response(reply), text_response("Set LINE_3.")], SessionConfig(check_claims=False))
+    (h.root / "settings.py").write_text(long)
+    await h.session.submit("Set LINE_3 to 300 in settings.py.")
+    assert (h.root / "settings.py").read_text() == long and not h.of(ev.ToolCallStart)
+
+
+async def test_a_cloud_session_takes_a_listing_as_an_answer(harness) -> None:
+    reply = _as_shown({"greeting.py": GREETING.replace("Hi,", "Hello,")}, "Say Hello.")
+    h = harness("anthropic", [text_response(reply)])
+    (h.root / "greeting.py").write_text(GREETING)
+    assert await h.session.submit("Say Hello.") == reply
+    assert (h.root / "greeting.py").read_text() == GREETING and not h.of(ev.ToolCallStart)

@@ -15,6 +15,11 @@ backticks, a list bullet, a ``File:`` label, a trailing colon) or *prose* ending
 colon and naming exactly one file (``Here is the updated `app.py`:``). A block whose fence
 names a language must be in that file's language; after a prose line it must name one.
 Whether a block becomes a change, and which, is decided elsewhere (:mod:`.file_edits`).
+
+:func:`numbered_listings` finds the other form a small model writes a file in: the form
+codeloop shows files in (``  1 | line``, read_file's numbering) under a line naming the file,
+copied back with its change made (the 1.5B model answered the task "Hi to Hello" with the
+task's own ``## greeting.py`` listing saying ``Hello``).
 """
 
 from __future__ import annotations
@@ -60,6 +65,8 @@ class NamedBlock:
     """Offset of the naming line in the reply."""
     exact: bool
     """The line names the file and nothing else (else: a prose line naming exactly one file)."""
+    numbered: bool = False
+    """Written as a numbered listing (:func:`numbered_listings`), not as a fenced block."""
 
 
 def file_extension(path: str) -> str:
@@ -152,3 +159,40 @@ def _bare_name_fits(line: str, path: str) -> bool:
 def fenced_bodies(text: str) -> list[str]:
     """The bodies of the closed fenced blocks of ``text``."""
     return [m.group("body") for m in _FENCE.finditer(text)]
+
+
+_REMARK = re.compile(r"(?<=\S)[ \t]+\([^()\n]*\)[ \t]*$")
+_NUMBERED = re.compile(r"^[ \t]*(\d{1,7}) \|(?: (.*))?$")
+
+
+def numbered_listings(text: str) -> list[NamedBlock]:
+    """Every listing of a whole file in read_file's numbered form, under a line naming the file
+    (at most one blank line between): numbered from 1 without a gap, and ended by the end of the
+    text, a blank line or a heading. Anything else (a listing from line 40, a number skipped,
+    code going on unnumbered) is no listing: its text may be a part of the file only."""
+    lines = text.split("\n")
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line) + 1)
+    found: list[NamedBlock] = []
+    i = 0
+    while i < len(lines):
+        first = _NUMBERED.match(lines[i])
+        if first is None or first.group(1) != "1":
+            i += 1
+            continue
+        body: list[str] = []
+        j = i
+        while j < len(lines) and (row := _NUMBERED.match(lines[j])) and int(row.group(1)) == len(body) + 1:
+            body.append(row.group(2) or "")
+            j += 1
+        after = lines[j] if j < len(lines) else ""
+        naming = next((k for k in (i - 1, i - 2) if k >= 0 and lines[k].strip()), None)
+        if naming is not None and all(not lines[k].strip() for k in range(naming + 1, i)) \
+                and (not after.strip() or after.lstrip().startswith("#")):
+            heading = _REMARK.sub("", lines[naming])  # "## test_x.py (a test of x.py)", as codeloop heads them
+            path = exact_name(heading)
+            if path is not None and (file_extension(path) or _bare_name_fits(heading, path)):
+                found.append(NamedBlock(path, "\n".join(body) + "\n", offsets[naming], True, numbered=True))
+        i = j
+    return found

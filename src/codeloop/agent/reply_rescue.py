@@ -11,7 +11,10 @@ Two rescues that need the workspace, for local / small-window sessions only:
   ambiguous, the model gets the exact valid calls for that file instead of "Unknown tool".
   A name that is no file (``rename_symbol``) gets the exact form of the closest tools.
 - **A file name followed by a fenced block** in a reply without calls (:mod:`.named_blocks`)
-  is the same change of that file.
+  is the same change of that file; so is a file's listing in the numbered form codeloop
+  shows files in, copied back changed. A listing that ends before the file does (a copied
+  view of its first lines) is no change, and neither is a listing the model was sent in this
+  input (the task's files as they were before its own edits).
 
 The calls made here are ordinary calls: the session runs them through the pipeline (policy,
 approval, checkpoints, events, diffs). Answers are calls carrying ``parse_error``, returned
@@ -21,6 +24,7 @@ to the model as error results. Nothing here raises for anything the model wrote.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import functools
 import json
 import re
@@ -29,8 +33,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from codeloop.agent.call_forms import CallForms
-from codeloop.agent.file_edits import plan_file_edit, plausible_content
-from codeloop.agent.named_blocks import fenced_bodies, file_extension, named_blocks
+from codeloop.agent.file_edits import lines_of, plan_file_edit, plausible_content
+from codeloop.agent.named_blocks import (
+    NamedBlock,
+    fenced_bodies,
+    file_extension,
+    named_blocks,
+    numbered_listings,
+)
 from codeloop.agent.reply_reader import Reply
 from codeloop.agent.text_tool_calls import Schemas, new_call_id, tagged_params
 from codeloop.environments.base import ExecutionEnvironment
@@ -43,6 +53,8 @@ CONTENT_KEYS = ("content", "code", "text", "new_content", "file_content", "conte
 """Arguments of a misnamed call that hold a file's content."""
 MATCHES_SHOWN = 5
 """Files listed when a name without extension matches several."""
+CUT_SHORT_LINES = 3
+"""A numbered listing missing this many of the file's last lines is a copied view, no change."""
 
 _NAME = re.compile(r"[\w.][\w./-]*")
 
@@ -97,6 +109,8 @@ class ReplyRescue:
     forms: CallForms
     prompt: str = ""
     """The system prompt: its own example block, copied into a reply, is no change."""
+    shown: str = ""
+    """The user turn of this input as the model saw it: a file listing copied from it is no change."""
 
     async def rescue(self, reply: Reply, env: ExecutionEnvironment) -> Reply:
         """``reply`` with misnamed calls understood or answered and, when it has no call, its
@@ -114,13 +128,16 @@ class ReplyRescue:
         return dataclasses.replace(reply, calls=tuple(made), recovered=True, notes=(*reply.notes, FENCED_EDITS))
 
     async def _from_blocks(self, text: str, env: ExecutionEnvironment) -> list[ToolCall]:
-        last = {block.path: block for block in named_blocks(text)}  # a file shown twice: its last version
-        examples = _examples(self.prompt)
+        blocks = sorted([*named_blocks(text), *numbered_listings(text)], key=lambda b: b.start)
+        last = {block.path: block for block in blocks}  # a file shown twice: its last version
+        examples = _examples(self.prompt) | _examples(self.shown)
         made: list[ToolCall] = []
         for block in last.values():
             if (block.path, block.content) in examples or not plausible_content(block.path, block.content):
                 continue
             if not file_extension(block.path) and not await _is_file(env, block.path):
+                continue
+            if block.numbered and await _cut_short(env, block):
                 continue
             made += await self._change(block.path, block.content, env, None)
         return made
@@ -189,7 +206,19 @@ class ReplyRescue:
 def _examples(prompt: str) -> frozenset[tuple[str, str]]:
     """The (file, content) blocks a system prompt shows as examples; parsed once per prompt,
     not once per reply."""
-    return frozenset((b.path, b.content) for b in named_blocks(prompt))
+    return frozenset((b.path, b.content) for b in [*named_blocks(prompt), *numbered_listings(prompt)])
+
+
+async def _cut_short(env: ExecutionEnvironment, listing: NamedBlock) -> bool:
+    """True when the listing leaves out the file's last lines (three or more): the model copied
+    a view of its first lines (a long file is shown cut), and writing it would drop the rest."""
+    try:
+        old = lines_of(await env.read_file(listing.path))
+    except Exception:  # no such file (a new one) or none the environment gives: nothing to drop
+        return False
+    new = lines_of(listing.content)
+    tag, i1, i2, j1, j2 = difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()[-1]
+    return tag in ("delete", "replace") and i2 == len(old) and (i2 - i1) - (j2 - j1) >= CUT_SHORT_LINES
 
 
 def _answer(call: ToolCall | None, message: str, name: str = "") -> ToolCall:

@@ -446,7 +446,8 @@ class Session:
         if not self.small_model:
             return reply
         forms = CallForms(reader.schemas, CallForms.style_of(self._constrained, self.profile.native_tool_calls))
-        return await ReplyRescue(reader.schemas, forms, self.system_prompt).rescue(reply, self.environment)
+        task = next((t.content for t in reversed(self.history.turns) if isinstance(t, UserTurn)), "")
+        return await ReplyRescue(reader.schemas, forms, self.system_prompt, task).rescue(reply, self.environment)
 
     async def _resolve_constrained(self) -> None:
         """Decide constrained decoding once per session and say which mode is active."""
