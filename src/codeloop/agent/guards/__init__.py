@@ -10,6 +10,7 @@ from collections.abc import Callable
 from codeloop.agent.guards.already_done import AlreadyDone
 from codeloop.agent.guards.base import ACCEPT, GuardAction, Turn, TurnGuard, end, nudge, run_instead
 from codeloop.agent.guards.claim_check import ClaimCheck
+from codeloop.agent.guards.claimed_run import ClaimedRun
 from codeloop.agent.guards.echo_reply import EchoReply
 from codeloop.agent.guards.empty_reply import EmptyReplyNudge
 from codeloop.agent.guards.kept_definitions import KeptDefinitions
@@ -21,10 +22,11 @@ from codeloop.agent.guards.verify_answer import VerifyBeforeAnswer
 from codeloop.agent.guards.work_report import WorkReport
 
 DEFAULT_GUARDS: tuple[Callable[[], TurnGuard], ...] = (
-    TaskFiles, AlreadyDone, RetargetEdit, StubLeft, EchoReply, EmptyReplyNudge, ClaimCheck, LoopWarning, VerifyBeforeAnswer,
-    KeptDefinitions, WorkReport)
+    TaskFiles, AlreadyDone, RetargetEdit, StubLeft, EchoReply, EmptyReplyNudge, ClaimedRun, ClaimCheck, LoopWarning,
+    VerifyBeforeAnswer, KeptDefinitions, WorkReport)
 """In order: ``after_reply`` asks them in this order and the first that does not accept decides
 (StubLeft before EchoReply: an empty or echoed reply over a stub the task names gets the
-function drafted alone; WorkReport last: it reports on the answer the others accepted)."""
+function drafted alone; ClaimedRun before ClaimCheck: a command the answer says ran is run, not argued about;
+WorkReport last: it reports on the answer the others accepted)."""
 
 __all__ = ["ACCEPT", "DEFAULT_GUARDS", "GuardAction", "Turn", "TurnGuard", "end", "nudge", "run_instead"]
