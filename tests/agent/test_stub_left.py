@@ -31,8 +31,10 @@ def warnings(h) -> list[str]:
 
 async def test_the_stub_written_back_is_drafted_alone_and_applied_through_the_pipeline(harness) -> None:
     # Seen with the 1.5B model: write_file of the same signature and docstring, then "done".
+    # From its first reply on, a stub the task names is drafted alone; the draft's edit takes
+    # the place of that reply's calls.
     again = ("write_file", {"file_path": "solution.py", "content": STUB})
-    h = harness("text", [calls("text", again), text_response("I implemented modp."),
+    h = harness("text", [calls("text", again),
                          text_response(DRAFT, usage=Usage(input_tokens=212, output_tokens=37, cache_read_tokens=5)),
                          text_response("I implemented modp with pow.")])
     (h.root / "solution.py").write_text(STUB)
@@ -40,16 +42,18 @@ async def test_the_stub_written_back_is_drafted_alone_and_applied_through_the_pi
     assert (h.root / "solution.py").read_text() == STUB + BODY
     assert warnings(h) == ["`modp` in solution.py was still a stub: codeloop asked the model for that function "
                            "alone and applies its answer"]
-    side = h.adapter.requests[2]  # the draft: the task and the file, nothing else
+    side = h.adapter.requests[1]  # the draft: the task and the file, nothing else
     assert [m.role.value for m in side.messages] == ["user"] and not side.tools
     assert side.messages[0].text.startswith(TASK + "\n\nComplete the following Python function `modp` (solution.py):")
     assert f"```python\n{STUB}```" in side.messages[0].text
     # the draft's tokens are reported, though it is no turn of the conversation
     assert [w.message for w in h.of(ev.WarningEvent) if w.code == "model_usage"] == [
         "a request outside the conversation: 212 tokens in (5 cached), 37 out"]
-    assert len(h.of(ev.AssistantTextEnd)) == 3
-    edit = h.of(ev.ToolCallEnd)[-1]
-    assert edit.tool_name in ("write_file", "edit_file") and not edit.is_error  # a call like any other
+    assert len(h.of(ev.AssistantTextEnd)) == 2
+    (edit,) = h.of(ev.ToolCallEnd)  # the stub written back never ran: the draft's edit did, as a call like any other
+    assert edit.tool_name in ("write_file", "edit_file") and not edit.is_error
+    history = h.adapter.requests[-1].messages
+    assert "pow(2, n, p)" in history[2].text  # the model sees the draft's call as its own reply
 
 
 async def test_an_empty_reply_over_the_untouched_stub_gets_the_draft(harness) -> None:
@@ -70,13 +74,22 @@ async def test_a_draft_without_the_function_tells_the_model_once(harness) -> Non
     assert (h.root / "solution.py").read_text() == STUB
 
 
-async def test_reading_first_is_left_alone(harness) -> None:
+async def test_a_first_reply_that_only_reads_is_replaced_by_the_draft(harness) -> None:
     read = ("read_file", {"file_path": "solution.py"})
-    h = harness("text", [calls("text", read), text_response("I implemented it."), text_response(DRAFT),
-                         text_response("Done.")])
+    h = harness("text", [calls("text", read), text_response(DRAFT), text_response("Done.")])
     (h.root / "solution.py").write_text(STUB)
     assert await h.session.submit(TASK) == "Done."
-    assert [e.tool_name for e in h.of(ev.ToolCallStart)][:1] == ["read_file"]  # the read ran, then the draft
+    assert [e.tool_name for e in h.of(ev.ToolCallStart)] in (["edit_file"], ["write_file"])  # the read never ran
+    assert (h.root / "solution.py").read_text() == STUB + BODY
+
+
+async def test_later_replies_that_only_read_are_left_alone(harness) -> None:
+    read = ("read_file", {"file_path": "solution.py"})
+    h = harness("text", [calls("text", read), text_response("no code in here"), calls("text", read),
+                         text_response("I implemented it."), text_response(DRAFT), text_response("Done.")])
+    (h.root / "solution.py").write_text(STUB)
+    assert await h.session.submit(TASK) == "Done."
+    assert [e.tool_name for e in h.of(ev.ToolCallStart)][:1] == ["read_file"]  # no draft at first: the read ran
     assert (h.root / "solution.py").read_text() == STUB + BODY
 
 
@@ -124,10 +137,20 @@ async def test_the_draft_is_asked_on_the_file_as_the_input_found_it(harness) -> 
     dropped = 'def total(xs: List[int]) -> int:\n    """Sum."""\n'
     rewrite = ("write_file", {"file_path": "calc.py", "content": dropped})
     draft = f"```python\n{typed}    return sum(xs)\n```"
-    h = harness("text", [calls("text", rewrite), text_response("Done."), text_response(draft),
-                         text_response("Done.")])
+    # the first draft gives no function, so the rewrite runs; the answer after it gets a second draft
+    h = harness("text", [calls("text", rewrite), text_response("no code"), text_response("Done."),
+                         text_response(draft), text_response("Done.")])
     (h.root / "calc.py").write_text(typed)
     await h.session.submit("Implement `total` in calc.py.")
-    assert "from typing import List" in h.adapter.requests[2].messages[0].text
+    assert "from typing import List" in h.adapter.requests[3].messages[0].text
     assert (h.root / "calc.py").read_text().startswith("from typing import List")
     assert "return sum(xs)" in (h.root / "calc.py").read_text()
+
+
+async def test_a_first_reply_that_writes_the_function_runs_as_it_is(harness) -> None:
+    own = ("write_file", {"file_path": "solution.py", "content": STUB + "    return 2 ** n % p\n"})
+    h = harness("text", [calls("text", own), text_response("Done.")])
+    (h.root / "solution.py").write_text(STUB)
+    assert await h.session.submit(TASK) == "Done."
+    assert (h.root / "solution.py").read_text().endswith("return 2 ** n % p\n") and warnings(h) == []
+    assert len(h.adapter.requests) == 2  # no draft asked

@@ -6,13 +6,18 @@ new text was the old, answered "already done"), or answered "I implemented it" o
 untouched stub; told so, it replied with nothing. The same model, asked in a chat to
 "complete the following Python function", writes the body at once (HumanEval: 15/21).
 
-So when the model answers (or replies empty, or goes on calling tools after editing the file)
-while a function the task names is still a stub in a Python file the task names or the input
-edited, codeloop asks the model for that function alone, in the chat form it is good at (the
+So from the model's first reply of an input on, and again when it answers (or replies empty,
+or goes on calling tools after editing the file), while a function the task names is still a
+stub in a Python file the task names or the input edited, codeloop asks the model for that
+function alone, in the chat form it is good at (the
 task, then the file in a fenced block; no tools, no history: :meth:`Session.ask_alone`), and
 the function from its reply becomes the model's next call: an edit of that definition
 (:mod:`codeloop.agent.file_edits`), run through the pipeline, its policy and approval, like
-any call. When that gives no usable function, the model is told what is missing instead.
+any call. On the first reply the draft takes the place of the reply's own calls unless they
+write the function with code themselves (seen: a first reply that reads the file, or writes
+the stub back, and the rounds after it lost until the time ran out); when the draft gives no
+usable function there, the reply's calls run and the draft is asked again at the answer.
+Then, with no usable function, the model is told what is missing instead.
 Once per function and input; small-window sessions only (``Session.small_model``).
 
 A stub: a body of only a docstring, ``pass``, ``...`` or ``raise NotImplementedError``, found
@@ -84,11 +89,28 @@ def implementation(reply: str, name: str) -> str | None:
     return None
 
 
+def _writes_code(calls: Sequence[ToolCall], path: str, source: str, name: str) -> bool:
+    """True when ``calls`` give ``name`` in ``path`` (now ``source``) a body that is no stub:
+    a whole new file, or an edit whose result, applied to ``source``, defines it with code."""
+    text = source
+    for call in calls:
+        args = call.arguments
+        if str(args.get("file_path", "")).removeprefix("./") != path:
+            continue
+        content, old, new = args.get("content"), args.get("old_string"), args.get("new_string")
+        if call.name == "write_file" and isinstance(content, str):
+            text = content
+        elif call.name == "edit_file" and isinstance(old, str) and isinstance(new, str) and old and old in text:
+            text = text.replace(old, new, 1)
+    return text != source and implementation(text, name) is not None
+
+
 class StubLeft(TurnGuard):
     def __init__(self) -> None:
         self.edited: list[str] = []
         """Python files the input's editing calls named, first edited first."""
         self.handled: set[tuple[str, str]] = set()
+        self.replied = False
         self.original: dict[str, str] = {}
         """The task's Python files as the input found them: the draft is asked on these, since
         a small model's rewrite may have lost what the function needs (an import)."""
@@ -112,17 +134,22 @@ class StubLeft(TurnGuard):
         return ACCEPT
 
     async def after_reply(self, reply: Reply, turn: Turn) -> GuardAction:
-        if reply.calls and not self.edited:  # still looking around: let it work
+        first, self.replied = not self.replied, True
+        if reply.calls and not self.edited and not first:  # still looking around: let it work
             return ACCEPT
         found = await self._stub(turn)
         if found is None:
             return ACCEPT
         path, name, source = found
-        self.handled.add((path, name))
+        if first and reply.calls and _writes_code(reply.calls, path, source, name):
+            return ACCEPT  # the model wrote the function itself: its calls run, checked again at the answer
         session = turn.session
         original = self.original.get(path)
         shown = original if original is not None and name in stubs(original) else source
         call = await _drafted_edit(session, turn.task, path, name, shown)
+        if call is None and first and reply.calls:
+            return ACCEPT  # no draft yet: the model's own calls run, and the draft is asked again when it answers
+        self.handled.add((path, name))
         if call is None:
             return nudge(f"`{name}` in {path} still has no code, only its docstring: the task is not done. "
                          + _how(session, path))
