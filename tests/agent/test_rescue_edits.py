@@ -5,11 +5,16 @@ checkpoints and events hold. Local / small-window profiles only."""
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import json
+import keyword
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from codeloop.agent import events as ev
 from codeloop.agent.config import SessionConfig
@@ -334,3 +339,27 @@ async def test_a_cloud_session_takes_a_listing_as_an_answer(harness) -> None:
     (h.root / "greeting.py").write_text(GREETING)
     assert await h.session.submit("Say Hello.") == reply
     assert (h.root / "greeting.py").read_text() == GREETING and not h.of(ev.ToolCallStart)
+
+
+# -- new definitions added after a file's code (the stub draft of a function to add) -----------
+
+NAMES_ST = st.lists(st.from_regex(r"[a-z]{1,6}", fullmatch=True).filter(lambda n: not keyword.iskeyword(n)),
+                    min_size=1, max_size=3, unique=True)
+
+
+@settings(max_examples=200, deadline=None)
+@given(NAMES_ST, NAMES_ST, st.booleans())
+def test_new_definitions_are_added_after_the_code_and_keep_every_line(old_names: list[str], new_names: list[str],
+                                                                       with_import: bool) -> None:
+    from codeloop.agent.file_edits import appended_definitions
+
+    new_names = [f"new_{n}" for n in new_names]
+    old = "import os\n\n" + "".join(f"\n\ndef {n}():\n    return {i}\n" for i, n in enumerate(old_names))
+    new = ("import json\n\n" if with_import else "") + "\n\n".join(f"def {n}(x):\n    return x\n" for n in new_names)
+    merged = appended_definitions("m.py", old, new)
+    assert merged is not None
+    assert merged.startswith("import os\n" + ("import json\n" if with_import else ""))
+    assert merged.replace("import json\n", "").startswith(old.rstrip("\n"))  # every old line, in place
+    tree = ast.parse(merged)
+    assert [f.name for f in tree.body if isinstance(f, ast.FunctionDef)] == [*old_names, *new_names]
+    assert appended_definitions("m.py", old, f"def {old_names[0]}():\n    return 9\n") is None  # not new: no add

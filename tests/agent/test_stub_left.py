@@ -154,3 +154,60 @@ async def test_a_first_reply_that_writes_the_function_runs_as_it_is(harness) -> 
     assert await h.session.submit(TASK) == "Done."
     assert (h.root / "solution.py").read_text().endswith("return 2 ** n % p\n") and warnings(h) == []
     assert len(h.adapter.requests) == 2  # no draft asked
+
+
+# -- a function the task asks to add -----------------------------------------------------------
+
+MATH = "def square(x):\n    return x * x\n"
+ADD_TASK = "Add a function is_even(n) to mathutils.py that returns True when n is even. Keep the existing function."
+IS_EVEN = "def is_even(n):\n    return n % 2 == 0\n"
+
+
+async def test_a_function_the_task_asks_to_add_is_drafted_alone_and_added_after_the_code(harness) -> None:
+    # Seen with the 1.5B model (dev task 06): its first call replaced the line `def square(x):`
+    # with `def is_even(n):`, losing square and leaving is_even returning x * x.
+    renamed = ("edit_file", {"file_path": "mathutils.py", "old_string": "def square(x):", "new_string": "def is_even(n):"})
+    h = harness("text", [calls("text", renamed), text_response(f"```python\n{IS_EVEN}```"), text_response("Added is_even.")])
+    (h.root / "mathutils.py").write_text(MATH)
+    assert await h.session.submit(ADD_TASK) == "Added is_even."
+    assert (h.root / "mathutils.py").read_text() == MATH + "\n\n" + IS_EVEN
+    assert warnings(h) == ["mathutils.py had no function `is_even` yet: codeloop asked the model for that function "
+                           "alone and applies its answer"]
+    asked = h.adapter.requests[1].messages[0].text
+    assert asked.startswith(ADD_TASK + "\n\nWrite the Python function `is_even` to add to mathutils.py, which holds:")
+    assert [e.tool_name for e in h.of(ev.ToolCallEnd)] == ["edit_file"]  # the draft's edit; the rename never ran
+
+
+async def test_a_first_reply_that_adds_the_function_and_keeps_the_rest_runs_as_it_is(harness) -> None:
+    added = ("write_file", {"file_path": "mathutils.py", "content": MATH + "\n\n" + IS_EVEN})
+    h = harness("text", [calls("text", added), text_response("Added is_even.")])
+    (h.root / "mathutils.py").write_text(MATH)
+    assert await h.session.submit(ADD_TASK) == "Added is_even."
+    assert warnings(h) == [] and len(h.adapter.requests) == 2
+
+
+async def test_a_function_still_missing_at_the_answer_is_told_when_no_draft_comes(harness) -> None:
+    h = harness("text", [text_response("I added it."), text_response("no code"), text_response("Sorry.")])
+    (h.root / "mathutils.py").write_text(MATH)
+    await h.session.submit(ADD_TASK)
+    (told,) = notes(h)
+    assert told.startswith("mathutils.py has no function `is_even` yet: the task is not done.")
+    assert (h.root / "mathutils.py").read_text() == MATH
+
+
+def test_which_functions_a_task_asks_to_add() -> None:
+    from codeloop.agent.guards.stub_left import wanted_functions
+
+    assert wanted_functions(ADD_TASK) == ["is_even"]
+    assert wanted_functions("Add parse_size(text) to units.py, the reverse of format_size") == ["parse_size"]
+    assert wanted_functions("Write a function called `slugify` in text.py") == ["slugify"]
+    assert wanted_functions("Add a call to foo() in x.py") == []  # a call, not a function to write
+    assert wanted_functions("Add a --limit N option to todo.py") == []
+    assert wanted_functions("Add logging to main() in app.py") == []
+
+
+@given(st.text(max_size=200))
+def test_any_task_is_read_without_error(task: str) -> None:
+    from codeloop.agent.guards.stub_left import wanted_functions
+
+    assert all(name.isidentifier() and name in task for name in wanted_functions(task))

@@ -168,6 +168,38 @@ def merged_definitions(path: str, old: str, new: str) -> str | None:
     return _splice(old_lines, replaced, added, [line for line in rest if _IMPORT.match(line)])
 
 
+def appended_definitions(path: str, old: str, new: str) -> str | None:
+    """``old`` with the definitions of ``new`` added at its end and ``new``'s missing imports
+    after ``old``'s; None unless ``new`` holds only definitions (imports and comments aside)
+    and none of them is in ``old``. For a function asked to be *added*: a block of new
+    definitions alone is otherwise ambiguous (it may mean the whole new file)."""
+    body = textwrap.dedent(new)
+    old_defs, new_defs = definitions(path, old), definitions(path, body)
+    tops = [d for d in new_defs or () if d.top]
+    if old_defs is None or not tops or {d.name for d in tops} & {d.name for d in old_defs}:
+        return None
+    lines = lines_of(body)
+    inside = {i for d in tops for i in range(d.start, d.end)}
+    rest = [line for i, line in enumerate(lines) if i not in inside]
+    if not all(map(_is_rest, rest)):
+        return None
+    old_lines = lines_of(old)
+    present = {line.strip() for line in old_lines}
+    imports = list(dict.fromkeys(line if line.endswith("\n") else line + "\n" for line in rest
+                                 if _IMPORT.match(line) and line.strip() not in present))
+    added = ["".join(lines[d.start:d.end]) for d in tops]
+    text = old.rstrip("\n") + "".join("\n\n\n" + a.rstrip("\n") for a in added) + "\n"
+    if not old.strip():
+        text = "\n\n\n".join(a.rstrip("\n") for a in added) + "\n"
+    if imports:
+        out = lines_of(text)
+        after = [i for i, line in enumerate(old_lines) if _IMPORT.match(line) and not line[:1].isspace()]
+        at = after[-1] + 1 if after else 0
+        out[at:at] = imports
+        text = "".join(out)
+    return text
+
+
 def _splice(old_lines: list[str], replaced: list[tuple[Definition, str]], added: list[str],
             imports: list[str]) -> str:
     if old_lines and not old_lines[-1].endswith("\n"):

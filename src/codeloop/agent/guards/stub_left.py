@@ -20,6 +20,14 @@ usable function there, the reply's calls run and the draft is asked again at the
 Then, with no usable function, the model is told what is missing instead.
 Once per function and input; small-window sessions only (``Session.small_model``).
 
+A function the task asks to *add* (``Add a function is_even(n) to mathutils.py``, ``Add
+parse_size(text) to units.py``: :func:`wanted_functions`) to the one Python file it names,
+which that file does not define yet, is drafted the same way (``Write the Python function
+`is_even` to add to mathutils.py, which holds:`` and the file) and added after the file's code
+(:func:`codeloop.agent.file_edits.appended_definitions`). Seen on dev task 06: the model's first
+call replaced ``def square(x):`` with ``def is_even(n):``. A first reply whose calls define the
+function but drop another one of the file does not count as writing it.
+
 A stub: a body of only a docstring, ``pass``, ``...`` or ``raise NotImplementedError``, found
 with ``ast`` (nothing runs). Stubs the task does not name are left alone.
 """
@@ -35,7 +43,7 @@ from typing import TYPE_CHECKING
 
 from codeloop.agent.call_forms import CallForms
 from codeloop.agent.claims import file_names
-from codeloop.agent.file_edits import plan_file_edit
+from codeloop.agent.file_edits import appended_definitions, plan_file_edit
 from codeloop.agent.guards.base import ACCEPT, GuardAction, Turn, TurnGuard, nudge, rescues_on, run_instead
 from codeloop.agent.guards.kept_definitions import EDITING_TOOLS, file_text
 from codeloop.agent.guards.verify_answer import call_form
@@ -50,6 +58,13 @@ from codeloop.tools.hooks import call_paths
 if TYPE_CHECKING:
     from codeloop.agent.session import Session
 
+_WANTED = re.compile(
+    r"\b(?:add|write|create|implement|define)\s+(?:a\s+|an\s+|the\s+)?(?:new\s+)?(?:(?:python\s+)?(?:function|helper)\s+)?"
+    r"`?([A-Za-z_]\w*)`?\s*\("
+    r"|\b(?:add|write|create|implement|define)\s+(?:a\s+|an\s+|the\s+)?(?:new\s+)?(?:python\s+)?(?:function|helper)"
+    r"\s+(?:called\s+|named\s+)?`?([A-Za-z_]\w*)`?",
+    re.IGNORECASE)
+_NOT_NAMES = frozenset({"that", "which", "to", "in", "for", "with", "and", "the", "a", "an", "called", "named"})
 MAX_SOURCE_CHARS = 12_000
 """Larger files are not sent whole in a side request (about a third of an 8 k window)."""
 
@@ -102,7 +117,15 @@ def _writes_code(calls: Sequence[ToolCall], path: str, source: str, name: str) -
             text = content
         elif call.name == "edit_file" and isinstance(old, str) and isinstance(new, str) and old and old in text:
             text = text.replace(old, new, 1)
-    return text != source and implementation(text, name) is not None
+    kept = {f.name for f in _functions(text) or ()} >= {f.name for f in _functions(source) or ()}
+    return text != source and kept and implementation(text, name) is not None
+
+
+def wanted_functions(task: str) -> list[str]:
+    """Names of functions ``task`` asks to add (``Add a function is_even(n) to ...``, ``Add
+    parse_size(text) to ...``, ``write a function `slug` ...``), in order."""
+    return list(dict.fromkeys(m.group(1) or m.group(2) for m in _WANTED.finditer(task)
+                              if (m.group(1) or m.group(2)) not in _NOT_NAMES))
 
 
 class StubLeft(TurnGuard):
@@ -114,6 +137,8 @@ class StubLeft(TurnGuard):
         self.original: dict[str, str] = {}
         """The task's Python files as the input found them: the draft is asked on these, since
         a small model's rewrite may have lost what the function needs (an import)."""
+        self.wanted: list[tuple[str, str]] = []
+        """(file, function) the task asks to add to the one Python file it names, not there yet."""
 
     def applies(self, session: Session) -> bool:
         return rescues_on(session)
@@ -123,6 +148,10 @@ class StubLeft(TurnGuard):
             path = name.removeprefix("./")
             if path.endswith(".py") and (text := await file_text(turn.session, path)) is not None:
                 self.original[path] = text
+        if len(self.original) == 1:
+            ((path, text),) = self.original.items()
+            there = {f.name for f in _functions(text) or ()}
+            self.wanted = [(path, name) for name in wanted_functions(turn.task) if name not in there]
         return ""
 
     async def after_tools(self, calls: Sequence[ToolCall], results: Sequence[CallResult], turn: Turn) -> GuardAction:
@@ -140,42 +169,53 @@ class StubLeft(TurnGuard):
         found = await self._stub(turn)
         if found is None:
             return ACCEPT
-        path, name, source = found
+        path, name, source, missing = found
         if first and reply.calls and _writes_code(reply.calls, path, source, name):
             return ACCEPT  # the model wrote the function itself: its calls run, checked again at the answer
         session = turn.session
         original = self.original.get(path)
-        shown = original if original is not None and name in stubs(original) else source
-        call = await _drafted_edit(session, turn.task, path, name, shown)
+        shown = original if original is not None and (missing or name in stubs(original)) else source
+        call = await _drafted_edit(session, turn.task, path, name, shown, missing)
         if call is None and first and reply.calls:
             return ACCEPT  # no draft yet: the model's own calls run, and the draft is asked again when it answers
         self.handled.add((path, name))
         if call is None:
-            return nudge(f"`{name}` in {path} still has no code, only its docstring: the task is not done. "
-                         + _how(session, path))
+            said = f"{path} has no function `{name}` yet" if missing else \
+                f"`{name}` in {path} still has no code, only its docstring"
+            return nudge(f"{said}: the task is not done. " + _how(session, path))
         written = "" if not reply.calls or session.profile.native_tool_calls else call_form(
             session, call.name, {k: str(v) for k, v in call.arguments.items()})
-        return run_instead(call, f"`{name}` in {path} was still a stub: codeloop asked the model for that "
-                                 "function alone and applies its answer", written)
+        what = f"{path} had no function `{name}` yet" if missing else f"`{name}` in {path} was still a stub"
+        return run_instead(call, f"{what}: codeloop asked the model for that function alone and applies its answer",
+                           written)
 
-    async def _stub(self, turn: Turn) -> tuple[str, str, str] | None:
-        """The first (path, function, file text) the task names that is still a stub."""
+    async def _stub(self, turn: Turn) -> tuple[str, str, str, bool] | None:
+        """The first (path, function, file text, missing) the task names that is still a stub,
+        else the first function it asks to add that its file does not define with code."""
         mentioned = set(re.findall(r"\w+", turn.task))
         named = [n.removeprefix("./") for n in file_names(turn.task) if n.endswith(".py")]
         for path in [*self.edited, *(n for n in named if n not in self.edited)]:
             source = await file_text(turn.session, path)
             for name in stubs(source or ""):
                 if source is not None and name in mentioned and (path, name) not in self.handled:
-                    return path, name, source
+                    return path, name, source, False
+        for path, name in self.wanted:
+            source = await file_text(turn.session, path)
+            if source is not None and (path, name) not in self.handled and implementation(source, name) is None:
+                return path, name, source, True
         return None
 
 
-async def _drafted_edit(session: Session, task: str, path: str, name: str, source: str) -> ToolCall | None:
+async def _drafted_edit(session: Session, task: str, path: str, name: str, source: str,
+                        missing: bool = False) -> ToolCall | None:
     """The edit giving ``name`` in ``path`` the body the model writes when asked for it alone,
-    shown ``source`` (the file); imports the draft brings that the file lacks are added."""
+    shown ``source`` (the file); imports the draft brings that the file lacks are added. A
+    ``missing`` function is added after the file's code."""
     if len(source) > MAX_SOURCE_CHARS:
         return None
-    prompt = f"{task.strip()}\n\nComplete the following Python function `{name}` ({path}):\n```python\n{source}```"
+    ask = (f"Write the Python function `{name}` to add to {path}, which holds:" if missing
+           else f"Complete the following Python function `{name}` ({path}):")
+    prompt = f"{task.strip()}\n\n{ask}\n```python\n{source}```"
     try:
         answer = await session.ask_alone(prompt)
     except SDKError:  # the conversation's own next request reports a lasting failure
@@ -186,6 +226,9 @@ async def _drafted_edit(session: Session, task: str, path: str, name: str, sourc
     schemas = {d.name: d.parameters for d in session.profile.tool_registry.definitions()}
     forms = CallForms(schemas, CallForms.style_of(session.constrained, session.profile.native_tool_calls))
     plan = await plan_file_edit(path, code, session.environment, schemas, forms)
+    if plan.problem and missing and (now := await file_text(session, path)) is not None \
+            and (added := appended_definitions(path, now, code)) is not None:
+        plan = await plan_file_edit(path, added, session.environment, schemas, forms)
     if plan.problem or len(plan.calls) != 1:
         return None
     ((tool, arguments),) = plan.calls
