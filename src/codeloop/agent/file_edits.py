@@ -129,21 +129,27 @@ def _indented(text: str, indent: str) -> str:
     return "".join(indent + line if line.strip() else line for line in lines_of(text))
 
 
+def _only_definitions(path: str, new: str) -> tuple[list[Definition], list[str], list[str]] | None:
+    """The top-level definitions of ``new`` (dedented), its lines, and its lines outside them;
+    None unless it has definitions and the lines outside them are imports, comments or blank."""
+    lines = lines_of(textwrap.dedent(new))
+    tops = [d for d in definitions(path, "".join(lines)) or () if d.top]
+    inside = {i for d in tops for i in range(d.start, d.end)}
+    rest = [line for i, line in enumerate(lines) if i not in inside]
+    if not tops or not all(map(_is_rest, rest)):
+        return None
+    return tops, lines, rest
+
+
 def merged_definitions(path: str, old: str, new: str) -> str | None:
     """``old`` with the definitions ``new`` redefines replaced, its new definitions added after
     the last replaced one and its missing imports added after ``old``'s; None unless ``new``
     holds only definitions (imports and comments aside), at least one of them in ``old``,
     each matching one definition there."""
-    body = textwrap.dedent(new)
-    old_defs, new_defs = definitions(path, old), definitions(path, body)
-    tops = [d for d in new_defs or () if d.top]
-    if not old_defs or not tops:
+    old_defs, only = definitions(path, old), _only_definitions(path, new)
+    if not old_defs or only is None:
         return None
-    lines = lines_of(body)
-    inside = {i for d in tops for i in range(d.start, d.end)}
-    rest = [line for i, line in enumerate(lines) if i not in inside]
-    if not all(map(_is_rest, rest)):
-        return None
+    tops, lines, rest = only
     old_lines = lines_of(old)
     replaced: list[tuple[Definition, str]] = []
     added: list[str] = []
@@ -173,16 +179,10 @@ def appended_definitions(path: str, old: str, new: str) -> str | None:
     after ``old``'s; None unless ``new`` holds only definitions (imports and comments aside)
     and none of them is in ``old``. For a function asked to be *added*: a block of new
     definitions alone is otherwise ambiguous (it may mean the whole new file)."""
-    body = textwrap.dedent(new)
-    old_defs, new_defs = definitions(path, old), definitions(path, body)
-    tops = [d for d in new_defs or () if d.top]
-    if old_defs is None or not tops or {d.name for d in tops} & {d.name for d in old_defs}:
+    old_defs, only = definitions(path, old), _only_definitions(path, new)
+    if old_defs is None or only is None or {d.name for d in only[0]} & {d.name for d in old_defs}:
         return None
-    lines = lines_of(body)
-    inside = {i for d in tops for i in range(d.start, d.end)}
-    rest = [line for i, line in enumerate(lines) if i not in inside]
-    if not all(map(_is_rest, rest)):
-        return None
+    tops, lines, rest = only
     old_lines = lines_of(old)
     present = {line.strip() for line in old_lines}
     imports = list(dict.fromkeys(line if line.endswith("\n") else line + "\n" for line in rest
