@@ -217,11 +217,13 @@ def test_own_lines_are_lines_of_the_reply_that_the_source_does_not_hold(lines: l
 async def test_an_empty_reply_after_an_error_proposing_a_call_is_offered_that_call(harness) -> None:
     # Seen with the 1.5B model: delete_file refused with "call shell: rm -- obsolete.txt", then
     # an empty reply; offered read_file FILE_PATH, it read the file and claimed it deleted.
-    h = harness("text", [text_response(tagged("delete_file", {"file_path": "obsolete.txt"})), text_response(""),
+    # (A complete delete_file now runs as the rm it meant; here the error of a tool named like
+    # the file proposes the exact read_file call.)
+    h = harness("text", [text_response('<tool name="obsolete"></tool>'), text_response(""),
                          text_response(tagged("shell", {"command": "rm -- obsolete.txt"})),
                          text_response("Deleted obsolete.txt.")])
     (h.root / "obsolete.txt").write_text("old data\n")
     await h.session.submit("Delete the file obsolete.txt.")
-    assert _steering(h)[0] == ('Your reply was empty. To act, make one tool call, for example:\n<tool name="shell">\n'
-                               "<command>rm -- obsolete.txt</command>\n</tool>\n" + FINISH)
+    assert _steering(h)[0] == ('Your reply was empty. To act, make one tool call, for example:\n<tool name="read_file">\n'
+                               "<file_path>obsolete.txt</file_path>\n</tool>\n" + FINISH)
     assert not (h.root / "obsolete.txt").exists()

@@ -48,10 +48,11 @@ async def test_text_profile_malformed_call_gets_exact_valid_form_then_model_corr
 
 
 async def test_text_profile_unknown_tool_lists_available_tools(harness) -> None:
-    h = harness("text", [text_response('{"name": "run_command", "arguments": {"cmd": "ls"}}'), text_response("ok")])
+    # (A run_command with a command now runs as the shell call it meant: tests/agent/test_tool_suggestions.py.)
+    h = harness("text", [text_response('{"name": "frobnicate", "arguments": {"level": 3}}'), text_response("ok")])
     await h.session.submit("go")
     err = h.of(ev.ToolCallEnd)[0].error or ""
-    assert err.startswith("Unknown tool: run_command. Available tools:") and "shell" in err
+    assert err.startswith("Unknown tool: frobnicate. Available tools:") and "shell" in err
 
 
 async def test_text_profile_requests_carry_no_native_tools(harness) -> None:

@@ -58,14 +58,48 @@ def test_any_name_and_arguments_give_a_valid_suggestion_or_none(name: str, args:
         assert tool in SCHEMAS and set(suggested) <= set(SCHEMAS[tool]["properties"])
 
 
-async def test_the_model_follows_the_suggestion_and_the_file_is_deleted(harness) -> None:
+async def test_a_small_models_wish_with_a_complete_equivalent_runs_as_that_call(harness) -> None:
+    # Seen with the 1.5B model (dev task 10): delete_file(obsolete.txt) refused with "call shell:
+    # rm -- obsolete.txt", then three empty replies. The call it meant now runs, through the pipeline.
     h = harness("text", [
         text_response('<tool name="delete_file"><file_path>obsolete.txt</file_path></tool>'),
+        text_response("Deleted."),
+    ])
+    (h.root / "obsolete.txt").write_text("old data\n")
+    (h.root / "keep.txt").write_text("keep me\n")
+    assert await h.session.submit("Delete obsolete.txt") == "Deleted."
+    (start,) = h.of(ev.ToolCallStart)
+    assert (start.tool_name, start.arguments) == ("shell", {"command": "rm -- obsolete.txt"})
+    assert not (h.root / "obsolete.txt").exists() and (h.root / "keep.txt").exists()
+
+
+async def test_a_wish_without_a_complete_equivalent_gets_the_suggestion_and_the_model_follows_it(harness) -> None:
+    h = harness("text", [
+        text_response("<tool name=\"delete_file\"></tool>"),
         calls("text", ("shell", {"command": "rm -- obsolete.txt"})),
         text_response("Deleted."),
     ])
     (h.root / "obsolete.txt").write_text("old data\n")
     await h.session.submit("Delete obsolete.txt")
     first = h.of(ev.ToolCallEnd)[0]
-    assert first.is_error and "<command>rm -- obsolete.txt</command>" in (first.error or "")
+    assert first.is_error and "<command>rm -- PATH</command>" in (first.error or "")
     assert not (h.root / "obsolete.txt").exists()
+
+
+def test_a_meant_call_is_an_equivalent_with_nothing_left_to_fill_in() -> None:
+    from codeloop.tools.suggestions import meant_call
+
+    assert meant_call("delete_file", {"file_path": "a b.txt"}, SCHEMAS) == ("shell", {"command": "rm -- 'a b.txt'"})
+    assert meant_call("delete_file", {}, SCHEMAS) is None
+    assert meant_call("create_file", {"path": "x.py"}, SCHEMAS) is None  # no content given
+    assert meant_call("create_file", {"path": "x.py", "content": "x = 1\n"}, SCHEMAS) == (
+        "write_file", {"file_path": "x.py", "content": "x = 1\n"})
+    assert meant_call("run", {}, SCHEMAS) is None
+
+
+async def test_a_run_command_wish_runs_as_the_shell_call(harness) -> None:
+    h = harness("text", [text_response('{"name": "run_command", "arguments": {"cmd": "ls"}}'), text_response("ok")])
+    (h.root / "seen.txt").write_text("x\n")
+    await h.session.submit("go")
+    (end,) = h.of(ev.ToolCallEnd)
+    assert end.tool_name == "shell" and "seen.txt" in (end.output or "")

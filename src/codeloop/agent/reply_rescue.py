@@ -9,7 +9,9 @@ Two rescues that need the workspace, for local / small-window sessions only:
   itself), the call is what that content means for the file (:mod:`.file_edits`: a write,
   or an edit of the definitions it redefines). Without content, or when the meaning is
   ambiguous, the model gets the exact valid calls for that file instead of "Unknown tool".
-  A name that is no file (``rename_symbol``) gets the exact form of the closest tools.
+  A name that is no file is a wish: with a complete equivalent call (``delete_file`` of
+  ``obsolete.txt``: the shell's ``rm -- obsolete.txt``) it is that call; otherwise
+  (``rename_symbol``) the model gets the exact form of the closest tools.
 - **A file name followed by a fenced block** in a reply without calls (:mod:`.named_blocks`)
   is the same change of that file; so is a file's listing in the numbered form codeloop
   shows files in, copied back changed. A listing that ends before the file does (a copied
@@ -45,7 +47,7 @@ from codeloop.agent.reply_reader import Reply
 from codeloop.agent.text_tool_calls import Schemas, new_call_id, tagged_params
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.llm.types import ToolCall
-from codeloop.tools.suggestions import closest_tools, equivalent_call
+from codeloop.tools.suggestions import closest_tools, equivalent_call, meant_call
 
 FENCED_EDITS, MISNAMED_CALLS = "file edits from fenced blocks", "misnamed calls"
 """Notes added to a rescued :class:`Reply`."""
@@ -168,6 +170,9 @@ class ReplyRescue:
                                   + self._file_forms(found[0], exists=True))]
         path = found[0] if found else written.name if file_extension(written.name) else None
         if path is None:
+            meant = meant_call(written.name, dict(written.arguments), self.schemas)
+            if meant is not None:  # delete_file(obsolete.txt): the shell's `rm -- obsolete.txt`
+                return [ToolCall(call.id, meant[0], meant[1], json.dumps(meant[1]))]
             return [_answer(call, self._wish(written, call.parse_error))]
         content = content_of(written, path)
         if content is not None:

@@ -2,8 +2,10 @@
 
 A 1.5B model asked to delete a file calls ``delete_file``; asked to run a script, ``run`` or
 ``execute_command``. "Unknown tool" plus the list of tools is often not enough for it to find
-the way, so the error names the equivalent call with the model's own arguments filled in. The
-call is only suggested, never run: the model makes it, and approval applies as usual.
+the way, so the error names the equivalent call with the model's own arguments filled in.
+Here the call is only suggested; a small-model session runs a complete one (no placeholder
+left: :func:`meant_call`) as the call the model meant (``codeloop.agent.reply_rescue``),
+through the pipeline, so policy and approval apply as usual.
 """
 
 from __future__ import annotations
@@ -51,6 +53,20 @@ def equivalent_call(name: str, arguments: Mapping[str, Any] | None,
     tool, args = found
     props = schemas[tool].get("properties", {}) or {}
     return found if all(k in props for k in args) else None
+
+
+PLACEHOLDERS = frozenset({"PATH", "COMMAND", "...", "PATTERN", "rm -- PATH"})
+"""Values :func:`equivalent_call` fills in where the model's call said nothing."""
+
+
+def meant_call(name: str, arguments: Mapping[str, Any] | None,
+               schemas: Mapping[str, Mapping[str, Any]]) -> tuple[str, dict[str, Any]] | None:
+    """:func:`equivalent_call` when every argument of it came from the model's call (no
+    placeholder), else None: the call the model meant, complete enough to run."""
+    found = equivalent_call(name, arguments, schemas)
+    if found is None or any(isinstance(v, str) and v in PLACEHOLDERS for v in found[1].values()):
+        return None
+    return found
 
 
 def _equivalent(name: str, args: Mapping[str, Any],
