@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 from codeloop.agent.guards.already_done import AlreadyDone
 from codeloop.agent.guards.base import ACCEPT, GuardAction, Turn, TurnGuard, end, nudge, run_instead
+from codeloop.agent.guards.broken_write import BrokenWrite
 from codeloop.agent.guards.claim_check import ClaimCheck
 from codeloop.agent.guards.claimed_run import ClaimedRun
 from codeloop.agent.guards.echo_reply import EchoReply
@@ -23,7 +24,7 @@ from codeloop.agent.guards.work_report import WorkReport
 
 DEFAULT_GUARDS: tuple[Callable[[], TurnGuard], ...] = (
     TaskFiles, AlreadyDone, RetargetEdit, StubLeft, EchoReply, EmptyReplyNudge, ClaimedRun, ClaimCheck, LoopWarning,
-    VerifyBeforeAnswer, KeptDefinitions, WorkReport)
+    VerifyBeforeAnswer, KeptDefinitions, BrokenWrite, WorkReport)
 """In order: ``after_reply`` asks them in this order and the first that does not accept decides
 (StubLeft before EchoReply: an empty or echoed reply over a stub the task names gets the
 function drafted alone; ClaimedRun before ClaimCheck: a command the answer says ran is run, not argued about;

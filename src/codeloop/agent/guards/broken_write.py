@@ -1,0 +1,73 @@
+"""Turn guard: a whole-file write that would leave a file that parses unparseable is refused (issue 20).
+
+Seen with the 1.5B model (dev task 13, "add CURRENCY to settings.py and use it in invoice.py
+and receipt.py"): it wrote each of the three files as one import line and a fenced
+``obj['invoice_lines']``, losing every line of them; the diagnostics after the write said the
+files no longer parsed, and the model went on. A small model's whole-file write whose content
+does not parse, over a Python or JSON file that parses now, is answered instead of run:
+nothing is written, and the model is told where its content fails and how to write it.
+New files, files that do not parse already and edits of a part (``edit_file``,
+whose steps may pass through a broken state) are left to the diagnostics after the call.
+Small-model sessions only.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from typing import TYPE_CHECKING
+
+from codeloop.agent.guards.base import Turn, TurnGuard, rescues_on
+from codeloop.environments.errors import WorkspaceError
+from codeloop.tools import workspace_ops as ops
+from codeloop.tools.registry import ToolOutput
+
+if TYPE_CHECKING:
+    from codeloop.agent.session import Session
+    from codeloop.policy.approval import ToolCallRequest
+
+MAX_CHECKED_BYTES = 512 * 1024
+
+
+def problem(path: str, text: str) -> str | None:
+    """Why ``text`` is no valid content for ``path`` (Python or JSON), None when it is (or the
+    file is of another kind)."""
+    if path.endswith((".py", ".pyi")):
+        try:
+            ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+            if isinstance(exc, SyntaxError):
+                line = (exc.text or "").strip()
+                return f"line {exc.lineno}: {exc.msg}" + (f" (`{line[:60]}`)" if line else "")
+            return str(exc) or type(exc).__name__
+        return None
+    if path.endswith(".json"):
+        try:
+            json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            return str(exc)
+    return None
+
+
+class BrokenWrite(TurnGuard):
+    def applies(self, session: Session) -> bool:
+        return rescues_on(session)
+
+    async def before_call(self, call: ToolCallRequest, turn: Turn) -> ToolOutput | None:
+        path, content = call.arguments.get("file_path"), call.arguments.get("content")
+        if call.name != "write_file" or not isinstance(path, str) or not isinstance(content, str):
+            return None
+        if problem(path, content) is None:
+            return None
+        try:
+            data = await ops.read_bytes(turn.session.environment, path, max_bytes=MAX_CHECKED_BYTES)
+        except (WorkspaceError, OSError):
+            return None  # a new file, or one the tool refuses itself
+        if b"\0" in data or problem(path, data.decode("utf-8", "replace")) is not None:
+            return None
+        kind = "JSON" if path.endswith(".json") else "Python"
+        return ToolOutput(
+            f"Not written: the new content of {path} is not valid {kind} ({problem(path, content)}), "
+            f"and {path} is valid {kind} now, so writing it would break the file. {path} is unchanged. "
+            f"Write the whole file as plain {kind} (no ``` fences, every line of it), or change one part of it "
+            "with edit_file.", is_error=True)
