@@ -45,7 +45,8 @@ async def test_a_call_to_a_tool_named_like_the_file_with_code_edits_that_file(ha
     h = harness("text", [text_response(f'<tool name="solution.py">\n```python\n{FUNCTION}```\n'),
                          text_response("I implemented total.")])
     (h.root / "solution.py").write_text(STUB)
-    assert await h.session.submit("Implement total in solution.py.") == "I implemented total."
+    # (a task naming `total` would have the stub drafted alone first: tests/agent/test_stub_left.py)
+    assert await h.session.submit("Fill in solution.py.") == "I implemented total."
     assert (h.root / "solution.py").read_text() == IMPLEMENTED  # the import stays
     ((name, args),) = _starts(h)
     assert name == "edit_file" and args["old_string"] == '    """Return the sum of values."""\n'
@@ -129,7 +130,7 @@ async def test_a_constrained_reply_naming_a_file_as_the_tool_is_understood(harne
 async def test_the_function_shown_under_the_files_name_replaces_that_function_only(harness) -> None:
     h = harness("text", [text_response(f"solution.py\n```python\n{FUNCTION}```"), text_response("Done.")])
     (h.root / "solution.py").write_text(STUB)
-    assert await h.session.submit("Implement total in solution.py.") == "Done."
+    assert await h.session.submit("Fill in solution.py.") == "Done."
     assert (h.root / "solution.py").read_text() == IMPLEMENTED
     assert [e.is_error for e in _ends(h)] == [False]
 

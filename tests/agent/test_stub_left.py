@@ -147,13 +147,14 @@ async def test_the_draft_is_asked_on_the_file_as_the_input_found_it(harness) -> 
     assert "return sum(xs)" in (h.root / "calc.py").read_text()
 
 
-async def test_a_first_reply_that_writes_the_function_runs_as_it_is(harness) -> None:
-    own = ("write_file", {"file_path": "solution.py", "content": STUB + "    return 2 ** n % p\n"})
-    h = harness("text", [calls("text", own), text_response("Done.")])
+async def test_a_first_reply_that_writes_the_function_itself_gets_the_draft_in_its_place(harness) -> None:
+    # HumanEval/65 at 3d7664e: the first call wrote a wrong body; the bare chat answer was right.
+    own = ("write_file", {"file_path": "solution.py", "content": STUB + "    return 2 ** n\n"})
+    h = harness("text", [calls("text", own), text_response(DRAFT), text_response("Done.")])
     (h.root / "solution.py").write_text(STUB)
     assert await h.session.submit(TASK) == "Done."
-    assert (h.root / "solution.py").read_text().endswith("return 2 ** n % p\n") and warnings(h) == []
-    assert len(h.adapter.requests) == 2  # no draft asked
+    assert (h.root / "solution.py").read_text() == STUB + BODY
+    assert len(warnings(h)) == 1 and len(h.of(ev.ToolCallEnd)) == 1  # the draft's edit, not the reply's write
 
 
 # -- a function the task asks to add -----------------------------------------------------------

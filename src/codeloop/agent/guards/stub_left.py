@@ -13,10 +13,12 @@ function alone, in the chat form it is good at (the
 task, then the file in a fenced block; no tools, no history: :meth:`Session.ask_alone`), and
 the function from its reply becomes the model's next call: an edit of that definition
 (:mod:`codeloop.agent.file_edits`), run through the pipeline, its policy and approval, like
-any call. On the first reply the draft takes the place of the reply's own calls unless they
-write the function with code themselves (seen: a first reply that reads the file, or writes
-the stub back, and the rounds after it lost until the time ran out); when the draft gives no
-usable function there, the reply's calls run and the draft is asked again at the answer.
+any call. On the first reply the draft takes the place of the reply's own calls, even when
+they write the function themselves: the same model writes better code asked alone than inside
+a tool call (HumanEval dev at 3d7664e: on /65 its first call wrote a wrong body, its bare chat
+answer a right one; on the others the first reply read the file or wrote the stub back, and
+the rounds after it were lost); when the draft gives no usable function there, the reply's
+calls run and the draft is asked again at the answer.
 Then, with no usable function, the model is told what is missing instead.
 Once per function and input; small-window sessions only (``Session.small_model``).
 
@@ -25,8 +27,9 @@ parse_size(text) to units.py``: :func:`wanted_functions`) to the one Python file
 which that file does not define yet, is drafted the same way (``Write the Python function
 `is_even` to add to mathutils.py, which holds:`` and the file) and added after the file's code
 (:func:`codeloop.agent.file_edits.appended_definitions`). Seen on dev task 06: the model's first
-call replaced ``def square(x):`` with ``def is_even(n):``. A first reply whose calls define the
-function but drop another one of the file does not count as writing it.
+call replaced ``def square(x):`` with ``def is_even(n):``. A first reply whose calls add the
+function and keep the file's others runs as it is; one that drops another function does not
+count as adding it.
 
 A stub: a body of only a docstring, ``pass``, ``...`` or ``raise NotImplementedError``, found
 with ``ast`` (nothing runs). Stubs the task does not name are left alone.
@@ -170,8 +173,8 @@ class StubLeft(TurnGuard):
         if found is None:
             return ACCEPT
         path, name, source, missing = found
-        if first and reply.calls and _writes_code(reply.calls, path, source, name):
-            return ACCEPT  # the model wrote the function itself: its calls run, checked again at the answer
+        if first and missing and reply.calls and _writes_code(reply.calls, path, source, name):
+            return ACCEPT  # the model added the function itself: its calls run, checked again at the answer
         session = turn.session
         original = self.original.get(path)
         shown = original if original is not None and (missing or name in stubs(original)) else source
