@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from codeloop.agent import events as ev
-from codeloop.agent.guards.broken_write import problem
+from codeloop.agent.file_edits import content_problem
 from codeloop.llm.adapters.scripted import text_response
 
 from .agent_harness import calls
@@ -60,5 +60,5 @@ async def test_a_cloud_session_writes_what_it_was_asked_to(harness) -> None:
 
 @given(st.text(max_size=300), st.sampled_from(["a.py", "a.json", "a.txt"]))
 def test_any_content_is_judged_without_error(text: str, path: str) -> None:
-    found = problem(path, text)
+    found = content_problem(path, text)
     assert found is None or (found and path != "a.txt")

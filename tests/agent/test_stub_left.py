@@ -212,3 +212,12 @@ def test_any_task_is_read_without_error(task: str) -> None:
     from codeloop.agent.guards.stub_left import wanted_functions
 
     assert all(name.isidentifier() and name in task for name in wanted_functions(task))
+
+
+async def test_a_function_added_to_a_file_without_functions_keeps_what_the_file_holds(harness) -> None:
+    consts = "RATE = 2\nNAMES = ['a', 'b']\n"
+    h = harness("text", [text_response("I will add it."), text_response("```python\ndef double(x):\n    return x * RATE\n```"),
+                         text_response("Added double.")])
+    (h.root / "calc.py").write_text(consts)
+    await h.session.submit("Add a function double(x) to calc.py that multiplies x by RATE.")
+    assert (h.root / "calc.py").read_text() == consts + "\n\ndef double(x):\n    return x * RATE\n"

@@ -87,18 +87,28 @@ def lines_of(text: str) -> list[str]:
     return [part + "\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
 
 
-def plausible_content(path: str, content: str) -> bool:
-    """False when ``content`` cannot be the file's text (not Python for a ``.py`` file, not JSON
-    for a ``.json`` one): a traceback or a shell session under a file's name is no edit."""
+def content_problem(path: str, text: str) -> str | None:
+    """Why ``text`` cannot be the content of ``path`` as its language (a ``.py``/``.pyi`` file
+    that does not parse, a ``.json`` one that does not load), None when it can or the file is
+    of another kind."""
     suffix = path.rsplit(".", 1)[-1].lower() if "." in path else ""
     try:
         if suffix in ("py", "pyi"):
-            ast.parse(content)
+            ast.parse(text)
         elif suffix == "json":
-            json.loads(content)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
-    return bool(content.strip())
+            json.loads(text)
+    except SyntaxError as exc:
+        line = (exc.text or "").strip()
+        return f"line {exc.lineno}: {exc.msg}" + (f" (`{line[:60]}`)" if line else "")
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return str(exc) or type(exc).__name__
+    return None
+
+
+def plausible_content(path: str, content: str) -> bool:
+    """False when ``content`` cannot be the file's text (not Python for a ``.py`` file, not JSON
+    for a ``.json`` one): a traceback or a shell session under a file's name is no edit."""
+    return content_problem(path, content) is None and bool(content.strip())
 
 
 def edit_between(old: str, new: str) -> tuple[str, str]:

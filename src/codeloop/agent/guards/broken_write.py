@@ -13,10 +13,9 @@ Small-model sessions only.
 
 from __future__ import annotations
 
-import ast
-import json
 from typing import TYPE_CHECKING
 
+from codeloop.agent.file_edits import content_problem
 from codeloop.agent.guards.base import Turn, TurnGuard, rescues_on
 from codeloop.environments.errors import WorkspaceError
 from codeloop.tools import workspace_ops as ops
@@ -29,26 +28,6 @@ if TYPE_CHECKING:
 MAX_CHECKED_BYTES = 512 * 1024
 
 
-def problem(path: str, text: str) -> str | None:
-    """Why ``text`` is no valid content for ``path`` (Python or JSON), None when it is (or the
-    file is of another kind)."""
-    if path.endswith((".py", ".pyi")):
-        try:
-            ast.parse(text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-            if isinstance(exc, SyntaxError):
-                line = (exc.text or "").strip()
-                return f"line {exc.lineno}: {exc.msg}" + (f" (`{line[:60]}`)" if line else "")
-            return str(exc) or type(exc).__name__
-        return None
-    if path.endswith(".json"):
-        try:
-            json.loads(text)
-        except (ValueError, RecursionError) as exc:
-            return str(exc)
-    return None
-
-
 class BrokenWrite(TurnGuard):
     def applies(self, session: Session) -> bool:
         return rescues_on(session)
@@ -57,17 +36,18 @@ class BrokenWrite(TurnGuard):
         path, content = call.arguments.get("file_path"), call.arguments.get("content")
         if call.name != "write_file" or not isinstance(path, str) or not isinstance(content, str):
             return None
-        if problem(path, content) is None:
+        wrong = content_problem(path, content)
+        if wrong is None:
             return None
         try:
             data = await ops.read_bytes(turn.session.environment, path, max_bytes=MAX_CHECKED_BYTES)
         except (WorkspaceError, OSError):
             return None  # a new file, or one the tool refuses itself
-        if b"\0" in data or problem(path, data.decode("utf-8", "replace")) is not None:
+        if b"\0" in data or content_problem(path, data.decode("utf-8", "replace")) is not None:
             return None
-        kind = "JSON" if path.endswith(".json") else "Python"
+        kind = "JSON" if path.lower().endswith(".json") else "Python"
         return ToolOutput(
-            f"Not written: the new content of {path} is not valid {kind} ({problem(path, content)}), "
+            f"Not written: the new content of {path} is not valid {kind} ({wrong}), "
             f"and {path} is valid {kind} now, so writing it would break the file. {path} is unchanged. "
             f"Write the whole file as plain {kind} (no ``` fences, every line of it), or change one part of it "
             "with edit_file.", is_error=True)

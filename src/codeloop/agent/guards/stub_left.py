@@ -228,10 +228,13 @@ async def _drafted_edit(session: Session, task: str, path: str, name: str, sourc
         return None
     schemas = {d.name: d.parameters for d in session.profile.tool_registry.definitions()}
     forms = CallForms(schemas, CallForms.style_of(session.constrained, session.profile.native_tool_calls))
-    plan = await plan_file_edit(path, code, session.environment, schemas, forms)
-    if plan.problem and missing and (now := await file_text(session, path)) is not None \
+    # A function to add goes after the file's code; only a draft that also redefines what the
+    # file has (appended_definitions: None) is read as plan_file_edit reads any block. Asked
+    # the other way round, a file without definitions (constants only) was replaced whole.
+    if missing and (now := await file_text(session, path)) is not None \
             and (added := appended_definitions(path, now, code)) is not None:
-        plan = await plan_file_edit(path, added, session.environment, schemas, forms)
+        code = added
+    plan = await plan_file_edit(path, code, session.environment, schemas, forms)
     if plan.problem or len(plan.calls) != 1:
         return None
     ((tool, arguments),) = plan.calls
