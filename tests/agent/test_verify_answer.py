@@ -110,12 +110,14 @@ async def test_the_program_that_must_still_run_is_the_named_script_that_runs_as_
     # and "renamed throughout the project" answered without running anything.
     rename = ("edit_file", {"file_path": "lib.py", "old_string": "def f(", "new_string": "def g("})
     h = harness("text", [calls("text", rename), text_response("Renamed f to g throughout the project."),
-                         text_response("Done."), text_response("Done.")])
+                         text_response("Done."), text_response("Done."), text_response("Done.")])
     (h.root / "lib.py").write_text("def f(x):\n    return x + 1\n")
     (h.root / "app.py").write_text("from lib import f\n\nif __name__ == \"__main__\":\n    print(f(1))\n")
     await h.session.submit("Rename the function f to g in lib.py and every call in app.py. "
                            "The program must still run.")
-    assert "the task asks to run `python3 app.py`" in nudges(h)[0]
+    # The rename guard speaks first (app.py still says `f`, and not only as a whole word).
+    assert "app.py still uses `f`" in nudges(h)[0]
+    assert "the task asks to run `python3 app.py`" in nudges(h)[1]
     ran = h.of(ev.ToolCallEnd)[-1]  # ignored once: codeloop runs it, and the model sees it fail
     assert ran.tool_name == "shell" and "ImportError" in (ran.output or ran.error or "")
 
