@@ -14,6 +14,7 @@ from codeloop.agent.guards.claim_check import ClaimCheck
 from codeloop.agent.guards.claimed_run import ClaimedRun
 from codeloop.agent.guards.echo_reply import EchoReply
 from codeloop.agent.guards.empty_reply import EmptyReplyNudge
+from codeloop.agent.guards.gone_module import GoneModule
 from codeloop.agent.guards.kept_definitions import KeptDefinitions
 from codeloop.agent.guards.loop_warning import LoopWarning
 from codeloop.agent.guards.rename_left import RenameLeft
@@ -24,12 +25,12 @@ from codeloop.agent.guards.verify_answer import VerifyBeforeAnswer
 from codeloop.agent.guards.work_report import WorkReport
 
 DEFAULT_GUARDS: tuple[Callable[[], TurnGuard], ...] = (
-    TaskFiles, AlreadyDone, RetargetEdit, StubLeft, RenameLeft, EchoReply, EmptyReplyNudge, ClaimedRun, ClaimCheck, LoopWarning,
+    TaskFiles, AlreadyDone, RetargetEdit, StubLeft, RenameLeft, GoneModule, EchoReply, EmptyReplyNudge, ClaimedRun, ClaimCheck, LoopWarning,
     VerifyBeforeAnswer, KeptDefinitions, BrokenWrite, WorkReport)
 """In order: ``after_reply`` asks them in this order and the first that does not accept decides
 (StubLeft before EchoReply: an empty or echoed reply over a stub the task names gets the
-function drafted alone, and RenameLeft before it too: such a reply over a rename left half done
-gets the model's rename made in the next file; ClaimedRun before ClaimCheck: a command the answer says ran is run, not argued about;
+function drafted alone, and RenameLeft and GoneModule before it too: such a reply over a rename left half done, or over
+the uses of a module the task deletes, gets that work finished or pointed out; ClaimedRun before ClaimCheck: a command the answer says ran is run, not argued about;
 WorkReport last: it reports on the answer the others accepted)."""
 
 __all__ = ["ACCEPT", "DEFAULT_GUARDS", "GuardAction", "Turn", "TurnGuard", "end", "nudge", "run_instead"]
