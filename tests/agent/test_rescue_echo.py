@@ -44,15 +44,16 @@ def _steering(h) -> list[str]:
 
 
 async def test_the_tool_list_copied_back_is_sent_back_with_the_exact_call_form(harness) -> None:
-    h = harness("text", [_tool_list_copy, text_response(tagged("write_file", {"file_path": "hello.py",
-                                                                               "content": 'print("hello")\n'})),
-                         text_response("I created hello.py, which prints hello.")])
-    answer = await h.session.submit("Create hello.py that prints hello.")
-    assert answer == "I created hello.py, which prints hello." and h.session.end_reason == "completed"
+    # (A text file: a new script the task asks for is drafted alone first, test_new_script.py.)
+    h = harness("text", [_tool_list_copy, text_response(tagged("write_file", {"file_path": "hello.txt",
+                                                                               "content": "hello\n"})),
+                         text_response("I created hello.txt, which says hello.")])
+    answer = await h.session.submit("Create hello.txt that says hello.")
+    assert answer == "I created hello.txt, which says hello." and h.session.end_reason == "completed"
     assert _steering(h) == [
         f"Your reply repeated the tool list; that is not an answer. To act, make one tool call, for example:\n"
         f"{TAGGED_READ}\n{FINISH}"]
-    assert (h.root / "hello.py").read_text() == 'print("hello")\n'
+    assert (h.root / "hello.txt").read_text() == "hello\n"
 
 
 async def test_a_list_of_tool_names_in_the_models_own_words_is_an_echo_too(harness) -> None:

@@ -17,6 +17,7 @@ from codeloop.agent.guards.empty_reply import EmptyReplyNudge
 from codeloop.agent.guards.gone_module import GoneModule
 from codeloop.agent.guards.kept_definitions import KeptDefinitions
 from codeloop.agent.guards.loop_warning import LoopWarning
+from codeloop.agent.guards.new_script import NewScript
 from codeloop.agent.guards.rename_left import RenameLeft
 from codeloop.agent.guards.retarget_edit import RetargetEdit
 from codeloop.agent.guards.stub_left import StubLeft
@@ -25,12 +26,13 @@ from codeloop.agent.guards.verify_answer import VerifyBeforeAnswer
 from codeloop.agent.guards.work_report import WorkReport
 
 DEFAULT_GUARDS: tuple[Callable[[], TurnGuard], ...] = (
-    TaskFiles, AlreadyDone, RetargetEdit, StubLeft, RenameLeft, GoneModule, EchoReply, EmptyReplyNudge, ClaimedRun, ClaimCheck, LoopWarning,
-    VerifyBeforeAnswer, KeptDefinitions, BrokenWrite, WorkReport)
+    TaskFiles, AlreadyDone, RetargetEdit, StubLeft, NewScript, RenameLeft, GoneModule, EchoReply, EmptyReplyNudge,
+    ClaimedRun, ClaimCheck, LoopWarning, VerifyBeforeAnswer, KeptDefinitions, BrokenWrite, WorkReport)
 """In order: ``after_reply`` asks them in this order and the first that does not accept decides
-(StubLeft before EchoReply: an empty or echoed reply over a stub the task names gets the
-function drafted alone, and RenameLeft and GoneModule before it too: such a reply over a rename left half done, or over
-the uses of a module the task deletes, gets that work finished or pointed out; ClaimedRun before ClaimCheck: a command the answer says ran is run, not argued about;
+(StubLeft, NewScript, RenameLeft and GoneModule before EchoReply: an empty or echoed reply over
+a stub the task names, before a new script it asks for exists, over a rename left half done
+or over the uses of a module it deletes, gets that work drafted, finished or pointed out;
+ClaimedRun before ClaimCheck: a command the answer says ran is run, not argued about;
 WorkReport last: it reports on the answer the others accepted)."""
 
 __all__ = ["ACCEPT", "DEFAULT_GUARDS", "GuardAction", "Turn", "TurnGuard", "end", "nudge", "run_instead"]
