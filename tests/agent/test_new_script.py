@@ -40,8 +40,9 @@ async def test_the_first_reply_is_replaced_by_the_script_drafted_alone(harness) 
     side = h.adapter.requests[1]  # the draft: the task, the CSV it reads, the ask; no tools, no history
     assert [m.role.value for m in side.messages] == ["user"] and not side.tools
     assert side.messages[0].text.startswith(TASK) and f"sales.csv:\n```\n{CSV}```" in side.messages[0].text
-    assert side.messages[0].text.endswith("Write the complete file colsum.py. Reply with the whole file in one "
-                                          "fenced code block.")
+    assert side.messages[0].text.endswith(
+        "Write the complete file colsum.py. Where the task says what it prints, it prints exactly that and nothing "
+        "more. Reply with the whole file in one fenced code block.")
     starts = h.of(ev.ToolCallStart)
     assert starts[0].tool_name == "write_file" and starts[0].call_id.startswith("draft-")
     assert not [s for s in starts if s.tool_name == "read_file"]  # the wandering read never ran

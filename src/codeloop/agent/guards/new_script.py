@@ -91,8 +91,10 @@ class NewScript(TurnGuard):
                 context += f"{other}:\n```\n{text}```\n"
         if len(context) > MAX_CONTEXT_CHARS:
             context = ""
-        prompt = f"{turn.task.strip()}\n\n{context}Write the complete file {path}. Reply with the whole file in " \
-                 "one fenced code block."
+        # "exactly": a drafted colsum.py printed "The sum of the 'amount' column is: 385"
+        # where the task asked for the sum (dev task 36, at 5f2d257).
+        prompt = f"{turn.task.strip()}\n\n{context}Write the complete file {path}. Where the task says what it " \
+                 "prints, it prints exactly that and nothing more. Reply with the whole file in one fenced code block."
         try:
             content = drafted_script(await session.ask_alone(prompt), path)
         except SDKError:  # the conversation's own next request reports a lasting failure
