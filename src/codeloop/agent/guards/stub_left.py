@@ -178,7 +178,7 @@ class StubLeft(TurnGuard):
         session = turn.session
         original = self.original.get(path)
         shown = original if original is not None and (missing or name in stubs(original)) else source
-        call = await _drafted_edit(session, turn.task, path, name, shown, missing)
+        call = await drafted_edit(session, turn.task, path, name, shown, missing)
         if call is None and first and reply.calls:
             return ACCEPT  # no draft yet: the model's own calls run, and the draft is asked again when it answers
         self.handled.add((path, name))
@@ -209,16 +209,20 @@ class StubLeft(TurnGuard):
         return None
 
 
-async def _drafted_edit(session: Session, task: str, path: str, name: str, source: str,
-                        missing: bool = False) -> ToolCall | None:
+async def drafted_edit(session: Session, task: str, path: str, name: str, source: str,
+                       missing: bool = False, feedback: tuple[str, str] | None = None) -> ToolCall | None:
     """The edit giving ``name`` in ``path`` the body the model writes when asked for it alone,
     shown ``source`` (the file); imports the draft brings that the file lacks are added. A
-    ``missing`` function is added after the file's code."""
-    if len(source) > MAX_SOURCE_CHARS:
+    ``missing`` function is added after the file's code. ``feedback``: (the file with a
+    version that failed, the report of the run that failed), shown after the ask."""
+    if len(source) > MAX_SOURCE_CHARS or (feedback is not None and len(feedback[0]) > MAX_SOURCE_CHARS):
         return None
     ask = (f"Write the Python function `{name}` to add to {path}, which holds:" if missing
            else f"Complete the following Python function `{name}` ({path}):")
     prompt = f"{task.strip()}\n\n{ask}\n```python\n{source}```"
+    if feedback is not None:
+        prompt += (f"\n\nThis version failed its examples:\n```python\n{feedback[0]}```\n"
+                   f"```\n{feedback[1].strip()}\n```\nWrite the corrected function.")
     try:
         answer = await session.ask_alone(prompt)
     except SDKError:  # the conversation's own next request reports a lasting failure
