@@ -35,8 +35,9 @@ async def test_failing_examples_get_one_more_draft_with_the_report_and_are_run_a
     assert (h.root / "solution.py").read_text() == STUB + "    return x * 2\n"
     first, second = _runs(h)
     assert "Failed example" in (first.output or first.error or "") and "exit code: 0" in (second.output or "")
-    redraft = [r for r in h.adapter.requests if "This version failed its examples" in r.messages[-1].text]
-    assert len(redraft) == 1 and "return x * 3" in redraft[0].messages[-1].text
+    redraft = [r for r in h.adapter.requests if "A first attempt failed these examples" in r.messages[-1].text]
+    assert len(redraft) == 1 and redraft[0].messages[-1].text.endswith("Write a correct implementation.")
+    assert "return x * 3" not in redraft[0].messages[-1].text  # shown it, the model wrote it again
     assert "Expected:\n    4\nGot:\n    6" in redraft[0].messages[-1].text
     assert [r.messages[0].role.value for r in redraft] == ["user"] and not redraft[0].tools
 
@@ -59,7 +60,7 @@ async def test_examples_that_pass_are_run_once_and_nothing_else_happens(harness)
     assert await h.session.submit(TASK) == "Done."
     (run,) = _runs(h)
     assert run.output is not None and "exit code: 0" in run.output
-    assert not [r for r in h.adapter.requests if "This version failed" in r.messages[-1].text]
+    assert not [r for r in h.adapter.requests if "A first attempt failed" in r.messages[-1].text]
 
 
 async def test_a_refused_run_is_no_failure_and_gets_no_redraft(harness) -> None:
@@ -71,7 +72,7 @@ async def test_a_refused_run_is_no_failure_and_gets_no_redraft(harness) -> None:
     (h.root / "solution.py").write_text(STUB)
     await h.session.submit(TASK)
     assert (h.root / "solution.py").read_text() == STUB + "    return x * 3\n"
-    assert not [r for r in h.adapter.requests if "This version failed" in r.messages[-1].text]
+    assert not [r for r in h.adapter.requests if "A first attempt failed" in r.messages[-1].text]
 
 
 async def test_a_cloud_session_runs_nothing(harness) -> None:

@@ -11,8 +11,8 @@ the input began, and its docstring holds ``>>>`` examples, then once the functio
 and the model replies without calls (its answer, an empty reply, an echo), codeloop runs
 ``python3 -m doctest FILE`` through the pipeline (policy, approval, sandbox, events),
 announced by a ``warning`` event with code ``verify``. When examples fail, the function is
-drafted once more alone (:func:`.stub_left.drafted_edit`: the stub, the version that failed
-and the doctest report), applied as the model's next call, and the examples are run again;
+drafted once more alone (:func:`.stub_left.drafted_edit`: the stub and the doctest report;
+not the version that failed, which the 1.5B model then wrote again unchanged), applied as the model's next call, and the examples are run again;
 the model then answers after that run; when the second version fails as many examples as
 the first or more, the first is put back. At most two runs and one redraft per input;
 small-window sessions only (``Session.small_model``).
@@ -103,7 +103,7 @@ class ExamplesCheck(TurnGuard):
         if self.failure is not None and not self.redrafted:
             self.redrafted = True
             self.first = (now, failures(self.failure))
-            call = await drafted_edit(session, turn.task, path, name, original, feedback=(now, cut_report(self.failure)))
+            call = await drafted_edit(session, turn.task, path, name, original, feedback=cut_report(self.failure))
             if call is not None:
                 return run_instead(call, f"`{name}` in {path} failed its docstring examples: codeloop asked the "
                                          "model for that function alone again, with the failures, and applies its "
