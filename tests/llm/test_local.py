@@ -107,3 +107,32 @@ def test_stale_state_record_is_not_running(tmp_path: Path) -> None:
     assert local.running("0.5b", tmp_path) is None
     (tmp_path / "server-0.5b.json").write_text("{corrupt")
     assert local.read_state("0.5b", tmp_path) is None
+
+
+_SLOW_HEALTH = """
+import http.server, sys, time
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        time.sleep(float(sys.argv[2]))
+        self.send_response(200); self.end_headers(); self.wfile.write(b'{"status": "ok"}')
+    def log_message(self, *a): pass
+server = http.server.HTTPServer(("127.0.0.1", 0), H)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"""
+
+
+def test_a_live_server_slow_to_answer_health_is_still_running(tmp_path: Path) -> None:
+    # A real HTTP server on loopback standing in for llama-server (its argv names it, as the
+    # pid check wants); /health answers after 3 s, as a CPU-starved server did.
+    proc = subprocess.Popen(["python3", "-c", _SLOW_HEALTH, "llama-server", "3"], stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(proc.stdout.readline())  # type: ignore[union-attr]
+        (tmp_path / "server-0.5b.json").write_text(
+            f'{{"model": "0.5b", "model_id": "m", "pid": {proc.pid}, "port": {port}, "log": "x"}}')
+        state = local.running("0.5b", tmp_path)
+        assert state is not None and state.pid == proc.pid  # not taken for dead: no second server
+    finally:
+        proc.kill()
+        proc.wait()
+    assert local.running("0.5b", tmp_path) is None  # gone now

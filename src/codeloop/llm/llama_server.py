@@ -44,6 +44,8 @@ from codeloop.llm.llama_install import (
 # run beside a benchmark) can together fill it and fail with "Context size has been exceeded".
 SERVER_FLAGS = ("--jinja", "-t", "2", "-c", "8192", "-np", "1", "--seed", "42", "--no-cache-prompt")
 HEALTH_TIMEOUT = 180.0
+BUSY_HEALTH_TIMEOUT = 30.0
+"""How long a live recorded server may take to answer /health before it counts as not running."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +145,12 @@ def start(model: str, port: int | None = None, progress: Progress = _stderr, bas
 def running(model: str, base: Path | None = None) -> ServerState | None:
     """The recorded server for ``model`` when it is alive and healthy."""
     state = read_state(model, base)
-    if state is not None and _alive(state.pid) and healthy(state.port):
+    if state is None or not _alive(state.pid):
+        return None
+    # A server starved of CPU (a loaded 2-core machine, its one slot generating) can take more
+    # than a couple of seconds to answer /health. Taken for dead, a second server was started
+    # over its record and the first ran on unrecorded, never stopped (seen in test runs).
+    if healthy(state.port) or healthy(state.port, timeout=BUSY_HEALTH_TIMEOUT):
         return state
     return None
 
