@@ -190,6 +190,13 @@ def test_command_left_running_by_a_killed_step_is_stopped_by_the_next_step(tmp_p
         ["sleep", "60"], start_new_session=True, env={**clean_env(), MARKER_VARIABLE: marker}
     )
     try:
+        # Popen returns once exec has closed the child's close-on-exec pipe, which the kernel
+        # does before it fills in the new environment that /proc shows: on a loaded machine the
+        # marker was not yet readable there (CI run of 9c4650e). Wait for it, as a real orphan
+        # (a command left running by a killed step) has long had it.
+        deadline = time.monotonic() + 10
+        while process_groups_with_marker(marker) != {orphan.pid} and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert process_groups_with_marker(marker) == {orphan.pid}
         journal = StepJournal.open(config.journal_dir, sid, 1, "reply.txt")
         journal.done(0, CommandResult("CREATE_FILE", True, "Created 'files/f0.txt'"))
