@@ -110,3 +110,13 @@ def test_a_whole_word_replace_touches_exactly_the_lines_pointed_at(text: str) ->
         changed = [n for n, (a, b) in enumerate(zip(text.splitlines(), renamed.splitlines(), strict=True), 1)
                    if a != b]
         assert changed == left_lines(text, old)
+
+
+async def test_files_under_tool_folders_are_not_renamed(harness) -> None:
+    h = harness("text", [_bank_edit(), text_response(ECHO), text_response(ECHO), text_response("Renamed Acct.")])
+    _project(h.root)
+    (h.root / "node_modules" / "lib").mkdir(parents=True)
+    (h.root / "node_modules" / "lib" / "vendored.py").write_text("Acct = 1\n")
+    await h.session.submit(TASK)
+    assert (h.root / "node_modules" / "lib" / "vendored.py").read_text() == "Acct = 1\n"
+    assert "Account" in (h.root / "main.py").read_text()

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from codeloop.agent.claims import file_names
 from codeloop.agent.guards.base import ACCEPT, GuardAction, Turn, TurnGuard, rescues_on, run_instead
 from codeloop.agent.guards.kept_definitions import file_text
-from codeloop.agent.guards.stub_left import drafted_edit, stubs
+from codeloop.agent.guards.stub_left import defined_functions, drafted_edit, stubs
 from codeloop.agent.guards.work_report import EXIT_CODE, ran_command
 from codeloop.agent.history import CallResult
 from codeloop.agent.reply_reader import Reply
@@ -96,7 +96,7 @@ class ExamplesCheck(TurnGuard):
         path, name, original = self.target
         session = turn.session
         now = await file_text(session, path)
-        if now is None or name in stubs(now) or name not in _defined(now):
+        if now is None or name in stubs(now) or name not in {f.name for f in defined_functions(now) or ()}:
             return ACCEPT
         if now != self.checked and self.runs < 2:
             return self._run(now, path, name)
@@ -127,14 +127,6 @@ class ExamplesCheck(TurnGuard):
         call = ToolCall(f"examples-{uuid.uuid4().hex[:8]}", "shell",
                         {"command": f"python3 -m doctest {shlex.quote(path)}"})
         return run_instead(call, f"`{name}` in {path} has examples in its docstring: codeloop runs them")
-
-
-def _defined(source: str) -> set[str]:
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return set()
-    return {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
 
 
 _FAILED = re.compile(r"\*\*\*Test Failed\*\*\*\s+(\d+)\s+failure")

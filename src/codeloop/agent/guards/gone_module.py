@@ -33,9 +33,8 @@ from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
 from codeloop.agent.guards.base import ACCEPT, GuardAction, Turn, TurnGuard, nudge, rescues_on, run_instead
-from codeloop.agent.guards.kept_definitions import file_text
+from codeloop.agent.guards.kept_definitions import exists, file_text, project_files
 from codeloop.agent.reply_reader import Reply
-from codeloop.environments.errors import WorkspaceError
 from codeloop.llm.types import ToolCall
 
 if TYPE_CHECKING:
@@ -43,8 +42,6 @@ if TYPE_CHECKING:
 
 _DELETES = re.compile(r"\b(?:delet|remov|drop|get\s+rid\s+of|no\s+longer\s+need|don'?t\s+need)", re.IGNORECASE)
 _REDIRECTS = re.compile(r"\b(?:mov|renam|merg|split|replac|extract|consolidat|inlin)", re.IGNORECASE)
-MAX_FILES = 200
-_SKIPPED_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv", "venv", ".tox", "build", "dist"})
 
 
 def _module(path: str) -> str:
@@ -157,7 +154,7 @@ class GoneModule(TurnGuard):
         if reply.calls or not self.modules:
             return ACCEPT
         session = turn.session
-        gone = {m: p for m, p in self.modules.items() if not await _exists(session, p)}
+        gone = {m: p for m, p in self.modules.items() if not await exists(session, p)}
         if not gone:
             return ACCEPT
         told_only = bool(_REDIRECTS.search(turn.task))
@@ -186,16 +183,6 @@ class GoneModule(TurnGuard):
         return ACCEPT
 
 
+
 async def _python_files(session: Session) -> list[str]:
-    try:
-        found = await session.environment.glob("**/*.py")
-    except (WorkspaceError, OSError):
-        return []
-    return sorted(p for p in found if not _SKIPPED_DIRS.intersection(PurePosixPath(p).parts[:-1]))[:MAX_FILES]
-
-
-async def _exists(session: Session, path: str) -> bool:
-    try:
-        return await session.environment.file_exists(path)
-    except (WorkspaceError, OSError):
-        return True
+    return await project_files(session, "**/*.py")

@@ -103,3 +103,28 @@ async def file_text(session: Session, path: str) -> str | None:
     if len(data) > MAX_FILE_BYTES or b"\0" in data:
         return None
     return data.decode("utf-8", "replace")
+
+
+SKIPPED_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv", "venv", ".tox", "build", "dist"})
+"""Folders whose files are no project files a guard looks through (tools, caches, builds)."""
+MAX_PROJECT_FILES = 200
+"""Files a guard looks through at most (a small model's project is small; a large one is not walked)."""
+
+
+async def project_files(session: Session, pattern: str) -> list[str]:
+    """Workspace files matching ``pattern``, sorted, outside :data:`SKIPPED_DIRS`, at most
+    :data:`MAX_PROJECT_FILES`; none when the workspace cannot be listed."""
+    try:
+        found = await session.environment.glob(pattern)
+    except (WorkspaceError, OSError):
+        return []
+    return sorted(p for p in found if not SKIPPED_DIRS.intersection(Path(p).parts[:-1]))[:MAX_PROJECT_FILES]
+
+
+async def exists(session: Session, path: str) -> bool:
+    """Whether ``path`` exists in the workspace; True when that cannot be told (a guard then
+    does nothing rather than act on a guess)."""
+    try:
+        return await session.environment.file_exists(path)
+    except (WorkspaceError, OSError):
+        return True

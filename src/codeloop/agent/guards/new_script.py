@@ -28,11 +28,10 @@ from typing import TYPE_CHECKING
 from codeloop.agent.claims import file_names
 from codeloop.agent.file_edits import content_problem
 from codeloop.agent.guards.base import ACCEPT, GuardAction, Turn, TurnGuard, rescues_on, run_instead
-from codeloop.agent.guards.kept_definitions import file_text
+from codeloop.agent.guards.kept_definitions import exists, file_text
 from codeloop.agent.guards.verify_answer import call_form
 from codeloop.agent.named_blocks import fenced_bodies
 from codeloop.agent.reply_reader import Reply
-from codeloop.environments.errors import WorkspaceError
 from codeloop.llm.errors import SDKError
 from codeloop.llm.types import ToolCall
 
@@ -82,7 +81,7 @@ class NewScript(TurnGuard):
         if not first or self.path is None:
             return ACCEPT
         session, path = turn.session, self.path
-        if await _exists(session, path) or _writes(reply, path):
+        if await exists(session, path) or _writes(reply, path):
             return ACCEPT
         context = ""
         for name in file_names(turn.task):
@@ -117,9 +116,3 @@ def _writes(reply: Reply, path: str) -> bool:
             return True
     return False
 
-
-async def _exists(session: Session, path: str) -> bool:
-    try:
-        return await session.environment.file_exists(path)
-    except (WorkspaceError, OSError):
-        return True

@@ -13,7 +13,7 @@ completed by the model's edit made in the next such file: ``edit_file`` with
 ``replace_all``, run through the pipeline (policy, approval, diff, events) and announced by
 a ``warning`` event with code ``verify``; the model then answers again. The files looked
 at: those the task names, and files with the extension of a file the model's edits
-changed (up to :data:`MAX_FILES`), so a rename in Python files does not touch the README. A
+changed (up to :data:`.kept_definitions.MAX_PROJECT_FILES`), so a rename in Python files does not touch the README. A
 file where ``old`` also occurs inside a longer name (``Acct`` in ``AcctType``) is not edited
 by codeloop: the model is told the lines instead, once. Small-window sessions only
 (``Session.small_model``).
@@ -29,10 +29,9 @@ from typing import TYPE_CHECKING
 
 from codeloop.agent.claims import file_names
 from codeloop.agent.guards.base import ACCEPT, GuardAction, Turn, TurnGuard, nudge, rescues_on, run_instead
-from codeloop.agent.guards.kept_definitions import EDITING_TOOLS, file_text
+from codeloop.agent.guards.kept_definitions import EDITING_TOOLS, MAX_PROJECT_FILES, file_text, project_files
 from codeloop.agent.history import CallResult
 from codeloop.agent.reply_reader import Reply
-from codeloop.environments.errors import WorkspaceError
 from codeloop.llm.types import ToolCall
 from codeloop.policy.approval import ToolCallRequest
 from codeloop.tools.hooks import call_paths
@@ -48,9 +47,6 @@ _RENAME = re.compile(
     re.IGNORECASE)
 _NOT_NAMES = frozenset({"it", "them", "this", "that", "these", "those", "the", "a", "an", "file", "files",
                         "everything", "all"})
-MAX_FILES = 200
-"""Files looked at per answer (a small model's project is small; a large one is not walked)."""
-_SKIPPED_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv", "venv", ".tox", "build", "dist"})
 
 
 def asked_renames(task: str) -> list[tuple[str, str]]:
@@ -135,16 +131,8 @@ class RenameLeft(TurnGuard):
         return ACCEPT
 
     async def _files(self, turn: Turn) -> list[str]:
-        session = turn.session
         named = [n.removeprefix("./") for n in file_names(turn.task)]
         found: list[str] = []
         for suffix in sorted(s for s in self.suffixes if s):
-            try:
-                found += await session.environment.glob(f"**/*{suffix}")
-            except (WorkspaceError, OSError):
-                continue
-        files = []
-        for path in [*named, *sorted(found)]:
-            if path not in files and not _SKIPPED_DIRS.intersection(PurePosixPath(path).parts[:-1]):
-                files.append(path)
-        return files[:MAX_FILES]
+            found += await project_files(turn.session, f"**/*{suffix}")
+        return list(dict.fromkeys([*named, *found]))[:MAX_PROJECT_FILES]

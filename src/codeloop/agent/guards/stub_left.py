@@ -83,7 +83,8 @@ def _is_stub_statement(node: ast.stmt) -> bool:
     return False
 
 
-def _functions(source: str) -> list[ast.FunctionDef | ast.AsyncFunctionDef] | None:
+def defined_functions(source: str) -> list[ast.FunctionDef | ast.AsyncFunctionDef] | None:
+    """Every function of ``source`` (methods and nested ones too); None when it does not parse."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -94,14 +95,14 @@ def _functions(source: str) -> list[ast.FunctionDef | ast.AsyncFunctionDef] | No
 def stubs(source: str) -> list[str]:
     """Names of the functions of ``source`` (methods and nested ones too) that have no code:
     only a docstring, ``pass``, ``...`` or ``raise NotImplementedError``; none when it does not parse."""
-    return [f.name for f in _functions(source) or () if all(_is_stub_statement(s) for s in f.body)]
+    return [f.name for f in defined_functions(source) or () if all(_is_stub_statement(s) for s in f.body)]
 
 
 def implementation(reply: str, name: str) -> str | None:
     """The code of the first fenced block of ``reply`` (else the whole reply) that parses and
     defines ``name`` with a body that is no stub."""
     for candidate in [*fenced_bodies(reply), reply]:
-        functions = _functions(candidate)
+        functions = defined_functions(candidate)
         if functions and any(f.name == name for f in functions) and name not in stubs(candidate):
             return candidate if candidate.endswith("\n") else candidate + "\n"
     return None
@@ -120,7 +121,7 @@ def _writes_code(calls: Sequence[ToolCall], path: str, source: str, name: str) -
             text = content
         elif call.name == "edit_file" and isinstance(old, str) and isinstance(new, str) and old and old in text:
             text = text.replace(old, new, 1)
-    kept = {f.name for f in _functions(text) or ()} >= {f.name for f in _functions(source) or ()}
+    kept = {f.name for f in defined_functions(text) or ()} >= {f.name for f in defined_functions(source) or ()}
     return text != source and kept and implementation(text, name) is not None
 
 
@@ -153,7 +154,7 @@ class StubLeft(TurnGuard):
                 self.original[path] = text
         if len(self.original) == 1:
             ((path, text),) = self.original.items()
-            there = {f.name for f in _functions(text) or ()}
+            there = {f.name for f in defined_functions(text) or ()}
             self.wanted = [(path, name) for name in wanted_functions(turn.task) if name not in there]
         return ""
 
