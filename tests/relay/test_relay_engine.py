@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import stat
 import time
 from pathlib import Path
@@ -97,14 +98,18 @@ def test_damaged_session_file_is_named_in_the_error(tmp_path: Path) -> None:
     assert any(isinstance(s, ValueError) for s in list_sessions(config.sessions_dir))
 
 
-def test_damaged_journal_is_named_in_the_error_and_reply_kept(tmp_path: Path) -> None:
+def test_damaged_journal_sets_the_reply_aside_with_a_note_naming_it_and_the_next_reply_applies(
+        tmp_path: Path) -> None:
     config, sid = _start(tmp_path)
     config.journal_dir.mkdir(parents=True, exist_ok=True)
     (config.journal_dir / f"{sid}_seq0001.jsonl").write_text('{"sessionId": "x"}\n{not json\n{"index": 0}\n')
     (config.inbox_dir / "r.txt").write_text("[MESSAGE]\nhi\n[/MESSAGE]\n")
-    with pytest.raises(RelayError, match=r"step journal .* is damaged at line 2"):
-        asyncio.run(step(config))
-    assert (config.processing_dir / f"{sid}_seq0001__r.txt").exists()
+    report = asyncio.run(step(config))
+    moved = config.rejected_dir / f"{sid}_seq0001__r.txt"
+    assert report.replies == 0 and moved.exists() and list(config.processing_dir.iterdir()) == []
+    assert re.search(r"step journal .* is damaged at line 2", (moved.parent / (moved.name + ".note")).read_text())
+    (config.inbox_dir / "again.txt").write_text("[MESSAGE]\nhi again\n[/MESSAGE]\n")
+    assert asyncio.run(step(config)).replies == 1  # the damaged journal was moved aside with the reply
 
 
 def test_empty_reply_file_is_left_for_later(tmp_path: Path) -> None:

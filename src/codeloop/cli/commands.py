@@ -30,6 +30,8 @@ from codeloop.cli.images import (
     workspace_file,
 )
 from codeloop.cli.model_choice import ModelChoice
+from codeloop.environments.errors import FileTooLargeError, WorkspaceError
+from codeloop.environments.safe_open import read_owned_file
 from codeloop.llm.types import ImageData
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
@@ -38,6 +40,8 @@ BUILT_IN = ("plan", "go", "help", "exit", "quit")
 KEYS = ("description", "allowed-tools", "model")
 MAX_INCLUDED_BYTES = 256 * 1024
 """Largest file an ``@path`` includes."""
+MAX_COMMAND_BYTES = 1024 * 1024
+"""Largest command file read (a bigger one is refused unread)."""
 
 
 class CommandError(ValueError):
@@ -67,17 +71,20 @@ def command_dirs(root: Path) -> list[Path]:
 def load_commands(root: Path) -> dict[str, CustomCommand]:
     """Every command of the workspace ``root`` by name; CommandError for a bad file."""
     found: dict[str, CustomCommand] = {}
-    for directory in command_dirs(root):
+    user, project = command_dirs(root)
+    for directory, within in ((user, None), (project, root)):
         if not directory.is_dir():
             continue
         for path in sorted(directory.glob("*.md")):
-            command = parse_command(path)
+            command = parse_command(path, within)
             found[command.name] = command
     return found
 
 
-def parse_command(path: Path) -> CustomCommand:
-    """The command in ``path``; CommandError naming the file and line of a mistake."""
+def parse_command(path: Path, within: Path | None = None) -> CustomCommand:
+    """The command in ``path``; CommandError naming the file and line of a mistake. A
+    project's command (``within`` its repository) is read only when it is a regular file
+    inside the repository: a link out of it would send a host file to the model."""
     name = path.stem
     if not NAME.fullmatch(name):
         raise CommandError(f"{path}: a command name takes letters, digits, - and _ (starting with a letter "
@@ -85,9 +92,11 @@ def parse_command(path: Path) -> CustomCommand:
     if name in BUILT_IN:
         raise CommandError(f"{path}: /{name} is a built-in chat command: rename the file")
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = read_owned_file(path, max_bytes=MAX_COMMAND_BYTES, within=within).decode("utf-8")
     except UnicodeDecodeError:
         raise CommandError(f"{path}: not UTF-8 text; save it as UTF-8") from None
+    except WorkspaceError as exc:
+        raise CommandError(f"{exc}; make the command a regular file in {path.parent}") from None
     except OSError as exc:
         raise CommandError(f"{path}: cannot read it: {exc.strerror or exc}") from None
     lines = text.splitlines()
@@ -196,9 +205,9 @@ def expand(command: CustomCommand, args: str, root: Path,
             problem = vision_problem(choice)
             if problem is not None:
                 raise ImageError(f"@{name}: {problem}")
-            images.append(load_image(path, f"@{name}", choice.provider))
+            images.append(load_image(path, f"@{name}", choice.provider, within=root))
             return match.group(0)
-        return match.group(0).replace(f"@{name}", included(path, name), 1)
+        return match.group(0).replace(f"@{name}", included(path, name, root), 1)
 
     try:
         return MENTION.sub(include, text), tuple(images)
@@ -206,17 +215,20 @@ def expand(command: CustomCommand, args: str, root: Path,
         raise CommandError(f"/{command.name} ({command.path}): {exc}") from None
 
 
-def included(path: Path, name: str) -> str:
-    """The text ``@name`` stands for: the file's content, fenced."""
+def included(path: Path, name: str, root: Path) -> str:
+    """The text ``@name`` stands for: the file's content, fenced. Only a regular file inside
+    the workspace ``root`` is read (a FIFO would block, a device never end)."""
     if path.is_dir():
         raise ImageError(f"@{name} is a directory: name a file")
     try:
-        data = path.read_bytes()
+        data = read_owned_file(path, max_bytes=MAX_INCLUDED_BYTES, within=root, shown=f"@{name}")
+    except FileTooLargeError as exc:
+        raise ImageError(f"@{name} is {exc.size} bytes, over the {MAX_INCLUDED_BYTES}-byte limit of @ "
+                         "includes: name a smaller file, or let the agent read it") from None
+    except WorkspaceError as exc:
+        raise ImageError(f"{exc}; name a regular file") from None
     except OSError as exc:
         raise ImageError(f"cannot read @{name}: {exc.strerror or exc}") from None
-    if len(data) > MAX_INCLUDED_BYTES:
-        raise ImageError(f"@{name} is {len(data)} bytes, over the {MAX_INCLUDED_BYTES}-byte limit of @ "
-                         "includes: name a smaller file, or let the agent read it")
     try:
         content = data.decode("utf-8")
     except UnicodeDecodeError:

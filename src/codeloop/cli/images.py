@@ -14,8 +14,9 @@ import re
 from pathlib import Path
 
 from codeloop.cli.model_choice import ModelChoice
-from codeloop.environments.errors import WorkspaceError
+from codeloop.environments.errors import FileTooLargeError, NotAFileError, WorkspaceError
 from codeloop.environments.resolver import resolve_workspace_path
+from codeloop.environments.safe_open import read_owned_file
 from codeloop.llm.types import ImageData
 from codeloop.tools.files import IMAGE_TYPES
 
@@ -37,15 +38,27 @@ def image_type(path: str) -> str | None:
     return IMAGE_TYPES.get(Path(path).suffix.lower())
 
 
-def load_image(path: Path, shown: str, provider: str) -> ImageData:
-    """The image at ``path`` (named ``shown`` in errors), checked for ``provider``."""
+def load_image(path: Path, shown: str, provider: str, *, within: Path | None = None) -> ImageData:
+    """The image at ``path`` (named ``shown`` in errors), checked for ``provider``; only a
+    regular file under the provider's limit is read, and with ``within`` (an ``@`` mention)
+    only one inside that workspace."""
     media_type = image_type(shown)
     if media_type is None:
         raise ImageError(f"{shown}: not an image file name; attach png, jpg, gif or webp files")
+    limit = IMAGE_LIMITS.get(provider, 5 * MB)
     try:
-        data = path.read_bytes()
-    except IsADirectoryError:
-        raise ImageError(f"{shown} is a directory: pass an image file") from None
+        data = read_owned_file(path, max_bytes=limit, within=within, shown=shown)
+    except FileTooLargeError as exc:
+        raise ImageError(
+            f"{shown} is {exc.size / MB:.1f} MB, over the {limit // MB} MB image limit of {provider}; "
+            "codeloop would downscale it with Pillow, which is not installed: shrink it first "
+            f"(e.g. convert {shown} -resize 50% smaller.png) or install Pillow") from None
+    except NotAFileError as exc:
+        if path.is_dir():
+            raise ImageError(f"{shown} is a directory: pass an image file") from None
+        raise ImageError(f"{exc}; pass an image file") from None
+    except WorkspaceError as exc:
+        raise ImageError(f"{exc}; pass an image file inside the workspace") from None
     except OSError as exc:
         raise ImageError(f"cannot read {shown}: {exc.strerror or exc}; check the path") from None
     if not data:
@@ -54,12 +67,6 @@ def load_image(path: Path, shown: str, provider: str) -> ImageData:
     if not data.startswith(_MAGIC[media_type]) or not webp:
         raise ImageError(f"{shown} is not a {media_type.removeprefix('image/')} image (its bytes say otherwise): "
                          "pass the image itself, saved in the format its name says")
-    limit = IMAGE_LIMITS.get(provider, 5 * MB)
-    if len(data) > limit:
-        raise ImageError(
-            f"{shown} is {len(data) / MB:.1f} MB, over the {limit // MB} MB image limit of {provider}; "
-            "codeloop would downscale it with Pillow, which is not installed: shrink it first "
-            f"(e.g. convert {shown} -resize 50% smaller.png) or install Pillow")
     return ImageData(data=data, media_type=media_type)
 
 
@@ -98,7 +105,7 @@ def mentioned_images(text: str, root: Path, choice: ModelChoice) -> tuple[ImageD
     problem = vision_problem(choice)
     if problem is not None:
         raise ImageError(f"@{names[0]}: {problem}")
-    return tuple(load_image(workspace_file(root, name), f"@{name}", choice.provider) for name in names)
+    return tuple(load_image(workspace_file(root, name), f"@{name}", choice.provider, within=root) for name in names)
 
 
 def workspace_file(root: Path, name: str) -> Path:

@@ -35,9 +35,9 @@ def register(app: typer.Typer) -> None:
 
         Example: codeloop trust ~/src/app
         """
-        from codeloop.config import ConfigError, needs_trust, parse_config, project_config_path
+        from codeloop.config import ConfigError, needs_trust, parse_config, project_config_path, read_project_file
         from codeloop.policy.approval_modes import ApprovalsFileError, parse_approvals
-        from codeloop.policy.trust import trust, trust_file
+        from codeloop.policy.trust import content_hash, trust, trust_file
 
         root = directory.expanduser().resolve()
         config_path, approvals_path = project_config_path(root), root / ".codeloop" / "approvals.toml"
@@ -45,9 +45,9 @@ def register(app: typer.Typer) -> None:
         lines: list[str] = []
         try:
             for path in (config_path, approvals_path):
-                try:
-                    raw = path.read_bytes()  # hashed below exactly as shown: no second read
-                except FileNotFoundError:
+                # Only a regular file inside the repository, read once: hashed below exactly as shown.
+                raw = read_project_file(path, root)
+                if raw is None:
                     continue
                 found.append((path, raw))
                 if path == config_path:
@@ -71,5 +71,6 @@ def register(app: typer.Typer) -> None:
             typer.echo("not trusted; the settings above stay ignored", err=True)
             raise typer.Exit(1)
         for path, raw in found:
-            trust(path, raw)
-        typer.echo(f"trusted (recorded in {trust_file()}); a change to these files asks again")
+            recorded = trust(path, raw, root)
+            typer.echo(f"trusted {recorded} (sha256 {content_hash(raw)})")
+        typer.echo(f"recorded in {trust_file()}; a change to these files asks again")

@@ -49,6 +49,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from codeloop.environments.errors import WorkspaceError
+from codeloop.environments.safe_open import read_owned_file
 from codeloop.policy.approval_modes import APPROVAL_MODES as APPROVAL_MODES  # re-exported
 from codeloop.policy.trust import is_trusted, untrusted_warning, user_config_dir
 from codeloop.tools.diagnostics import DEFAULT_DIAGNOSTIC_TIMEOUT, DiagnosticCommand
@@ -312,13 +314,29 @@ def parse_config(text: str, path: Path) -> CodeloopConfig:
     return CodeloopConfig(**values, sources=(str(path),))
 
 
-def _read(path: Path) -> tuple[CodeloopConfig, bytes] | None:
+MAX_CONFIG_BYTES = 1024 * 1024
+"""Largest config, approvals or command file codeloop reads (a bigger one is refused unread)."""
+
+
+def read_project_file(path: Path, workspace: Path | None) -> bytes | None:
+    """The bytes of a config file, or None when there is none. ``workspace``: the file belongs
+    to that repository and is read only when it is a regular file inside it (a link leading
+    out, a FIFO or a device is refused, :func:`codeloop.environments.safe_open.read_owned_file`);
+    the user's own files (``None``) may be links. ConfigError with a one-line reason otherwise."""
     try:
-        raw = path.read_bytes()
+        return read_owned_file(path, max_bytes=MAX_CONFIG_BYTES, within=workspace)
     except FileNotFoundError:
         return None
+    except WorkspaceError as exc:
+        raise ConfigError(f"{exc}; replace it with a regular file (or delete it)") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}; fix its permissions") from None
+
+
+def _read(path: Path, workspace: Path | None = None) -> tuple[CodeloopConfig, bytes] | None:
+    raw = read_project_file(path, workspace)
+    if raw is None:
+        return None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -362,11 +380,11 @@ def load_config(workspace: Path | str) -> CodeloopConfig:
     if user is not None:
         config = merge(config, user[0])
     path = project_config_path(workspace)
-    project = _read(path)
+    project = _read(path, Path(workspace))
     if project is not None:
         loaded, raw = project
         risky = needs_trust(loaded)
-        if risky and not is_trusted(path, raw):
+        if risky and not is_trusted(path, raw, Path(workspace)):
             dropped: dict[str, Any] = {}
             for key in risky:  # what the untrusted file's key becomes: not set
                 dropped.update(_UNSET.get(key, {key: None}))

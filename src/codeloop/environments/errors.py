@@ -5,7 +5,8 @@
     WorkspaceError                 any failure of a file operation in a workspace
     ├── PathOutsideWorkspaceError  the path ends outside the root (.., absolute, symlink, NUL, too long)
     ├── FileNotFoundInWorkspaceError   no such file or directory
-    ├── NotAFileError              a directory where a file is expected
+    ├── NotAFileError              a directory (or FIFO, device, socket) where a file is expected
+    ├── FileTooLargeError          a file over the byte limit of the read (refused before reading)
     ├── IsAFileError               a file where a directory is expected
     ├── BinaryFileError            a text operation on a binary file
     │   └── DecodeError            a text file that is not valid UTF-8
@@ -39,6 +40,17 @@ class FileNotFoundInWorkspaceError(WorkspaceError):
 
 class NotAFileError(WorkspaceError):
     """Raised when a directory is given where a file is expected."""
+
+
+class FileTooLargeError(WorkspaceError):
+    """Raised when a file is larger than the read may take into memory (checked before reading)."""
+
+    def __init__(self, message: str, path: str | None = None, *, size: int = 0, limit: int = 0) -> None:
+        super().__init__(message, path)
+        self.size = size
+        """Bytes of the file (at least this many, for a file that grew while read)."""
+        self.limit = limit
+        """The byte limit of the read."""
 
 
 class IsAFileError(WorkspaceError):

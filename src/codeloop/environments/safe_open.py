@@ -18,6 +18,15 @@ a FIFO nobody writes to returns at once instead of blocking (issue 22). Every re
 workspace content goes through here: the file tools, ``grep`` (its own reads and a check
 of every file ``rg`` reports), the code index. Deletes walk the same way
 (``unlink_beneath``), so a directory swapped for a link cannot redirect them.
+
+Size (issue 32): every read is bounded before it reads. ``fstat`` gives the size first and
+a file over the read's limit (:data:`MAX_READ_BYTES` unless the caller gives a smaller one)
+is refused with :class:`FileTooLargeError`; the read itself then takes at most one byte more
+than the limit, so a file that grows while read (or reports no size) cannot exhaust memory.
+:func:`read_owned_file` is the same open for the files codeloop reads on its own (project
+config, approvals, custom commands, ``@file`` includes, images, relay replies, session
+logs): no FIFO, device or socket, a bounded size and, for a repository's files, no link
+leading out of the repository.
 """
 
 from __future__ import annotations
@@ -30,7 +39,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from codeloop.environments.atomic import replace_in_directory
-from codeloop.environments.errors import NotAFileError, PathOutsideWorkspaceError, WorkspaceError
+from codeloop.environments.errors import (
+    FileNotFoundInWorkspaceError,
+    FileTooLargeError,
+    NotAFileError,
+    PathOutsideWorkspaceError,
+    WorkspaceError,
+)
+from codeloop.environments.resolver import resolve_workspace_path
+
+MAX_READ_BYTES = 64 * 1024 * 1024
+"""The most one read of a file takes into memory, whoever reads (64 MiB): the workspace
+reads of every tool and face, and every file codeloop reads on its own, unless the caller
+names a smaller limit. A bigger file is refused before a byte is read."""
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -127,25 +148,104 @@ def open_regular(name: str, shown: str, *, dir_fd: int | None = None, allow_hard
     return fd
 
 
-def read_bytes_beneath(root: Path, resolved: Path, shown: str, *, allow_hardlinks: bool = False) -> bytes:
-    """Read a regular file reached without links; refuse multiply-linked files by default."""
+def _size_text(size: int) -> str:
+    for unit, scale in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if size >= scale:
+            return f"{size} bytes ({size / scale:.1f} {unit})"
+    return f"{size} bytes"
+
+
+WORKSPACE_READ_HINT = ("look at parts of it with a command instead, e.g. sed -n '1,200p' FILE, "
+                       "head -c 100000 FILE or grep -n PATTERN FILE")
+"""What a too-large workspace file's refusal advises (a model or a user reads it)."""
+
+
+def too_large_refusal(shown: str, size: int, limit: int, *, grew: bool = False,
+                      hint: str = WORKSPACE_READ_HINT) -> FileTooLargeError:
+    """The error for a file over the read's byte limit (every bounded read uses it)."""
+    what = f"grew past {limit} bytes while it was read" if grew else f"is {_size_text(size)}"
+    return FileTooLargeError(
+        f"{shown!r} {what}, over the {_size_text(limit)} limit of this read; it is not read"
+        + (f": {hint}" if hint else ""), path=shown, size=size, limit=limit)
+
+
+def read_bounded(fd: int, shown: str, max_bytes: int, *, hint: str = WORKSPACE_READ_HINT) -> bytes:
+    """Read the regular file open at ``fd`` (and close it): refused before reading when
+    ``fstat`` says it is over ``max_bytes``, and never more than ``max_bytes + 1`` bytes
+    read, so a file that grows meanwhile is refused too instead of filling memory."""
+    with os.fdopen(fd, "rb") as handle:
+        size = os.fstat(fd).st_size
+        if size > max_bytes:
+            raise too_large_refusal(shown, size, max_bytes, hint=hint)
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise too_large_refusal(shown, len(data), max_bytes, grew=True, hint=hint)
+    return data
+
+
+def read_bytes_beneath(root: Path, resolved: Path, shown: str, *, allow_hardlinks: bool = False,
+                       max_bytes: int = MAX_READ_BYTES) -> bytes:
+    """Read a regular file of at most ``max_bytes`` reached without links; refuse
+    multiply-linked files by default."""
     with parent_fd(root, resolved, shown) as (dir_fd, name):
         fd = open_regular(name, shown, dir_fd=dir_fd, allow_hardlinks=allow_hardlinks)
-    with os.fdopen(fd, "rb") as handle:
-        return handle.read()
+    return read_bounded(fd, shown, max_bytes)
+
+
+def read_owned_file(path: Path, *, max_bytes: int = MAX_READ_BYTES, within: Path | None = None,
+                    shown: str | None = None) -> bytes:
+    """The bytes of a file codeloop reads on its own (not a tool's read): a regular file of at
+    most ``max_bytes``, opened without blocking (a FIFO is refused at once, never waited on).
+
+    ``within`` is the repository the file belongs to: then the path, with every link on the
+    way, must end inside it (a link that lies inside and points inside is followed; one
+    leading out is refused with ``PathOutsideWorkspaceError``), the file is opened beneath
+    the repository without following links, and a file with other hard links is refused.
+    Without ``within`` (the user's own files) links are followed.
+
+    Raises ``FileNotFoundError`` when nothing is there, another ``OSError`` when the system
+    refuses the open, and a ``WorkspaceError`` (``NotAFileError``, ``FileTooLargeError``,
+    ``PathOutsideWorkspaceError``) whose message names the file and the reason.
+    """
+    shown = str(path) if shown is None else shown
+    if within is None:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            mode = os.fstat(fd).st_mode
+            if not stat.S_ISREG(mode):
+                raise not_regular_refusal(shown, mode)
+        except BaseException:
+            os.close(fd)
+            raise
+        return read_bounded(fd, shown, max_bytes, hint="")
+    try:
+        resolved = resolve_workspace_path(within, os.path.abspath(path), must_exist=True)
+    except FileNotFoundInWorkspaceError:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(path)) from None
+    except PathOutsideWorkspaceError:
+        raise PathOutsideWorkspaceError(
+            f"{shown!r} is a symbolic link (or lies under one) leading outside the repository "
+            f"{os.path.realpath(within)}; codeloop does not read it (copy the file into the repository instead)",
+            path=shown) from None
+    with parent_fd(within, resolved, shown) as (dir_fd, name):
+        fd = open_regular(name, shown, dir_fd=dir_fd)
+    return read_bounded(fd, shown, max_bytes, hint="")
 
 
 def read_config_text(path: str) -> str | None:
     """The text of a small configuration file (an ignore file), or None when it is
-    missing or not a regular file. Links are followed, as git and ripgrep do."""
+    missing, not a regular file or over :data:`MAX_READ_BYTES`. Links are followed, as git and ripgrep do."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return None
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        return handle.read().decode("utf-8", "replace")
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    try:
+        return read_bounded(fd, path, MAX_READ_BYTES, hint="").decode("utf-8", "replace")
+    except FileTooLargeError:
+        return None
 
 
 def is_plain_file_beneath(root: Path, rel: str, *, allow_hardlinks: bool = False) -> bool:

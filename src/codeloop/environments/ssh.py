@@ -56,7 +56,7 @@ from codeloop.environments.local import decode_text, slice_lines
 from codeloop.environments.patterns import workspace_glob_pattern
 from codeloop.environments.resolver import check_path_syntax, is_within
 from codeloop.environments.runner import DRAIN_TIMEOUT_S, _Capture
-from codeloop.environments.safe_open import hardlink_refusal
+from codeloop.environments.safe_open import MAX_READ_BYTES, hardlink_refusal, too_large_refusal
 
 try:  # asyncssh is the [ssh] extra.
     import asyncssh
@@ -227,8 +227,13 @@ class SSHExecutionEnvironment:
         if links > 1 and not self.allow_hardlinks:
             raise hardlink_refusal(path, links)
         with self._sftp_errors(path):
+            size = (await sftp.stat(target)).size or 0
+            if size > MAX_READ_BYTES:
+                raise too_large_refusal(path, size, MAX_READ_BYTES)
             async with sftp.open(target, "rb") as handle:
-                data: bytes = await handle.read()
+                data: bytes = await handle.read(MAX_READ_BYTES + 1)
+        if len(data) > MAX_READ_BYTES:
+            raise too_large_refusal(path, len(data), MAX_READ_BYTES, grew=True)
         return data
 
     async def read_file(self, path: str, offset: int | None = None, limit: int | None = None) -> str:

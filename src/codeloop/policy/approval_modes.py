@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Literal
 
 from codeloop.environments.errors import WorkspaceError
 from codeloop.environments.resolver import resolve_workspace_path
-from codeloop.environments.safe_open import atomic_write_beneath
+from codeloop.environments.safe_open import atomic_write_beneath, read_owned_file
 from codeloop.policy.approval import ToolCallRequest, ToolPolicy
 from codeloop.policy.model import Decision
 from codeloop.policy.shell import is_read_only
@@ -56,6 +56,10 @@ READ_ONLY_TOOLS = frozenset({"read_file", "read_many_files", "list_dir", "grep",
 their calls back no claim of a change (:mod:`codeloop.agent.claims`)."""
 SHELL_TOOLS = frozenset({"shell"})
 """Tools whose ``command`` argument is a shell line."""
+
+
+MAX_APPROVALS_BYTES = 1024 * 1024
+"""Largest ``approvals.toml`` read (a bigger one is refused unread)."""
 
 
 class ApprovalsFileError(ValueError):
@@ -103,7 +107,12 @@ class ApprovalStore:
 
     def __init__(self, workspace: Path | str) -> None:
         self.workspace = Path(workspace).resolve()
-        self.path = resolve_workspace_path(self.workspace, ".codeloop/approvals.toml")
+        self.named = self.workspace / ".codeloop" / "approvals.toml"
+        """The file as named: what trust is keyed on (never where a link leads)."""
+        try:
+            self.path = resolve_workspace_path(self.workspace, ".codeloop/approvals.toml")
+        except WorkspaceError:
+            self.path = self.named  # a link leading out: the read below refuses it
         self.prefixes: list[str] = []
         """Allowed command prefixes and MCP tool names."""
         self.ignored: list[str] = []
@@ -114,11 +123,15 @@ class ApprovalStore:
 
     def _load(self) -> None:
         try:
-            raw = self.path.read_bytes()
+            raw = read_owned_file(self.named, max_bytes=MAX_APPROVALS_BYTES, within=self.workspace)
         except FileNotFoundError:
             return
+        except WorkspaceError as exc:
+            raise ApprovalsFileError(f"{exc}; replace it with a regular file (or delete it)") from None
+        except OSError as exc:
+            raise ApprovalsFileError(f"{self.named}: cannot read: {exc.strerror}; fix its permissions") from None
         prefixes = parse_approvals(raw, self.path)
-        if prefixes and not is_trusted(self.path, raw):
+        if prefixes and not is_trusted(self.named, raw, self.workspace):
             self.ignored = prefixes
             self.warning = untrusted_warning(self.path, "the pre-approved commands " + ", ".join(prefixes),
                                              self.workspace)
@@ -151,7 +164,7 @@ class ApprovalStore:
         # write without following links, beneath the workspace.
         atomic_write_beneath(self.workspace, self.path, content, ".codeloop/approvals.toml")
         if not self.ignored:  # the user's own answers; untrusted ones in the file still need 'codeloop trust'
-            trust(self.path, content)
+            trust(self.named, content, self.workspace)
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from codeloop.environments.errors import WorkspaceError
+from codeloop.environments.safe_open import read_owned_file
 from codeloop.policy import PRESET_NAMES
 
 N = TypeVar("N", int, float)
@@ -143,10 +145,10 @@ def _parse_value(key: str, value: Any, source: str) -> Any:
 
 def _read_config_file(path: Path) -> dict[str, Any]:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(read_owned_file(path, max_bytes=1024 * 1024).decode("utf-8"))
     except FileNotFoundError:
         raise RelayConfigError(f"config file {path} does not exist; create it or drop --config") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, WorkspaceError) as exc:
         raise RelayConfigError(f"cannot read config file {path}: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise RelayConfigError(f"config file {path} is not valid TOML: {exc}") from None

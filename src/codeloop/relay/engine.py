@@ -45,11 +45,12 @@ from typing import Literal
 from codeloop.environments.atomic import atomic_write
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import WorkspaceError
+from codeloop.environments.safe_open import read_owned_file
 from codeloop.relay.approvals import HeldCommand, gate, waiting_result
 from codeloop.relay.commands import Done, Message, ReadFile, RelayCommand
 from codeloop.relay.config import RelayConfig
 from codeloop.relay.executor import ExecutionLimits, execute_command, recover_effect
-from codeloop.relay.journal import JournalError, StepJournal
+from codeloop.relay.journal import JournalError, StepJournal, journal_path
 from codeloop.relay.outbox import render_outbox
 from codeloop.relay.parser import parse_inbox
 from codeloop.relay.progress import (
@@ -155,14 +156,36 @@ def _move(path: Path, target: Path) -> Path:
     return target
 
 
-def _set_aside(config: RelayConfig, state: SessionState, path: Path, why: str) -> Path:
+def _set_aside(config: RelayConfig, state: SessionState, path: Path, why: str,
+               fix: str = "Save the reply as UTF-8 text and put it in the inbox again.") -> Path:
     """Move an inbox file that cannot be applied to ``inbox/rejected/`` with a ``.note`` saying why."""
     config.rejected_dir.mkdir(parents=True, exist_ok=True)
-    target = _move(path, config.rejected_dir / (_claim_prefix(state) + path.name))
-    atomic_write(target.with_name(target.name + ".note"),
-                 f"{path.name} was not applied: {why}. Save the reply as UTF-8 text and put it in the inbox "
-                 "again.\n".encode())
+    name = path.name.removeprefix(_claim_prefix(state))
+    target = _move(path, config.rejected_dir / (_claim_prefix(state) + name))
+    atomic_write(target.with_name(target.name + ".note"), f"{name} was not applied: {why}. {fix}\n".encode())
     return target
+
+
+def _reject_claim(config: RelayConfig, state: SessionState, claim: Path, exc: Exception,
+                  emit: EventSink) -> None:
+    """A claimed reply whose application failed (any exception: a damaged journal, a full
+    disk, a bug): set it aside with a note, and its journal with it, so later steps take the
+    next reply instead of failing on this one again (issue 32)."""
+    journal = journal_path(config.journal_dir, state.session_id, state.sequence_number)
+    ran: int | None = None
+    with contextlib.suppress(OSError, JournalError):
+        ran = StepJournal.open(config.journal_dir, state.session_id, state.sequence_number, "").applied
+    with contextlib.suppress(FileNotFoundError):  # a new reply to this outbox must not replay its results
+        _move(journal, journal.with_name(f"{journal.stem}.rejected{journal.suffix}"))
+    failed = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    ran_text = ("none of its commands had run; " if ran == 0 else
+                f"{ran} of its commands had already run (their effects stay in the workspace); " if ran else
+                "its step journal could not be read, so check the workspace for what already ran; ")
+    moved = _set_aside(config, state, claim, f"applying it failed ({failed})",
+                       f"{ran_text}fix the cause, then put the reply (without the commands that ran) into the "
+                       "inbox again, or answer the newest outbox anew.")
+    emit(ReplySkipped(moved, f"{moved.name.removeprefix(_claim_prefix(state))} failed ({failed}); it was moved to "
+                      f"{moved} (what to do is in {moved.name}.note); later replies go on", blocking=False))
 
 
 def _archive(config: RelayConfig, claim: Path) -> None:
@@ -266,8 +289,12 @@ def _claim_next(config: RelayConfig, state: SessionState, emit: EventSink) -> Pa
     """Claim the oldest readable reply; None when there is none, False when blocked."""
     for path in pending_replies(config):
         try:
-            text = decode_reply(path.read_bytes())
+            text = decode_reply(read_owned_file(path))
         except FileNotFoundError:
+            continue
+        except WorkspaceError as exc:  # over the size bound, or no longer a regular file
+            moved = _set_aside(config, state, path, str(exc), "Put a smaller reply (plain text) into the inbox.")
+            emit(ReplySkipped(moved, f"{exc}; it was moved to {moved}", blocking=False))
             continue
         except UnicodeDecodeError as exc:
             # Moved aside, not left in place: later replies must not wait behind it.
@@ -296,7 +323,7 @@ def _claim_next(config: RelayConfig, state: SessionState, emit: EventSink) -> Pa
 async def _apply_reply(config: RelayConfig, state: SessionState, env: ExecutionEnvironment, claim: Path,
                        emit: EventSink) -> SessionState:
     source = claim.name[len(_claim_prefix(state)) :]
-    commands = parse_inbox(decode_reply(await asyncio.to_thread(claim.read_bytes)))
+    commands = parse_inbox(decode_reply(await asyncio.to_thread(read_owned_file, claim)))
     try:
         journal = StepJournal.open(config.journal_dir, state.session_id, state.sequence_number, source)
     except JournalError as exc:
@@ -381,7 +408,17 @@ async def _step_locked(config: RelayConfig, state: SessionState, emit: EventSink
             return state, applied, True
         if not isinstance(claim, Path):
             break
-        state = await _apply_reply(config, state, env, claim, emit)
+        try:
+            state = await _apply_reply(config, state, env, claim, emit)
+        except Exception as exc:  # noqa: BLE001 - whatever failed, the reply must not block every later step
+            saved = load_session(config.sessions_dir, state.session_id)
+            if saved.sequence_number != state.sequence_number:  # committed: only the archive move failed
+                state = saved
+                with contextlib.suppress(OSError):  # else the next step archives it (an older claim)
+                    _archive(config, claim)
+                continue
+            _reject_claim(config, state, claim, exc, emit)
+            continue
         applied += waiting_for_answer(state) is None
     return state, applied, False
 

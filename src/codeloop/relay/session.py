@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from codeloop.environments.atomic import atomic_write
+from codeloop.environments.errors import WorkspaceError
+from codeloop.environments.safe_open import read_owned_file
 from codeloop.policy import PRESET_NAMES
 from codeloop.relay.approvals import HeldCommand
 from codeloop.relay.outbox_texts import PROTOCOL_VERSION
@@ -184,11 +186,11 @@ def load_session(sessions_dir: Path, session_id: str) -> SessionState:
                                "'a1b2c3d4'")
     path = session_path(sessions_dir, session_id)
     try:
-        raw = path.read_text(encoding="utf-8")
+        raw = read_owned_file(path).decode("utf-8")  # a regular file of bounded size, never a FIFO
     except FileNotFoundError:
         raise SessionFileError(f"no session {session_id} in {sessions_dir}; list sessions with "
                                "'codeloop relay status'") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, WorkspaceError) as exc:
         raise SessionFileError(f"cannot read {path}: {exc}") from None
     try:
         state = SessionState.from_json(json.loads(raw))

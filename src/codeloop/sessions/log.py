@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from codeloop.agent.events import EventKind, SessionEvent, event_to_json
+from codeloop.environments.safe_open import read_owned_file
 from codeloop.sessions.state_dir import check_session_id, existing_log_path, log_path
 
 DELTA_KINDS = frozenset({EventKind.ASSISTANT_TEXT_DELTA.value, EventKind.TOOL_CALL_OUTPUT_DELTA.value})
@@ -179,10 +180,15 @@ def _parse_line(chunk: bytes, number: int, end: int) -> LoggedEvent | None:
     return LoggedEvent(kind, ts, sid, data, number, end)
 
 
+MAX_LOG_BYTES = 256 * 1024 * 1024
+"""Largest session log read back (a bigger one is refused unread: a ``WorkspaceError``)."""
+
+
 def load_events(session_id: str) -> list[LoggedEvent]:
-    """Every readable event of the session's log, in order; SessionNotFoundError if absent."""
+    """Every readable event of the session's log, in order; SessionNotFoundError if absent,
+    ``WorkspaceError`` when it is not a regular file or over :data:`MAX_LOG_BYTES`."""
     path = existing_log_path(session_id)
-    return parse_log(path.read_bytes(), str(path))
+    return parse_log(read_owned_file(path, max_bytes=MAX_LOG_BYTES), str(path))
 
 
 def events_to_jsonl(events: Iterable[LoggedEvent]) -> str:

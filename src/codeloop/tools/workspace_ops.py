@@ -25,11 +25,13 @@ from codeloop.environments.base import ExecResult, ExecutionEnvironment, FileSta
 from codeloop.environments.errors import (
     BinaryFileError,
     FileNotFoundInWorkspaceError,
+    FileTooLargeError,
     IsAFileError,
     NotAFileError,
     PathOutsideWorkspaceError,
     WorkspaceError,
 )
+from codeloop.environments.safe_open import MAX_READ_BYTES, too_large_refusal
 from codeloop.tools.text_endings import (
     dominant_ending,
     replacement_text,
@@ -92,6 +94,7 @@ _KINDS: tuple[tuple[type[WorkspaceError], ErrorKind], ...] = (
     (NotAFileError, "is_directory"),
     (IsAFileError, "not_a_directory"),
     (BinaryFileError, "not_text"),
+    (FileTooLargeError, "too_large"),
     (WorkspaceError, "workspace"),
 )
 """The kind of each environment error, most specific first (anything else is ``io``)."""
@@ -106,6 +109,8 @@ def _translated(path: str) -> Iterator[None]:
     except OperationError as exc:
         exc.path = exc.path or path
         raise
+    except FileTooLargeError as exc:
+        raise OperationError("too_large", str(exc), path, size=exc.size, limit=exc.limit) from exc
     except (WorkspaceError, OSError) as exc:
         kind: ErrorKind = next((kind for cls, kind in _KINDS if isinstance(exc, cls)), "io")
         raise OperationError(kind, str(exc), path) from exc
@@ -262,13 +267,16 @@ async def stat_file(env: ExecutionEnvironment, path: str) -> FileStat:
 
 async def read_bytes(env: ExecutionEnvironment, path: str, *, max_bytes: int | None = None) -> bytes:
     """The bytes of an existing file of at most ``max_bytes`` (``too_large`` otherwise,
-    checked before reading)."""
-    if max_bytes is not None:
-        size = (await stat_file(env, path)).size
-        if size > max_bytes:
-            raise OperationError(
-                "too_large", f"{path!r} is {size} bytes, over the {max_bytes}-byte limit", path,
-                size=size, limit=max_bytes)
+    checked before reading). Every read is bounded: without ``max_bytes`` the limit is
+    :data:`MAX_READ_BYTES`, the environment's own ceiling, so no face needs a cap of its
+    own to keep a huge (or sparse) file out of memory (issue 32)."""
+    limit = MAX_READ_BYTES if max_bytes is None else min(max_bytes, MAX_READ_BYTES)
+    with _translated(path):
+        info = await env.stat(path)
+    if not info.is_dir and info.size > limit:  # a directory: the environment's read says so
+        message = (str(too_large_refusal(path, info.size, limit)) if max_bytes is None
+                   else f"{path!r} is {info.size} bytes, over the {limit}-byte limit")
+        raise OperationError("too_large", message, path, size=info.size, limit=limit)
     with _translated(path):
         return await env.read_bytes(path)
 
