@@ -177,10 +177,12 @@ def _reject_claim(config: RelayConfig, state: SessionState, claim: Path, exc: Ex
         ran = StepJournal.open(config.journal_dir, state.session_id, state.sequence_number, "").applied
     with contextlib.suppress(FileNotFoundError):  # a new reply to this outbox must not replay its results
         _move(journal, journal.with_name(f"{journal.stem}.rejected{journal.suffix}"))
-    failed = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    ran_text = ("none of its commands had run; " if ran == 0 else
+    # Our own errors say what to do already; anything else is named by its type (MemoryError has no text).
+    failed = str(exc) if isinstance(exc, RelayError | WorkspaceError) and str(exc) else (
+        f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+    ran_text = ("None of its commands had run; " if ran == 0 else
                 f"{ran} of its commands had already run (their effects stay in the workspace); " if ran else
-                "its step journal could not be read, so check the workspace for what already ran; ")
+                "Its step journal could not be read, so check the workspace for what already ran; ")
     moved = _set_aside(config, state, claim, f"applying it failed ({failed})",
                        f"{ran_text}fix the cause, then put the reply (without the commands that ran) into the "
                        "inbox again, or answer the newest outbox anew.")
