@@ -13,8 +13,12 @@ Policies (``EnvPolicy``):
 
 A variable is a secret when its name (case-insensitive) contains one of
 :data:`SECRET_NAME_PARTS`, ends in ``PAT``, or has one of :data:`SECRET_NAME_WORDS` as a word
-(``MYSQL_PWD``, ``creds2``); or when its value is a URL with a password
-(``postgres://u:pw@host``), a private key, or starts like a well-known token (``ghp_``, ``sk-``, ...).
+(``MYSQL_PWD``, ``creds2``, ``HTTP_AUTHORIZATION``); or when its value is a URL with a password
+(``postgres://u:pw@host``), a private key, starts like a well-known token (``ghp_``, ``sk-``, ...),
+is an Authorization header's value (``Bearer ...``), a connection string with ``Password=`` or
+``pwd=``, a webhook URL (Slack, Discord, Teams, Google Chat, Zapier) or a URL with a credential
+in its query string. Core variables and the locale settings are checked by value only (a
+``PYTHONPATH`` with ``user:pass@`` URLs is filtered); other ``LC_*`` names are checked as any.
 Broad on purpose: a harmless variable filtered by mistake costs a line in ``allow``; a
 secret let through reaches every command. The core variables are never filtered, so
 ``inherit-all`` and ``core-only`` always carry them when the host has them.
@@ -32,11 +36,11 @@ from collections.abc import Iterable, Mapping
 
 from codeloop.environments.base import EnvPolicy
 
-SECRET_NAME_PARTS: tuple[str, ...] = ("KEY", "TOKEN", "SECRET", "PASS", "CREDENTIAL", "PRIVATE")
+SECRET_NAME_PARTS: tuple[str, ...] = ("KEY", "TOKEN", "SECRET", "PASS", "CREDENTIAL", "PRIVATE", "WEBHOOK")
 """A name containing any of these (upper-cased) is a secret."""
 
 SECRET_NAME_WORDS: frozenset[str] = frozenset(
-    {"PWD", "AUTH", "OAUTH", "CREDS", "DSN", "JWT", "BEARER", "SALT", "OTP", "COOKIE", "PAT"}
+    {"PWD", "AUTH", "OAUTH", "AUTHORIZATION", "CREDS", "DSN", "JWT", "BEARER", "SALT", "OTP", "COOKIE", "PAT"}
 )
 """A name with one of these as a word (letters between other characters) is a secret."""
 
@@ -48,10 +52,21 @@ MIN_REDACTED_LENGTH = 8
 
 _WORDS = re.compile(r"[^A-Z]+")
 _URL_PASSWORD = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*:([^/\s@]+)@")
+_CONNECTION_PASSWORD = re.compile(r"(?i)(?:^|[;\s])(?:password|passwd|pwd)\s*=\s*([^;\s]+)")
+"""``Password=...`` of an ADO.NET / ODBC / JDBC / libpq keyword connection string."""
 _SECRET_VALUE = re.compile(
     r"-----BEGIN [A-Z ]*PRIVATE KEY-----"
     r"|^(?:ghp_|gho_|ghu_|ghs_|ghr_|github_pat_|glpat-|xox[abprs]-|sk-|sk_live_|rk_live_|AKIA|ASIA|AIza|hf_|npm_"
     r"|pypi-)[A-Za-z0-9_\-]{16,}"
+    # An Authorization header's value: a scheme, then the credential.
+    r"|(?i:^\s*(?:bearer|basic|digest|token|negotiate)\s+)[A-Za-z0-9._~+/=\-]{8,}"
+    # Webhook URLs carry their credential in the path: Slack, Discord, Teams/Office, Google Chat, Zapier.
+    r"|(?i:hooks\.slack\.com/(?:services|workflows|triggers)/)"
+    r"|(?i:discord(?:app)?\.com/api/webhooks/)"
+    r"|(?i:\.webhook\.office\.com/|outlook\.office\.com/webhook/|hooks\.zapier\.com/hooks/)"
+    r"|(?i:chat\.googleapis\.com/v1/spaces/\S*[?&]key=)"
+    # Any URL with a credential in its query string.
+    r"|(?i:://\S*[?&](?:access_token|api_?key|token|secret|password|sig|signature|auth)=[^&\s]{8,})"
 )
 
 CORE_VARIABLES: frozenset[str] = frozenset(
@@ -84,18 +99,34 @@ def is_secret_name(name: str) -> bool:
 
 
 def is_secret_value(value: str) -> bool:
-    """True when ``value`` is a URL with a password, a private key or a well-known token."""
-    return _URL_PASSWORD.search(value) is not None or _SECRET_VALUE.search(value) is not None
+    """True when ``value`` is a URL with a password, a private key, a well-known token, an
+    Authorization header's value (``Bearer ...``), a connection string with a password
+    (``...;Password=...``), a webhook URL or a URL with a credential in its query."""
+    return (_URL_PASSWORD.search(value) is not None or _SECRET_VALUE.search(value) is not None
+            or _CONNECTION_PASSWORD.search(value) is not None)
+
+
+LOCALE_VARIABLES: frozenset[str] = frozenset({
+    "LC_ALL", "LC_CTYPE", "LC_COLLATE", "LC_MESSAGES", "LC_MONETARY", "LC_NUMERIC", "LC_TIME", "LC_ADDRESS",
+    "LC_IDENTIFICATION", "LC_MEASUREMENT", "LC_NAME", "LC_PAPER", "LC_TELEPHONE",
+})
+"""The locale settings of POSIX and glibc: the only ``LC_*`` names exempt from the name check
+(``LC_*`` is forwarded by ssh, so other ``LC_`` names are sometimes used to smuggle tokens)."""
 
 
 def is_secret(name: str, value: str) -> bool:
-    """True when the variable ``name=value`` must not reach a command (core variables never)."""
-    if _is_core(name):
+    """True when the variable ``name=value`` must not reach a command. Core variables and
+    locale settings are exempt from the name check, never from the value check: a
+    ``PYTHONPATH`` holding ``https://user:pass@host/...`` is a secret."""
+    if is_secret_value(value):
+        return True
+    if name in CORE_VARIABLES or name in LOCALE_VARIABLES:
         return False
-    return is_secret_name(name) or is_secret_value(value)
+    return is_secret_name(name)
 
 
 def _is_core(name: str) -> bool:
+    """Kept by ``core-only`` and ``allowlist`` (when not a secret)."""
     return name in CORE_VARIABLES or name.startswith("LC_")
 
 
@@ -119,7 +150,7 @@ def filter_environment(
             or (not is_secret(k, v) and (_is_core(k) or any(fnmatch.fnmatchcase(k, p) for p in patterns)))
         }
     if policy == "core-only":
-        return {k: v for k, v in environ.items() if _is_core(k)}
+        return {k: v for k, v in environ.items() if _is_core(k) and not is_secret(k, v)}
     if policy == "none":
         return {}
     raise ValueError(
@@ -152,7 +183,7 @@ class Redactor:
             if name in allowed or not is_secret(name, value):
                 continue
             secrets[value] = name
-            for password in _URL_PASSWORD.findall(value):
+            for password in (*_URL_PASSWORD.findall(value), *_CONNECTION_PASSWORD.findall(value)):
                 secrets[password] = name
         return cls(secrets)
 
