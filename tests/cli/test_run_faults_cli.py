@@ -117,4 +117,4 @@ def test_max_retries_from_the_config_file_and_a_bad_value_is_named(tmp_path: Pat
     assert done.returncode == 1 and "(1/1)" in done.stderr and len(server.requests) == 2
     config.write_text("max_retries = -1\n")
     done = run(server, "chat_completions", tmp_path)
-    assert done.returncode == 2 and "max_retries must be a whole number >= 0" in done.stderr
+    assert done.returncode == 2 and "max_retries must be a whole number from 0 to 100" in done.stderr

@@ -19,7 +19,7 @@ codali_app = command_group("codali", "Context broker for stateless agents (AGENT
 def answer(
     source: Annotated[str, typer.Argument(help="File holding the agent's reply, or - for stdin.")] = "-",
     repo: Annotated[Path, typer.Option("--repo", help="Repository root.")] = Path("."),
-    budget: Annotated[int | None, typer.Option(min=0, help="Most characters of file content in the response.")]
+    budget: Annotated[int | None, typer.Option(min=0, max=100_000_000, help="Most characters of file content in the response.")]
     = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the response as JSON.")] = False,
 ) -> None:
@@ -62,13 +62,13 @@ def run(
     critic_model: Annotated[str | None, typer.Option(help="Model of the critic.")] = None,
     summarizer_model: Annotated[str | None, typer.Option(help="Cheaper model that summarizes history.")] = None,
     context_window: Annotated[int | None, typer.Option(
-        min=512, help="Tokens; history is summarized at 90%. Default 32768 (8192 for the local model).")] = None,
+        min=512, max=10_000_000, help="Tokens; history is summarized at 90%. Default 32768 (8192 for the local model).")] = None,
     max_rounds: Annotated[int, typer.Option(min=1, max=20, help="Plan/build/critic loops before FAIL.")] = 3,
     max_builder_steps: Annotated[int, typer.Option(min=1, max=200, help="Builder model calls per round.")] = 25,
     max_context_requests: Annotated[int, typer.Option(
         min=0, max=20, help="AGENT_REQUESTs answered per role turn.")] = 4,
     max_output_tokens: Annotated[int | None, typer.Option(
-        min=16, help="Longest reply per model call. Default 2048 (768 for the local model).")] = None,
+        min=16, max=1_000_000, help="Longest reply per model call. Default 2048 (768 for the local model).")] = None,
     builder_tools: Annotated[str | None, typer.Option(
         help="How the builder gets its tools: native (API tool calls), text (taught in the prompt, "
              "calls parsed from the reply) or constrained (replies sampled under a JSON Schema: one call "

@@ -108,7 +108,7 @@ def symbols(
     repo: RepoOption = Path("."),
     name: Annotated[str | None, typer.Option(help="Name or qualified name (Class.method).")] = None,
     kind: Annotated[str | None, typer.Option(help="class, function, method, struct, ...")] = None,
-    limit: Annotated[int, typer.Option(min=1)] = 500,
+    limit: Annotated[int, typer.Option(min=1, max=1_000_000)] = 500,
     json_out: JsonOption = False,
 ) -> None:
     """List definitions. Example: codeloop index symbols src/app.py  (or --name Session)"""
@@ -123,7 +123,7 @@ def ast(
     path: Annotated[str, typer.Argument(help="File to parse.")],
     repo: RepoOption = Path("."),
     depth: Annotated[int, typer.Option(min=1, max=64, help="Levels of nodes to show.")] = 6,
-    max_nodes: Annotated[int, typer.Option(min=1, help="Most nodes to show.")] = 2000,
+    max_nodes: Annotated[int, typer.Option(min=1, max=10_000_000, help="Most nodes to show.")] = 2000,
     json_out: JsonOption = False,
 ) -> None:
     """Show a file's syntax tree. Example: codeloop index ast src/app.py --depth 3"""
@@ -171,7 +171,7 @@ def impact(
 @index_app.command("tree")
 def tree(
     repo: RepoOption = Path("."),
-    depth: Annotated[int, typer.Option("--max-depth", "--depth", min=1, help="Levels to show.")] = 3,
+    depth: Annotated[int, typer.Option("--max-depth", "--depth", min=1, max=1000, help="Levels to show.")] = 3,
     json_out: JsonOption = False,
 ) -> None:
     """Show the indexed files as a tree. Example: codeloop index tree --max-depth 2"""

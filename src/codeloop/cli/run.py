@@ -403,10 +403,10 @@ def register(app: typer.Typer) -> None:
                                             help="openai, anthropic, gemini or openai_compatible."),
         profile: str | None = typer.Option(None, "--profile", help="openai, anthropic, gemini or text."),
         base_url: str | None = typer.Option(None, "--base-url", help="API root, e.g. http://127.0.0.1:8080/v1."),
-        max_turns: int | None = typer.Option(None, "--max-turns", min=0,
+        max_turns: int | None = typer.Option(None, "--max-turns", min=0, max=1_000_000,
                                              help="Stop after this many turns (0 = no limit)."),
         max_retries: int | None = typer.Option(
-            None, "--max-retries", min=0,
+            None, "--max-retries", min=0, max=100,
             help=f"Retries of one model call after a 429, 5xx or dropped connection (default {DEFAULT_RETRIES}; "
                  "0 = none)."),
         sandbox: str | None = typer.Option(None, "--sandbox",

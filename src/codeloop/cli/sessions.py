@@ -87,7 +87,7 @@ def export_command(
 
 def rewind_command(
     session_id: Annotated[str, typer.Argument(help="Session id.")],
-    to: Annotated[int, typer.Option("--to", help="Turn to go back to (0: before the first reply).")],
+    to: Annotated[int, typer.Option("--to", min=0, help="Turn to go back to (0: before the first reply).")],
     workspace: Annotated[Path | None, typer.Option("--workspace", help="Workspace (default: the session's).")] = None,
     as_json: JsonOption = False,
 ) -> None:

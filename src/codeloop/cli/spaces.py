@@ -36,6 +36,8 @@ def _load_json(source: str, what: str) -> Any:
     except json.JSONDecodeError as exc:
         message = f"{what} {source!r} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         raise fail(message, 2) from None
+    except ValueError as exc:  # what the server answers with 400 as well
+        raise fail(f"{what} {source!r} is not valid JSON: {exc}", 2) from None
 
 
 @spaces_app.command("exec")
@@ -103,7 +105,7 @@ async def _exec(raw: Any, workspace: Path, policy: Any, approve: set[str], sandb
 @spaces_app.command("serve")
 def serve_command(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
-    port: int = typer.Option(8787, "--port", help="TCP port."),
+    port: int = typer.Option(8787, "--port", min=1, max=65535, help="TCP port (1-65535)."),
     data_dir: Path | None = typer.Option(None, "--data-dir", help="Where workspaces and the SQLite store live."),
     database: str | None = typer.Option(None, "--database", help="postgresql://... to share a store between servers."),
     no_auth: bool = typer.Option(False, "--no-auth", help="Accept requests without an API key (loopback only)."),

@@ -116,6 +116,13 @@ class CodeloopConfig:
 _STRING_KEYS = ("model", "provider", "profile", "base_url", "sandbox", "approval", "mode")
 _CHOICES = {"sandbox": SANDBOX_MODES, "approval": APPROVAL_MODES, "profile": PROFILES, "mode": MODES}
 _COUNT_KEYS = {"max_turns": "0: no limit", "max_retries": "0: never retry"}
+MAX_TURNS = 1_000_000
+"""Largest turn limit (``max_turns``, ``--max-turns``); 0 means none."""
+MAX_RETRIES = 100
+"""Largest ``max_retries`` (``--max-retries``): the backoff grows, so more would wait for days."""
+_COUNT_LIMITS = {"max_turns": MAX_TURNS, "max_retries": MAX_RETRIES}
+MAX_TIMEOUT_S = 86_400
+"""Longest timeout of an MCP server, hook or diagnostics command (a day)."""
 _BOOL_KEYS = ("rescues",)
 _TOP_KEYS = (*_STRING_KEYS, *_COUNT_KEYS, *_BOOL_KEYS, "mcp_servers", "hooks", "diagnostics")
 _SERVER_KEYS = ("command", "args", "env", "url", "timeout")
@@ -159,7 +166,9 @@ def _unknown(path: Path, text: str, key: str, known: tuple[str, ...], section: s
 
 
 def _positive_or_none(value: Any) -> bool:
-    return value is None or (isinstance(value, int | float) and not isinstance(value, bool) and value > 0)
+    """None, or a number of seconds in (0, MAX_TIMEOUT_S] (a NaN is no number of seconds)."""
+    return value is None or (isinstance(value, int | float) and not isinstance(value, bool)
+                             and 0 < value <= MAX_TIMEOUT_S)
 
 
 def _parse_server(path: Path, text: str, name: str, table: Any) -> McpServerConfig:
@@ -187,7 +196,7 @@ def _parse_server(path: Path, text: str, name: str, table: Any) -> McpServerConf
     if env is not None and not (isinstance(env, dict) and all(isinstance(v, str) for v in env.values())):
         raise bad("env", 'a table of strings, e.g. env = { TOKEN = "..." }')
     if not _positive_or_none(timeout):
-        raise bad("timeout", "a positive number of seconds")
+        raise bad("timeout", f"a positive number of seconds, at most {MAX_TIMEOUT_S}")
     return McpServerConfig(name=name, command=command, url=url, args=tuple(args or ()), env=dict(env or {}),
                            timeout=float(timeout) if timeout is not None else 60.0)
 
@@ -225,7 +234,7 @@ def _parse_hooks(path: Path, text: str, value: Any) -> tuple[Hook, ...]:
         if not isinstance(command, str) or not command.strip():
             raise bad('needs command = "..." (a shell line run in the workspace)')
         if not _positive_or_none(timeout):
-            raise bad("timeout must be a positive number of seconds")
+            raise bad(f"timeout must be a positive number of seconds, at most {MAX_TIMEOUT_S}")
         matchers: dict[str, tuple[str, ...]] = {}
         for key in ("tools", "paths"):
             given = _patterns(table.get(key, []))
@@ -269,7 +278,7 @@ def _parse_diagnostics(path: Path, text: str, value: Any) -> dict[str, Any]:
         if not isinstance(command, str) or not command.strip():
             raise bad('needs command = "..." (a shell line; {file} is the edited file)')
         if not _positive_or_none(timeout):
-            raise bad("timeout must be a positive number of seconds")
+            raise bad(f"timeout must be a positive number of seconds, at most {MAX_TIMEOUT_S}")
         if paths is None:
             raise bad('paths must be a list of patterns, e.g. paths = ["*.py"]')
         commands.append(DiagnosticCommand(command, paths, float(timeout or DEFAULT_DIAGNOSTIC_TIMEOUT), where))
@@ -280,7 +289,7 @@ def parse_config(text: str, path: Path) -> CodeloopConfig:
     """Check and convert one file's text; ConfigError on any problem."""
     try:
         data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+    except ValueError as exc:  # TOMLDecodeError, or a number of over 4300 digits
         raise ConfigError(f"{path}: invalid TOML: {exc}; fix the syntax (see docs/config.md)") from None
     values: dict[str, Any] = {}
     for key, value in data.items():
@@ -293,8 +302,9 @@ def parse_config(text: str, path: Path) -> CodeloopConfig:
             if key in _CHOICES and value not in _CHOICES[key]:
                 raise ConfigError(f"{where}: {key} = {value!r} is not one of {', '.join(_CHOICES[key])}")
         elif key in _COUNT_KEYS:
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ConfigError(f"{where}: {key} must be a whole number >= 0 ({_COUNT_KEYS[key]})")
+            limit = _COUNT_LIMITS[key]
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= limit:
+                raise ConfigError(f"{where}: {key} must be a whole number from 0 to {limit} ({_COUNT_KEYS[key]})")
         elif key in _BOOL_KEYS:
             if not isinstance(value, bool):
                 raise ConfigError(f"{where}: {key} must be true or false, e.g. {key} = false")

@@ -15,6 +15,9 @@ from typing import Any
 
 MAX_JSON_DEPTH = 64
 """Deepest nesting of arrays and objects accepted (the spaces protocol needs 5)."""
+MAX_NUMBER_DIGITS = 100
+"""Longest integer accepted in untrusted JSON: no field of any protocol needs more, and
+Python refuses to convert over 4300 digits with a ValueError that is not a JSON error."""
 
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _BRACKET = re.compile(r"[\[\]{}]")
@@ -83,6 +86,13 @@ def loads_limited(text: str | bytes, what: str, *, max_bytes: int | None = None,
     if isinstance(text, bytes):
         text = text.decode("utf-8")
     check_json_depth(text, what, max_depth)
-    value = json.loads(text)
+
+    def bounded_int(digits: str) -> int:
+        if len(digits.lstrip("-")) > MAX_NUMBER_DIGITS:
+            raise InputLimitError(f"{what} holds a number of {len(digits.lstrip('-'))} digits, over the "
+                                  f"{MAX_NUMBER_DIGITS}-digit limit; send a number in the field's range")
+        return int(digits)
+
+    value = json.loads(text, parse_int=bounded_int)
     check_encodable(value, what)
     return value

@@ -106,6 +106,10 @@ class RelayConfig:
             d.mkdir(parents=True, exist_ok=True)
 
 
+MAX_COUNT = 1_000_000_000
+"""Largest value of a count setting (characters, files): more than any outbox could hold."""
+
+
 def _number(convert: Callable[[Any], N], value: Any, refused: Any) -> N | None:
     """``convert(value)``, or None when it fails or ``value`` is of a ``refused`` type."""
     try:
@@ -128,8 +132,8 @@ def _parse_value(key: str, value: Any, source: str) -> Any:
         return int(seconds * 1000)
     if key in _INT_KEYS:
         number = _number(int, value, bool | float)
-        if number is None or number < 0:
-            raise RelayConfigError(f"{source}: {key} must be a whole number (0 or more), got {value!r}")
+        if number is None or not 0 <= number <= MAX_COUNT:
+            raise RelayConfigError(f"{source}: {key} must be a whole number from 0 to {MAX_COUNT}, got {value!r}")
         return number
     if key == "clipboard":
         answer = value if isinstance(value, bool) else _SWITCH.get(str(value).strip().lower())
@@ -150,7 +154,7 @@ def _read_config_file(path: Path) -> dict[str, Any]:
         raise RelayConfigError(f"config file {path} does not exist; create it or drop --config") from None
     except (OSError, UnicodeDecodeError, WorkspaceError) as exc:
         raise RelayConfigError(f"cannot read config file {path}: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, ValueError) as exc:  # ValueError: a number of over 4300 digits
         raise RelayConfigError(f"config file {path} is not valid TOML: {exc}") from None
     return {key: _parse_value(key, value, f"config file {path}") for key, value in data.items()}
 
