@@ -35,7 +35,13 @@ def register(app: typer.Typer) -> None:
 
         Example: codeloop trust ~/src/app
         """
-        from codeloop.config import ConfigError, needs_trust, parse_config, project_config_path, read_project_file
+        from codeloop.config import (
+            ConfigError,
+            needs_trust,
+            parse_config,
+            project_config_path,
+            read_project_file,
+        )
         from codeloop.policy.approval_modes import ApprovalsFileError, parse_approvals
         from codeloop.policy.trust import content_hash, trust, trust_file
 

@@ -412,7 +412,7 @@ async def _step_locked(config: RelayConfig, state: SessionState, emit: EventSink
             break
         try:
             state = await _apply_reply(config, state, env, claim, emit)
-        except Exception as exc:  # noqa: BLE001 - whatever failed, the reply must not block every later step
+        except Exception as exc:  # whatever failed, the reply must not block every later step
             saved = load_session(config.sessions_dir, state.session_id)
             if saved.sequence_number != state.sequence_number:  # committed: only the archive move failed
                 state = saved
