@@ -171,3 +171,15 @@ def test_a_3_gb_sparse_file_is_a_clear_refusal_of_every_read_tool(workspace: Pat
     assert "MemoryError" not in out and "Traceback" not in out, out
     assert f"'big.bin' is {SPARSE_BYTES} bytes (3.0 GB), over the" in out and "sed -n" in out, out
     assert os.path.getsize(workspace / "big.bin") == SPARSE_BYTES  # and nothing was written
+
+
+def test_a_write_over_a_fifo_is_refused_by_the_checkpoint_instead_of_hanging(server: ChatServer,
+                                                                             workspace: Path) -> None:
+    from chat_server import tool_reply
+
+    os.mkfifo(workspace / "pipe")
+    server.replies.extend([tool_reply("write_file", {"file_path": "pipe", "content": "x\n"}), text_reply("ok")])
+    done = run(["write it", "--base-url", server.base_url, *NATIVE], workspace)
+    assert done.returncode == 0, done.stderr
+    result = next(m["content"] for m in server.requests[1]["messages"] if m["role"] == "tool")
+    assert "FIFO" in str(result) and (workspace / "pipe").is_fifo()

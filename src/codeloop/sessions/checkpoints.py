@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from codeloop.agent.events import EventKind, SessionEvent
 from codeloop.environments.atomic import atomic_write
 from codeloop.environments.errors import WorkspaceError
 from codeloop.environments.resolver import resolve_workspace_path
+from codeloop.environments.safe_open import open_regular, read_bytes_beneath
 from codeloop.policy.approval import ToolCallRequest
 from codeloop.sessions.log import LoggedEvent
 from codeloop.sessions.state_dir import checkpoints_path
@@ -52,11 +54,17 @@ class FileChange:
 
 
 def sha256_of(path: Path) -> str | None:
-    """Hash of the file at ``path``, None when there is no regular file there."""
+    """Hash of the file at ``path``, None when there is no regular file there (a FIFO is
+    not waited on; a big file is hashed in chunks, never held in memory)."""
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        fd = open_regular(str(path), str(path), allow_hardlinks=True)
+    except (OSError, WorkspaceError):
         return None
+    digest = hashlib.sha256()
+    with os.fdopen(fd, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def count_turns(events: Iterable[LoggedEvent]) -> int:
@@ -146,10 +154,13 @@ class Checkpoints:
             if resolved is None or resolved[0] in files:
                 continue
             rel, real = resolved
-            try:
-                before: str | None = self._store_blob(real.read_bytes())
-            except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-                before = None
+            if real.is_dir():
+                before: str | None = None
+            else:
+                try:  # bounded and never blocking: a file over the read bound refuses the write
+                    before = self._store_blob(read_bytes_beneath(self.workspace, real, rel, allow_hardlinks=True))
+                except (FileNotFoundError, NotADirectoryError):
+                    before = None
             files[rel] = {"before": before, "after": before}
         if len(files) > known:
             self._save(self.turn, files)

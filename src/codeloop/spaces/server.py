@@ -30,7 +30,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from codeloop.environments.errors import FileNotFoundInWorkspaceError, NotAFileError, WorkspaceError
+from codeloop.environments.errors import (
+    FileNotFoundInWorkspaceError,
+    FileTooLargeError,
+    NotAFileError,
+    WorkspaceError,
+)
 from codeloop.policy import Policy, evaluate_path
 from codeloop.policy.input_limits import InputLimitError, loads_limited
 from codeloop.spaces.database import RunRecord, SpaceRecord, SpacesStore, open_store
@@ -271,6 +276,8 @@ class SpacesAPI:
             return Response(await env.read_bytes(path), media_type="application/octet-stream")
         except FileNotFoundInWorkspaceError:
             raise ServiceError(404, "file_not_found", f"no file {path!r} in the space") from None
+        except FileTooLargeError as exc:  # over the environment's read bound, refused before reading
+            raise ServiceError(413, "file_too_large", str(exc)) from None
         except WorkspaceError as exc:
             raise ServiceError(400, "invalid_path", str(exc)) from None
 
