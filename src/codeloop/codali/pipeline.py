@@ -49,6 +49,7 @@ from codeloop.codali.shared_history import CHARS_PER_TOKEN, History, transcript
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import WorkspaceError
 from codeloop.environments.resolver import relative_to_root, resolve_workspace_path
+from codeloop.environments.safe_open import read_owned_file
 from codeloop.index import CodeIndex, normalize_path
 from codeloop.index.ignore import walk_repository
 from codeloop.llm import constrained
@@ -219,13 +220,12 @@ def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
     return {rel: (st.st_size, st.st_mtime_ns) for rel, st in walk_repository(str(root))}
 
 
-def _read_text(path: Path) -> str | None:
-    """The file's text, or None when it is missing, too large or not UTF-8."""
+def _read_text(path: Path, root: Path) -> str | None:
+    """The file's text, or None when it is missing, too large, not UTF-8 or no regular file
+    inside ``root`` (a FIFO is not waited on)."""
     try:
-        if path.stat().st_size > KEEP_TEXT_BYTES:
-            return None
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        return read_owned_file(path, max_bytes=KEEP_TEXT_BYTES, within=root).decode("utf-8")
+    except (OSError, UnicodeDecodeError, WorkspaceError):
         return None
 
 
@@ -236,7 +236,7 @@ def describe_changes(root: Path, touched: list[str], kept: dict[str, str], exist
     the rest; at most ``limit`` characters, the cut stated."""
     parts: list[str] = []
     for rel in touched:
-        now = _read_text(root / rel)
+        now = _read_text(root / rel, root)
         if not (root / rel).exists():
             parts.append(f"deleted: {rel}")
         elif rel in kept and now is not None:
@@ -470,7 +470,7 @@ class RolesPipeline:
         self._emit("role_start", {"role": "builder"})
         before = _snapshot(self.root)
         # Earlier text of the planned files, so the critic sees what changed as a diff.
-        self._kept = {t: text for t in targets if (text := _read_text(self.root / t)) is not None}
+        self._kept = {t: text for t in targets if (text := _read_text(self.root / t, self.root)) is not None}
         self._existed = set(before)
         named = ", ".join(targets) or "(none: the plan names no files; find them with the tools)"
         mode, choice = self.config.builder_tools, self.config.builder

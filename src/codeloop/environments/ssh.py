@@ -65,7 +65,7 @@ except ImportError:  # pragma: no cover - exercised only without the extra
 
 _READ_SIZE = 1 << 16
 _START_LINE = "codeloop-remote-command-started"
-_BUNDLED = ("atomic", "base", "errors", "patterns", "safe_open", "walk", "runner", "search", "remote_search")
+_BUNDLED = ("atomic", "base", "errors", "patterns", "resolver", "safe_open", "walk", "runner", "search", "remote_search")
 
 
 def _exit_signal(exit_signal: Any) -> int:

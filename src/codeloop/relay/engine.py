@@ -27,6 +27,11 @@ taken before it is answered.
 
 Steps on one root are serialised with an advisory lock on ``sessions/.lock`` (released by
 the kernel if the process dies).
+
+A reply whose application raises (anything but a kill) is set aside in ``inbox/rejected/``
+with a note and its journal, so later steps go on (issue 32). The module is a little over
+500 lines because claim, apply, archive and set-aside move the same files in one order that
+the crash argument above depends on; split across modules, that order would be harder to audit.
 """
 
 from __future__ import annotations
