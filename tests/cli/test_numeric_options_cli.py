@@ -10,9 +10,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_run_cli import CODELOOP, isolated_env
 
 from codeloop.config import ConfigError, parse_config
+from codeloop.policy.input_limits import InputLimitError, loads_limited
 
 HUGE = "9" * 5000
 
@@ -68,3 +71,11 @@ def test_relay_counts_out_of_range_are_refused_from_options_and_relay_toml(tmp_p
     root.mkdir()
     (root / "relay.toml").write_text(f"max_read_chars = {HUGE}\n")
     _refused(_cli(["relay", "new", "x", "--root", str(root)], tmp_path), "relay.toml", code=1)
+
+
+@settings(max_examples=200)
+@given(number=st.integers(min_value=-(10**100) + 1, max_value=10**100 - 1), extra=st.integers(1, 5000))
+def test_json_numbers_up_to_100_digits_parse_and_longer_ones_are_refused(number: int, extra: int) -> None:
+    assert loads_limited(f'{{"n": {number}}}', "message") == {"n": number}
+    with pytest.raises(InputLimitError, match="digits"):
+        loads_limited(f'{{"n": {"-" if number < 0 else ""}{abs(number) or 1}{"7" * (100 + extra)}}}', "message")

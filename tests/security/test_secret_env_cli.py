@@ -11,6 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from codeloop.environments.envfilter import is_secret
+
 CODELOOP = str(Path(sys.executable).with_name("codeloop"))
 
 SECRETS = {
@@ -43,3 +48,25 @@ def test_secret_shapes_never_reach_a_command_and_ordinary_settings_do(tmp_path: 
         assert all(value not in line for line in lines)
     for name, value in KEPT.items():
         assert f"{name}={value}" in lines, name
+
+
+_TOKEN = st.text(alphabet="ABCDEFabcdef0123456789-_.", min_size=8, max_size=40)
+_WORD = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=10)
+
+
+@settings(max_examples=200)
+@given(scheme=st.sampled_from(["Bearer", "bearer", "Basic", "Token"]), token=_TOKEN,
+       before=st.lists(st.tuples(_WORD, _WORD), max_size=3), key=st.sampled_from(["Password", "pwd", "PASSWORD"]),
+       after=st.lists(st.tuples(_WORD, _WORD), max_size=3))
+def test_generated_authorization_values_and_connection_strings_are_secrets(
+        scheme: str, token: str, before: list[tuple[str, str]], key: str, after: list[tuple[str, str]]) -> None:
+    assert is_secret("ORDINARY_NAME", f"{scheme} {token}")
+    parts = [f"{k}={v}" for k, v in before] + [f"{key}={token}"] + [f"{k}={v}" for k, v in after]
+    assert is_secret("CONN", ";".join(parts))
+
+
+@settings(max_examples=200)
+@given(parts=st.lists(_WORD, min_size=1, max_size=6))
+def test_generated_paths_in_core_variables_are_not_secrets(parts: list[str]) -> None:
+    value = ":".join("/" + "/".join(parts[: i + 1]) for i in range(len(parts)))
+    assert not is_secret("PYTHONPATH", value) and not is_secret("LC_ALL", "C.UTF-8")
