@@ -9,6 +9,7 @@ controls show that ordinary git work still works inside the sandbox.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import subprocess
@@ -285,3 +286,28 @@ async def test_sandbox_off_with_network_off_reaches_no_host_unix_socket(
         pair = await env.exec_command("python3 -c \"import socket; a, b = socket.socketpair(); a.send(b'ok'); "
                                       "print(b.recv(2).decode())\"")
         assert pair.stdout.strip() == "ok", pair.output  # what reaches nothing outside still works
+
+
+async def _job_done(job: object) -> None:
+    for _ in range(600):
+        if getattr(job, "exit_code") is not None:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the background job did not end")
+
+
+@pytest.mark.parametrize("then", ["next command", "session end"])
+async def test_what_a_background_job_plants_is_moved_aside(
+        repo: Path, marker: Path, host_env: dict[str, str], then: str) -> None:
+    env = SandboxedExecutionEnvironment(repo, mode="workspace-write")
+    await env.initialize()
+    await env.exec_command("true")
+    job = env.start_job(f'git init -q sub && git -C sub config core.fsmonitor "touch {marker}; false"')
+    await _job_done(job)
+    if then == "next command":
+        result = await env.exec_command("true")
+        assert "moved sub/.git aside" in result.output
+    await env.cleanup()
+    assert not (repo / "sub" / ".git").exists()
+    git(repo / "sub", "status", env=host_env, check=False)
+    assert not marker.exists()

@@ -432,8 +432,8 @@ def settle(workspace: str, before: GuardState, after: GuardState) -> list[str]:
             continue
         if target is None or target not in safe_dirs:
             move(path, "it points git on the host to a repository that was not there before or was moved aside")
-    for path, stamp in after.hook_dirs.items():
-        if before.hook_dirs.get(path) != stamp and os.path.isdir(path):
+    for path, listing in after.hook_dirs.items():
+        if before.hook_dirs.get(path) != listing and os.path.isdir(path):
             planted = _planted_hooks(path)
             if planted:
                 move(path, f"it is a hooks directory (core.hooksPath) and hooks {', '.join(planted[:5])} "

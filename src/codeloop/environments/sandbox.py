@@ -418,7 +418,7 @@ class SandboxedExecutionEnvironment(LocalExecutionEnvironment):
         now = host_guard.scan(workspace, self._user_hooks)
         notes, self._guard_notes = self._guard_notes + host_guard.settle(workspace, self._guard, now), []
         self._guard = host_guard.scan(workspace, self._user_hooks) if notes else now
-        self._jobs = [job for job in self._jobs if job.exit_code() is None]
+        self._jobs = [job for job in self._jobs if job.exit_code is None]
         if not self._running and not self._jobs:
             # Only when no sandbox still has them mounted: removing a mount point detaches
             # the mount in every namespace, and a running command could then create the directory.
@@ -450,7 +450,7 @@ class SandboxedExecutionEnvironment(LocalExecutionEnvironment):
     async def cleanup(self) -> None:
         await super().cleanup()
         for job in self._jobs:
-            if job.exit_code() is None:
+            if job.exit_code is None:
                 job.kill()
         self._jobs = []
         notes = self._guard_after()
