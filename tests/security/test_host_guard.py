@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from codeloop.environments.errors import WriteDeniedError
+from codeloop.environments.runner import Job
 from codeloop.environments.sandbox import SandboxedExecutionEnvironment, probe_bwrap
 
 if probe_bwrap() is not None:  # pragma: no cover - depends on the host
@@ -288,9 +289,9 @@ async def test_sandbox_off_with_network_off_reaches_no_host_unix_socket(
         assert pair.stdout.strip() == "ok", pair.output  # what reaches nothing outside still works
 
 
-async def _job_done(job: object) -> None:
+async def _job_done(job: Job) -> None:
     for _ in range(600):
-        if getattr(job, "exit_code") is not None:
+        if job.exit_code is not None:
             return
         await asyncio.sleep(0.05)
     raise AssertionError("the background job did not end")
