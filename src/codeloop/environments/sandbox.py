@@ -55,6 +55,7 @@ fix that.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import dataclasses
 import fnmatch
 import functools
@@ -70,7 +71,7 @@ from typing import Literal
 
 from codeloop.environments import host_guard
 from codeloop.environments.base import EnvPolicy, ExecLimits, ExecResult, OutputCallback
-from codeloop.environments.errors import SandboxUnavailableError, WriteDeniedError
+from codeloop.environments.errors import SandboxUnavailableError, WorkspaceError, WriteDeniedError
 from codeloop.environments.local import LocalExecutionEnvironment
 from codeloop.environments.resolver import is_within
 from codeloop.environments.runner import Job
@@ -344,10 +345,20 @@ class SandboxedExecutionEnvironment(LocalExecutionEnvironment):
                 "Ask the user to allow writes (--sandbox workspace-write) if this change is needed.",
                 path=path,
             )
-        if self.mode == "workspace-write" and is_protected_path(self.root, self.resolve(path), self._guard):
+        if self.mode == "workspace-write" and self._is_protected(path):
             raise WriteDeniedError(f"Cannot write {path!r}: {PROTECTED_WRITE}. Ask the user to make this "
                                    "change outside codeloop if it is needed.", path=path)
         super().check_write(path)
+
+    def _is_protected(self, path: str) -> bool:
+        """``path`` itself (a link is deleted, not followed) or what it leads to is protected."""
+        parent, _, name = path.rstrip("/").rpartition("/")
+        candidates: list[Path] = []
+        with contextlib.suppress(WorkspaceError):
+            candidates.append(self.resolve(parent or ".") / name if name not in ("", ".", "..") else self.resolve(path))
+        with contextlib.suppress(WorkspaceError):
+            candidates.append(self.resolve(path))
+        return any(is_protected_path(self.root, c, self._guard) for c in candidates)
 
     def _hidden_mounts(self, workspace: str, mounted: Sequence[str]) -> list[str]:
         args: list[str] = []
