@@ -35,6 +35,7 @@ the project; they are the work itself, and running them is the user's decision.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
 import stat
 import subprocess
@@ -213,7 +214,17 @@ def _git_env() -> dict[str, str]:
 
 def config_keys(path: str) -> list[tuple[str, str]] | None:
     """The (key, value) pairs of a git configuration file, read by git itself (no includes,
-    nothing run); None when git cannot read it (treated as unsafe)."""
+    nothing run); None when git cannot read it (treated as unsafe). Cached by the file's
+    stamp: each command scans every git directory twice, and a git process costs ms."""
+    stamp = _stamp(path)
+    if stamp is None:
+        return []
+    found = _config_keys(path, stamp)
+    return None if found is None else list(found)
+
+
+@functools.lru_cache(maxsize=256)
+def _config_keys(path: str, stamp: Stamp) -> tuple[tuple[str, str], ...] | None:
     try:
         done = subprocess.run(["git", "config", "--file", path, "--no-includes", "--null", "--list"],
                               capture_output=True, cwd="/", env=_git_env(), timeout=30, check=False)
@@ -226,7 +237,7 @@ def config_keys(path: str) -> list[tuple[str, str]] | None:
         if item:
             key, _, value = item.partition("\n")
             pairs.append((key, value))
-    return pairs
+    return tuple(pairs)
 
 
 def user_hooks_path() -> str | None:

@@ -83,7 +83,7 @@ SANDBOX_MODES: tuple[SandboxMode, ...] = ("read-only", "workspace-write", "off")
 DEPRECATED_MODES = {"full": "off"}
 """Old names still accepted (with :data:`FULL_DEPRECATED`), and what they mean now."""
 FULL_DEPRECATED = ("--sandbox full is deprecated: it means NO sandbox (commands run with your permissions); "
-                   "it is now called --sandbox off")
+                   "it is now called --sandbox off (sandbox = \"off\" in config.toml)")
 
 DEFAULT_HIDDEN_PATHS: tuple[str, ...] = (
     "~/.ssh", "~/.aws", "~/.azure", "~/.gnupg", "~/.docker", "~/.kube", "~/.netrc", "~/.git-credentials",
