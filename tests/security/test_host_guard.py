@@ -312,3 +312,22 @@ async def test_what_a_background_job_plants_is_moved_aside(
     assert not (repo / "sub" / ".git").exists()
     git(repo / "sub", "status", env=host_env, check=False)
     assert not marker.exists()
+
+
+async def test_a_rebase_left_with_exec_lines_is_moved_aside(repo: Path, marker: Path, host_env: dict[str, str]) -> None:
+    """``git status`` says a rebase is in progress; ``git rebase --continue`` would run its
+    ``exec`` lines on the host."""
+    outputs = await sandboxed(repo, "echo b > b.txt && git add b.txt && git commit -qm second && "
+                              f"GIT_SEQUENCE_EDITOR='sed -i \"1i break\\nexec touch {marker}\"' git rebase -q -i HEAD~1")
+    assert "moved .git/rebase-merge aside" in outputs[0], outputs[0]
+    git(repo, "rebase", "--continue", env=host_env, check=False)
+    host_git_work(repo, host_env)
+    assert not marker.exists()
+
+
+async def test_a_rebase_that_stops_on_a_conflict_is_kept(repo: Path, host_env: dict[str, str]) -> None:
+    outputs = await sandboxed(repo, "git checkout -q -b side && echo s > a.txt && git commit -qam side && "
+                              "git checkout -q main && echo m > a.txt && git commit -qam main && "
+                              "git checkout -q side && git rebase -q main; git status --short")
+    assert "codeloop:" not in outputs[0] and "UU a.txt" in outputs[0], outputs[0]
+    assert "rebase in progress" in git(repo, "status", env=host_env).stdout

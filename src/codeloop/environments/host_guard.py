@@ -71,6 +71,11 @@ gets the repository moved aside."""
 
 _SAFE_NEW = [pattern.lower() for pattern in SAFE_NEW_KEYS]
 
+REBASE_TODO = "rebase-merge/git-rebase-todo"
+"""An interactive rebase's list: its ``exec`` lines run when the user types ``git rebase
+--continue``, which ``git status`` suggests. Checked, not mounted (a rebase in the sandbox
+writes it)."""
+
 Stamp = tuple[int, int, int, int] | None
 """(inode, size, mtime ns, mode) of an entry, None when absent."""
 
@@ -128,7 +133,7 @@ def _is_git_dir(path: str, names: Iterable[str]) -> bool:
 
 def _git_dir(path: str, worktree: str | None) -> GitDir:
     stamps: list[tuple[str, object]] = []
-    for item in GIT_DIR_ITEMS:
+    for item in (*GIT_DIR_ITEMS, REBASE_TODO):
         full = os.path.join(path, item)
         stamps.append((item, _dir_stamp(full) if item == "hooks" else _stamp(full)))
     return GitDir(path, worktree, tuple(stamps))
@@ -334,6 +339,16 @@ def _planted_hooks(path: str) -> list[str]:
     return sorted(n for n in names if not n.endswith(".sample"))
 
 
+def _todo_execs(path: str) -> bool:
+    """True when a rebase todo list holds an ``exec``/``x`` line."""
+    try:
+        with open(path, "rb") as f:
+            text = f.read(1 << 20).decode("utf-8", "replace")
+    except OSError:
+        return False
+    return any(line.split(None, 1)[:1] in (["exec"], ["x"]) for line in text.splitlines())
+
+
 def _danger_of_new(git_dir: str) -> str | None:
     """Why a git directory created during the session could run a program on the host."""
     for item in ("config", "config.worktree"):
@@ -343,6 +358,8 @@ def _danger_of_new(git_dir: str) -> str | None:
     hooks = _planted_hooks(os.path.join(git_dir, "hooks"))
     if hooks:
         return f"it has hooks {', '.join(hooks[:5])}"
+    if _todo_execs(os.path.join(git_dir, REBASE_TODO)):
+        return "its rebase in progress has exec lines"
     return None
 
 
@@ -433,6 +450,10 @@ def settle(workspace: str, before: GuardState, after: GuardState) -> list[str]:
                 move(full, "it points git on the host to another configuration")
             elif item == "info":
                 continue  # read-only where it existed; its files name no program
+            elif item == REBASE_TODO:
+                if _todo_execs(full):
+                    move(os.path.dirname(full), "its todo list has exec lines, which git rebase --continue "
+                         "on the host would run")
             else:
                 unsafe = _unsafe_keys(full)
                 if unsafe:
