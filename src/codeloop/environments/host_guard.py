@@ -21,7 +21,8 @@ removed again after the command: git does not see empty directories).
 exist yet. A repository created during the session (``git init sub``, a ``.git`` file or
 link pointing somewhere new, a new ``.git/modules/X``), a ``commondir`` or
 ``config.worktree`` added to a known git directory, a hooks directory the configuration
-names that was created, an ``.envrc`` that was created: each is moved aside (renamed to
+names that was created, an ``.envrc`` that was created, a rebase left in progress with
+``exec`` lines in its todo list: each is moved aside (renamed to
 ``NAME.codeloop-quarantined``) when it could make the host's git or shell run a program,
 and the command's output says so. A repository created in the session may hold only the
 configuration keys of :data:`SAFE_NEW_KEYS` (what ``git init``, ``clone``, ``remote add``,
