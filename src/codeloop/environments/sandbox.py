@@ -317,6 +317,9 @@ class SandboxedExecutionEnvironment(LocalExecutionEnvironment):
         self._placeholders: set[str] = set()
         self._jobs: list[Job] = []
         self._user_hooks: str | None = None
+        self._changed_since_scan = True
+        """False while nothing but the last command (whose state was scanned after it) can have
+        changed the workspace: the next command then skips its own walk."""
 
     @property
     def protects_host_files(self) -> bool:
@@ -345,6 +348,7 @@ class SandboxedExecutionEnvironment(LocalExecutionEnvironment):
                 "Ask the user to allow writes (--sandbox workspace-write) if this change is needed.",
                 path=path,
             )
+        self._changed_since_scan = True  # a file tool may lay out a repository (bare-looking)
         if self.mode == "workspace-write" and self._is_protected(path):
             raise WriteDeniedError(f"Cannot write {path!r}: {PROTECTED_WRITE}. Ask the user to make this "
                                    "change outside codeloop if it is needed.", path=path)
@@ -410,13 +414,17 @@ class SandboxedExecutionEnvironment(LocalExecutionEnvironment):
     def _guard_before(self, workspace: str) -> list[str]:
         """Mounts that keep what the host runs read-only; first settles what an earlier
         command or a background job left."""
-        now = host_guard.scan(workspace, self._user_hooks)
-        if self._guard is not None:
-            notes = host_guard.settle(workspace, self._guard, now)
-            if notes:
-                self._guard_notes += notes
-                now = host_guard.scan(workspace, self._user_hooks)
+        if self._guard is not None and not (self._changed_since_scan or self._jobs or self._running):
+            now = self._guard
+        else:
+            now = host_guard.scan(workspace, self._user_hooks)
+            if self._guard is not None:
+                notes = host_guard.settle(workspace, self._guard, now)
+                if notes:
+                    self._guard_notes += notes
+                    now = host_guard.scan(workspace, self._user_hooks)
         self._guard = now
+        self._changed_since_scan = False
         args, placeholders = host_guard.guard_mounts(workspace, now)
         self._placeholders.update(placeholders)
         return args
@@ -456,6 +464,7 @@ class SandboxedExecutionEnvironment(LocalExecutionEnvironment):
         job = super().start_job(command, working_dir)
         if self.mode == "workspace-write":
             self._jobs.append(job)
+            self._changed_since_scan = True
         return job
 
     async def cleanup(self) -> None:
