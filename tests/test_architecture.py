@@ -30,6 +30,9 @@ PROCESS_EXCEPTIONS = {
     "environments/seccomp_filter.py": "builds the sandbox's seccomp BPF with libseccomp's Python "
     "bindings, which exist only for the system python3 on Debian: when the venv cannot import them it "
     "runs `python3` once per process to write the filter (no workspace, no user input)",
+    "environments/host_guard.py": "git reading a configuration file (`git config --file F --no-includes "
+    "--list`, `git config --get core.hooksPath`) with a minimal environment in `/`, synchronously while a "
+    "sandboxed command's bwrap argv is built and after it ran; it runs nothing of the workspace",
     "mcp/connection.py": "MCP stdio servers: the `mcp` library's stdio_client starts the server process "
     "and owns its lifetime; codeloop only hands it the configured command",
 }

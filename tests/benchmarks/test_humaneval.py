@@ -207,7 +207,7 @@ def test_the_agent_cannot_read_the_hidden_tests(tmp_path: Path, monkeypatch: pyt
                 f"cat {private}/check_solution.py; zcat {he.dataset_path()} | head -c 3000; "
                 f"ls {os.path.dirname(he.dataset_path())}")
         seen = {}
-        for sandbox in ("workspace-write", "full"):
+        for sandbox in ("workspace-write", "off"):
             out = tmp_path / f"{sandbox}.txt"
             template = _shell(look, sandbox) + f" > {out} 2>&1"
             outcome, _ = he.run_problem(sandbox, template, problem, "http://127.0.0.1:1/v1", "m", 120)
@@ -221,7 +221,7 @@ def test_the_agent_cannot_read_the_hidden_tests(tmp_path: Path, monkeypatch: pyt
     for name in (private.name, "HumanEval.jsonl.gz"):  # named only where they are not found
         found = [line for line in inside.splitlines() if name in line]
         assert found and all("No such file or directory" in line for line in found), found
-    outside = seen["full"]  # the control: unsandboxed, the same command finds both
+    outside = seen["off"]  # the control: unsandboxed, the same command finds both
     assert problem.test.strip() in outside and "HumanEval.jsonl.gz" in outside and private.name in outside
 
 

@@ -202,7 +202,7 @@ def test_the_agent_cannot_read_the_tasks_checks(tmp_path: Path, monkeypatch: pyt
     assert len(named) >= 10 and all("No such file or directory" in line for line in named), named
 
     wanted = [(task_dir / name).read_text().strip() for name in ("check.sh", "solution.sh", "hidden/check.py")]
-    outside = run("full")  # control 1: no sandbox, the same command reads every one
+    outside = run("off")  # control 1: no sandbox, the same command reads every one
     assert all(text in outside for text in wanted) and f"{task_dir}/check.sh\n" in outside
     monkeypatch.setattr(run_tasks, "agent_env", lambda environ, *_: dict(environ))
     uncleaned = run("workspace-write")  # control 2: the sandbox mounts benchmarks/ from PATH

@@ -48,7 +48,7 @@ from codeloop.sessions.log import SessionLogWarning, parse_log
 
 STEP = re.compile(r"step-(\d+)")
 ARGS = ["--provider", "openai_compatible", "--profile", "anthropic", "--approval", "never-ask",
-        "--sandbox", "full"]
+        "--sandbox", "off"]
 
 
 def step_call(k: int) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from fault_server import FaultServer
 from test_interactive_tmux import launch
 from test_run_cli import CODELOOP, isolated_env, run
 
-NATIVE = ["--profile", "anthropic", "--approval", "never-ask", "--sandbox", "full"]
+NATIVE = ["--profile", "anthropic", "--approval", "never-ask", "--sandbox", "off"]
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + bytes(range(64))
 B64 = base64.b64encode(PNG).decode()
 APIS = {
@@ -57,7 +57,7 @@ def test_image_option_sends_the_image_part_each_wire_api_expects(api: str, works
             [CODELOOP, "run", "what is in this picture?", "--image", str(workspace.parent / "shot.png"),
              "--cwd", str(workspace), "--provider", provider, "--base-url", server.base_url + suffix,
              "--profile", "anthropic" if api == "chat_completions" else provider, "--approval", "never-ask",
-             "--sandbox", "full"],
+             "--sandbox", "off"],
             capture_output=True, text=True, env=isolated_env(workspace, **{key: "test-key"}), timeout=120,
             stdin=subprocess.DEVNULL)
         bodies = server.bodies

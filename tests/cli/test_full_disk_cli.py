@@ -36,7 +36,7 @@ def run(disk: SmallDisk, server: FaultServer, cwd: Path, state: Path, api: str, 
     """``codeloop run`` inside the disk's mount namespace, with its session logs in ``state``."""
     provider, suffix, key = APIS[api]
     args = [CODELOOP, "run", "update the notes", "--cwd", str(cwd), "--provider", provider,
-            "--base-url", server.base_url + suffix, "--approval", "never-ask", "--sandbox", "full", *extra]
+            "--base-url", server.base_url + suffix, "--approval", "never-ask", "--sandbox", "off", *extra]
     if api != "chat_completions":
         args += ["--profile", provider]
     env = isolated_env(cwd, **{key: "test-key"}) | {"CODELOOP_STATE_DIR": str(state)}

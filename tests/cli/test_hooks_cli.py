@@ -14,7 +14,7 @@ from chat_server import ChatServer, text_reply, tool_reply
 from test_interactive_tmux import launch
 from test_run_cli import CODELOOP, isolated_env, run
 
-NATIVE = ["--profile", "anthropic", "--approval", "never-ask", "--sandbox", "full"]
+NATIVE = ["--profile", "anthropic", "--approval", "never-ask", "--sandbox", "off"]
 
 
 def user_hooks(workspace: Path, text: str) -> None:

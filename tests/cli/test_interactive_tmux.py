@@ -62,7 +62,7 @@ def launch(server: ChatServer, tmp_path: Path, *args: str) -> Pane:
     env = isolated_env(workspace, TERM="xterm")
     command = " ".join(shlex.quote(a) for a in [
         "env", "-i", *(f"{k}={v}" for k, v in env.items()), CODELOOP, "run", *args, "--cwd", str(workspace),
-        "--base-url", server.base_url, "--profile", "anthropic", "--sandbox", "full"])
+        "--base-url", server.base_url, "--profile", "anthropic", "--sandbox", "off"])
     return Pane(f"codeloop-test-{tmp_path.name}", f"{command}; echo EXITED=$?; sleep 600")
 
 

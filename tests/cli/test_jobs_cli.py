@@ -135,7 +135,7 @@ def test_background_job_runs_in_the_sandbox(server, workspace) -> None:
 def test_starting_a_job_goes_through_approval(server, workspace) -> None:
     server.replies.extend([call("shell", {"command": "touch made.txt", "background": True}, 1), text_reply("no")])
     done = subprocess.run([CODELOOP, "run", "make it", "--cwd", str(workspace), "--base-url", server.base_url,
-                           "--profile", "anthropic", "--sandbox", "full", "--approval", "on-risk"],
+                           "--profile", "anthropic", "--sandbox", "off", "--approval", "on-risk"],
                           capture_output=True, text=True, env=isolated_env(workspace), timeout=60,
                           stdin=subprocess.DEVNULL)
     assert done.returncode == 4, done.stderr

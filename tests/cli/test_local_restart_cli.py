@@ -48,7 +48,7 @@ def test_a_dead_local_server_is_restarted_once_and_the_task_finishes(tmp_path: P
     env.pop("OPENAI_API_KEY", None)
     try:
         done = subprocess.run([CODELOOP, "run", "append", "--cwd", str(work), "--model", "0.5b", "--profile",
-                               "anthropic", "--approval", "never-ask", "--sandbox", "full"],
+                               "anthropic", "--approval", "never-ask", "--sandbox", "off"],
                               capture_output=True, text=True, env=env, timeout=120, stdin=subprocess.DEVNULL)
     finally:
         state = llama_server.read_state("0.5b", models)

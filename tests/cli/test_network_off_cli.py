@@ -1,4 +1,4 @@
-"""``--network off`` holds with ``--sandbox full`` too, or the command refuses (issue 18):
+"""``--network off`` holds with ``--sandbox off`` too, or the command refuses (issue 18):
 the real ``codeloop run`` / ``codeloop tool`` with the real bubblewrap, a command that
 GETs a real HTTP server on the host's loopback, and a scripted model on another loopback
 server (the model's own calls are made by codeloop, outside the sandbox, and still work)."""
@@ -30,19 +30,19 @@ def target() -> Iterator[HitServer]:
 def run_fetch(server: ChatServer, target: HitServer, workspace: Path, network: str) -> dict[str, object]:
     server.replies.extend([tool_reply("shell", {"command": target.fetch_command()}), text_reply("fetched")])
     done = run(["fetch the probe", "--json", "--base-url", server.base_url, "--profile", "anthropic",
-                "--approval", "never-ask", "--sandbox", "full", "--network", network], workspace)
+                "--approval", "never-ask", "--sandbox", "off", "--network", network], workspace)
     assert done.returncode == 0, done.stderr
     assert len(server.requests) == 2  # the model was reached twice: codeloop's own calls have the network
     return tool_end(done.stdout)
 
 
-def test_run_full_sandbox_network_off_reaches_no_loopback_server(server, target, workspace) -> None:
+def test_run_sandbox_off_network_off_reaches_no_loopback_server(server, target, workspace) -> None:
     end = run_fetch(server, target, workspace, "off")
     assert "pong" not in str(end["output"])
     assert target.hits == []
 
 
-def test_run_full_sandbox_network_on_reaches_the_loopback_server(server, target, workspace) -> None:
+def test_run_sandbox_off_network_on_reaches_the_loopback_server(server, target, workspace) -> None:
     end = run_fetch(server, target, workspace, "on")
     assert "pong" in str(end["output"])
     assert target.hits == ["/probe"]
@@ -50,7 +50,7 @@ def test_run_full_sandbox_network_on_reaches_the_loopback_server(server, target,
 
 def test_run_network_off_without_bubblewrap_refuses_before_the_model(server, tmp_path, workspace) -> None:
     env = isolated_env(workspace, PATH=fake_bwrap_path(tmp_path))
-    for sandbox in (["--sandbox", "full"], []):  # chosen full, and the default sandbox that would fall back
+    for sandbox in (["--sandbox", "off"], []):  # chosen off, and the default sandbox that would fall back
         done = run(["go", "--base-url", server.base_url, *sandbox, "--network", "off"], workspace, env=env)
         assert done.returncode == 2 and "Traceback" not in done.stderr
         assert "--network off needs bubblewrap" in done.stderr and "--network on" in done.stderr
@@ -64,9 +64,9 @@ def tool(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
 
 
 @pytest.mark.parametrize("network", ["off", "on"])
-def test_tool_shell_full_sandbox_network_flag_holds(target, tmp_path, network) -> None:
+def test_tool_shell_sandbox_off_network_flag_holds(target, tmp_path, network) -> None:
     done = tool("shell", "--args", json.dumps({"command": target.fetch_command()}), "--cwd", str(tmp_path),
-                "--sandbox", "full", "--network", network, "--json")
+                "--sandbox", "off", "--network", network, "--json")
     output = json.loads(done.stdout)["output"]
     assert ("pong" in output) is (network == "on")
     assert target.hits == ([] if network == "off" else ["/probe"])
@@ -75,7 +75,7 @@ def test_tool_shell_full_sandbox_network_flag_holds(target, tmp_path, network) -
 def test_tool_network_off_without_bubblewrap_refuses_and_runs_nothing(tmp_path) -> None:
     (tmp_path / "ws").mkdir()
     done = tool("shell", "--args", json.dumps({"command": "touch ran.txt"}), "--cwd", str(tmp_path / "ws"),
-                "--sandbox", "full", "--network", "off", env=isolated_env(tmp_path / "ws",
+                "--sandbox", "off", "--network", "off", env=isolated_env(tmp_path / "ws",
                                                                            PATH=fake_bwrap_path(tmp_path)))
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert "--network off needs bubblewrap" in done.stderr and "apt-get install bubblewrap" in done.stderr

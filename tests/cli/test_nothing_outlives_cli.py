@@ -94,5 +94,5 @@ def test_codeloop_run_killed_mid_command_leaves_nothing(sig: signal.Signals, tmp
     with ChatServer() as server:
         server.replies.append(tool_reply("shell", {"command": COMMAND, "timeout_ms": 600_000}))
         kill_mid_command([CODELOOP, "run", "wait", "--cwd", str(tmp_path), "--base-url", server.base_url,
-                          "--profile", "anthropic", "--approval", "never-ask", "--sandbox", "full"],
+                          "--profile", "anthropic", "--approval", "never-ask", "--sandbox", "off"],
                          tmp_path, sig, isolated_env(tmp_path))

@@ -17,7 +17,7 @@ from test_run_sessions_cli import fake_bwrap_path
 
 from codeloop.environments.sandbox import probe_bwrap
 
-NATIVE = ["--profile", "anthropic", "--approval", "never-ask", "--sandbox", "full"]
+NATIVE = ["--profile", "anthropic", "--approval", "never-ask", "--sandbox", "off"]
 
 
 def tool_results(server: ChatServer, index: int) -> list[str]:
@@ -33,7 +33,7 @@ def test_plan_one_shot_refuses_a_write_in_text_tool_mode_and_shows_the_plan(serv
         text_reply("1. Create hello.py printing 1."),
     ])
     done = run(["add hello.py", "--plan", "--base-url", server.base_url, "--approval", "never-ask",
-                "--sandbox", "full"], workspace)
+                "--sandbox", "off"], workspace)
     assert done.returncode == 0, done.stderr
     assert not (workspace / "hello.py").exists()
     assert "PLAN MODE is on" in server.requests[0]["messages"][0]["content"]
@@ -122,7 +122,7 @@ def test_output_last_message_in_a_missing_directory_is_a_usage_error(tmp_path, w
 def test_without_a_terminal_a_call_needing_approval_is_denied_with_exit_4(server, workspace, stdin) -> None:
     server.replies.extend([tool_reply("shell", {"command": "touch made.txt"}), text_reply("could not")])
     args = [CODELOOP, "run", "make it", "--cwd", str(workspace), "--base-url", server.base_url,
-            "--profile", "anthropic", "--sandbox", "full", "--approval", "on-risk"]
+            "--profile", "anthropic", "--sandbox", "off", "--approval", "on-risk"]
     # A pipe holding "y" must not answer the question: only a terminal can approve.
     feed = {"stdin": subprocess.DEVNULL} if stdin == "devnull" else {"input": "y\nalways\n"}
     done = subprocess.run(args, capture_output=True, text=True, env=isolated_env(workspace), timeout=60, **feed)

@@ -38,7 +38,7 @@ def test_readme_job_is_nudged_to_run_the_file_it_wrote(server, tmp_path) -> None
         text_reply('<tool name="shell">\n<command>python3 hello.py</command>\n</tool>'),
         text_reply("hello.py prints hello."),
     ])
-    done = run([TASK, "--json", "--base-url", server.base_url, "--approval", "never-ask", "--sandbox", "full"],
+    done = run([TASK, "--json", "--base-url", server.base_url, "--approval", "never-ask", "--sandbox", "off"],
                tmp_path)
     assert done.returncode == 0, done.stderr
     nudge = server.requests[2]["messages"][-1]["content"]
@@ -56,14 +56,14 @@ def test_an_echoed_final_answer_is_reported_as_what_was_done(server, tmp_path) -
         *[text_reply("# Available tools\n## read_file: Read a file from the filesystem.\n"
                      "## write_file: Write content to a file.")] * 3,  # corrected twice, then reported
     ])
-    done = run([TASK, "--base-url", server.base_url, "--approval", "never-ask", "--sandbox", "full"], tmp_path)
+    done = run([TASK, "--base-url", server.base_url, "--approval", "never-ask", "--sandbox", "off"], tmp_path)
     assert done.returncode == 0, done.stderr
     assert ("No final answer from the model (its last reply was empty or repeated its instructions). "
             "What was done: wrote hello.py; ran `python3 hello.py` (exit 0).") in done.stdout
     server.replies.extend([text_reply("<tool name=\"shell\">\n<command>true</command>\n</tool>"),
                            *[text_reply("")] * 3])  # two empty replies are nudged, the third stays
     quiet = run(["Run true", "--quiet", "--base-url", server.base_url, "--approval", "never-ask", "--sandbox",
-                 "full"], tmp_path)
+                 "off"], tmp_path)
     assert quiet.stdout == ("No final answer from the model (its last reply was empty or repeated its "
                             "instructions). What was done: ran `true` (exit 0).\n")
 
@@ -72,7 +72,7 @@ def test_the_file_a_task_names_is_in_the_first_request(server, tmp_path) -> None
     (tmp_path / "stats.py").write_text("def mean(xs):\n    return sum(xs) / (len(xs) - 1)\n")
     server.replies.append(text_reply("It divides by len(xs) - 1."))
     done = run(["What is wrong in stats.py?", "--json", "--base-url", server.base_url, "--approval", "never-ask",
-                "--sandbox", "full"], tmp_path)
+                "--sandbox", "off"], tmp_path)
     assert done.returncode == 0, done.stderr
     first = server.requests[0]["messages"][1]["content"]
     assert "## stats.py\n  1 | def mean(xs):\n  2 |     return sum(xs) / (len(xs) - 1)" in first
@@ -85,7 +85,7 @@ def test_no_rescues_turns_them_off_from_the_flag_or_the_config(server, tmp_path)
     (tmp_path / "stats.py").write_text("def mean(xs):\n    return sum(xs) / (len(xs) - 1)\n")
     server.replies.extend([text_reply("It divides by len(xs) - 1.")] * 2)
     args = ["What is wrong in stats.py?", "--json", "--base-url", server.base_url, "--approval", "never-ask",
-            "--sandbox", "full"]
+            "--sandbox", "off"]
     done = run([*args, "--no-rescues"], tmp_path)
     assert done.returncode == 0, done.stderr
     assert server.requests[0]["messages"][1]["content"] == "What is wrong in stats.py?"

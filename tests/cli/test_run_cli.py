@@ -42,7 +42,7 @@ def test_json_output_is_one_schema_valid_event_per_line(server, tmp_path) -> Non
         text_reply("Created hello.py."),
     ])
     done = run(["Create hello.py", "--json", "--base-url", server.base_url, "--approval", "never-ask",
-                "--sandbox", "full"], tmp_path)
+                "--sandbox", "off"], tmp_path)
     assert done.returncode == 0, done.stderr
     events = [json.loads(line) for line in done.stdout.splitlines()]
     for event in events:
@@ -62,7 +62,7 @@ def test_json_output_is_one_schema_valid_event_per_line(server, tmp_path) -> Non
 def test_native_tool_calls_with_anthropic_profile_and_rich_output(server, tmp_path) -> None:
     server.replies.extend([tool_reply("shell", {"command": "echo from-shell"}), text_reply("All done.")])
     done = run(["say hi", "--base-url", server.base_url, "--profile", "anthropic", "--approval", "never-ask",
-                "--sandbox", "full"], tmp_path)
+                "--sandbox", "off"], tmp_path)
     assert done.returncode == 0, done.stderr
     assert "shell" in done.stdout and "from-shell" in done.stdout and "All done." in done.stdout
     assert [t["function"]["name"] for t in server.requests[0]["tools"]][:1] == ["read_file"]
@@ -71,7 +71,7 @@ def test_native_tool_calls_with_anthropic_profile_and_rich_output(server, tmp_pa
 def test_quiet_prints_only_the_final_answer(server, tmp_path) -> None:
     server.replies.extend([tool_reply("shell", {"command": "echo noisy"}), text_reply("The answer is 42.")])
     done = run(["q", "--quiet", "--base-url", server.base_url, "--profile", "anthropic", "--approval", "never-ask",
-                "--sandbox", "full"], tmp_path)
+                "--sandbox", "off"], tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "The answer is 42.\n"
 
@@ -79,14 +79,14 @@ def test_quiet_prints_only_the_final_answer(server, tmp_path) -> None:
 def test_turn_limit_exit_code_3(server, tmp_path) -> None:
     server.replies.extend([tool_reply("shell", {"command": "true"}), tool_reply("shell", {"command": "true"})])
     done = run(["loop", "--json", "--max-turns", "2", "--base-url", server.base_url, "--profile", "anthropic",
-                "--approval", "never-ask", "--sandbox", "full"], tmp_path)
+                "--approval", "never-ask", "--sandbox", "off"], tmp_path)
     assert done.returncode == 3
     assert any(json.loads(line)["kind"] == "turn_limit" for line in done.stdout.splitlines())
 
 
 def test_provider_auth_error_exit_1_with_message_on_stderr(server, tmp_path) -> None:
     server.replies.append(error_reply(401, "invalid api key"))
-    done = run(["x", "--json", "--base-url", server.base_url, "--sandbox", "full"], tmp_path)
+    done = run(["x", "--json", "--base-url", server.base_url, "--sandbox", "off"], tmp_path)
     assert done.returncode == 1
     events = [json.loads(line) for line in done.stdout.splitlines()]
     assert events[-2]["kind"] == "error" and events[-2]["data"]["error_type"] == "AuthenticationError"
@@ -95,10 +95,10 @@ def test_provider_auth_error_exit_1_with_message_on_stderr(server, tmp_path) -> 
 
 def test_auth_and_unknown_model_errors_say_what_to_fix(server, tmp_path) -> None:
     server.replies.append(error_reply(401, "invalid api key"))
-    done = run(["x", "--base-url", server.base_url, "--sandbox", "full"], tmp_path)
+    done = run(["x", "--base-url", server.base_url, "--sandbox", "off"], tmp_path)
     assert done.returncode == 1 and "fix: set a valid key in OPENAI_API_KEY, or check --base-url" in done.stderr
     server.replies.append(error_reply(404, "model 'gpt-9' not found"))
-    done = run(["x", "--base-url", server.base_url, "--model", "gpt-9", "--sandbox", "full"], tmp_path)
+    done = run(["x", "--base-url", server.base_url, "--model", "gpt-9", "--sandbox", "off"], tmp_path)
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert "model 'gpt-9' or its endpoint was not found" in done.stderr
     assert "fix: pass a model this provider serves with --model ID" in done.stderr
@@ -107,7 +107,7 @@ def test_auth_and_unknown_model_errors_say_what_to_fix(server, tmp_path) -> None
 def test_on_risk_without_terminal_refuses_risky_command_and_says_how(server, tmp_path) -> None:
     server.replies.extend([tool_reply("shell", {"command": "rm -rf build"}), text_reply("ok")])
     (tmp_path / "build").mkdir()
-    done = run(["clean", "--json", "--base-url", server.base_url, "--profile", "anthropic", "--sandbox", "full"],
+    done = run(["clean", "--json", "--base-url", server.base_url, "--profile", "anthropic", "--sandbox", "off"],
                tmp_path)
     assert done.returncode == 4, done.stderr  # completed, but a call was not approved
     end = next(json.loads(x) for x in done.stdout.splitlines() if json.loads(x)["kind"] == "tool_call_end")
@@ -163,7 +163,7 @@ def test_e2e_without_api_key_uses_local_llama_cpp_model(tmp_path) -> None:
     if server_binary() is None or weights_path("0.5b") is None:
         pytest.skip("local llama.cpp model not installed (python -m codeloop.llm.llama_server install 0.5b)")
     done = subprocess.run([CODELOOP, "run", "Reply with the single word OK.", "--json", "--model", "0.5b",
-                           "--max-turns", "4", "--sandbox", "full", "--approval", "never-ask", "--cwd", str(tmp_path)],
+                           "--max-turns", "4", "--sandbox", "off", "--approval", "never-ask", "--cwd", str(tmp_path)],
                           capture_output=True, text=True, env=clean_env(), timeout=900, stdin=subprocess.DEVNULL)
     assert done.returncode in (0, 3), done.stderr
     events = [json.loads(line) for line in done.stdout.splitlines()]

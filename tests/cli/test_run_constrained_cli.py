@@ -9,7 +9,7 @@ from pathlib import Path
 from chat_server import ChatServer, text_reply
 from test_run_cli import run
 
-BASE = ["--profile", "text", "--provider", "openai_compatible", "--approval", "never-ask", "--sandbox", "full"]
+BASE = ["--profile", "text", "--provider", "openai_compatible", "--approval", "never-ask", "--sandbox", "off"]
 
 
 def test_constrained_on_sends_the_reply_schema_and_reads_the_final_answer(workspace: Path) -> None:

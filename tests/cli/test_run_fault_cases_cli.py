@@ -39,7 +39,7 @@ TOOL = tool_reply("shell", {"command": "echo ran >> log.txt"}) | {"content": "I 
 def args_for(server: FaultServer, api: str, cwd: Path, *extra: str) -> tuple[list[str], dict[str, str]]:
     provider, suffix, key = APIS[api]
     args = [CODELOOP, "run", "append a line to log.txt", "--cwd", str(cwd), "--provider", provider,
-            "--base-url", server.base_url + suffix, "--approval", "never-ask", "--sandbox", "full", *extra]
+            "--base-url", server.base_url + suffix, "--approval", "never-ask", "--sandbox", "off", *extra]
     if api != "chat_completions":
         args += ["--profile", provider]
     return args, isolated_env(cwd, **{key: "test-key"})

@@ -27,7 +27,7 @@ APIS = {
 def run(server: FaultServer, api: str, cwd: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     provider, suffix, key = APIS[api]
     args = [CODELOOP, "run", "append a line to log.txt", "--cwd", str(cwd), "--provider", provider,
-            "--base-url", server.base_url + suffix, "--approval", "never-ask", "--sandbox", "full", *extra]
+            "--base-url", server.base_url + suffix, "--approval", "never-ask", "--sandbox", "off", *extra]
     if api != "chat_completions":
         args += ["--profile", provider]
     return subprocess.run(args, capture_output=True, text=True, env=isolated_env(cwd, **{key: "test-key"}),

@@ -31,7 +31,7 @@ def tool_end(stdout: str) -> dict:
     return next(e for e in map(json.loads, stdout.splitlines()) if e["kind"] == "tool_call_end")["data"]
 
 
-BASE = ["--profile", "anthropic", "--approval", "never-ask", "--sandbox", "full"]
+BASE = ["--profile", "anthropic", "--approval", "never-ask", "--sandbox", "off"]
 
 
 def test_resume_sends_the_earlier_conversation_and_continues_the_same_log(server, workspace) -> None:
@@ -85,7 +85,7 @@ def trust_project(workspace: Path) -> str:
 
 def test_config_files_supply_options_and_project_beats_user(server, workspace) -> None:
     write_configs(workspace,
-                  f'base_url = "{server.base_url}"\nmodel = "project-model"\nsandbox = "full"\n',
+                  f'base_url = "{server.base_url}"\nmodel = "project-model"\nsandbox = "off"\n',
                   'model = "user-model"\nprofile = "anthropic"\napproval = "never-ask"\n')
     assert "base_url" in trust_project(workspace)
     server.replies.extend([tool_reply("shell", {"command": "echo made > out.txt"}), text_reply("done")])
@@ -124,7 +124,7 @@ def test_bad_config_key_is_a_one_line_error_with_exit_2(workspace) -> None:
 
 def test_on_risk_without_terminal_denies_and_names_the_fix(server, workspace) -> None:
     server.replies.extend([tool_reply("shell", {"command": "touch made.txt"}), text_reply("ok")])
-    done = run(["touch", "--json", "--base-url", server.base_url, "--profile", "anthropic", "--sandbox", "full"],
+    done = run(["touch", "--json", "--base-url", server.base_url, "--profile", "anthropic", "--sandbox", "off"],
                workspace)
     assert done.returncode == 4, done.stderr  # exit 4: a call was not approved
     end = tool_end(done.stdout)
@@ -135,7 +135,7 @@ def test_on_risk_without_terminal_denies_and_names_the_fix(server, workspace) ->
 
 def test_always_ask_without_terminal_denies_even_a_file_write(server, workspace) -> None:
     server.replies.extend([tool_reply("write_file", {"file_path": "a.txt", "content": "x"}), text_reply("ok")])
-    done = run(["w", "--json", "--base-url", server.base_url, "--profile", "anthropic", "--sandbox", "full",
+    done = run(["w", "--json", "--base-url", server.base_url, "--profile", "anthropic", "--sandbox", "off",
                 "--approval", "always-ask"], workspace)
     assert done.returncode == 4, done.stderr  # exit 4: a call was not approved
     assert "--approval never-ask" in tool_end(done.stdout)["error"]
@@ -174,7 +174,7 @@ def fake_bwrap_path(tmp_path: Path) -> str:
     return f"{bindir}:{os.environ['PATH']}"
 
 
-def test_default_sandbox_falls_back_to_full_with_a_loud_warning(server, tmp_path, workspace) -> None:
+def test_default_sandbox_falls_back_to_off_with_a_loud_warning(server, tmp_path, workspace) -> None:
     server.replies.extend([tool_reply("shell", {"command": "echo ran > ran.txt"}), text_reply("ok")])
     done = run(["go", "--base-url", server.base_url, "--profile", "anthropic", "--approval", "never-ask"],
                workspace, env=isolated_env(workspace, PATH=fake_bwrap_path(tmp_path)))
@@ -187,7 +187,7 @@ def test_explicit_sandbox_without_bubblewrap_fails_clearly(server, tmp_path, wor
     done = run(["go", "--base-url", server.base_url, "--sandbox", "workspace-write"], workspace,
                env=isolated_env(workspace, PATH=fake_bwrap_path(tmp_path)))
     assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert "bubblewrap" in done.stderr and "--sandbox full" in done.stderr
+    assert "bubblewrap" in done.stderr and "--sandbox off" in done.stderr
     assert server.requests == []
 
 

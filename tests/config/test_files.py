@@ -36,7 +36,7 @@ def test_no_files_gives_defaults(dirs: tuple[Path, Path]) -> None:
     ('modle = "x"\n', r"c\.toml:1: unknown key 'modle'; did you mean 'model'\?"),
     ('model = "x"\nmax_turns = "5"\n', r"c\.toml:2: max_turns must be a whole number"),
     ("max_turns = true\n", r"max_turns must be a whole number"),
-    ('sandbox = "open"\n', r"c\.toml:1: sandbox = 'open' is not one of read-only, workspace-write, full"),
+    ('sandbox = "open"\n', r"c\.toml:1: sandbox = 'open' is not one of read-only, workspace-write, off"),
     ("model = 3\n", r"c\.toml:1: model must be a non-empty string"),
     ("x = [\n", r"c\.toml: invalid TOML: .*fix the syntax"),
     ('[mcp_servers.a]\ncommand = "py"\nargz = []\n', r"c\.toml:3: unknown key \[mcp_servers\.a\] 'argz'; did you mean 'args'"),

@@ -39,7 +39,7 @@ async def test_full_with_network_off_reaches_no_server_but_writes_anywhere(
 ) -> None:
     outside = tmp_path / "outside.txt"
     (tmp_path / "ws").mkdir()
-    env = open_environment(tmp_path / "ws", sandbox="full", network=False)
+    env = open_environment(tmp_path / "ws", sandbox="off", network=False)
     await env.initialize()
     result = await env.exec_command(f"{_connect_cmd(loopback_server)}; echo written > {outside}")
     assert "pong" not in result.stdout and "refused" in result.stderr
@@ -49,25 +49,25 @@ async def test_full_with_network_off_reaches_no_server_but_writes_anywhere(
 async def test_full_with_network_on_is_a_plain_local_environment_that_reaches_the_server(
     tmp_path: Path, loopback_server: int
 ) -> None:
-    env = open_environment(tmp_path, sandbox="full", network=True)
+    env = open_environment(tmp_path, sandbox="off", network=True)
     assert type(env) is LocalExecutionEnvironment
     await env.initialize()
     result = await env.exec_command(_connect_cmd(loopback_server))
     assert result.stdout.strip() == "pong", result.output
 
 
-@pytest.mark.parametrize("mode", ["read-only", "workspace-write", "full"])
+@pytest.mark.parametrize("mode", ["read-only", "workspace-write", "off"])
 async def test_network_left_out_follows_the_sandbox(tmp_path: Path, loopback_server: int, mode: str) -> None:
     env = open_environment(tmp_path, sandbox=mode)  # type: ignore[arg-type]
     await env.initialize()
     result = await env.exec_command(_connect_cmd(loopback_server))
-    assert ("pong" in result.stdout) is (mode == "full"), result.output
+    assert ("pong" in result.stdout) is (mode == "off"), result.output
 
 
 async def test_full_with_network_off_without_bubblewrap_refuses_and_runs_nothing(
     tmp_path: Path, no_bwrap: None
 ) -> None:
-    env = open_environment(tmp_path, sandbox="full", network=False)
+    env = open_environment(tmp_path, sandbox="off", network=False)
     assert isinstance(env, SandboxedExecutionEnvironment)
     with pytest.raises(SandboxUnavailableError, match="--network off needs bubblewrap") as caught:
         await env.initialize()
@@ -80,27 +80,37 @@ async def test_full_with_network_off_without_bubblewrap_refuses_and_runs_nothing
 def test_settle_sandbox_defaults_and_choices() -> None:
     default = settle_sandbox(None, None, default="workspace-write")
     assert (default.mode, default.network, default.warning) == ("workspace-write", False, None)
-    assert settle_sandbox(None, None, default="full").network is True
-    assert settle_sandbox("full", "off", default="workspace-write").network is False
-    assert settle_sandbox("read-only", "on", default="full").network is True
+    assert settle_sandbox(None, None, default="off").network is True
+    assert settle_sandbox("off", "off", default="workspace-write").network is False
+    assert settle_sandbox("read-only", "on", default="off").network is True
+
+
+def test_full_is_the_deprecated_name_of_off_and_says_so() -> None:
+    """Issue 32: "full" read as "fully sandboxed" but meant no sandbox."""
+    old = settle_sandbox("full", None, default="workspace-write")
+    assert (old.mode, old.network) == ("off", True)
+    assert old.warning is not None and "deprecated" in old.warning and "--sandbox off" in old.warning
+    assert settle_sandbox("off", None, default="workspace-write").warning is None
+    assert check_sandbox_options("full", "off") == ("off", False)
 
 
 def test_unknown_values_are_named_with_the_choices() -> None:
     with pytest.raises(SandboxOptionError, match=r"--sandbox nope: unknown mode. Use one of: read-only, "):
         check_sandbox_options("nope", None)
     with pytest.raises(SandboxOptionError, match=r"--network maybe: unknown value. Use on or off."):
-        settle_sandbox(None, "maybe", default="full")
+        settle_sandbox(None, "maybe", default="off")
 
 
 def test_without_bubblewrap_only_the_default_sandbox_falls_back_and_network_off_never_does(no_bwrap: None) -> None:
     fallback = settle_sandbox(None, None, default="workspace-write")
-    assert (fallback.mode, fallback.network) == ("full", True)
+    assert (fallback.mode, fallback.network) == ("off", True)
+    assert "--sandbox off to silence" in fallback.warning and "--sandbox full" not in fallback.warning
     assert fallback.warning is not None and "NO SANDBOX" in fallback.warning
     assert "install bubblewrap" in fallback.warning
     with pytest.raises(SandboxUnavailableError, match=r"--network off needs bubblewrap.*--network on"):
         settle_sandbox(None, "off", default="workspace-write")
     with pytest.raises(SandboxUnavailableError, match="--network off needs bubblewrap"):
-        settle_sandbox("full", "off", default="workspace-write")
-    with pytest.raises(SandboxUnavailableError, match=r"--sandbox read-only needs bubblewrap.*--sandbox full"):
+        settle_sandbox("off", "off", default="workspace-write")
+    with pytest.raises(SandboxUnavailableError, match=r"--sandbox read-only needs bubblewrap.*--sandbox off"):
         settle_sandbox("read-only", "on", default="workspace-write")
-    assert settle_sandbox("full", None, default="workspace-write").warning is None  # nothing to enforce
+    assert settle_sandbox("off", None, default="workspace-write").warning is None  # nothing to enforce

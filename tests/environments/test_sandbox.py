@@ -149,7 +149,7 @@ async def test_daemon_outlives_an_unsandboxed_timeout_but_not_a_sandboxed_one(wo
     empties its environment (so the runner's CODELOOP_PROCESS mark is gone) escapes."""
     marker = f"codeloop-escape-{uuid.uuid4().hex}"
     command = f"(setsid env -i /bin/bash -c 'exec -a {marker} sleep 300' > /dev/null 2>&1 &); sleep 60"
-    full = SandboxedExecutionEnvironment(workspace, mode="full", network=True)
+    full = SandboxedExecutionEnvironment(workspace, mode="off", network=True)
     await full.exec_command(command, timeout_ms=800)
     escaped = _pids_with_marker(marker)
     for pid in escaped:
@@ -186,7 +186,7 @@ async def test_missing_bwrap_fails_loudly_and_never_runs_unsandboxed(
 
 
 async def test_unknown_mode_is_rejected(workspace: Path) -> None:
-    with pytest.raises(ValueError, match="read-only, workspace-write, full"):
+    with pytest.raises(ValueError, match="read-only, workspace-write, off"):
         SandboxedExecutionEnvironment(workspace, mode="yolo")  # type: ignore[arg-type]
 
 

@@ -183,3 +183,50 @@ async def test_always_never_writes_through_a_codeloop_dir_linked_out_of_the_work
     assert list(outside.iterdir()) == []  # nothing written outside
     assert len(warnings) == 1 and "holds for this session only" in warnings[0]
     assert store.is_allowed("touch two.txt")  # remembered for the session
+
+
+HOST_RUN_WRITES = [
+    ("write_file", {"file_path": ".git/hooks/pre-commit", "content": "#!/bin/sh\n"}),
+    ("write_file", {"file_path": "sub/.git/config", "content": "x"}),
+    ("write_file", {"file_path": ".vscode/tasks.json", "content": "{}"}),
+    ("write_file", {"file_path": ".envrc", "content": "x"}),
+    ("shell", {"command": "git config core.fsmonitor 'touch /tmp/x'"}),
+    ("shell", {"command": "git -C sub config --add alias.st '!sh'"}),
+    ("shell", {"command": "git config --unset user.name"}),
+    ("shell", {"command": "echo x > .idea/workspace.xml"}),
+    ("shell", {"command": "cp hook .git/hooks/post-checkout"}),
+]
+HOST_RUN_READS = [
+    ("read_file", {"file_path": ".git/config"}),
+    ("shell", {"command": "cat .git/config .envrc"}),
+    ("shell", {"command": "git config --get user.name"}),
+    ("shell", {"command": "git config user.name"}),
+    ("shell", {"command": "git config --list"}),
+    ("write_file", {"file_path": "src/github.py", "content": "x"}),
+    ("write_file", {"file_path": "docs/.gitignore", "content": "x"}),
+]
+
+
+@pytest.mark.parametrize(("name", "args"), HOST_RUN_WRITES)
+@pytest.mark.parametrize("mode", ["never-ask", "on-risk", "always-ask"])
+async def test_without_a_sandbox_writing_what_the_host_runs_asks_and_never_ask_refuses(
+        ws: Path, mode: str, name: str, args: dict[str, object]) -> None:
+    """Issue 32: no sandbox keeps git's configuration and hooks, .envrc, editor settings
+    read-only, so the policy asks in every mode (never remembered) and refuses under never-ask."""
+    (ws / "hook").write_text("#!/bin/sh\n")
+    asker = Asker("always")
+    is_error, output = await run(ws, mode, asker, name, args)
+    if mode == "never-ask":
+        assert is_error and asker.asked == [] and "refused" in output and "no sandbox protects them" in output
+    else:  # asked; the user's "always" let this call run and remembered nothing
+        assert len(asker.asked) == 1 and asker.asked[0].remember_as == ()
+        assert "no sandbox protects them" in asker.asked[0].reason
+    assert not (ws / ".codeloop" / "approvals.toml").exists()
+
+
+@pytest.mark.parametrize(("name", "args"), HOST_RUN_READS)
+async def test_reading_what_the_host_runs_and_similar_names_are_not_refused(
+        ws: Path, name: str, args: dict[str, object]) -> None:
+    asker = Asker()
+    _, output = await run(ws, "never-ask", asker, name, args)
+    assert asker.asked == [] and "no sandbox protects" not in output

@@ -15,6 +15,7 @@ import pytest
 
 from codeloop.config import load_config
 from codeloop.environments.local import LocalExecutionEnvironment
+from codeloop.environments.sandbox import SandboxedExecutionEnvironment
 from codeloop.policy import ApprovalRequest, ApprovalStore, ToolCallRequest, approval_policy
 from codeloop.policy.trust import trust, trust_file
 from codeloop.tools.apply_patch import apply_patch_tool
@@ -118,6 +119,11 @@ async def test_agent_writes_to_codeloop_dir_always_ask_and_are_never_remembered(
     registry = ToolRegistry.of([shell_tool(), write_file_tool(), apply_patch_tool(), read_file_tool()])
     policy = approval_policy(mode, ApprovalStore(ws), asker)  # type: ignore[arg-type]
     decision = await policy(ToolCallRequest(name, args), LocalExecutionEnvironment(ws))
+    if mode == "never-ask":
+        # Issue 32: no sandbox keeps .codeloop/ read-only here and nobody is asked: refused.
+        assert decision.action == "deny" and asker.asked == [] and "no sandbox protects" in decision.reason
+        # In a sandbox (where commands cannot write it) it still asks, as before.
+        decision = await policy(ToolCallRequest(name, args), SandboxedExecutionEnvironment(ws))
     assert decision.action == "allow" and len(asker.asked) == 1  # asked, and the user said yes
     assert asker.asked[0].remember_as == () and ".codeloop" in asker.asked[0].reason
     assert not (ws / ".codeloop" / "approvals.toml").exists()  # "always" remembered nothing

@@ -410,10 +410,11 @@ def register(app: typer.Typer) -> None:
             help=f"Retries of one model call after a 429, 5xx or dropped connection (default {DEFAULT_RETRIES}; "
                  "0 = none)."),
         sandbox: str | None = typer.Option(None, "--sandbox",
-                                           help="read-only, workspace-write (default) or full."),
+                                           help="read-only, workspace-write (default) or off (no sandbox; "
+                                                "full is its deprecated name)."),
         network: str | None = typer.Option(
             None, "--network",
-            help="on or off for commands (default: off in a sandbox, on with --sandbox full). "
+            help="on or off for commands (default: off in a sandbox, on with --sandbox off). "
                  "off holds in every mode, or the run refuses."),
         approval: str | None = typer.Option(None, "--approval", help="never-ask, on-risk (default) or always-ask."),
         resume: str | None = typer.Option(None, "--resume", help="Continue the session with this id."),

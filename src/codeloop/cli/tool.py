@@ -70,7 +70,7 @@ def apply_patch_command(
     root = _workspace(cwd)
     text = _read_patch(patch_file)
 
-    env = open_environment(root, sandbox="full", network=True)
+    env = open_environment(root, sandbox="off", network=True)
     try:
         outcome = asyncio.run(_with_env(env, apply_patch_text(env, text, partial=partial)))
     except (PatchError, WorkspaceError) as exc:
@@ -86,10 +86,11 @@ def tool_command(
     args: str = typer.Option("{}", "--args", help="Arguments as a JSON object."),
     cwd: Path = typer.Option(Path("."), "--cwd", help="Workspace root."),
     as_json: bool = typer.Option(False, "--json", help="Print {\"output\", \"full_output_chars\", \"is_error\"}."),
-    sandbox: str = typer.Option("full", "--sandbox", help="read-only | workspace-write | full."),
+    sandbox: str = typer.Option("off", "--sandbox",
+                                help="read-only | workspace-write | off (no sandbox; full: its deprecated name)."),
     network: str | None = typer.Option(
         None, "--network",
-        help="on | off (default: on with --sandbox full, else off). off holds in every mode, or the call is refused."),
+        help="on | off (default: on with --sandbox off, else off). off holds in every mode, or the call is refused."),
 ) -> None:
     """Run one tool through the full pipeline, as a model's call would.
 
@@ -104,9 +105,11 @@ def tool_command(
 
     root = _workspace(cwd)
     try:  # the rules of codeloop.environments.factory; a refusal is one line and exit 1
-        box = settle_sandbox(sandbox, network, default="full")
+        box = settle_sandbox(sandbox, network, default="off")
     except (SandboxOptionError, SandboxUnavailableError) as exc:
         raise fail(str(exc)) from None
+    if box.warning is not None:
+        typer.echo(f"warning: {box.warning}", err=True)
     env = open_environment(root, sandbox=box.mode, network=box.network)
     registry = all_tools_registry()
     try:

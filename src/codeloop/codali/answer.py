@@ -220,7 +220,7 @@ async def answer_request(
     if env is None:
         from codeloop.environments.factory import open_environment
 
-        env = open_environment(root, sandbox="full", network=True)
+        env = open_environment(root, sandbox="off", network=True)
     answerer = _Answerer(index or CodeIndex(root), env, content_budget, web_search)
     answerer.warnings.extend(request.warnings)
     if any(n.type.startswith("docdex.") and n.type not in {"docdex.web", "docdex.ast"} for n in request.needs):

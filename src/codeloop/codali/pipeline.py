@@ -280,7 +280,7 @@ class RolesPipeline:
         if env is None:
             from codeloop.environments.factory import open_environment
 
-            env = open_environment(self.root, sandbox="full", network=True)
+            env = open_environment(self.root, sandbox="off", network=True)
         self.env = env
         if registry is None:
             from codeloop.tools.index_tools import index_tools

@@ -6,7 +6,7 @@ on Linux; ``$CODELOOP_CONFIG_DIR`` replaces the directory) and the workspace's
 ``.codeloop/config.toml``. Every key is checked: an unknown key, a wrong type or value, or
 broken TOML raises :class:`ConfigError` naming the file, the line and the fix.
 
-The project file comes with the repository, so it is not trusted: its ``sandbox = "full"``,
+The project file comes with the repository, so it is not trusted: its ``sandbox = "off"``,
 ``approval = "never-ask"``, ``base_url``, ``mcp_servers``, ``hooks`` and the commands of
 ``diagnostics`` are ignored (with a warning in ``CodeloopConfig.warnings``) until the user trusts
 that exact content with ``codeloop trust`` (:mod:`codeloop.policy.trust`).
@@ -56,7 +56,9 @@ from codeloop.policy.trust import is_trusted, untrusted_warning, user_config_dir
 from codeloop.tools.diagnostics import DEFAULT_DIAGNOSTIC_TIMEOUT, DiagnosticCommand
 from codeloop.tools.hooks import DEFAULT_HOOK_TIMEOUT, HOOK_EVENTS, TOOL_EVENTS, Hook
 
-SANDBOX_MODES = ("read-only", "workspace-write", "full")
+SANDBOX_MODES = ("read-only", "workspace-write", "off")
+_ACCEPTED_SANDBOX = (*SANDBOX_MODES, "full")
+"""``full`` is the deprecated name of ``off`` (no sandbox): accepted, and codeloop run warns."""
 PROFILES = ("openai", "anthropic", "gemini", "text")
 MODES = ("normal", "plan")
 
@@ -114,7 +116,7 @@ class CodeloopConfig:
 
 
 _STRING_KEYS = ("model", "provider", "profile", "base_url", "sandbox", "approval", "mode")
-_CHOICES = {"sandbox": SANDBOX_MODES, "approval": APPROVAL_MODES, "profile": PROFILES, "mode": MODES}
+_CHOICES = {"sandbox": _ACCEPTED_SANDBOX, "approval": APPROVAL_MODES, "profile": PROFILES, "mode": MODES}
 _COUNT_KEYS = {"max_turns": "0: no limit", "max_retries": "0: never retry"}
 MAX_TURNS = 1_000_000
 """Largest turn limit (``max_turns``, ``--max-turns``); 0 means none."""
@@ -300,7 +302,8 @@ def parse_config(text: str, path: Path) -> CodeloopConfig:
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"{where}: {key} must be a non-empty string, e.g. {key} = \"...\"")
             if key in _CHOICES and value not in _CHOICES[key]:
-                raise ConfigError(f"{where}: {key} = {value!r} is not one of {', '.join(_CHOICES[key])}")
+                shown = SANDBOX_MODES if key == "sandbox" else _CHOICES[key]
+                raise ConfigError(f"{where}: {key} = {value!r} is not one of {', '.join(shown)}")
         elif key in _COUNT_KEYS:
             limit = _COUNT_LIMITS[key]
             if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= limit:
@@ -356,10 +359,10 @@ def _read(path: Path, workspace: Path | None = None) -> tuple[CodeloopConfig, by
 
 def needs_trust(config: CodeloopConfig) -> dict[str, Any]:
     """The settings of a project file that apply only once the user trusts it: those that
-    lower safety (``sandbox = "full"``, ``approval = "never-ask"``), send the API key
+    lower safety (``sandbox = "off"`` or its old name ``"full"``, ``approval = "never-ask"``), send the API key
     elsewhere (``base_url``) or start programs (``mcp_servers``, ``hooks``, the commands of
     ``diagnostics``)."""
-    risky = {"sandbox": config.sandbox == "full", "approval": config.approval == "never-ask",
+    risky = {"sandbox": config.sandbox in ("off", "full"), "approval": config.approval == "never-ask",
              "base_url": config.base_url is not None, "mcp_servers": bool(config.mcp_servers),
              "hooks": bool(config.hooks), "diagnostics": bool(config.diagnostic_commands)}
     shown = {"mcp_servers": dict(config.mcp_servers), "diagnostics": config.diagnostic_commands}

@@ -2,10 +2,11 @@
 
 Every face (``codeloop run``, ``codeloop tool``, relay, spaces, codali) builds its
 environment here from two choices: ``sandbox`` (``read-only`` or ``workspace-write``:
-commands in bubblewrap; ``full``: no file system sandbox) and ``network``. Left out, the
-network follows the sandbox (:func:`default_network`); asked for, it holds in every mode:
-``full`` with the network off runs each command in bubblewrap with only a new network
-namespace, and where bubblewrap cannot run that is refused, never run with the network on.
+commands in bubblewrap; ``off``: no sandbox; ``full``, its old name, is accepted with a
+warning) and ``network``. Left out, the network follows the sandbox
+(:func:`default_network`); asked for, it holds in every mode: ``off`` with the network off
+runs each command in bubblewrap with only a new network namespace (and no Unix sockets),
+and where bubblewrap cannot run that is refused, never run with the network on.
 :func:`settle_sandbox` is the validation (and the loud fallback) ``run`` and ``tool`` share.
 """
 
@@ -18,6 +19,8 @@ from codeloop.environments.base import EnvPolicy, ExecLimits, ExecutionEnvironme
 from codeloop.environments.errors import SandboxUnavailableError
 from codeloop.environments.local import LocalExecutionEnvironment
 from codeloop.environments.sandbox import (
+    DEPRECATED_MODES,
+    FULL_DEPRECATED,
     INSTALL_BWRAP,
     SANDBOX_MODES,
     SandboxedExecutionEnvironment,
@@ -40,16 +43,26 @@ class SandboxChoice:
     mode: SandboxMode
     network: bool
     warning: str | None = None
-    """Set when bubblewrap cannot run and the default sandbox was dropped: say it loudly."""
+    """Set when bubblewrap cannot run and the default sandbox was dropped, or when a
+    deprecated mode name was given: say it loudly."""
 
 
 def default_network(sandbox: SandboxMode) -> bool:
-    """The network when none was asked for: only ``full`` (no sandbox) has it."""
-    return sandbox == "full"
+    """The network when none was asked for: only ``off`` (no sandbox) has it."""
+    return sandbox == "off"
+
+
+def sandbox_mode(sandbox: str) -> tuple[str, str | None]:
+    """``sandbox`` with a deprecated name replaced, and the warning to print for it."""
+    if sandbox in DEPRECATED_MODES:
+        return DEPRECATED_MODES[sandbox], FULL_DEPRECATED
+    return sandbox, None
 
 
 def check_sandbox_options(sandbox: str, network: str | None) -> tuple[SandboxMode, bool]:
-    """``--sandbox``/``--network`` values as (mode, network); raises SandboxOptionError."""
+    """``--sandbox``/``--network`` values as (mode, network); raises SandboxOptionError.
+    ``full`` is read as ``off`` (callers that face a user warn with :func:`sandbox_mode`)."""
+    sandbox, _ = sandbox_mode(sandbox)
     if sandbox not in SANDBOX_MODES:
         raise SandboxOptionError(f"--sandbox {sandbox}: unknown mode. Use one of: {', '.join(SANDBOX_MODES)}.")
     if network is not None and network not in NETWORK_CHOICES:
@@ -58,37 +71,39 @@ def check_sandbox_options(sandbox: str, network: str | None) -> tuple[SandboxMod
 
 
 def needs_bwrap(mode: SandboxMode, network: bool) -> bool:
-    """True unless commands may run unconfined (``full`` with the network on)."""
-    return not (mode == "full" and network)
+    """True unless commands may run unconfined (``off`` with the network on)."""
+    return not (mode == "off" and network)
 
 
 def settle_sandbox(sandbox: str | None, network: str | None, *, default: SandboxMode) -> SandboxChoice:
     """The sandbox for ``--sandbox``/``--network`` (None: not given, ``default`` applies).
 
     When bubblewrap cannot run here: a sandbox the user did not choose falls back to
-    ``full`` with a warning; a chosen sandbox, or ``--network off``, raises
-    SandboxUnavailableError. Unknown values raise SandboxOptionError."""
+    ``off`` with a warning; a chosen sandbox, or ``--network off``, raises
+    SandboxUnavailableError. Unknown values raise SandboxOptionError; ``full`` is ``off``
+    with a warning that the name is deprecated."""
+    deprecated = sandbox_mode(sandbox or default)[1] if sandbox is not None else None
     mode, net = check_sandbox_options(sandbox or default, network)
     if not needs_bwrap(mode, net):
-        return SandboxChoice(mode, net)
+        return SandboxChoice(mode, net, deprecated)
     why = probe_bwrap()
     if why is None:
-        return SandboxChoice(mode, net)
-    if sandbox is None and mode != "full":
+        return SandboxChoice(mode, net, deprecated)
+    if sandbox is None and mode != "off":
         # Only the default sandbox is dropped, and only when that cannot turn off a network
-        # the user asked off: "full" without bubblewrap has the network.
+        # the user asked off: "off" without bubblewrap has the network.
         if network == "off":
-            raise SandboxUnavailableError(sandbox_refusal("full", why))
+            raise SandboxUnavailableError(sandbox_refusal("off", why))
         warning = (f"NO SANDBOX: {why}; commands run with your full permissions and the network. "
-                   f"To sandbox them, {INSTALL_BWRAP}. Pass --sandbox full to silence this.")
-        return SandboxChoice("full", True, warning)
+                   f"To sandbox them, {INSTALL_BWRAP}. Pass --sandbox off to silence this.")
+        return SandboxChoice("off", True, warning)
     raise SandboxUnavailableError(sandbox_refusal(mode, why))
 
 
 def open_environment(root: str | Path, *, sandbox: SandboxMode, network: bool | None = None,
                      shell: str | None = None, limits: ExecLimits | None = None,
                      env_policy: EnvPolicy = "inherit-all") -> ExecutionEnvironment:
-    """The environment for ``root``: a ``LocalExecutionEnvironment`` for ``full`` with the
+    """The environment for ``root``: a ``LocalExecutionEnvironment`` for ``off`` with the
     network on, else a ``SandboxedExecutionEnvironment`` (whose ``initialize()`` raises
     SandboxUnavailableError, naming the fix, when bubblewrap cannot run here). ``network``
     None: :func:`default_network`."""

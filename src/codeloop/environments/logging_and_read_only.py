@@ -31,6 +31,11 @@ class DelegatingExecutionEnvironment:
     def __init__(self, inner: ExecutionEnvironment) -> None:
         self.inner = inner
 
+    @property
+    def protects_host_files(self) -> bool:
+        """The inner environment's (True when a sandbox keeps what the host runs read-only)."""
+        return bool(getattr(self.inner, "protects_host_files", False))
+
     async def read_file(self, path: str, offset: int | None = None, limit: int | None = None) -> str:
         return await self.inner.read_file(path, offset, limit)
 

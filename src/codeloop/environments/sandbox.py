@@ -6,10 +6,16 @@ Modes (the names codex uses):
   only a private, empty ``/tmp`` is writable. File tools refuse every write *before* it
   touches the disk (``WriteDeniedError``).
 - ``workspace-write``: as ``read-only``, but the workspace is mounted read-write.
-- ``full``: no file system sandbox. With ``network=True`` commands run as in a plain
+  What the host runs later stays as it was (:mod:`~codeloop.environments.host_guard`):
+  git's configuration and hooks, ``.envrc``, ``.vscode/``, ``.idea/``, ``.devcontainer/``,
+  ``.codeloop/`` are read-only, the ``.git`` entry cannot be replaced, and a repository
+  created during the session that would make the host's git run a program is moved aside.
+- ``off``: no sandbox. With ``network=True`` commands run as in a plain
   ``LocalExecutionEnvironment``; with ``network=False`` each still runs in bubblewrap, with
-  the whole file system writable and only the network namespace new, so "network off"
-  holds in every mode.
+  the whole file system writable, only the network namespace new and ``socket(AF_UNIX)``
+  refused (so host daemons' socket files are out of reach too), so "network off" holds in
+  every mode. ``full`` is the old name of ``off`` (accepted with a warning: it read as
+  "fully sandboxed").
 
 What a command sees is an allow-list on an empty, read-only root, never the host's ``/``:
 ``/usr`` and the ``/bin``, ``/lib*`` links (``SYSTEM_PATHS``), the ``/etc`` entries
@@ -49,8 +55,11 @@ fix that.
 from __future__ import annotations
 
 import atexit
+import contextlib
+import dataclasses
 import fnmatch
 import functools
+import logging
 import os
 import re
 import shutil
@@ -60,15 +69,21 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
-from codeloop.environments.base import EnvPolicy, ExecLimits
-from codeloop.environments.errors import SandboxUnavailableError, WriteDeniedError
+from codeloop.environments import host_guard
+from codeloop.environments.base import EnvPolicy, ExecLimits, ExecResult, OutputCallback
+from codeloop.environments.errors import SandboxUnavailableError, WorkspaceError, WriteDeniedError
 from codeloop.environments.local import LocalExecutionEnvironment
 from codeloop.environments.resolver import is_within
+from codeloop.environments.runner import Job
 from codeloop.environments.seccomp_filter import SeccompUnavailableError, bpf_program
 from codeloop.environments.worktrees import git_mounts
 
-SandboxMode = Literal["read-only", "workspace-write", "full"]
-SANDBOX_MODES: tuple[SandboxMode, ...] = ("read-only", "workspace-write", "full")
+SandboxMode = Literal["read-only", "workspace-write", "off"]
+SANDBOX_MODES: tuple[SandboxMode, ...] = ("read-only", "workspace-write", "off")
+DEPRECATED_MODES = {"full": "off"}
+"""Old names still accepted (with :data:`FULL_DEPRECATED`), and what they mean now."""
+FULL_DEPRECATED = ("--sandbox full is deprecated: it means NO sandbox (commands run with your permissions); "
+                   "it is now called --sandbox off (sandbox = \"off\" in config.toml)")
 
 DEFAULT_HIDDEN_PATHS: tuple[str, ...] = (
     "~/.ssh", "~/.aws", "~/.azure", "~/.gnupg", "~/.docker", "~/.kube", "~/.netrc", "~/.git-credentials",
@@ -103,8 +118,14 @@ TOOLCHAIN_VARIABLES: tuple[str, ...] = (
 )
 """Host variables naming toolchain directories that commands get to see (read-only)."""
 
+log = logging.getLogger(__name__)
+
 _SECCOMP_FD = 9
 """The descriptor bwrap reads the filter from (a single digit: ``sh`` redirects 0-9 only)."""
+
+PROTECTED_WRITE = "it is what the host runs or reads settings from (git's configuration and hooks, .envrc, " \
+    "editor and dev-container settings, .codeloop/), which a sandboxed session may not change"
+"""Why a file tool may not write a protected path in ``workspace-write``."""
 
 INSTALL_BWRAP = (
     "install bubblewrap and libseccomp's Python bindings (Debian/Ubuntu: apt-get install bubblewrap "
@@ -117,13 +138,30 @@ INSTALL_BWRAP = (
 
 
 def sandbox_refusal(mode: SandboxMode, why: str) -> str:
-    """What to tell the user when ``mode`` (with the network off, for ``full``) needs
+    """What to tell the user when ``mode`` (with the network off, for ``off``) needs
     bubblewrap and ``why`` it cannot run: the flag at stake and both ways out."""
-    if mode == "full":
+    if mode == "off":
         return (f"--network off needs bubblewrap, which cannot run here ({why}): {INSTALL_BWRAP}; "
                 "or pass --network on to let commands use the network")
     return (f"--sandbox {mode} needs bubblewrap, which cannot run here ({why}): {INSTALL_BWRAP}; "
-            "or pass --sandbox full to run without a sandbox")
+            "or pass --sandbox off to run without a sandbox")
+
+
+def is_protected_path(root: str | Path, target: str | Path, state: host_guard.GuardState | None = None) -> bool:
+    """True when ``target`` (resolved, inside ``root``) is something the host runs or reads
+    settings from: a top-level ``.envrc``, ``.vscode``, ``.idea``, ``.devcontainer`` or
+    ``.codeloop`` entry, anything in a ``.git`` entry at any depth, or in a git directory or
+    hooks directory that :func:`host_guard.scan` found."""
+    real_root = os.path.realpath(root)
+    target = os.path.abspath(target)
+    if not is_within(target, real_root):
+        return False
+    parts = os.path.relpath(target, real_root).split(os.sep)
+    if parts[0] in host_guard.PROTECTED_NAMES or ".git" in parts:
+        return True
+    if state is None:
+        return False
+    return any(is_within(target, d) for d in (*state.git_dirs, *state.hook_dirs))
 
 
 def find_bwrap() -> str | None:
@@ -150,28 +188,28 @@ def _hardening_args(bwrap: str, seccomp_fd: int) -> list[str]:
     return args
 
 
-@functools.lru_cache(maxsize=1)
-def _seccomp_file() -> str:
-    """A private file holding the filter's BPF program, opened anew by each command."""
+@functools.lru_cache(maxsize=2)
+def _seccomp_file(kind: str = "sandbox") -> str:
+    """A private file holding a filter's BPF program, opened anew by each command."""
     directory = tempfile.mkdtemp(prefix="codeloop-seccomp-")
     path = os.path.join(directory, "filter.bpf")
     with open(path, "wb") as out:
-        out.write(bpf_program())
+        out.write(bpf_program(kind))
     os.chmod(path, 0o400)
     atexit.register(shutil.rmtree, directory, True)
     return path
 
 
-def _with_seccomp(argv: list[str]) -> list[str]:
+def _with_seccomp(argv: list[str], kind: str = "sandbox") -> list[str]:
     """Start ``argv`` (a bwrap command line) with the filter open on ``_SECCOMP_FD``.
 
     The runner closes every inherited descriptor, so a tiny ``sh`` opens the file and
     ``exec``s bwrap in its place (same process, nothing left behind); bwrap reads and
     closes it before the command starts."""
-    path = _seccomp_file()
+    path = _seccomp_file(kind)
     if not os.path.exists(path):  # a temp cleaner removed it
         _seccomp_file.cache_clear()
-        path = _seccomp_file()
+        path = _seccomp_file(kind)
     return ["/bin/sh", "-c", f'exec "$@" {_SECCOMP_FD}<"$0"', path, *argv]
 
 
@@ -265,14 +303,28 @@ class SandboxedExecutionEnvironment(LocalExecutionEnvironment):
     def __init__(self, root: str | Path, *, mode: SandboxMode = "workspace-write", network: bool = False,
                  hidden_paths: Sequence[str] = DEFAULT_HIDDEN_PATHS, limits: ExecLimits | None = None,
                  env_policy: EnvPolicy = "inherit-all", shell: str = "/bin/bash") -> None:
+        mode = DEPRECATED_MODES.get(mode, mode)  # type: ignore[assignment]
         if mode not in SANDBOX_MODES:
             raise ValueError(f"sandbox mode {mode!r} is not one of {', '.join(SANDBOX_MODES)}")
         super().__init__(root, limits=limits, env_policy=env_policy, shell=shell)
         self.mode: SandboxMode = mode
         self.network = network
         self.hidden_paths = tuple(hidden_paths)
-        self._checked = mode == "full" and network
+        self._checked = mode == "off" and network
         self._bwrap: str | None = None
+        self._guard: host_guard.GuardState | None = None
+        self._guard_notes: list[str] = []
+        self._placeholders: set[str] = set()
+        self._jobs: list[Job] = []
+        self._user_hooks: str | None = None
+        self._changed_since_scan = True
+        """False while nothing but the last command (whose state was scanned after it) can have
+        changed the workspace: the next command then skips its own walk."""
+
+    @property
+    def protects_host_files(self) -> bool:
+        """True when commands cannot change what the host runs (:mod:`host_guard`)."""
+        return self.mode != "off"
 
     async def initialize(self) -> None:
         await super().initialize()
@@ -285,6 +337,8 @@ class SandboxedExecutionEnvironment(LocalExecutionEnvironment):
         if reason is not None:
             raise SandboxUnavailableError(sandbox_refusal(self.mode, reason))
         self._bwrap = find_bwrap()
+        if self.mode == "workspace-write":
+            self._user_hooks = host_guard.user_hooks_path()
         self._checked = True
 
     def check_write(self, path: str) -> None:
@@ -294,7 +348,21 @@ class SandboxedExecutionEnvironment(LocalExecutionEnvironment):
                 "Ask the user to allow writes (--sandbox workspace-write) if this change is needed.",
                 path=path,
             )
+        self._changed_since_scan = True  # a file tool may lay out a repository (bare-looking)
+        if self.mode == "workspace-write" and self._is_protected(path):
+            raise WriteDeniedError(f"Cannot write {path!r}: {PROTECTED_WRITE}. Ask the user to make this "
+                                   "change outside codeloop if it is needed.", path=path)
         super().check_write(path)
+
+    def _is_protected(self, path: str) -> bool:
+        """``path`` itself (a link is deleted, not followed) or what it leads to is protected."""
+        parent, _, name = path.rstrip("/").rpartition("/")
+        candidates: list[Path] = []
+        with contextlib.suppress(WorkspaceError):
+            candidates.append(self.resolve(parent or ".") / name if name not in ("", ".", "..") else self.resolve(path))
+        with contextlib.suppress(WorkspaceError):
+            candidates.append(self.resolve(path))
+        return any(is_protected_path(self.root, c, self._guard) for c in candidates)
 
     def _hidden_mounts(self, workspace: str, mounted: Sequence[str]) -> list[str]:
         args: list[str] = []
@@ -337,17 +405,89 @@ class SandboxedExecutionEnvironment(LocalExecutionEnvironment):
                 args += ["--tmpfs", os.path.join(path, below)]
         bind = "--bind" if self.mode == "workspace-write" else "--ro-bind"
         args += [bind, workspace, workspace, *git_mounts(workspace, self.mode == "workspace-write")]
+        if self.mode == "workspace-write":
+            args += self._guard_before(workspace)
         return [*args, "--remount-ro", "/"]
 
+    # What the host runs (host_guard) ----------------------------------------------------
+
+    def _guard_before(self, workspace: str) -> list[str]:
+        """Mounts that keep what the host runs read-only; first settles what an earlier
+        command or a background job left."""
+        if self._guard is not None and not (self._changed_since_scan or self._jobs or self._running):
+            now = self._guard
+        else:
+            now = host_guard.scan(workspace, self._user_hooks)
+            if self._guard is not None:
+                notes = host_guard.settle(workspace, self._guard, now)
+                if notes:
+                    self._guard_notes += notes
+                    now = host_guard.scan(workspace, self._user_hooks)
+        self._guard = now
+        self._changed_since_scan = False
+        args, placeholders = host_guard.guard_mounts(workspace, now)
+        self._placeholders.update(placeholders)
+        return args
+
+    def _guard_after(self) -> list[str]:
+        """After a command: move aside what it planted, and say so (lines for its output)."""
+        if self.mode != "workspace-write" or self._guard is None:
+            return []
+        workspace = os.path.realpath(self.working_directory())
+        now = host_guard.scan(workspace, self._user_hooks)
+        notes, self._guard_notes = self._guard_notes + host_guard.settle(workspace, self._guard, now), []
+        self._guard = host_guard.scan(workspace, self._user_hooks) if notes else now
+        self._jobs = [job for job in self._jobs if job.exit_code is None]
+        if not self._running and not self._jobs:
+            # Only when no sandbox still has them mounted: removing a mount point detaches
+            # the mount in every namespace, and a running command could then create the directory.
+            host_guard.remove_placeholders(self._placeholders)
+            self._placeholders.clear()
+        return notes
+
+    async def exec_command(self, command: str, timeout_ms: int | None = None, working_dir: str | None = None,
+                           env_vars: dict[str, str] | None = None,
+                           on_output: OutputCallback | None = None) -> ExecResult:
+        try:
+            result = await super().exec_command(command, timeout_ms, working_dir, env_vars, on_output)
+        finally:
+            notes = self._guard_after()
+        if not notes:
+            return result
+        text = "\n".join(notes) + "\n"
+        if on_output is not None:
+            on_output("stderr", text)
+        return dataclasses.replace(result, stderr=result.stderr + ("\n" if result.stderr and not
+                                                                   result.stderr.endswith("\n") else "") + text)
+
+    def start_job(self, command: str, working_dir: str | None = None) -> Job:
+        job = super().start_job(command, working_dir)
+        if self.mode == "workspace-write":
+            self._jobs.append(job)
+            self._changed_since_scan = True
+        return job
+
+    async def cleanup(self) -> None:
+        await super().cleanup()
+        for job in self._jobs:
+            if job.exit_code is None:
+                job.kill()
+        self._jobs = []
+        notes = self._guard_after()
+        if notes:
+            log.warning("%s", "; ".join(notes))
+
     def build_argv(self, command: str) -> list[str]:
-        if self.mode == "full" and self.network:
+        if self.mode == "off" and self.network:
             return super().build_argv(command)
         self._ensure_sandbox()
         assert self._bwrap is not None
-        if self.mode == "full":
-            # Full access to everything but the network: same file system, devices and PIDs.
-            return [self._bwrap, "--dev-bind", "/", "/", "--unshare-net", "--die-with-parent", "--",
-                    *super().build_argv(command)]
+        if self.mode == "off":
+            # Full access to everything but the network: same file system, devices and PIDs;
+            # the filter refuses socket(AF_UNIX), the host's socket files being reachable.
+            return _with_seccomp([self._bwrap, "--dev-bind", "/", "/", "--unshare-net", "--die-with-parent",
+                                  "--seccomp", str(_SECCOMP_FD), "--", *super().build_argv(command)],
+                                 "unix-sockets")
         workspace = os.path.realpath(self.working_directory())
         argv = [self._bwrap, *self._mounts(workspace), *_hardening_args(self._bwrap, _SECCOMP_FD)]
         argv += ["--unshare-pid", "--die-with-parent", "--new-session", "--unshare-ipc", "--unshare-uts"]

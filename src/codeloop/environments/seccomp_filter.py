@@ -28,6 +28,7 @@ import functools
 import importlib
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -87,23 +88,41 @@ def build_bpf(seccomp: ModuleType) -> bytes:
         return out.read()
 
 
+def build_unix_socket_bpf(seccomp: ModuleType) -> bytes:
+    """The filter of ``--sandbox off --network off``: only ``socket(AF_UNIX, ...)`` fails
+    (EPERM), so a command that sees the host's whole file system still reaches no daemon
+    through a socket file (``/run/docker.sock``, ``/tmp/.X11-unix/X0``, an ssh agent).
+    ``socketpair`` still works (it reaches nothing outside the command)."""
+    filt = seccomp.SyscallFilter(defaction=seccomp.ALLOW)
+    filt.add_rule(seccomp.ERRNO(errno.EPERM), "socket", seccomp.Arg(0, seccomp.EQ, socket.AF_UNIX))
+    with tempfile.TemporaryFile() as out:
+        filt.export_bpf(out)
+        out.seek(0)
+        return out.read()
+
+
+FILTERS = {"sandbox": build_bpf, "unix-sockets": build_unix_socket_bpf}
+"""The programs this module builds, by the name its script form takes as argument."""
+
+
 def _system_pythons() -> list[str]:
     candidates = ("/usr/bin/python3", shutil.which("python3"), "/usr/local/bin/python3")
     return list(dict.fromkeys(c for c in candidates if c and os.path.isfile(c)))
 
 
-@functools.lru_cache(maxsize=1)
-def bpf_program() -> bytes:
-    """The filter's BPF program, built once per process; raises ``SeccompUnavailableError``."""
+@functools.lru_cache(maxsize=2)
+def bpf_program(kind: str = "sandbox") -> bytes:
+    """A filter's BPF program (:data:`FILTERS`), built once per process; raises
+    ``SeccompUnavailableError``."""
     try:
-        return build_bpf(importlib.import_module("seccomp"))
+        return FILTERS[kind](importlib.import_module("seccomp"))
     except ImportError:
         pass
     failures: list[str] = []
     for python in _system_pythons():
         try:
             done = subprocess.run(
-                [python, "-I", os.path.abspath(__file__)], capture_output=True, timeout=30, check=False
+                [python, "-I", os.path.abspath(__file__), kind], capture_output=True, timeout=30, check=False
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
             failures.append(f"{python}: {exc}")
@@ -117,4 +136,4 @@ def bpf_program() -> bytes:
 
 
 if __name__ == "__main__":
-    sys.stdout.buffer.write(build_bpf(importlib.import_module("seccomp")))
+    sys.stdout.buffer.write(FILTERS[sys.argv[1] if len(sys.argv) > 1 else "sandbox"](importlib.import_module("seccomp")))

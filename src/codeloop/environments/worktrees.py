@@ -160,7 +160,10 @@ async def remove(cwd: Path, name: str, *, force: bool) -> str:
 def git_mounts(workspace: str, writable: bool) -> list[str]:
     """bubblewrap arguments that let git work in ``workspace`` when it is a linked worktree:
     the repository's git directory read-only, and writable (``writable``) only where a
-    commit writes: objects, refs, logs and the worktree's own admin directory."""
+    commit writes: objects, refs, logs and the worktree's own admin directory, but for what
+    points git elsewhere or holds settings there (``commondir``, ``gitdir``,
+    ``config.worktree``: read-only; an absent ``config.worktree`` is covered by an empty
+    file, so none can be added that the host's git would read)."""
     dot_git = os.path.join(workspace, ".git")
     try:
         with open(dot_git) as f:
@@ -184,4 +187,10 @@ def git_mounts(workspace: str, writable: bool) -> list[str]:
             if os.path.isdir(path):
                 args += ["--bind", path, path]
         args += ["--bind", admin, admin]
+        for name in ("commondir", "gitdir", "config.worktree"):
+            path = os.path.join(admin, name)
+            if os.path.isfile(path) and not os.path.islink(path):
+                args += ["--ro-bind", path, path]
+            elif name == "config.worktree" and not os.path.lexists(path):
+                args += ["--ro-bind", "/dev/null", path]
     return args

@@ -20,6 +20,13 @@ content (:mod:`codeloop.policy.trust`; saving an answer trusts what was saved).
 In every mode, a call that would change ``.codeloop/`` (a path argument, a patch or a shell
 line naming it) asks, and its answer is never remembered: the agent must not rewrite its
 own configuration.
+
+Without a sandbox that protects them (``--sandbox off``; issue 32), the same holds for
+every path the host runs or reads settings from: ``.git`` at any depth, ``.envrc``,
+``.vscode``, ``.idea``, ``.devcontainer``, and a shell line that writes git's
+configuration (``git config`` but for its reading forms); under ``never-ask``, where nobody
+is asked, such a call is refused. Inside ``read-only`` or ``workspace-write`` the sandbox
+keeps these read-only itself (:mod:`codeloop.environments.host_guard`).
 """
 
 from __future__ import annotations
@@ -206,6 +213,14 @@ def _command_of(call: ToolCallRequest) -> str:
 
 
 _CODELOOP_DIR = re.compile(r"(?<![\w.-])\.codeloop(?![\w.-])", re.IGNORECASE)
+_HOST_RUN_PATH = re.compile(r"(?<![\w.-])\.(?:git|envrc|vscode|idea|devcontainer|codeloop)(?![\w.-])",
+                            re.IGNORECASE)
+"""A path component the host runs or reads settings from (``.git/config``, ``sub/.git``)."""
+_GIT_CONFIG_READS = frozenset({"--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list", "-l",
+                               "--show-origin", "--show-scope", "--name-only", "--get-color", "--get-colorbool"})
+"""Options of ``git config`` that only read."""
+_GIT_CONFIG_WRITES = frozenset({"--unset", "--unset-all", "--add", "--replace-all", "--rename-section",
+                                "--remove-section", "--edit", "-e"})
 
 
 def _names_codeloop_dir(value: object) -> bool:
@@ -217,6 +232,50 @@ def _names_codeloop_dir(value: object) -> bool:
     if isinstance(value, list | tuple):
         return any(_names_codeloop_dir(v) for v in value)
     return False
+
+
+def _names_host_run_path(value: object) -> bool:
+    """True when a string anywhere in ``value`` names a protected path component."""
+    if isinstance(value, str):
+        return bool(_HOST_RUN_PATH.search(value))
+    if isinstance(value, dict):
+        return any(_names_host_run_path(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(_names_host_run_path(v) for v in value)
+    return False
+
+
+def _writes_git_config(line: str) -> bool:
+    """True when a command of ``line`` is ``git config`` in a form that may write (or the
+    line cannot be analysed)."""
+    commands = _parsed(line)
+    if commands is None:
+        return True
+    for command in commands:
+        argv = list(command.argv)
+        if command.name != "git" or "config" not in argv:
+            continue
+        rest = argv[argv.index("config") + 1:]
+        if _GIT_CONFIG_WRITES.intersection(rest) or rest[:1] in (["set"], ["unset"], ["edit"]):
+            return True
+        reads = _GIT_CONFIG_READS.intersection(rest) or rest[:1] in (["list"], ["get"])
+        if not reads and len([a for a in rest if not a.startswith("-")]) >= 2:
+            return True
+    return False
+
+
+def writes_host_run_path(call: ToolCallRequest) -> bool:
+    """True when ``call`` may write what the host runs (module docstring): a tool that is not
+    read-only naming a protected path, or a shell line that is not read-only naming one or
+    writing git's configuration."""
+    if call.name in READ_ONLY_TOOLS:
+        return False
+    if call.name in SHELL_TOOLS:
+        line = _command_of(call)
+        if _writes_git_config(line):
+            return True
+        return _names_host_run_path(line) and not is_read_only_line(line)
+    return _names_host_run_path(call.arguments)
 
 
 def approval_policy(mode: str, store: ApprovalStore, ask: Ask,
@@ -257,7 +316,16 @@ def approval_policy(mode: str, store: ApprovalStore, ask: Ask,
         return ApprovalRequest(call.name, f"{call.name} {args[:200]}", "tool call", (call.name,))
 
     async def policy(call: ToolCallRequest, env: ExecutionEnvironment) -> Decision:
-        request = needs(call)
+        if not getattr(env, "protects_host_files", False) and writes_host_run_path(call):
+            summary = f"{call.name} {json.dumps(call.arguments, ensure_ascii=False)[:200]}"
+            why = ("it may change what the host runs (git's configuration or hooks, .envrc, editor or "
+                   ".codeloop settings) and no sandbox protects them")
+            if mode == "never-ask":
+                return Decision.deny(f"refused: {why}; with --approval never-ask nobody can be asked. Run it "
+                                     "in a sandbox (--sandbox workspace-write) or make this change yourself")
+            request: ApprovalRequest | None = ApprovalRequest(call.name, summary, why, ())
+        else:
+            request = needs(call)
         if request is None:
             return Decision.allow()
         try:

@@ -28,7 +28,7 @@ def open_workspace(workspace: Path, config: RelayConfig) -> ExecutionEnvironment
     from codeloop.environments.factory import open_environment
 
     limits = ExecLimits(default_timeout_ms=config.timeout_ms, max_timeout_ms=max(config.timeout_ms, 600_000))
-    return open_environment(workspace, sandbox="full", network=True, shell="/bin/sh", limits=limits)
+    return open_environment(workspace, sandbox="off", network=True, shell="/bin/sh", limits=limits)
 
 
 async def list_workspace(env: ExecutionEnvironment, max_files: int) -> WorkspaceListing:

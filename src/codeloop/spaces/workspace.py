@@ -61,6 +61,6 @@ async def open_environment(root: Path | str, policy: Policy, *, sandbox: bool = 
         except SandboxUnavailableError as exc:
             log.warning("bubblewrap sandbox unavailable (%s); network-off is enforced by command policy only. %s",
                         exc, UNSANDBOXED_WARNING)
-    env = factory.open_environment(root, sandbox="full", network=True, limits=limits, env_policy="core-only")
+    env = factory.open_environment(root, sandbox="off", network=True, limits=limits, env_policy="core-only")
     await env.initialize()
     return SpaceEnvironment(env, "allowed" if network else "policy-only", replace(policy, unsandboxed=True))
