@@ -124,11 +124,14 @@ def _destructive(sub: str, rest: list[str]) -> str:
     """Why ``git SUB REST`` throws away work git keeps no copy of, or ``""``."""
     paths = [w for w in rest if not w.startswith("-")]
     why = ""
-    if sub == "checkout" and ("--" in rest or _opt(rest, "-f", "--force", "--ours", "--theirs", "--merge")
-                              or any(p in (".", "..", "*") or p.startswith(("./", ":/", ":(")) for p in paths)):
-        why = "git checkout with paths or --force overwrites uncommitted changes"
-    elif sub == "restore" and not (_opt(rest, "--staged") and not _opt(rest, "--worktree", "-W")):
-        why = "git restore overwrites uncommitted changes in the working tree"
+    # A named file (`git restore src/app.py`) is an ordinary undo of one's own edit; a whole
+    # tree (`.`, `:/`, a glob) throws away every uncommitted change at once.
+    broad = any(p in (".", "..") or p.endswith("/.") or p.startswith(":") or "*" in p or p.rstrip("/") in (".", "..")
+                for p in paths)
+    if sub == "checkout" and (broad or _opt(rest, "-f", "--force", "--ours", "--theirs", "--merge")):
+        why = "git checkout of the whole tree (or --force) overwrites uncommitted changes"
+    elif sub == "restore" and (broad or (_opt(rest, "--staged") and _opt(rest, "--worktree", "-W"))):
+        why = "git restore of the whole tree overwrites uncommitted changes"
     elif sub == "switch" and _opt(rest, "--discard-changes", "-f", "--force"):
         why = "git switch --discard-changes throws away uncommitted changes"
     elif sub == "stash" and paths[:1] in (["clear"], ["drop"]):

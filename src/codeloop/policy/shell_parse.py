@@ -131,9 +131,13 @@ def _split(line: str, via: tuple[str, ...], depth: int) -> list[ParsedCommand]:
     if not line.strip():
         return []
     try:
-        # What bash's lexer sees (backslash-newlines joined, every quoting rule), not what the
-        # grammar would guess: a line bash cannot show is not judged.
-        line = bash_normalize(line)
+        # A line bash cannot read is not judged. Where the grammar and bash's lexer are known to
+        # part (a backslash-newline joins a word for bash), the grammar reads bash's own print
+        # of the line; elsewhere it reads the line as written, since bash prints some forms
+        # (a list after a here-document) in a layout the grammar reads less well.
+        printed = bash_normalize(line)
+        if "\\\n" in line or "\\\r\n" in line:
+            line = printed
     except BashViewError as exc:
         raise ShellParseError(str(exc)) from None
     if not line.strip():
