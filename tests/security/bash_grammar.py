@@ -153,7 +153,7 @@ def in_dir(draw: st.DrawFn, tags: set[str]) -> str:
 
 
 @st.composite
-def git(draw: st.DrawFn, tags: set[str]) -> str:
+def git(draw: st.DrawFn, tags: set[str], programs_only: bool = False) -> str:
     kind = draw(st.sampled_from(["config", "dash-c", "env", "destructive", "ordinary", "ordinary"]))
     if kind == "ordinary":
         return "git " + draw(st.sampled_from(_GIT_ORDINARY))
@@ -161,7 +161,7 @@ def git(draw: st.DrawFn, tags: set[str]) -> str:
         tags.add("destructive-git")
         return "git " + draw(st.sampled_from(_GIT_DESTRUCTIVE))
     tags.add("git-config")
-    key = draw(st.sampled_from(_GIT_KEYS_PROGRAM + _GIT_KEYS_DATA))
+    key = draw(st.sampled_from(_GIT_KEYS_PROGRAM + ([] if programs_only else _GIT_KEYS_DATA)))
     value = "!touch d/alias" if key.startswith("alias.") else "touch d/prog"
     if kind == "config":
         return f"git config {key} {shlex.quote(value)}"
@@ -184,7 +184,7 @@ def statement(draw: st.DrawFn, tags: set[str], require: str | None = None) -> st
         return draw(in_dir(tags))
     if require in ("git-config", "destructive-git"):
         while True:
-            text = draw(git(tags))
+            text = draw(git(tags, programs_only=True))
             if require in tags:
                 return text
     if require == "wrapper-command-string":

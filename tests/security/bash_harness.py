@@ -244,7 +244,9 @@ def disagreements(seen: Seen, trace: Trace, protected: tuple[str, ...],
             continue
         found.append(f"bash started {' '.join(argv)!r} ({exe}), which the policy did not report")
     for rel, call in trace.touched:
-        if protected_match(rel, protected) and not _path_reported(seen, rel):
+        # Writes, renames, unlinks, links and chmods (issue 31's list): git reads its own config
+        # on every run, and a read of a secret by a program shows as that program's arguments.
+        if call.endswith(":w") and protected_match(rel, protected) and not _path_reported(seen, rel):
             found.append(f"{call} touched the protected path {rel!r}, which the policy did not report")
     found += [f"{what} was lost" for what in trace.lost]
     return found
