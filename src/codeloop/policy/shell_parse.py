@@ -131,25 +131,33 @@ def _split(line: str, via: tuple[str, ...], depth: int) -> list[ParsedCommand]:
     if not line.strip():
         return []
     try:
-        # A line bash cannot read is not judged. Where the grammar and bash's lexer are known to
-        # part (a backslash-newline joins a word for bash), the grammar reads bash's own print
-        # of the line; elsewhere it reads the line as written, since bash prints some forms
-        # (a list after a here-document) in a layout the grammar reads less well.
-        printed = bash_normalize(line)
-        if "\\\n" in line or "\\\r\n" in line:
-            line = printed
-    except BashViewError as exc:
-        raise ShellParseError(str(exc)) from None
-    if not line.strip():
-        return []
-    try:
-        # Each UTF-8 byte is handed to tree-sitter as one UTF-16 unit, so its bash scanner never
-        # sees a code point over 255: it passes the character after `{` to isdigit(), which reads
-        # out of bounds for larger values and can crash the process (`{` + U+BB2A9 did, under the
-        # fail-closed property test). Bash reads bytes too, so the split is the same.
-        source = line.encode("utf-8").decode("latin-1").encode("utf-16-le")
+        line.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise ShellParseError(f"the line is not valid text ({exc.reason})") from None
+    try:
+        # A line bash cannot read is not judged, and the grammar reads bash's own print of the
+        # line: continuations joined, one command per line (the grammar misreads a word that
+        # starts a line with a backslash, `ls` newline `\rm x`, as part of the line before).
+        printed = bash_normalize(line)
+    except BashViewError as exc:
+        raise ShellParseError(str(exc)) from None
+    found = _walk(printed, via, depth)
+    if "<<" in line and printed != line:
+        # bash prints a list that follows a here-document after its body, a layout the grammar
+        # can misread (the body as commands): judge what either reading finds.
+        known = {(c.argv, c.redirects, c.assignments) for c in found}
+        found += [c for c in _walk(line, via, depth) if (c.argv, c.redirects, c.assignments) not in known]
+    return found
+
+
+def _walk(line: str, via: tuple[str, ...], depth: int) -> list[ParsedCommand]:
+    if not line.strip():
+        return []
+    # Each UTF-8 byte is handed to tree-sitter as one UTF-16 unit, so its bash scanner never
+    # sees a code point over 255: it passes the character after `{` to isdigit(), which reads
+    # out of bounds for larger values and can crash the process (`{` + U+BB2A9 did, under the
+    # fail-closed property test). Bash reads bytes too, so the split is the same.
+    source = line.encode("utf-8").decode("latin-1").encode("utf-16-le")
     root = _parser().parse(source, encoding="utf16le").root_node
     if root.has_error:
         bad = _first_error(root)
