@@ -90,6 +90,11 @@ def simple(draw: st.DrawFn, tags: set[str], spell: bool = True) -> str:
         words = [draw(spelled(w, tags)) for w in words]
     text = " ".join(w for w in words if w)
     if draw(st.integers(0, 3)) == 0:
+        # Expansions and substitutions: the policy cannot know these words; it must still see
+        # the program and judge the rest.
+        text += " " + draw(st.sampled_from(["$x", '"$HOME"', "$(echo a.txt)", "`printf d/f.txt`", "*.txt", "d/*",
+                                            "{a,b}.txt", "${x:-a.txt}", "<(echo a)", "$((1+2))"]))
+    if draw(st.integers(0, 3)) == 0:
         op = draw(st.sampled_from([">", ">>", "2>"]))
         target = draw(st.sampled_from(_TARGETS))
         text += f" {op} {draw(spelled(target, tags)) if spell else target}"
@@ -207,6 +212,8 @@ def lines(draw: st.DrawFn, require: str | None = None) -> Line:
         parts[0] = draw(_continued(parts[0]))
         tags.add("continuation")
     text = parts[0]
+    if draw(st.integers(0, 4)) == 0:
+        text = draw(st.sampled_from(["x=a.txt; ", "x=.env; ", "export x=d; ", "x=$(ls); "])) + text
     for part in parts[1:]:
         text += draw(st.sampled_from(["; ", " && ", " || ", "\n"])) + part
     return Line(text, frozenset(tags))
