@@ -209,7 +209,11 @@ def _judge(cmd: ParsedCommand, policy: ShellPolicy, net: NetworkPolicy) -> Decis
     protected = _protected(cmd, policy)
     if protected.action != "allow":
         return protected
-    fed = cmd.stdin_piped or (cmd.stdin_inline and name not in SHELLS)  # shells' here-docs are parsed
+    # Shells' here-documents are parsed; a here-document with a quoted delimiter given to another
+    # interpreter (`python3 - <<'PY'`) is a script written out in the line, like `python3 -c '...'`
+    # (a here-string still asks, as the bypass corpus has it).
+    literal = all(r.op in ("<<", "<<-") and not r.dynamic for r in cmd.redirects if r.op.startswith("<<"))
+    fed = cmd.stdin_piped or (cmd.stdin_inline and name not in SHELLS and not literal)
     if fed and name in INTERPRETERS and not _has_script(cmd):
         return Decision("ask", f"feeding code to {name!r} on stdin runs code that cannot be checked",
                         "shell.pipeToInterpreter")
@@ -268,12 +272,35 @@ def _outside_write(cmd: ParsedCommand) -> str | None:
         if red.writes and (red.dynamic or _outside(red.target) or (lost and _relative(red.target))):
             return red.target
     if cmd.name in FILE_CHANGING:
-        for i, arg in enumerate(cmd.args, start=1):
+        for i, arg in _file_args(cmd):
             target = arg.split("=", 1)[1] if cmd.name == "dd" and arg.startswith("of=") else arg
             if not target.startswith("-") and (i in cmd.dynamic_args or _outside(target)
                                                or (lost and _relative(target))):
                 return target
     return None
+
+
+def _file_args(cmd: ParsedCommand) -> list[tuple[int, str]]:
+    """The arguments of a file-changing program that may name files (``sed``'s script is not one)."""
+    args = list(enumerate(cmd.args, start=1))
+    if cmd.name != "sed":
+        return args
+    scripted = any(a in ("-e", "-f", "--expression", "--file") or a.startswith(("--expression=", "--file="))
+                   for a in cmd.args)
+    out: list[tuple[int, str]] = []
+    skip_next = False
+    for i, a in args:
+        if skip_next:
+            skip_next = False
+            continue
+        if a in ("-e", "--expression", "-f", "--file", "-l", "--line-length"):
+            skip_next = True
+            continue
+        if not a.startswith("-") and not scripted:
+            scripted = True  # the first operand is the script
+            continue
+        out.append((i, a))
+    return out
 
 
 def _relative(path: str) -> bool:

@@ -371,7 +371,9 @@ class _Walker:
             after.extend(c for c in node.named_children
                          if c.type not in ("heredoc_start", "heredoc_body", "heredoc_end"))
             op = "<<-" if "<<-" in ops else "<<"
-            return Redirect(op, _unescape(_text(start).strip("'\"")) if start is not None else "")
+            delimiter = _text(start) if start is not None else ""
+            # An unquoted delimiter lets the body expand (`$(...)`): its text is decided at run time.
+            return Redirect(op, _unescape(delimiter.strip("'\"")), dynamic=not re.search(r"['\"\\]", delimiter))
         dest = node.child_by_field_name("destination") or (node.named_children[-1] if node.named_children else None)
         if dest is None:
             return None
@@ -564,14 +566,14 @@ def _code_from_a_stream(cmd: ParsedCommand) -> str:
     if cmd.name not in _INTERPRETERS:
         return ""
     for red in cmd.redirects:
-        if red.op in ("<", "<>") and (red.dynamic or red.target.startswith(_STREAMS)):
+        if red.op in ("<", "<>") and red.target.startswith(("<(", ">(", *_STREAMS)):
             return f"{cmd.name} reads code from {red.target!r}, which this policy cannot see (like eval)"
-    for i, arg in enumerate(cmd.argv[1:], start=1):
+    for arg in cmd.argv[1:]:
         if arg in ("-c", "-e", "--", "-"):
             break
         if arg.startswith("-"):
             continue
-        if i in cmd.dynamic_args or arg.startswith(_STREAMS):
+        if arg.startswith(("<(", ">(")) or arg.startswith(_STREAMS):
             return f"{cmd.name} runs code from {arg!r}, which this policy cannot see (like eval)"
         break
     return ""
