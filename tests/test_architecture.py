@@ -30,6 +30,9 @@ PROCESS_EXCEPTIONS = {
     "environments/seccomp_filter.py": "builds the sandbox's seccomp BPF with libseccomp's Python "
     "bindings, which exist only for the system python3 on Debian: when the venv cannot import them it "
     "runs `python3` once per process to write the filter (no workspace, no user input)",
+    "policy/bash_view.py": "the policy reads a command line the way bash does by asking bash itself "
+    "(`declare -f` of the line wrapped in a function), in a throw-away bubblewrap sandbox with the file "
+    "system read-only and no network; nothing of the workspace runs",
     "mcp/connection.py": "MCP stdio servers: the `mcp` library's stdio_client starts the server process "
     "and owns its lifetime; codeloop only hands it the configured command",
 }

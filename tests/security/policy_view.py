@@ -11,9 +11,8 @@ from __future__ import annotations
 import posixpath
 from types import ModuleType
 
-from security.bash_harness import Seen  # tests/ is on sys.path (rootdir packages)
-
 from codeloop.policy import Policy, judge_line
+from security.bash_harness import Seen  # tests/ is on sys.path (rootdir packages)
 
 
 def seen_by_current(line: str, policy: Policy) -> Seen:

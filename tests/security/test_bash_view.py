@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from codeloop.policy import evaluate_command, is_read_only_line, judge_line, preset, split_commands
-from codeloop.policy import bash_view
+from codeloop.policy import bash_view, evaluate_command, is_read_only_line, judge_line, preset, split_commands
 from codeloop.policy.bash_view import BashViewError, bash_normalize
 
 STANDARD = preset("standard")

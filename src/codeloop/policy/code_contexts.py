@@ -32,10 +32,8 @@ _SHELL_READ_PREFIXES = ("LD_", "DYLD_", "BASH_FUNC_", "GIT_CONFIG_KEY_", "GIT_CO
 def names_code_variable(word: str) -> str:
     """The first variable of :data:`SHELL_READ_VARIABLES` (or its prefixes) that ``word``
     names as an identifier (``BASH_ENV``, ``x[0]=BASH_ENV``), or ``""``."""
-    for ident in re.findall(r"[A-Za-z_][A-Za-z_0-9]*", word):
-        if ident in SHELL_READ_VARIABLES or ident.startswith(_SHELL_READ_PREFIXES):
-            return ident
-    return ""
+    idents: list[str] = re.findall(r"[A-Za-z_][A-Za-z_0-9]*", word)
+    return next((i for i in idents if i in SHELL_READ_VARIABLES or i.startswith(_SHELL_READ_PREFIXES)), "")
 
 
 _ARITH_TEST_OPS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
@@ -97,8 +95,8 @@ def _judge(node: Node, text: Callable[[Node], str]) -> str:
         if any(_DECLARE_ARITH.match(w) for w in words) and node.named_children:
             assigned = [c for c in node.named_children if c.type == "variable_assignment"]
             for a in assigned:
-                value = a.child_by_field_name("value")
-                why = _arith(text(value) if value is not None else "", "declare -i/-a")
+                rhs = a.child_by_field_name("value")
+                why = _arith(text(rhs) if rhs is not None else "", "declare -i/-a")
                 if why:
                     return why
         if any(w.startswith("-") and "n" in w[1:] for w in words):

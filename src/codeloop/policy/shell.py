@@ -239,7 +239,7 @@ def _variable(assignment: str) -> str:
 def _sets_code_variable(cmd: ParsedCommand) -> str:
     """Why ``cmd`` sets a variable that makes the shell or a program run code (``printf -v
     BASH_ENV``, ``read ENV``, ``export BASH_ENV``), or ``""``."""
-    if cmd.name not in _SETTERS or cmd.name in ("printf", "wait") and "-v" not in cmd.args:
+    if cmd.name not in _SETTERS or (cmd.name in ("printf", "wait") and "-v" not in cmd.args):
         return ""
     names = cmd.args
     if cmd.name in ("printf", "wait"):
