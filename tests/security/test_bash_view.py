@@ -122,9 +122,11 @@ def test_wrappers_taking_a_command_string_are_unwrapped_or_ask(line: str) -> Non
     assert _standard(line) in ("ask", "deny"), line
 
 
-def test_a_line_that_closes_the_function_it_is_read_in_asks() -> None:
+def test_a_line_that_closes_the_function_it_is_read_in_asks(tmp_path: Path) -> None:
+    escaped = tmp_path / "escaped"
     with pytest.raises(BashViewError, match="closes the function"):
-        bash_normalize(":; }; touch escaped; f() {")
+        bash_normalize(f":; }}; touch {escaped}; f() {{")
+    assert not escaped.exists(), "the line's own command ran outside the sandbox"
     assert _standard(":; }; touch escaped; f() {") == "ask"
     assert _standard("echo a & }; { :") == "ask"
 

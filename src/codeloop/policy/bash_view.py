@@ -8,17 +8,17 @@ function and ``declare -f`` prints it back in bash's canonical form (continuatio
 comments dropped, one command per line), which the grammar then reads the same way bash does.
 
 Defining a function runs nothing, unless the line closes the function's brace itself
-(``:; }; rm -rf ~; f() {``). So bash runs in a throw-away bubblewrap sandbox (the whole file
-system read-only, no network, its own process and IPC namespaces, a time limit), and the
-function and a sentinel command at the end of its body carry random names the line cannot
-know: when bash did not print exactly that one function ending with that sentinel, the line
-escaped its body and is refused (``ShellParseError``: the caller asks). Without bubblewrap, a
-line holding a ``}`` is refused the same way (it could close the brace), and one without is
-normalized by bash directly, since it can only define the function.
+(``:; }; rm -rf ~; f() {``). So a line holding a ``}`` is read by bash in a throw-away
+bubblewrap sandbox (the whole file system read-only, no network, its own process and IPC
+namespaces, a time limit), and the function and a sentinel command at the end of its body
+carry random names the line cannot know: when bash did not print exactly that one function
+ending with that sentinel, the line escaped its body and is refused (``BashViewError``: the
+caller asks). Without bubblewrap, such a line is refused the same way. A line without ``}``
+cannot end the function early, so bash reads it directly: it can only define the function.
 
 Lines made only of characters bash and the grammar read alike (letters, digits, spaces and
 ``-_./=:,@%+``) skip bash: that keeps the cost off most ordinary commands; the others cost one
-sandboxed bash (about 15 ms), cached per line.
+bash (a few ms; with the sandbox, for a line holding ``}``, about 15 ms), cached per line.
 """
 
 from __future__ import annotations
@@ -61,7 +61,10 @@ def _normalize(line: str) -> str:
     func, sentinel = f"__codeloop_body_{token}", f"__codeloop_end_{token}"
     program = f"{func}() {{\n{line}\n{sentinel}\n}}\n"
     argv = [bash, "--norc", "--noprofile", "-c", _SCRIPT, "bash", program, func]
-    bwrap = shutil.which("bwrap")
+    # Without a `}` of its own the line cannot end the function early, so bash only defines it
+    # (`eval` runs the string one complete command at a time, and the first one is the whole
+    # definition, or a syntax error): no sandbox is needed, which saves its start-up.
+    bwrap = shutil.which("bwrap") if "}" in line else None
     if bwrap is not None:
         argv = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--tmpfs", "/tmp", "--unshare-all",
                 "--die-with-parent", "--new-session", "--chdir", "/", "--clearenv",
