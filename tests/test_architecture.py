@@ -33,6 +33,9 @@ PROCESS_EXCEPTIONS = {
     "environments/host_guard.py": "git reading a configuration file (`git config --file F --no-includes "
     "--list`, `git config --get core.hooksPath`) with a minimal environment in `/`, synchronously while a "
     "sandboxed command's bwrap argv is built and after it ran; it runs nothing of the workspace",
+    "policy/bash_view.py": "the policy reads a command line the way bash does by asking bash itself "
+    "(`declare -f` of the line wrapped in a function), in a throw-away bubblewrap sandbox with the file "
+    "system read-only and no network; nothing of the workspace runs",
     "mcp/connection.py": "MCP stdio servers: the `mcp` library's stdio_client starts the server process "
     "and owns its lifetime; codeloop only hands it the configured command",
 }

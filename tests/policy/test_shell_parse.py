@@ -93,7 +93,10 @@ def test_split_never_raises_anything_but_parse_error(line: str) -> None:
 @pytest.mark.parametrize("delimiter", ["'EOF'", '"EOF"', "EOF"])
 def test_here_documents_parse_whatever_their_delimiter_quoting(delimiter: str) -> None:
     line = f"cat > a.py <<{delimiter} && rm -rf build\nx = 1\nEOF\n"
-    assert [c.name for c in split_commands(line)] == ["cat", "rm"]
+    names = [c.name for c in split_commands(line)]
+    # bash prints the list after the here-document's body, which the grammar may read as a
+    # command too (`x`): judged in addition, never instead (issue 31).
+    assert names[0] == "cat" and "rm" in names and set(names) <= {"cat", "rm", "x"}
 
 
 @pytest.mark.parametrize(("line", "names"), [

@@ -33,13 +33,45 @@ from codeloop.policy.model import (
 )
 from codeloop.policy.paths import evaluate_path
 from codeloop.policy.presets import PRESET_NAMES, preset
-from codeloop.policy.shell import READ_ONLY_COMMANDS, evaluate_command, is_read_only, judge_env
+from codeloop.policy.shell import (
+    READ_ONLY_COMMANDS,
+    Judgement,
+    PathUse,
+    evaluate_command,
+    is_read_only,
+    judge_env,
+    judge_line,
+)
 from codeloop.policy.shell_parse import ParsedCommand, Redirect, ShellParseError, split_commands
 
 __all__ = [
-    "APPROVAL_MODES", "PRESET_NAMES", "READ_ONLY_COMMANDS", "Action", "ApprovalRequest", "ApprovalStore",
-    "ApprovalsFileError", "Decision", "FilesystemPolicy", "NetworkPolicy", "ParsedCommand",
-    "PendingApproval", "Policy", "Redirect", "ShellParseError", "ShellPolicy", "ToolCallRequest",
-    "approval_policy", "evaluate_command", "evaluate_path", "is_read_only", "is_read_only_line", "judge_env",
-    "preset", "split_commands", "strictest",
+    "APPROVAL_MODES",
+    "PRESET_NAMES",
+    "READ_ONLY_COMMANDS",
+    "Action",
+    "ApprovalRequest",
+    "ApprovalStore",
+    "ApprovalsFileError",
+    "Decision",
+    "FilesystemPolicy",
+    "Judgement",
+    "NetworkPolicy",
+    "ParsedCommand",
+    "PathUse",
+    "PendingApproval",
+    "Policy",
+    "Redirect",
+    "ShellParseError",
+    "ShellPolicy",
+    "ToolCallRequest",
+    "approval_policy",
+    "evaluate_command",
+    "evaluate_path",
+    "is_read_only",
+    "is_read_only_line",
+    "judge_env",
+    "judge_line",
+    "preset",
+    "split_commands",
+    "strictest",
 ]

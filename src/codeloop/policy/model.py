@@ -91,6 +91,10 @@ class ShellPolicy:
     ask_on_outside_writes: bool = True
     """Ask when a redirection or a file-changing command names a path outside the workspace
     (absolute, ``~``, or with a ``..`` segment)."""
+    ask_on_git_risks: bool = True
+    """Ask when git is given a setting that may name a program (``git config core.pager``,
+    ``git -c``) or told to throw away work it keeps no copy of (``git checkout -- .``,
+    ``git stash clear``): :mod:`codeloop.policy.git_rules`."""
     default_timeout_ms: int = 30_000
     """Timeout of a command that names none."""
     max_timeout_ms: int = 600_000

@@ -29,14 +29,11 @@ _SECRETS = (".env", ".env.*", "*.pem", "*.key", "id_rsa*", "id_ed25519*", ".ssh/
 
 _DESTRUCTIVE_PATTERNS = (
     r"^rm\s+(.*\s)?(-[a-zA-Z]*[rRf][a-zA-Z]*|--recursive|--force)(\s|$)",
-    r"^git\s+(.*\s)?(push|reset\s+--hard|clean|filter-branch|reflog\s+expire|gc\s+--prune)",
+    # git commands that throw work away or set programs are judged by git_rules (ask_on_git_risks).
     r"^(chmod|chown|chgrp)\s+(.*\s)?(-R|--recursive)(\s|$)",
     r"^find\s.*\s-delete(\s|$)",
     r"^(docker|podman|kubectl|terraform)\s",
     r"^(npm|yarn|pnpm|cargo|twine|gem)\s+(publish|yank|unpublish)",
-    # Settings that make git run a program: hooks elsewhere, monitors, pagers, aliases, filters.
-    r"(?i)^git\s+(.*\s)?(-c\s*\S+|--config-env\S*|config\s+(.*\s)?(core\.(hookspath|fsmonitor|sshcommand|pager|editor|"
-    r"askpass|gitproxy)|alias\.|include|filter\.|diff\.|merge\.|credential\.|sequence\.editor|url\.))",
 )
 
 _CATASTROPHIC = (
@@ -73,6 +70,7 @@ _PRESETS = {
         FilesystemPolicy(blocked_paths=(".git/hooks/**",)),
         ShellPolicy(protected_paths=(".git/hooks/**",), blocked_commands=_PRIVILEGED,
                     blocked_patterns=_CATASTROPHIC, ask_on_dynamic=False, ask_on_outside_writes=False,
+                    ask_on_git_risks=False,
                     max_timeout_ms=3_600_000),
         NetworkPolicy(enabled=True),
     ),

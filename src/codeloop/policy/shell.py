@@ -15,13 +15,20 @@ import fnmatch
 import posixpath
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import lru_cache
+from typing import Literal
 from urllib.parse import urlsplit
 
+from codeloop.policy.code_contexts import _SHELL_READ_PREFIXES, SHELL_READ_VARIABLES, names_code_variable
+from codeloop.policy.git_rules import config_writes, git_risk
 from codeloop.policy.model import Decision, NetworkPolicy, ShellPolicy, strictest
 from codeloop.policy.paths import matches, normalize
 from codeloop.policy.shell_parse import ParsedCommand, ShellParseError, split_commands
+from codeloop.policy.workdir import resolve
 from codeloop.policy.wrappers import SHELLS
+
+__all__ = ["SHELL_READ_VARIABLES", "Judgement", "PathUse", "evaluate_command", "judge_env", "judge_line"]
 
 NETWORK_COMMANDS = frozenset({"curl", "wget", "nc", "ncat", "netcat", "ssh", "scp", "sftp", "ftp",
                               "telnet", "socat", "rsync", "aria2c", "httpie", "http", "lftp"})
@@ -69,19 +76,66 @@ def _rx(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern)
 
 
+@dataclass(frozen=True)
+class PathUse:
+    """A path one command of a line names, where it lands."""
+
+    word: str
+    """The word as the command gets it (quotes removed)."""
+    resolved: str | None
+    """The workspace-relative path it reaches from one directory the command may run in
+    (``cd .git`` then ``hooks/x`` -> ``.git/hooks/x``); None when outside or unknown."""
+    access: Literal["read", "write"]
+    """``write`` for a writing redirection or a program that changes the files it names."""
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """What the policy saw in a line and what it decided: the programs with their arguments
+    and the paths with where they land (the differential harness checks bash against these)."""
+
+    decision: Decision
+    commands: tuple[ParsedCommand, ...] = ()
+    """Every command the line runs, wrapped ones included; empty when it could not be parsed."""
+    paths: tuple[PathUse, ...] = ()
+
+
 def evaluate_command(line: str, policy: ShellPolicy, network: NetworkPolicy | None = None) -> Decision:
     """Decide ``line`` under ``policy`` (and ``network``, default: network off)."""
+    return judge_line(line, policy, network).decision
+
+
+def judge_line(line: str, policy: ShellPolicy, network: NetworkPolicy | None = None) -> Judgement:
+    """What ``line`` runs and touches, and the decision under ``policy`` (see :class:`Judgement`)."""
     net = network or NetworkPolicy()
     if not policy.enabled:
-        return Decision("deny", "shell commands are disabled by policy", "shell.enabled",
-                        "enable the shell in the space policy")
+        return Judgement(Decision("deny", "shell commands are disabled by policy", "shell.enabled",
+                                  "enable the shell in the space policy"))
     try:
         commands = split_commands(line)
     except ShellParseError as exc:
-        return _undecidable(policy, f"the command line cannot be parsed safely ({exc})", "shell.unparseable")
+        return Judgement(_undecidable(policy, f"the command line cannot be parsed safely ({exc})",
+                                      "shell.unparseable"))
     decisions = [_line_patterns(line, policy)]
     decisions += [_judge(cmd, policy, net) for cmd in commands]
-    return strictest(decisions)
+    paths = tuple(use for cmd in commands for use in path_uses(cmd))
+    return Judgement(strictest(decisions), tuple(commands), paths)
+
+
+def path_uses(cmd: ParsedCommand) -> list[PathUse]:
+    """Each path ``cmd`` names, resolved from each directory it may run in."""
+    words = [(a.split("=", 1)[1] if a.startswith("-") and "=" in a else a, cmd.name in FILE_CHANGING)
+             for i, a in enumerate(cmd.argv) if i > 0 and i not in cmd.dynamic_args]
+    words += [(r.target, r.writes) for r in cmd.redirects if not r.dynamic and not r.target.startswith("&")]
+    if cmd.name == "git" and config_writes(list(cmd.args)):
+        words.append((".git/config", True))
+    uses: list[PathUse] = []
+    for word, writes in words:
+        if not word or word.startswith("-"):
+            continue
+        for cwd in cmd.cwds:
+            uses.append(PathUse(word, resolve(word, cwd), "write" if writes else "read"))
+    return uses
 
 
 def _undecidable(policy: ShellPolicy, reason: str, rule: str) -> Decision:
@@ -104,9 +158,14 @@ def _line_patterns(line: str, policy: ShellPolicy) -> Decision:
 def _judge(cmd: ParsedCommand, policy: ShellPolicy, net: NetworkPolicy) -> Decision:
     name = cmd.name
     shown = " ".join(cmd.argv) or cmd.text
-    env = judge_env(dict(a.split("=", 1) for a in cmd.assignments if "=" in a), policy, net)
+    env = judge_env(dict((_variable(a), a.split("=", 1)[1]) for a in cmd.assignments if "=" in a), policy, net)
     if env.action != "allow":
         return env
+    if cmd.unresolved and not cmd.argv:
+        return _undecidable(policy, cmd.unresolved, "shell.dynamic")
+    set_here = _sets_code_variable(cmd)
+    if set_here:
+        return _undecidable(policy, set_here, "shell.environment")
     if not cmd.argv:  # an assignment or a group's redirections; substitutions are judged apart
         outside = _outside_write(cmd) if policy.ask_on_outside_writes else None
         if outside:
@@ -140,13 +199,21 @@ def _judge(cmd: ParsedCommand, policy: ShellPolicy, net: NetworkPolicy) -> Decis
     abbreviated = _abbreviation_hit(cmd, policy)
     if abbreviated:
         return abbreviated
+    if name == "git" and policy.ask_on_git_risks:
+        risk = git_risk(list(cmd.args))
+        if risk:
+            return Decision("ask", f"{risk} ({shown[:120]!r})", "shell.approvalRequired")
     if "xargs" in cmd.via and not is_read_only(cmd):
         return Decision("ask", f"xargs gives {name!r} arguments read from stdin, which cannot be checked",
                         "shell.dynamic")
     protected = _protected(cmd, policy)
     if protected.action != "allow":
         return protected
-    fed = cmd.stdin_piped or (cmd.stdin_inline and name not in SHELLS)  # shells' here-docs are parsed
+    # Shells' here-documents are parsed; a here-document with a quoted delimiter given to another
+    # interpreter (`python3 - <<'PY'`) is a script written out in the line, like `python3 -c '...'`
+    # (a here-string still asks, as the bypass corpus has it).
+    literal = all(r.op in ("<<", "<<-") and not r.dynamic for r in cmd.redirects if r.op.startswith("<<"))
+    fed = cmd.stdin_piped or (cmd.stdin_inline and name not in SHELLS and not literal)
     if fed and name in INTERPRETERS and not _has_script(cmd):
         return Decision("ask", f"feeding code to {name!r} on stdin runs code that cannot be checked",
                         "shell.pipeToInterpreter")
@@ -156,6 +223,35 @@ def _judge(cmd: ParsedCommand, policy: ShellPolicy, net: NetworkPolicy) -> Decis
             return Decision("ask", f"{name!r} writes outside the workspace ({outside!r})",
                             "shell.outsideWorkspace")
     return Decision.allow()
+
+
+_SETTERS = frozenset({"read", "mapfile", "readarray", "getopts", "declare", "typeset", "local", "export",
+                      "readonly", "let", "printf", "unset", "wait"})
+"""Builtins that set the variables their arguments name (``printf -v NAME``, ``read NAME``)."""
+
+
+def _variable(assignment: str) -> str:
+    """The variable an assignment word sets (``X+=1`` and ``X[0]=1`` set ``X``)."""
+    m = re.match(r"[A-Za-z_][A-Za-z_0-9]*", assignment)
+    return m.group(0) if m else assignment.split("=", 1)[0]
+
+
+def _sets_code_variable(cmd: ParsedCommand) -> str:
+    """Why ``cmd`` sets a variable that makes the shell or a program run code (``printf -v
+    BASH_ENV``, ``read ENV``, ``export BASH_ENV``), or ``""``."""
+    if cmd.name not in _SETTERS or (cmd.name in ("printf", "wait") and "-v" not in cmd.args):
+        return ""
+    names = cmd.args
+    if cmd.name in ("printf", "wait"):
+        at = cmd.args.index("-v")
+        names = cmd.args[at + 1:at + 2]
+        if at + 2 in cmd.dynamic_args:
+            return f"{cmd.name} -v sets a variable whose name is computed at run time"
+    for word in names:
+        hit = names_code_variable(word)
+        if hit:
+            return f"{cmd.name} sets {hit}, which makes the shell or a program run code that cannot be checked"
+    return ""
 
 
 def _has_script(cmd: ParsedCommand) -> bool:
@@ -169,16 +265,46 @@ def _outside(path: str) -> bool:
 
 
 def _outside_write(cmd: ParsedCommand) -> str | None:
-    """A path written outside the workspace, or one whose place is decided at run time."""
+    """A path written outside the workspace, or one whose place is decided at run time
+    (a relative path after a ``cd`` the policy cannot follow is one)."""
+    lost = None in cmd.cwds
     for red in cmd.redirects:
-        if red.writes and (red.dynamic or _outside(red.target)):
+        if red.writes and (red.dynamic or _outside(red.target) or (lost and _relative(red.target))):
             return red.target
     if cmd.name in FILE_CHANGING:
-        for i, arg in enumerate(cmd.args, start=1):
+        for i, arg in _file_args(cmd):
             target = arg.split("=", 1)[1] if cmd.name == "dd" and arg.startswith("of=") else arg
-            if not target.startswith("-") and (i in cmd.dynamic_args or _outside(target)):
+            if not target.startswith("-") and (i in cmd.dynamic_args or _outside(target)
+                                               or (lost and _relative(target))):
                 return target
     return None
+
+
+def _file_args(cmd: ParsedCommand) -> list[tuple[int, str]]:
+    """The arguments of a file-changing program that may name files (``sed``'s script is not one)."""
+    args = list(enumerate(cmd.args, start=1))
+    if cmd.name != "sed":
+        return args
+    scripted = any(a in ("-e", "-f", "--expression", "--file") or a.startswith(("--expression=", "--file="))
+                   for a in cmd.args)
+    out: list[tuple[int, str]] = []
+    skip_next = False
+    for i, a in args:
+        if skip_next:
+            skip_next = False
+            continue
+        if a in ("-e", "--expression", "-f", "--file", "-l", "--line-length"):
+            skip_next = True
+            continue
+        if not a.startswith("-") and not scripted:
+            scripted = True  # the first operand is the script
+            continue
+        out.append((i, a))
+    return out
+
+
+def _relative(path: str) -> bool:
+    return not (path in _HARMLESS_TARGETS or path.startswith(("/", "~", "&")) or path.isdigit() or path == "-")
 
 
 _LONG_OPTION = re.compile(r"--[A-Za-z][A-Za-z0-9-]+")
@@ -229,13 +355,13 @@ def _protected(cmd: ParsedCommand, policy: ShellPolicy) -> Decision:
         return Decision.allow()
     words = [(i, a) for i, a in enumerate(cmd.argv) if i > 0]
     words += [(-1, r.target) for r in cmd.redirects if not r.dynamic]
+    landed: list[tuple[int, str]] = []
     for i, word in words:
         value = word.split("=", 1)[1] if word.startswith("-") and "=" in word else word
-        if not value or value.startswith(("-", "/", "~")):
-            continue
-        path = posixpath.normpath(value)
-        if path.startswith(".."):
-            continue
+        if value and not value.startswith("-"):
+            landed += [(i, where) for where in sorted({resolve(value, cwd) or "" for cwd in cmd.cwds}) if where]
+    for i, word in landed:
+        path = posixpath.normpath(word)
         if i in cmd.glob_args:
             hit = None if cmd.name in _NAMES_ONLY else next(
                 (g for g in policy.protected_paths if _glob_may_match(path, g)), None)
@@ -249,17 +375,6 @@ def _protected(cmd: ParsedCommand, policy: ShellPolicy) -> Decision:
     return Decision.allow()
 
 
-SHELL_READ_VARIABLES = frozenset({
-    "BASH_ENV", "ENV", "PS0", "PS1", "PS2", "PS4", "SHELLOPTS", "BASHOPTS", "PROMPT_COMMAND", "IFS",
-    "CDPATH", "GLOBIGNORE", "BASH_XTRACEFD", "PERL5OPT", "PERL5DB", "RUBYOPT", "NODE_OPTIONS",
-    "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "PYTHONSTARTUP", "PYTHONHOME", "GCONV_PATH",
-    "GLIBC_TUNABLES", "LESSOPEN", "LESSCLOSE", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_EXEC_PATH",
-    "GIT_TEMPLATE_DIR", "GIT_ASKPASS", "SSH_ASKPASS", "GIT_PROXY_COMMAND", "GIT_SSH", "GIT_DIR",
-    "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "PERL5LIB", "RUBYLIB", "NODE_PATH", "BROWSER",
-})
-"""Variables that make a shell or a common program run code or read another configuration:
-a value for one cannot be judged, so it asks."""
-_SHELL_READ_PREFIXES = ("LD_", "DYLD_", "BASH_FUNC_", "GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_")
 COMMAND_VARIABLES = frozenset({"PAGER", "GIT_PAGER", "MANPAGER", "SYSTEMD_PAGER", "EDITOR", "VISUAL",
                                "GIT_EDITOR", "GIT_SEQUENCE_EDITOR", "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF"})
 """Variables whose value a program runs as a command line: judged as one."""

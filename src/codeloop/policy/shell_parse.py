@@ -33,6 +33,9 @@ from typing import Any
 
 from tree_sitter import Language, Node, Parser
 
+from codeloop.policy.bash_view import BashViewError, bash_normalize
+from codeloop.policy.code_contexts import code_context
+from codeloop.policy.workdir import with_workdirs
 from codeloop.policy.wrappers import SHELLS, shell_script_index, wrapped_start
 
 MAX_NESTING = 6
@@ -91,6 +94,10 @@ class ParsedCommand:
     """Indexes into ``argv`` of words that come from an expansion (``rm $F``)."""
     glob_args: tuple[int, ...] = ()
     """Indexes into ``argv`` of words with an unquoted glob (``cat *.pem``)."""
+    cwds: tuple[str | None, ...] = (".",)
+    """Every directory the command may run in, relative to the workspace root, after the
+    ``cd``/``pushd``/``popd`` of the whole line (order ignored: loops and functions reorder);
+    ``None`` among them when one cannot be told (``cd "$D"``, ``cd /tmp``, ``popd``)."""
 
     @property
     def name(self) -> str:
@@ -108,7 +115,7 @@ def split_commands(line: str) -> list[ParsedCommand]:
 
     Order: commands in source order; a wrapper is followed by what it wraps, then by the
     commands substituted into its words (``$(...)``, backticks, ``<(...)``)."""
-    return _split(line, via=(), depth=0)
+    return with_workdirs(_split(line, via=(), depth=0))
 
 
 @cache
@@ -124,13 +131,33 @@ def _split(line: str, via: tuple[str, ...], depth: int) -> list[ParsedCommand]:
     if not line.strip():
         return []
     try:
-        # Each UTF-8 byte is handed to tree-sitter as one UTF-16 unit, so its bash scanner never
-        # sees a code point over 255: it passes the character after `{` to isdigit(), which reads
-        # out of bounds for larger values and can crash the process (`{` + U+BB2A9 did, under the
-        # fail-closed property test). Bash reads bytes too, so the split is the same.
-        source = line.encode("utf-8").decode("latin-1").encode("utf-16-le")
+        line.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise ShellParseError(f"the line is not valid text ({exc.reason})") from None
+    try:
+        # A line bash cannot read is not judged, and the grammar reads bash's own print of the
+        # line: continuations joined, one command per line (the grammar misreads a word that
+        # starts a line with a backslash, `ls` newline `\rm x`, as part of the line before).
+        printed = bash_normalize(line)
+    except BashViewError as exc:
+        raise ShellParseError(str(exc)) from None
+    found = _walk(printed, via, depth)
+    if "<<" in line and printed != line:
+        # bash prints a list that follows a here-document after its body, a layout the grammar
+        # can misread (the body as commands): judge what either reading finds.
+        known = {(c.argv, c.redirects, c.assignments) for c in found}
+        found += [c for c in _walk(line, via, depth) if (c.argv, c.redirects, c.assignments) not in known]
+    return found
+
+
+def _walk(line: str, via: tuple[str, ...], depth: int) -> list[ParsedCommand]:
+    if not line.strip():
+        return []
+    # Each UTF-8 byte is handed to tree-sitter as one UTF-16 unit, so its bash scanner never
+    # sees a code point over 255: it passes the character after `{` to isdigit(), which reads
+    # out of bounds for larger values and can crash the process (`{` + U+BB2A9 did, under the
+    # fail-closed property test). Bash reads bytes too, so the split is the same.
+    source = line.encode("utf-8").decode("latin-1").encode("utf-16-le")
     root = _parser().parse(source, encoding="utf16le").root_node
     if root.has_error:
         bad = _first_error(root)
@@ -138,6 +165,9 @@ def _split(line: str, via: tuple[str, ...], depth: int) -> list[ParsedCommand]:
         raise ShellParseError(f"cannot parse shell line{where} (unbalanced quotes or an incomplete command?)")
     walker = _Walker(via, depth)
     walker.visit(root, stdin_piped=False)
+    why = code_context(root, _text)
+    if why:
+        walker.found.append(ParsedCommand(argv=(), text=line, dynamic=True, unresolved=why, via=via))
     return walker.found
 
 
@@ -341,7 +371,9 @@ class _Walker:
             after.extend(c for c in node.named_children
                          if c.type not in ("heredoc_start", "heredoc_body", "heredoc_end"))
             op = "<<-" if "<<-" in ops else "<<"
-            return Redirect(op, _unescape(_text(start).strip("'\"")) if start is not None else "")
+            delimiter = _text(start) if start is not None else ""
+            # An unquoted delimiter lets the body expand (`$(...)`): its text is decided at run time.
+            return Redirect(op, _unescape(delimiter.strip("'\"")), dynamic=not re.search(r"['\"\\]", delimiter))
         dest = node.child_by_field_name("destination") or (node.named_children[-1] if node.named_children else None)
         if dest is None:
             return None
@@ -367,7 +399,8 @@ class _Walker:
 
     def _declaration(self, node: Node) -> None:
         keyword = _text(node.children[0]) if node.children else "export"
-        words = [_word(c) for c in node.named_children if c.type in _WORD_STATEMENTS]
+        words = [_word(c) if c.type != "variable_name" else _Word(_text(c), _text(c))
+                 for c in node.named_children if c.type in _WORD_STATEMENTS or c.type == "variable_name"]
         assigns = [_assignment(c) for c in node.named_children if c.type == "variable_assignment"]
         self.found.append(ParsedCommand(argv=(keyword, *(w.value for w in words)), text=_text(node),
                                         assignments=tuple(assigns), via=self.via))
@@ -445,6 +478,10 @@ class _Walker:
         name, argv = cmd.name, cmd.argv
         if cmd.dynamic or not argv:
             return
+        fed = _code_from_a_stream(cmd)
+        if fed:
+            self._mark(cmd, fed)
+            return
         if name in SHELLS:
             script = shell_script_index(argv)
             if script is None:
@@ -477,6 +514,11 @@ class _Walker:
             self._mark(cmd, why)
             return
         if start is None or start >= len(argv):
+            return
+        if argv[start].startswith("-"):
+            # An option after the wrapper's own operands (`flock FILE -c 'cmd'`) is one it reads
+            # itself, often a command string: what it runs cannot be told.
+            self._mark(cmd, f"{name} takes {argv[start]!r} after its operands, which this policy does not know")
             return
         assignments = tuple(a for a in argv[1:start] if name == "env" and "=" in a and not a.startswith("-"))
         if len(argv) - start == 1 and any(ch.isspace() for ch in argv[start]):
@@ -512,6 +554,29 @@ class _Walker:
                     self._wrapped(cmd, i + 1, j, "find -exec")
                 i = j
             i += 1
+
+
+_INTERPRETERS = SHELLS | {"python", "python3", "perl", "ruby", "node", "php", "lua", "source", "."}
+_STREAMS = ("/dev/stdin", "/dev/fd/", "/proc/", "/dev/tcp/", "/dev/udp/")
+
+
+def _code_from_a_stream(cmd: ParsedCommand) -> str:
+    """Why ``cmd`` runs code it reads from a stream the policy cannot see (``source <(...)``,
+    ``. /dev/stdin <<< ...``, ``bash < <(...)``, ``python3 /dev/fd/3``), or ``""``."""
+    if cmd.name not in _INTERPRETERS:
+        return ""
+    for red in cmd.redirects:
+        if red.op in ("<", "<>") and red.target.startswith(("<(", ">(", *_STREAMS)):
+            return f"{cmd.name} reads code from {red.target!r}, which this policy cannot see (like eval)"
+    for arg in cmd.argv[1:]:
+        if arg in ("-c", "-e", "--", "-"):
+            break
+        if arg.startswith("-"):
+            continue
+        if arg.startswith(("<(", ">(")) or arg.startswith(_STREAMS):
+            return f"{cmd.name} runs code from {arg!r}, which this policy cannot see (like eval)"
+        break
+    return ""
 
 
 def _assignment(node: Node) -> str:

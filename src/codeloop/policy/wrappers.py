@@ -34,7 +34,10 @@ class _Options:
 # Wrappers whose options are known: anything else in an option position makes the wrapped
 # command unresolved (GNU getopt also accepts unique prefixes of long options: resolved below).
 _WRAPPERS: dict[str, _Options] = {
-    "nohup": _Options(), "builtin": _Options(), "coproc": _Options(), "chronic": _Options(short_flags="ev"),
+    "nohup": _Options(), "builtin": _Options(), "chronic": _Options(short_flags="ev"),
+    # The policy reads bash's print of a line (bash_view), which names every coprocess:
+    # `coproc X` is printed `coproc COPROC X`.
+    "coproc": _Options(positional=1),
     "time": _Options(short_flags="p"), "unbuffer": _Options(short_flags="p"),
     "exec": _Options(short_arg="a", short_flags="cl"),
     "command": _Options(short_flags="p"),
