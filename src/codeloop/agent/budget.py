@@ -355,18 +355,3 @@ def format_duration(seconds: float) -> str:
     if minutes:
         return f"{minutes}m{secs:02d}s"
     return f"{secs}s"
-
-
-def parse_duration(text: str) -> float:
-    """Seconds of ``90``, ``90s``, ``5m``, ``1h30m``, ``2.5h``; ValueError saying the form."""
-    import re
-
-    spec = text.strip().lower()
-    parts = re.fullmatch(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?", spec)
-    if not spec or parts is None or not any(parts.groups()):
-        raise ValueError(f"{text!r} is no duration: write seconds (90, 90s), minutes (5m) or hours (1h30m)")
-    hours, minutes, seconds = (float(g) if g else 0.0 for g in parts.groups())
-    total = hours * 3600 + minutes * 60 + seconds
-    if total <= 0:
-        raise ValueError(f"{text!r}: a time limit must be longer than 0 s")
-    return total

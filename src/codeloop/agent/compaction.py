@@ -59,6 +59,7 @@ class DroppedOutputs:
     def keep(self, dropped: Dropped) -> None:
         """Remember ``dropped``; written under ``directory`` before the history forgets it."""
         if self.directory is not None:
+            self.directory.mkdir(parents=True, exist_ok=True)
             atomic_write(self.directory / _file_name(dropped.call_id), dropped.content.encode("utf-8"))
         self._kept[dropped.call_id] = dropped
 

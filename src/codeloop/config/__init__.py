@@ -18,6 +18,9 @@ that exact content with ``codeloop trust`` (:mod:`codeloop.policy.trust`).
     sandbox = "workspace-write"    approval = "on-risk"     max_turns = 50
     mode = "plan"                  # start codeloop run in plan mode (read only); "normal" is the default
     max_retries = 6                # retries of one model call after a 429/5xx/dropped connection
+    max_cost = 2.50                # budgets (docs/agent.md "Budgets"): USD at list price,
+    max_tokens = 2_000_000         # input + output tokens,
+    max_time = "30m"               # and time ("90s", "5m", "1h30m" or seconds)
     diagnostics = ["ruff check --quiet {file}"]   # after each edit: docs/tools.md; codeloop.tools.diagnostics
     # or [{ command = "...", paths = ["*.py"], timeout = 30 }]; false: no diagnostics after edits
 
@@ -94,6 +97,12 @@ class CodeloopConfig:
     """Turn limit of a session (0: none)."""
     max_retries: int | None = None
     """Retries of one model call after a transient failure (0: none)."""
+    max_cost: float | None = None
+    """Budget in USD at list price (issue 36)."""
+    max_tokens: int | None = None
+    """Budget of input + output tokens."""
+    max_time: str | float | None = None
+    """Time budget: a duration (``"30m"``) or seconds."""
     mode: str | None = None
     """``plan`` (the agent may only read, ``codeloop run --plan``) or ``normal``."""
     mcp_servers: Mapping[str, McpServerConfig] = field(default_factory=dict)
@@ -115,7 +124,8 @@ _STRING_KEYS = ("model", "provider", "profile", "base_url", "sandbox", "approval
 _CHOICES = {"sandbox": SANDBOX_MODES, "approval": APPROVAL_MODES, "profile": PROFILES, "mode": MODES}
 _COUNT_KEYS = {"max_turns": "0: no limit", "max_retries": "0: never retry"}
 _BOOL_KEYS = ("rescues",)
-_TOP_KEYS = (*_STRING_KEYS, *_COUNT_KEYS, *_BOOL_KEYS, "mcp_servers", "hooks", "diagnostics")
+_BUDGET_KEYS = ("max_cost", "max_tokens", "max_time")
+_TOP_KEYS = (*_STRING_KEYS, *_COUNT_KEYS, *_BOOL_KEYS, *_BUDGET_KEYS, "mcp_servers", "hooks", "diagnostics")
 _SERVER_KEYS = ("command", "args", "env", "url", "timeout")
 _HOOK_KEYS = ("event", "command", "timeout", "tools", "paths")
 _DIAGNOSTIC_KEYS = ("command", "paths", "timeout")
@@ -274,6 +284,35 @@ def _parse_diagnostics(path: Path, text: str, value: Any) -> dict[str, Any]:
     return {"diagnostics": True, "diagnostic_commands": tuple(commands)}
 
 
+def parse_duration(text: str) -> float:
+    """Seconds of ``90``, ``90s``, ``5m``, ``1h30m``, ``2.5h``; ValueError saying the form."""
+    spec = text.strip().lower()
+    parts = re.fullmatch(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?", spec)
+    if not spec or parts is None or not any(parts.groups()):
+        raise ValueError(f"{text!r} is no duration: write seconds (90, 90s), minutes (5m) or hours (1h30m)")
+    hours, minutes, seconds = (float(g) if g else 0.0 for g in parts.groups())
+    total = hours * 3600 + minutes * 60 + seconds
+    if total <= 0:
+        raise ValueError(f"{text!r}: a time limit must be longer than 0 s")
+    return total
+
+
+def _check_budget(where: str, key: str, value: Any) -> None:
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if key == "max_cost" and not (number and value >= 0):
+        raise ConfigError(f"{where}: max_cost must be a number of US dollars >= 0, e.g. max_cost = 2.50")
+    if key == "max_tokens" and not (isinstance(value, int) and not isinstance(value, bool) and value > 0):
+        raise ConfigError(f"{where}: max_tokens must be a whole number > 0, e.g. max_tokens = 2_000_000")
+    if key == "max_time":
+        try:
+            good = parse_duration(value) > 0 if isinstance(value, str) else number and 0 < value < float("inf")
+        except ValueError:
+            good = False
+        if not good:
+            raise ConfigError(f'{where}: max_time must be a duration such as "90s", "5m" or "1h30m", '
+                              "or a number of seconds > 0")
+
+
 def parse_config(text: str, path: Path) -> CodeloopConfig:
     """Check and convert one file's text; ConfigError on any problem."""
     try:
@@ -293,6 +332,8 @@ def parse_config(text: str, path: Path) -> CodeloopConfig:
         elif key in _COUNT_KEYS:
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ConfigError(f"{where}: {key} must be a whole number >= 0 ({_COUNT_KEYS[key]})")
+        elif key in _BUDGET_KEYS:
+            _check_budget(where, key, value)
         elif key in _BOOL_KEYS:
             if not isinstance(value, bool):
                 raise ConfigError(f"{where}: {key} must be true or false, e.g. {key} = false")
