@@ -55,6 +55,7 @@ from codeloop.agent.reply_rescue import ReplyRescue
 from codeloop.agent.subagents import SubagentManager, subagent_tools
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.llm import constrained
+from codeloop.llm.catalog import get_model_info
 from codeloop.llm.errors import AuthenticationError, ContextLengthError, NotFoundError, SDKError
 from codeloop.llm.types import ImageData, Message, Request, Response, ToolCall, Usage
 from codeloop.policy.approval import Approver, ToolCallRequest
@@ -485,7 +486,9 @@ class Session:
         note = [Message.user(budget.note(self.history.turn_count, self.config.max_turns))] if conversation else []
         request = dataclasses.replace(request, messages=[*request.messages, *note])
         tracker = self._sent if conversation else InputTracker()
-        plan = budget.plan(tracker.bound(request, note), request.max_tokens, self._price)
+        info = get_model_info(request.model)  # without a max_tokens, ask no more than the model can give
+        asked = request.max_tokens or (info.max_output if info is not None else None)
+        plan = budget.plan(tracker.bound(request, note), asked, self._price)
         if plan.stop is not None:
             raise BudgetStop(plan.stop)
         request = fit_thinking(dataclasses.replace(request, max_tokens=plan.max_tokens))
