@@ -192,7 +192,8 @@ class InputTracker:
     input is at most the last count plus the added messages' bound."""
 
     messages: list[Message] = field(default_factory=list)
-    """The messages of the last request (the same objects: history shares them)."""
+    """The messages of the last request (history shares its objects, so most compare by
+    identity; the system message is rebuilt each time and compares by value)."""
     fixed: int = 0
     """The bound of what precedes the messages (tools) then."""
     counted: int | None = None
@@ -205,7 +206,7 @@ class InputTracker:
         kept = request.messages[:len(request.messages) - len(extra)]
         old = self.messages
         if (self.counted is None or len(kept) < len(old) or tools_bound(request) != self.fixed
-                or any(a is not b for a, b in zip(old, kept, strict=False))):
+                or any(a is not b and a != b for a, b in zip(old, kept, strict=False))):
             return by_bytes
         added = sum(message_bound(m) for m in kept[len(old):]) + sum(message_bound(m) for m in extra)
         return min(by_bytes, self.counted + added)
