@@ -50,11 +50,24 @@ class DroppedOutputs:
     """The outputs compaction took out, by call id (on disk too when ``directory`` is set)."""
 
     def __init__(self, directory: Path | None = None) -> None:
-        self.directory = directory
         self._kept: dict[str, Dropped] = {}
+        self._on_disk: list[str] = []
+        self._directory: Path | None = None
+        self.directory = directory
+
+    @property
+    def directory(self) -> Path | None:
+        """Where outputs are kept on disk (None: memory only)."""
+        return self._directory
+
+    @directory.setter
+    def directory(self, directory: Path | None) -> None:
+        # A resumed session finds what earlier runs dropped (read once: this is asked each round).
+        self._directory = directory
+        self._on_disk = sorted(p.stem for p in directory.glob("*.txt")) if directory and directory.is_dir() else []
 
     def __bool__(self) -> bool:
-        return bool(self._kept)
+        return bool(self._kept or self._on_disk)
 
     def keep(self, dropped: Dropped) -> None:
         """Remember ``dropped``; written under ``directory`` before the history forgets it."""
@@ -75,7 +88,7 @@ class DroppedOutputs:
 
     def ids(self) -> list[str]:
         """The call ids kept, oldest first."""
-        return list(self._kept)
+        return [*self._on_disk, *(i for i in self._kept if i not in self._on_disk)]
 
 
 def _file_name(call_id: str) -> str:

@@ -604,7 +604,10 @@ def register(app: typer.Typer) -> None:
         if settings.plan and task is not None and code == 0 and mode == "rich":
             err.print(escape(one_shot_hint(log_id)), highlight=False)
         if renderer.paused is not None and log_id:
-            err.print(f"paused: continue with codeloop run --resume {log_id} and a higher limit", highlight=False)
+            from codeloop.cli.run_terminal import describe_budget_stop
+
+            err.print(f"[yellow]{escape(describe_budget_stop(renderer.paused).replace('ID', log_id))}[/]",
+                      highlight=False)
         if log_id and mode != "quiet":
             err.print(f"session {log_id}  (continue: codeloop run --resume {log_id}; "
                       f"undo: codeloop rewind {log_id} --to TURN)", highlight=False)

@@ -245,8 +245,6 @@ class Renderer:
             self.err.print(f"[yellow]{escape(_describe(event))}[/]")
         elif isinstance(event, ev.ErrorEvent):
             self._print_error(event)
-        elif isinstance(event, ev.BudgetEvent) and event.limit is not None:
-            self.err.print(f"[yellow]{escape(describe_budget_stop(event))}[/]")
         elif isinstance(event, ev.ContextCompacted):
             self.err.print(f"[dim]context compacted: {len(event.dropped)} earlier tool outputs removed "
                            f"(~{event.tokens_before:,} -> ~{event.tokens_after:,} tokens); the agent can "
@@ -285,7 +283,7 @@ def describe_budget_stop(event: ev.BudgetEvent) -> str:
         return f"${value:.4f}" if key == "cost_usd" else f"{value:g} s" if key == "seconds" else f"{value:,}"
 
     return (f"paused: the {event.limit} limit ({show(limit)}) leaves no room for the next model call "
-            f"({show(used)} used, subagents included); go on with --resume and a higher {flag}")
+            f"({show(used)} used, subagents included); go on with --resume ID and a higher {flag}")
 
 
 def describe_retry(event: ev.Retry) -> str:

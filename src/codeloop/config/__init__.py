@@ -381,8 +381,8 @@ def needs_trust(config: CodeloopConfig) -> dict[str, Any]:
 
 def merge(low: CodeloopConfig, high: CodeloopConfig) -> CodeloopConfig:
     """``high``'s set keys over ``low``'s; MCP servers merge by name."""
-    changes: dict[str, Any] = {k: getattr(high, k) for k in (*_STRING_KEYS, *_COUNT_KEYS, *_BOOL_KEYS, "diagnostics")
-                               if getattr(high, k) is not None}
+    changes: dict[str, Any] = {k: getattr(high, k) for k in (*_STRING_KEYS, *_COUNT_KEYS, *_BOOL_KEYS, *_BUDGET_KEYS,
+                                                             "diagnostics") if getattr(high, k) is not None}
     return replace(low, **changes, mcp_servers={**low.mcp_servers, **high.mcp_servers},
                    hooks=low.hooks + high.hooks, diagnostic_commands=low.diagnostic_commands + high.diagnostic_commands,
                    sources=low.sources + high.sources, warnings=low.warnings + high.warnings)
@@ -391,6 +391,17 @@ def merge(low: CodeloopConfig, high: CodeloopConfig) -> CodeloopConfig:
 _UNSET: dict[str, dict[str, Any]] = {"mcp_servers": {"mcp_servers": {}}, "hooks": {"hooks": ()},
                                      "diagnostics": {"diagnostics": None, "diagnostic_commands": ()}}
 """The fields an untrusted key of :func:`needs_trust` resets (the others become None)."""
+
+
+def _seconds(value: Any) -> float:
+    return parse_duration(value) if isinstance(value, str) else float(value)
+
+
+def _tighter(user: Any, project: Any) -> Any:
+    """The project's budget when the user has none or it is lower, else the user's."""
+    if user is None or project is None:
+        return project if user is None else user
+    return project if _seconds(project) < _seconds(user) else user
 
 
 def load_config(workspace: Path | str) -> CodeloopConfig:
@@ -413,5 +424,7 @@ def load_config(workspace: Path | str) -> CodeloopConfig:
                 dropped.update(_UNSET.get(key, {key: None}))
             loaded = replace(loaded, **dropped,
                              warnings=(untrusted_warning(path, ", ".join(risky), Path(workspace)),))
+        if not is_trusted(path, raw):  # a repository may tighten the user's budgets, never loosen them
+            loaded = replace(loaded, **{k: _tighter(getattr(config, k), getattr(loaded, k)) for k in _BUDGET_KEYS})
         config = merge(config, loaded)
     return config
