@@ -37,8 +37,8 @@ from codeloop.llm.types import Message, Request
 from codeloop.profiles import create_profile
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "cli"))
-from chat_server import text_reply, tool_reply  # noqa: E402
-from usage_server import Reported, UsageServer  # noqa: E402
+from chat_server import text_reply, tool_reply
+from usage_server import Reported, UsageServer
 
 PRICED = ("claude-haiku-4-5", "claude-sonnet-4-5", "claude-opus-4-5")
 
@@ -210,7 +210,7 @@ def test_max_time_cancels_the_call_in_flight(tmp_path) -> None:
 
 
 def test_a_cost_limit_on_a_model_without_a_price_is_refused(tmp_path) -> None:
-    with UsageServer() as server, pytest.raises(BudgetPriceError, match="no one|has none for 'claude-opus-4-6'"):
+    with UsageServer() as server, pytest.raises(BudgetPriceError, match="has none for 'claude-opus-4-6'"):
         make_session(tmp_path, server, "claude-opus-4-6", Budget(BudgetLimits(cost_usd=1.0)))
 
 

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import jsonschema
-from chat_server import text_reply, tool_reply
+from chat_server import text_reply
 from test_run_cli import CODELOOP, SCHEMA, isolated_env, run
 from usage_server import UsageServer
 

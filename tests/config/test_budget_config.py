@@ -44,7 +44,7 @@ def test_a_duration_is_seconds_or_a_one_line_error(text: str) -> None:
     try:
         assert parse_duration(text) > 0
     except ValueError as exc:
-        assert "\n" not in str(exc) and "duration" in str(exc) or "longer than 0" in str(exc)
+        assert "\n" not in str(exc) and ("duration" in str(exc) or "longer than 0" in str(exc))
 
 
 def test_an_untrusted_project_can_tighten_but_not_loosen_budgets(dirs: tuple[Path, Path]) -> None:
