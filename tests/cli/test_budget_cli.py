@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import jsonschema
-from chat_server import text_reply
+from chat_server import text_reply, tool_reply
 from test_run_cli import CODELOOP, SCHEMA, isolated_env, run
 from usage_server import UsageServer
 
@@ -148,3 +148,20 @@ def test_compaction_is_visible_and_the_agent_reads_a_dropped_output_back(server,
     assert again.returncode == 0, again.stderr
     ends = [e["data"] for e in map(json.loads, again.stdout.splitlines()) if e["kind"] == "tool_call_end"]
     assert ends and ends[0]["tool_name"] == "recall_output" and "0" * 7_000 in (ends[0]["output"] or ""), ends
+
+
+def test_context_in_a_chat_shows_the_window_use_by_part(server, workspace) -> None:
+    (workspace / "AGENTS.md").write_text("Rules of this project. " * 40)
+    (workspace / "big.txt").write_text("z" * 4_000)
+    server.replies.extend([tool_reply("read_file", {"file_path": "big.txt"}), text_reply("Read it.")])
+    done = subprocess.run([CODELOOP, "run", "--cwd", str(workspace), "--base-url", server.base_url, "--profile",
+                           "anthropic", "--approval", "never-ask", "--sandbox", "full"],
+                          input="read big.txt\n/context\n/exit\n", capture_output=True, text=True,
+                          env=isolated_env(workspace), timeout=60)
+    assert done.returncode == 0, done.stderr
+    lines = {line.split("~")[0].strip(): line for line in done.stderr.splitlines() if line.startswith("  ")}
+    tokens = {name: int(line.split("~")[1].split()[0].replace(",", "")) for name, line in lines.items()
+              if "~" in line}
+    assert {"system prompt", "project docs", "tools", "conversation", "files read"} <= set(tokens)
+    assert tokens["files read"] >= 1_000 and tokens["project docs"] >= 200 and tokens["tools"] > 0
+    assert len(server.requests) == 2  # /context is no message to the model

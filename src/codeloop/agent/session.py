@@ -34,7 +34,7 @@ from typing import Any
 from codeloop.agent import events as ev
 from codeloop.agent.budget import Budget, InputTracker, prompt_tokens, require_price
 from codeloop.agent.call_forms import CallForms
-from codeloop.agent.compaction import Dropped, DroppedOutputs, recall_tool, shortened_note
+from codeloop.agent.compaction import RECALL_TOOL, Dropped, DroppedOutputs, recall_tool, shortened_note
 from codeloop.agent.config import SessionConfig
 from codeloop.agent.guards import ACCEPT, DEFAULT_GUARDS, GuardAction, Turn, TurnGuard
 from codeloop.agent.history import (
@@ -516,6 +516,25 @@ class Session:
         assert self.budget is not None
         self._emit(ev.BudgetEvent, limit=limit, used=self.budget.used(self.history.turn_count),
                    limits=self.budget.limits_of(self.config.max_turns))
+
+    def context_use(self) -> dict[str, int]:
+        """Estimated tokens (characters / 4, §5.5) of what the next request holds, by part:
+        ``system prompt`` (without the project docs), ``project docs`` (AGENTS.md...), ``tools``,
+        ``conversation`` (inputs and replies), ``files read`` and ``other tool output``, and the
+        ``window``; what ``/context`` shows in a chat (issue 36)."""
+        request = self._request()
+        read_tools = ("read_file", "read_many_files", RECALL_TOOL)
+        outputs = {"files read": 0, "other tool output": 0}
+        for turn in self.history.turns:
+            if isinstance(turn, ToolResultsTurn):
+                for r in turn.results:
+                    outputs["files read" if r.tool_name in read_tools else "other tool output"] += len(r.content)
+        conversation = self.history.total_chars - sum(outputs.values())
+        docs = len(self._project_docs)
+        parts = {"system prompt": len(self.system_prompt) - docs, "project docs": docs,
+                 "tools": len(json.dumps([dataclasses.asdict(t) for t in request.tools or ()])),
+                 "conversation": conversation, **outputs}
+        return {**{k: v // CHARS_PER_TOKEN for k, v in parts.items()}, "window": self.profile.context_window_size}
 
     @property
     def system_prompt(self) -> str:
