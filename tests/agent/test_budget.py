@@ -235,3 +235,21 @@ def test_the_bound_from_the_last_count_never_exceeds_the_bound_from_bytes(texts,
     assert bound <= input_bound(request)
     if counted:
         assert bound <= counted + sum(input_bound(Request(model="m", messages=[m])) for m in messages[1:])
+
+
+async def test_codali_roles_spend_from_the_run_budget(tmp_path) -> None:
+    """Every role's call (librarian, architect, builder, critic, summarizer) is checked first."""
+    from codeloop.codali.pipeline import ModelChoice, PipelineConfig, RolesPipeline
+
+    (tmp_path / "app.py").write_text("print('hi')\n")
+    with UsageServer(output=lambda most: min(most, 300)) as server:
+        server.reply_for = lambda body: text_reply("Done reading; nothing to ask.")
+        budget = Budget(BudgetLimits(tokens=9_000))
+        choice = ModelChoice("qwen2.5-coder-1.5b-instruct", provider="openai_compatible", context_window=8192)
+        pipeline = RolesPipeline(Client({"openai_compatible": OpenAICompatibleAdapter(server.base_url + "/v1")}),
+                                 tmp_path, PipelineConfig(choice, choice, choice, choice, summarizer=choice,
+                                                          max_rounds=5), budget=budget)
+        result = await pipeline.run("say hello")
+    assert result.status == "BUDGET"
+    assert len(server.usages) >= 2 and sum(u.input + u.output for u in server.usages) <= 9_000
+    assert budget.spent.tokens == sum(u.input + u.output for u in server.usages)

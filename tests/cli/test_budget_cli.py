@@ -165,3 +165,22 @@ def test_context_in_a_chat_shows_the_window_use_by_part(server, workspace) -> No
     assert {"system prompt", "project docs", "tools", "conversation", "files read"} <= set(tokens)
     assert tokens["files read"] >= 1_000 and tokens["project docs"] >= 200 and tokens["tools"] > 0
     assert len(server.requests) == 2  # /context is no message to the model
+
+
+def test_codali_run_roles_spend_from_one_budget(workspace) -> None:
+    (workspace / "app.py").write_text("print('hi')\n")
+    base = [CODELOOP, "codali", "run", "--task", "say hello", "--repo", str(workspace), "--provider",
+            "openai_compatible", "--json"]
+    with UsageServer(output=lambda most: min(most, 300)) as server:
+        server.reply_for = lambda body: text_reply("Nothing to ask.")
+        done = subprocess.run([*base, "--base-url", server.base_url + "/v1", "--model", "qwen2.5-coder-1.5b-instruct",
+                               "--max-tokens", "12000", "--max-rounds", "5"], capture_output=True, text=True,
+                              env=isolated_env(workspace), timeout=120)
+        refused = subprocess.run([*base, "--base-url", server.base_url + "/v1", "--model", "some-local-model",
+                                  "--max-cost", "1"], capture_output=True, text=True, env=isolated_env(workspace),
+                                 timeout=120)
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert lines[-1]["data"]["status"] == "BUDGET" and done.returncode == 1
+    assert any(line["kind"] == "budget" and line["data"]["limit"] == "tokens" for line in lines)
+    assert sum(u.input + u.output for u in server.usages) <= 12_000
+    assert refused.returncode != 0 and "catalog has none for 'some-local-model'" in refused.stderr

@@ -24,15 +24,18 @@ session's ``max_turns`` (counted by its history).
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import json
 import math
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import Any, Protocol
 
 from codeloop.llm.catalog import get_model_info
-from codeloop.llm.types import Message, Request, Usage
+from codeloop.llm.types import Message, Request, Response, StreamEvent, StreamEventType, Usage
 
 LIMITS = ("cost", "tokens", "time", "turns")
 """The limit names a ``budget`` event reports."""
@@ -64,6 +67,14 @@ cache reads apart from ``input_tokens``; other providers include them)."""
 
 class BudgetPriceError(ValueError):
     """A cost limit was asked for a model whose price the catalog does not know."""
+
+
+class BudgetStop(Exception):
+    """A limit leaves no room for the next model call (or cancelled the one in flight)."""
+
+    def __init__(self, limit: str) -> None:
+        super().__init__(f"the {limit} limit leaves no room for the next model call")
+        self.limit = limit
 
 
 @dataclass(frozen=True)
@@ -246,10 +257,14 @@ class Budget:
 
     def __init__(self, limits: BudgetLimits, spent: Spent | None = None) -> None:
         self.limits = limits
+        """May be replaced (a higher limit) between inputs: ``Session.go_on`` then continues."""
         self.spent = spent or Spent()
-        self._cost_limit = Fraction(str(limits.cost_usd)) if limits.cost_usd is not None else None
         self._running = 0
         self._since = 0.0
+
+    @property
+    def _cost_limit(self) -> Fraction | None:
+        return Fraction(str(self.limits.cost_usd)) if self.limits.cost_usd is not None else None
 
     # -- time --------------------------------------------------------------------------------
 
@@ -356,3 +371,55 @@ def format_duration(seconds: float) -> str:
     if minutes:
         return f"{minutes}m{secs:02d}s"
     return f"{secs}s"
+
+
+class ModelClient(Protocol):
+    """What a budgeted call needs of :class:`codeloop.llm.client.Client`."""
+
+    async def complete(self, request: Request) -> Response: ...
+
+    def stream(self, request: Request) -> AsyncIterator[StreamEvent]: ...
+
+
+class BudgetedClient:
+    """A client whose every call is checked against ``budget`` first and charged after (codali's
+    roles, whose calls do not pass a Session): its ``max_tokens`` lowered to fit, BudgetStop
+    when it cannot be made or ``max_time`` ran out during it. The caller runs the clock
+    (:meth:`Budget.start_clock`)."""
+
+    def __init__(self, client: ModelClient, budget: Budget) -> None:
+        self.client, self.budget = client, budget
+
+    def _fit(self, request: Request) -> tuple[Request, CallPlan, Price | None]:
+        price = require_price(request.model) if self.budget.limits.cost_usd is not None else price_of(request.model)
+        info = get_model_info(request.model)
+        asked = request.max_tokens or (info.max_output if info is not None else None)
+        plan = self.budget.plan(input_bound(request), asked, price)
+        if plan.stop is not None:
+            raise BudgetStop(plan.stop)
+        return dataclasses.replace(request, max_tokens=plan.max_tokens), plan, price
+
+    def _charge(self, request: Request, response: Response, plan: CallPlan, price: Price | None) -> None:
+        reply_bytes = len(response.text.encode()) + sum(len(json.dumps(c.arguments)) for c in response.tool_calls)
+        self.budget.charge(response.usage, request.provider or response.provider, price,
+                           input_bound=plan.input_bound, reply_bytes=reply_bytes)
+
+    async def complete(self, request: Request) -> Response:
+        request, plan, price = self._fit(request)
+        try:
+            response = await asyncio.wait_for(self.client.complete(request), self.budget.seconds_left())
+        except TimeoutError:
+            if (self.budget.seconds_left() or 0) > 0:
+                raise
+            self.budget.charge(Usage(input_tokens=plan.input_bound, output_tokens=plan.max_tokens or 0), None,
+                               price, input_bound=plan.input_bound, reply_bytes=0)
+            raise BudgetStop("time") from None
+        self._charge(request, response, plan, price)
+        return response
+
+    async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
+        request, plan, price = self._fit(request)
+        async for event in self.client.stream(request):
+            if event.type == StreamEventType.FINISH and event.response is not None:
+                self._charge(request, event.response, plan, price)
+            yield event

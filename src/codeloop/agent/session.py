@@ -32,7 +32,7 @@ from functools import partial
 from typing import Any
 
 from codeloop.agent import events as ev
-from codeloop.agent.budget import Budget, InputTracker, prompt_tokens, require_price
+from codeloop.agent.budget import Budget, BudgetStop, InputTracker, prompt_tokens, require_price
 from codeloop.agent.call_forms import CallForms
 from codeloop.agent.compaction import RECALL_TOOL, Dropped, DroppedOutputs, recall_tool, shortened_note
 from codeloop.agent.config import SessionConfig
@@ -70,14 +70,6 @@ from codeloop.tools.truncation import DEFAULT_TOOL_LIMITS, FALLBACK_CHAR_LIMIT
 
 CHARS_PER_TOKEN = 4
 """The §5.5 estimate: 1 token ≈ 4 characters."""
-
-
-class BudgetStop(Exception):
-    """A limit leaves no room for the next model call (or cancelled the one in flight)."""
-
-    def __init__(self, limit: str) -> None:
-        super().__init__(limit)
-        self.limit = limit
 
 
 def fit_thinking(request: Request) -> Request:
@@ -319,8 +311,9 @@ class Session:
     async def _budgeted_input(self, user_input: str | None, images: tuple[ImageData, ...]) -> str:
         try:
             return await self._process_one(user_input, images)
-        except BudgetStop as stop:
-            self._emit_budget(stop.limit)
+        except BudgetStop as stop:  # from this session's budget, or a budgeted client's (codali's builder)
+            if self.budget is not None:
+                self._emit_budget(stop.limit)
             return "budget"
 
     async def _process_one(self, user_input: str | None, images: tuple[ImageData, ...] = ()) -> str:
