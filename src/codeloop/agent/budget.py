@@ -198,34 +198,49 @@ def input_bound(request: Request) -> int:
 
 @dataclass
 class InputTracker:
-    """The provider's count of the last request, to bound the next one tighter than bytes:
-    when the next request holds the same system, tools and messages and only adds some, its
-    input is at most the last count plus the added messages' bound."""
+    """Bounds the input of the next request of a conversation, in time proportional to what
+    was added (a 500-round session must not re-measure its whole history every call): the
+    bound from bytes of the messages sent last time is kept, and when the provider counted
+    that request, its count plus the bound of what was added is the tighter bound, as long
+    as the new request extends the old one (same system, tools and earlier messages)."""
 
     messages: list[Message] = field(default_factory=list)
     """The messages of the last request (history shares its objects, so most compare by
     identity; the system message is rebuilt each time and compares by value)."""
     fixed: int = 0
     """The bound of what precedes the messages (tools) then."""
+    kept_bytes: int = 0
+    """The bound from bytes of ``messages``."""
     counted: int | None = None
-    """The provider's prompt tokens for it; None before a count."""
+    """The provider's prompt tokens for the last request; None without a count."""
+    _pending: tuple[list[Message], int, int] | None = None
 
     def bound(self, request: Request, extra: list[Message]) -> int:
         """Upper bound of ``request``'s input; ``extra`` are messages of the request that
         are not kept (the budget note, at the end)."""
-        by_bytes = input_bound(request)
         kept = request.messages[:len(request.messages) - len(extra)]
-        old = self.messages
-        if (self.counted is None or len(kept) < len(old) or tools_bound(request) != self.fixed
-                or any(a is not b and a != b for a, b in zip(old, kept, strict=False))):
+        old, fixed = self.messages, tools_bound(request)
+        extends = (bool(old) and len(kept) >= len(old) and fixed == self.fixed
+                   and not any(a is not b and a != b for a, b in zip(old, kept, strict=False)))
+        if extends:
+            kept_bytes = self.kept_bytes + sum(message_bound(m) for m in kept[len(old):])
+        else:
+            kept_bytes = sum(message_bound(m) for m in kept)
+        self._pending = (kept, fixed, kept_bytes)
+        extra_bytes = sum(message_bound(m) for m in extra)
+        by_bytes = PER_REQUEST_TOKENS + fixed + kept_bytes + extra_bytes
+        if not extends or self.counted is None:
             return by_bytes
-        added = sum(message_bound(m) for m in kept[len(old):]) + sum(message_bound(m) for m in extra)
-        return min(by_bytes, self.counted + added)
+        return min(by_bytes, self.counted + (kept_bytes - self.kept_bytes) + extra_bytes)
 
     def counted_as(self, request: Request, extra: list[Message], tokens: int) -> None:
-        """Remember ``request`` (without ``extra``) and the provider's count of it."""
-        self.messages = request.messages[:len(request.messages) - len(extra)]
-        self.fixed = tools_bound(request)
+        """Remember the request :meth:`bound` measured last (without ``extra``) and the
+        provider's count of it (with ``extra``: a count can only over-state the rest)."""
+        kept = request.messages[:len(request.messages) - len(extra)]
+        if self._pending is None or self._pending[0] != kept:
+            self._pending = (kept, tools_bound(request), sum(message_bound(m) for m in kept))
+        self.messages, self.fixed, self.kept_bytes = self._pending
+        self._pending = None
         self.counted = tokens if tokens > 0 else None
 
 
