@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import strategies as st
 
 from codeloop.agent import events as ev
@@ -95,6 +95,12 @@ def run(session: Session, task: str) -> None:
        which=st.sampled_from(("cost", "tokens", "both")),
        cost=st.floats(min_value=0, max_value=0.6),
        tokens=st.integers(min_value=0, max_value=120_000))
+# The worst cases, always tried: a token per byte, every reply as long as allowed, a limit that
+# binds on the second call (after the first asked for the model's whole 64,000-token output).
+@example(model="claude-haiku-4-5", ratio=Fraction(1), out_share=Fraction(1), cache=(Fraction(0), Fraction(0)),
+         which="tokens", cost=0.0, tokens=120_000)
+@example(model="claude-sonnet-4-5", ratio=Fraction(1), out_share=Fraction(1),
+         cache=(Fraction(1, 2), Fraction(1, 2)), which="cost", cost=0.6, tokens=0)
 def test_no_run_ever_spends_past_a_limit_whatever_the_provider_reports(model, ratio, out_share, cache, which,
                                                                         cost, tokens) -> None:
     """Whatever the tokenizer's ratio (1/4 to 1 token per byte), the reply lengths and the cache
