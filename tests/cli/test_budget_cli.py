@@ -53,6 +53,9 @@ def test_max_tokens_pauses_before_the_limit_and_resume_with_more_goes_on(workspa
         assert "paused" in first.stderr and "--max-tokens" in first.stderr
         calls = len(server.bodies)
         sid = session_id(first.stderr)
+        listed = subprocess.run([CODELOOP, "sessions", "list"], capture_output=True, text=True,
+                                env=isolated_env(workspace), timeout=60)
+        assert f"{sid}" in listed.stdout and "paused" in listed.stdout, listed.stdout
         server.replies.append(text_reply("All done."))
         again = anthropic(server, workspace, "--resume", sid, "--max-tokens", "80000", task=None)
         assert again.returncode == 0, again.stderr
