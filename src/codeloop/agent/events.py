@@ -15,6 +15,8 @@ Consumers match every kind and end with ``assert_never``::
 ``WARNING`` is not in the §2.9 list but §5.5 emits it for context usage; it is kept
 apart from ``ERROR`` so a host can tell "informational" from "something failed".
 ``RETRY`` (issue 23) says a model call is being asked again after a transient failure.
+``BUDGET`` (issue 36) reports what a run with limits has used, and which limit stopped it;
+``CONTEXT_COMPACTED`` (issue 36) says what was shortened to fit the context window.
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ class EventKind(StrEnum):
     WARNING = "warning"
     ERROR = "error"
     RETRY = "retry"
+    BUDGET = "budget"
+    CONTEXT_COMPACTED = "context_compacted"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,7 +86,8 @@ class SessionEnd(_Event, kind=EventKind.SESSION_END):
     """The session state after this event: ``idle``, ``awaiting_input`` or ``closed``."""
     reason: str
     """Why: ``completed``, ``turn_limit``, ``round_limit``, ``loop_limit`` (a small model's loop
-    went on after two warnings), ``aborted``, ``error``, ``closed``."""
+    went on after two warnings), ``budget`` (a cost, token or time limit paused the input: a
+    ``budget`` event says which), ``aborted``, ``error``, ``closed``."""
     final_text: str = ""
     """The last assistant text of the input (the answer); for a small model whose last reply
     was empty or an echo, or that was stopped, a report of what the input's calls did."""
@@ -231,6 +236,41 @@ class Retry(_Event, kind=EventKind.RETRY):
     """True when text of this call was already streamed: the retry starts the reply over."""
 
 
+@dataclass(frozen=True, kw_only=True)
+class BudgetEvent(_Event, kind=EventKind.BUDGET):
+    """What a run with limits has used (issue 36): after each model call, at the end of each
+    input, and when a limit stops the input (``limit`` names it; the session is paused: it
+    goes on with a higher limit, ``codeloop run --resume ID --max-cost ...``)."""
+
+    limit: str | None = None
+    """The limit that stopped the input: ``cost``, ``tokens``, ``time`` or ``turns``; None in a report."""
+    used: dict[str, Any] = field(default_factory=dict)
+    """``cost_usd`` (list price), ``tokens`` (input + output), ``seconds`` (processing), ``turns``;
+    subagents' spending included."""
+    limits: dict[str, Any] = field(default_factory=dict)
+    """The same keys: the limits set (None: no limit)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContextCompacted(_Event, kind=EventKind.CONTEXT_COMPACTED):
+    """The history was shortened to fit the context window (issue 36): which tool outputs
+    were replaced by a note, and the estimated tokens before and after. A dropped output is
+    kept and the model can read it back with ``recall_output``. codeloop does not write
+    summaries (``summary`` is set only when a summary replaces turns, as codali's shared
+    history does); the system prompt, AGENTS.md and the user's inputs are never dropped."""
+
+    reason: str = "context_window"
+    """Why: ``context_window`` (the history passed 70 % of the window)."""
+    tokens_before: int = 0
+    """Estimated tokens of the request before (characters / 4, the §5.5 estimate)."""
+    tokens_after: int = 0
+    """Estimated tokens after."""
+    dropped: list[dict[str, Any]] = field(default_factory=list)
+    """One per output replaced: ``turn`` (index in the history), ``call_id``, ``tool_name``, ``chars``."""
+    summary: str | None = None
+    """The summary that replaced turns, when one did (codeloop's loop writes none)."""
+
+
 SessionEvent = (
     SessionStart
     | SessionEnd
@@ -247,6 +287,8 @@ SessionEvent = (
     | WarningEvent
     | ErrorEvent
     | Retry
+    | BudgetEvent
+    | ContextCompacted
 )
 """The closed union of every event a session emits."""
 

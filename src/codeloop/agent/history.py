@@ -201,33 +201,37 @@ class History:
         """The conversation as LLM messages (a fresh list; messages are shared)."""
         return list(self._messages)
 
-    def shorten_oldest_results(self, max_chars: int, keep_last: int = 1) -> int:
-        """Replace the output of the oldest tool results with a short note until the history
-        holds at most ``max_chars`` characters (issue 10: small context windows). User input
-        and the last ``keep_last`` result turns are never touched. Returns results shortened."""
+    def shorten_oldest_results(self, max_chars: int, keep_last: int = 1,
+                               note: Callable[[CallResult], str] | None = None) -> list[tuple[int, CallResult]]:
+        """Replace the output of the oldest tool results with a short note (``note(result)``)
+        until the history holds at most ``max_chars`` characters (issue 10: small context
+        windows). User input and the last ``keep_last`` result turns are never touched.
+        Returns each result replaced, as it was, with the index of its turn (issue 36)."""
+        def default_note(r: CallResult) -> str:
+            return (f"[output of this earlier {r.tool_name} call removed to fit the context window; "
+                    "run it again if you need it]")
+
+        make_note = note or default_note
         result_turns = [i for i, t in enumerate(self.turns) if isinstance(t, ToolResultsTurn)]
         candidates = result_turns[:-keep_last] if keep_last else result_turns
-        count = 0
+        dropped: list[tuple[int, CallResult]] = []
         for i in candidates:
             if self.total_chars <= max_chars:
                 break
             turn = self.turns[i]
             assert isinstance(turn, ToolResultsTurn)
-            new = tuple(
-                r if len(r.content) <= 200 else dataclasses.replace(
-                    r, content=f"[output of this earlier {r.tool_name} call removed to fit the context window; "
-                               "run it again if you need it]")
-                for r in turn.results)
+            new = tuple(r if len(r.content) <= 200 else dataclasses.replace(r, content=make_note(r))
+                        for r in turn.results)
             if new == turn.results:
                 continue
-            count += sum(1 for a, b in zip(turn.results, new, strict=True) if a is not b)
+            dropped += [(i, a) for a, b in zip(turn.results, new, strict=True) if a is not b]
             replaced = ToolResultsTurn(new, turn.timestamp)
             self.turns[i] = replaced
             self.total_chars += _turn_chars(replaced) - _turn_chars(turn)
             start = self._starts[i]
             old_len = len(self._convert(turn))
             self._messages[start:start + old_len] = self._convert(replaced)
-        return count
+        return dropped
 
     def recent_call_signatures(self, last: int) -> list[str]:
         """Signatures (name + canonical arguments) of the last ``last`` tool calls, oldest first

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import time
 import uuid
 from collections import deque
@@ -31,7 +32,9 @@ from functools import partial
 from typing import Any
 
 from codeloop.agent import events as ev
+from codeloop.agent.budget import Budget, BudgetStop, InputTracker, prompt_tokens, require_price
 from codeloop.agent.call_forms import CallForms
+from codeloop.agent.compaction import RECALL_TOOL, Dropped, DroppedOutputs, recall_tool, shortened_note
 from codeloop.agent.config import SessionConfig
 from codeloop.agent.guards import ACCEPT, DEFAULT_GUARDS, GuardAction, Turn, TurnGuard
 from codeloop.agent.history import (
@@ -52,8 +55,9 @@ from codeloop.agent.reply_rescue import ReplyRescue
 from codeloop.agent.subagents import SubagentManager, subagent_tools
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.llm import constrained
+from codeloop.llm.catalog import get_model_info
 from codeloop.llm.errors import AuthenticationError, ContextLengthError, NotFoundError, SDKError
-from codeloop.llm.types import ImageData, Message, Request, Response, ToolCall
+from codeloop.llm.types import ImageData, Message, Request, Response, ToolCall, Usage
 from codeloop.policy.approval import Approver, ToolCallRequest
 from codeloop.profiles.base import ProviderProfile
 from codeloop.profiles.prompts import NATIVE_COMPACT
@@ -66,6 +70,18 @@ from codeloop.tools.truncation import DEFAULT_TOOL_LIMITS, FALLBACK_CHAR_LIMIT
 
 CHARS_PER_TOKEN = 4
 """The §5.5 estimate: 1 token ≈ 4 characters."""
+
+
+def fit_thinking(request: Request) -> Request:
+    """Anthropic raises ``max_tokens`` above the thinking budget of ``reasoning_effort``;
+    a budget that lowered it below that budget turns thinking off for the call instead."""
+    if request.provider != "anthropic" or not request.reasoning_effort or request.max_tokens is None:
+        return request
+    from codeloop.llm.adapters.anthropic import THINKING_BUDGETS
+
+    if request.max_tokens <= THINKING_BUDGETS.get(request.reasoning_effort, max(THINKING_BUDGETS.values())):
+        return dataclasses.replace(request, reasoning_effort=None)
+    return request
 
 
 class SessionState(StrEnum):
@@ -108,6 +124,7 @@ class Session:
         guards: Sequence[Callable[[], TurnGuard]] = DEFAULT_GUARDS,
         history: History | None = None,
         system_prompt: str | None = None,
+        budget: Budget | None = None,
     ) -> None:
         if client is None:
             raise ValueError("Session needs an LLM client: Session(profile, env, config, client)")
@@ -137,6 +154,12 @@ class Session:
         """Why the last input ended: ``completed``, ``round_limit``, ``turn_limit``, ``aborted``, ``error``."""
         self.last_text = ""
         """The last assistant text (the answer of the last input)."""
+        self.budget = budget
+        """Limits of cost, tokens and time (issue 36), shared with subagents; None: no limits."""
+        self._price = require_price(profile.model) if budget and budget.limits.cost_usd is not None else None
+        self._sent = InputTracker()
+        self.dropped = DroppedOutputs()
+        """Tool outputs compaction took out of the history; ``recall_output`` reads them back."""
         self.subagents = SubagentManager(self)
         self._steering: deque[str] = deque()
         self._followups: deque[str] = deque()
@@ -182,6 +205,14 @@ class Session:
         """Process one input (with ``images`` attached) through the loop (§2.5) and its queued
         follow-ups; return the last assistant text. Raises :class:`SessionClosedError` when
         the session is closed."""
+        return await self._submit(user_input, images)
+
+    async def go_on(self) -> str:
+        """Go on with the last input where it stopped (a budget paused it, issue 36): no new
+        user turn, the loop continues from the history. Returns the last assistant text."""
+        return await self._submit(None, ())
+
+    async def _submit(self, user_input: str | None, images: Sequence[ImageData]) -> str:
         if self.state == SessionState.CLOSED:
             raise SessionClosedError(f"session {self.id} is closed; create a new Session")
         if self.state == SessionState.PROCESSING:
@@ -253,12 +284,15 @@ class Session:
 
     # -- the loop (§2.5) ------------------------------------------------------------------
 
-    async def _process_inputs(self, user_input: str, images: tuple[ImageData, ...]) -> None:
+    async def _process_inputs(self, user_input: str | None, images: tuple[ImageData, ...]) -> None:
+        if self.budget is not None:
+            self.budget.start_clock()
         try:
-            next_input: str | None = user_input
-            while next_input is not None:
-                reason = await self._process_one(next_input, images)
-                next_input, images = (self._followups.popleft() if self._followups else None), ()
+            reason = await self._budgeted_input(user_input, images)
+            while self._followups and reason != "budget":
+                reason = await self._budgeted_input(self._followups.popleft(), ())
+            if self.budget is not None and reason not in ("budget", "turn_limit"):
+                self._emit_budget(None)
             self.end_reason = reason
             if self.hooks:
                 await self._hook("stop", reason=reason, final_text=self.last_text)
@@ -270,17 +304,33 @@ class Session:
             await self._fail(exc)
         except Exception as exc:  # an adapter bug must close the session, not leak a traceback
             await self._fail(exc)
+        finally:
+            if self.budget is not None:
+                self.budget.stop_clock()
 
-    async def _process_one(self, user_input: str, images: tuple[ImageData, ...] = ()) -> str:
+    async def _budgeted_input(self, user_input: str | None, images: tuple[ImageData, ...]) -> str:
+        try:
+            return await self._process_one(user_input, images)
+        except BudgetStop as stop:  # from this session's budget, or a budgeted client's (codali's builder)
+            if self.budget is not None:
+                self._emit_budget(stop.limit)
+            return "budget"
+
+    async def _process_one(self, user_input: str | None, images: tuple[ImageData, ...] = ()) -> str:
+        """One input through the loop; ``None`` goes on with the last input (a paused one)."""
         self.state = SessionState.PROCESSING
-        if self.hooks:
+        if user_input is not None and self.hooks:
             added = await self._hook("user_prompt", prompt=user_input)
             user_input = "\n\n".join([user_input, *added])
-        turn = Turn(self, task=user_input)
+        last_task = next((t.content for t in reversed(self.history.turns) if isinstance(t, UserTurn)), "")
+        turn = Turn(self, task=user_input if user_input is not None else last_task)
         guards = [guard for make in self.guards if (guard := make()).applies(self)]
-        user_input = await self._guarded_input(turn, guards)
-        self.history.append(UserTurn(user_input, images=images))
-        self._emit(ev.UserInput, content=user_input)
+        if user_input is not None:
+            user_input = await self._guarded_input(turn, guards)
+            self.history.append(UserTurn(user_input, images=images))
+            self._emit(ev.UserInput, content=user_input)
+        else:
+            await self._guarded_input(turn, guards)
         self._drain_steering()
         # Only the guards that override a hook are called for it (two awaits a round saved per guard).
         reply_guards = [g for g in guards if type(g).after_reply is not TurnGuard.after_reply]
@@ -293,6 +343,8 @@ class Session:
                 return "round_limit"
             if self.config.max_turns > 0 and self.history.turn_count >= self.config.max_turns:
                 self._emit(ev.TurnLimit, total_turns=self.history.turn_count)
+                if self.budget is not None:
+                    self._emit_budget("turns")
                 return "turn_limit"
 
             calls_left -= 1
@@ -400,7 +452,10 @@ class Session:
         request = Request(model=self.profile.model, messages=[Message.user(prompt)], provider=self.profile.provider,
                           provider_options=self.profile.provider_options(), temperature=self.profile.temperature,
                           max_tokens=self.profile.max_output_tokens)
-        response = await call_model(self.client, request, stream=False, config=self.config, emit=self._emit)
+        if self.budget is not None:
+            response = await self._call_within_budget(request, False, self.budget, conversation=False)
+        else:
+            response = await call_model(self.client, request, stream=False, config=self.config, emit=self._emit)
         usage = response.usage
         self._emit(ev.WarningEvent, code="model_usage",
                    message=f"a request outside the conversation: {usage.input_tokens} tokens in "
@@ -409,9 +464,70 @@ class Session:
 
     async def _call_model(self) -> Response:
         request = self._request()
-        self._emit(ev.AssistantTextStart)
         stream = self.config.stream and self.profile.supports_streaming
-        return await call_model(self.client, request, stream=stream, config=self.config, emit=self._emit)
+        if self.budget is None:
+            self._emit(ev.AssistantTextStart)
+            return await call_model(self.client, request, stream=stream, config=self.config, emit=self._emit)
+        return await self._call_within_budget(request, stream, self.budget)
+
+    async def _call_within_budget(self, request: Request, stream: bool, budget: Budget, *,
+                                  conversation: bool = True) -> Response:
+        """The call, only when its worst case fits what is left (issue 36): its ``max_tokens``
+        lowered to fit, what is left told to the model last (the cached prefix stays the
+        same), cancelled when ``max_time`` runs out; BudgetStop when it cannot be made.
+        A call outside the conversation (``ask_alone``) gets no note and no start event."""
+        note = [Message.user(budget.note(self.history.turn_count, self.config.max_turns))] if conversation else []
+        request = dataclasses.replace(request, messages=[*request.messages, *note])
+        tracker = self._sent if conversation else InputTracker()
+        info = get_model_info(request.model)  # without a max_tokens, ask no more than the model can give
+        asked = request.max_tokens or (info.max_output if info is not None else None)
+        plan = budget.plan(tracker.bound(request, note), asked, self._price)
+        if plan.stop is not None:
+            raise BudgetStop(plan.stop)
+        request = fit_thinking(dataclasses.replace(request, max_tokens=plan.max_tokens))
+        if conversation:
+            self._emit(ev.AssistantTextStart)
+        try:
+            response = await asyncio.wait_for(
+                call_model(self.client, request, stream=stream, config=self.config, emit=self._emit),
+                budget.seconds_left())
+        except TimeoutError:
+            if (budget.seconds_left() or 0) > 0:
+                raise  # not the budget's timeout
+            # Cancelled mid-reply: the provider may bill all of it; charge the worst case (it fit).
+            budget.charge(Usage(input_tokens=plan.input_bound, output_tokens=plan.max_tokens or 0), None,
+                          self._price, input_bound=plan.input_bound, reply_bytes=0)
+            raise BudgetStop("time") from None
+        provider = request.provider or response.provider
+        reply_bytes = len(response.text.encode()) + sum(len(json.dumps(c.arguments)) for c in response.tool_calls)
+        budget.charge(response.usage, provider, self._price, input_bound=plan.input_bound, reply_bytes=reply_bytes)
+        tracker.counted_as(request, note, prompt_tokens(response.usage, provider))
+        self._emit_budget(None)
+        return response
+
+    def _emit_budget(self, limit: str | None) -> None:
+        assert self.budget is not None
+        self._emit(ev.BudgetEvent, limit=limit, used=self.budget.used(self.history.turn_count),
+                   limits=self.budget.limits_of(self.config.max_turns))
+
+    def context_use(self) -> dict[str, int]:
+        """Estimated tokens (characters / 4, §5.5) of what the next request holds, by part:
+        ``system prompt`` (without the project docs), ``project docs`` (AGENTS.md...), ``tools``,
+        ``conversation`` (inputs and replies), ``files read`` and ``other tool output``, and the
+        ``window``; what ``/context`` shows in a chat (issue 36)."""
+        request = self._request()
+        read_tools = ("read_file", "read_many_files", RECALL_TOOL)
+        outputs = {"files read": 0, "other tool output": 0}
+        for turn in self.history.turns:
+            if isinstance(turn, ToolResultsTurn):
+                for r in turn.results:
+                    outputs["files read" if r.tool_name in read_tools else "other tool output"] += len(r.content)
+        conversation = self.history.total_chars - sum(outputs.values())
+        docs = len(self._project_docs)
+        parts = {"system prompt": len(self.system_prompt) - docs, "project docs": docs,
+                 "tools": len(json.dumps([dataclasses.asdict(t) for t in request.tools or ()])),
+                 "conversation": conversation, **outputs}
+        return {**{k: v // CHARS_PER_TOKEN for k, v in parts.items()}, "window": self.profile.context_window_size}
 
     @property
     def system_prompt(self) -> str:
@@ -473,11 +589,15 @@ class Session:
 
     def _tools(self) -> ToolRegistry:
         """The profile's registry plus this session's subagent tools (rebuilt when it changes)."""
-        defs = tuple(self.profile.tool_registry.definitions())
+        # recall_output joins once something was compacted: the history changed there anyway,
+        # so the prompt cache loses nothing more, and sessions that never compact never see it.
+        defs = (*self.profile.tool_registry.definitions(), bool(self.dropped))
         if defs != self._registry_key:
             tools = [t for n in self.profile.tool_registry.names() if (t := self.profile.tool_registry.get(n))]
             if self.depth < self.config.max_subagent_depth:
                 tools += subagent_tools(self.subagents)
+            if self.dropped:
+                tools.append(recall_tool(self.dropped))
             self._registry = ToolRegistry.of(tools)
             self._registry_key = defs
         return self._registry
@@ -551,15 +671,25 @@ class Session:
 
     def _fit_history(self) -> None:
         """Above 70% of the window, shorten the oldest tool outputs (never the input or the
-        latest results) down to 50% (issue 10); the model is told in each shortened result."""
+        latest results) down to 50% (issue 10); the model is told in each shortened result how
+        to read it back, and a ``context_compacted`` event says what went (issue 36)."""
         window_chars = self.profile.context_window_size * CHARS_PER_TOKEN
         fixed = len(self._system_prompt[1])
-        if self.history.total_chars + fixed <= window_chars * 0.7:
+        before = self.history.total_chars + fixed
+        if before <= window_chars * 0.7:
             return
-        count = self.history.shorten_oldest_results(max(int(window_chars * 0.5) - fixed, 0))
-        if count:
-            self._emit(ev.WarningEvent, message=f"Shortened {count} earlier tool outputs to fit the context window",
-                       code="history_shortened")
+        dropped = self.history.shorten_oldest_results(max(int(window_chars * 0.5) - fixed, 0),
+                                                      note=lambda r: shortened_note(r.tool_name, r.tool_call_id))
+        if not dropped:
+            return
+        for turn, result in dropped:
+            self.dropped.keep(Dropped(turn, result.tool_call_id, result.tool_name, result.content))
+        self._emit(ev.WarningEvent, message=f"Shortened {len(dropped)} earlier tool outputs to fit the context window",
+                   code="history_shortened")
+        self._emit(ev.ContextCompacted, tokens_before=before // CHARS_PER_TOKEN,
+                   tokens_after=(self.history.total_chars + fixed) // CHARS_PER_TOKEN,
+                   dropped=[{"turn": turn, "call_id": r.tool_call_id, "tool_name": r.tool_name, "chars": len(r.content)}
+                            for turn, r in dropped])
 
     def _check_context(self) -> bool:
         """Emit the §5.5 warning once per input when the estimate passes the threshold."""

@@ -14,6 +14,7 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from codeloop.agent.budget import BudgetPriceError
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.llm.types import ToolDefinition
 from codeloop.tools.errors import ToolError
@@ -71,9 +72,13 @@ class SubagentManager:
         profile = parent.profile if not model else dataclasses.replace(parent.profile, model=model)
         config = dataclasses.replace(
             parent.config, max_turns=max_turns or parent.config.subagent_max_turns)
-        child = Session(profile, parent.environment, config, parent.client, policy=parent.policy,
-                        approver=parent.approver, checkpoint=parent.checkpoint, hooks=parent.hooks,
-                        depth=parent.depth + 1, working_subdir=working_dir or parent.working_subdir)
+        try:  # the parent's budget (issue 36): what a child spends, the parent has spent
+            child = Session(profile, parent.environment, config, parent.client, policy=parent.policy,
+                            approver=parent.approver, checkpoint=parent.checkpoint, hooks=parent.hooks,
+                            depth=parent.depth + 1, working_subdir=working_dir or parent.working_subdir,
+                            budget=parent.budget)
+        except BudgetPriceError as exc:
+            raise ToolError(f"cannot spawn with model {profile.model!r} under a cost limit: {exc}") from None
         handle = SubAgentHandle("agent_" + uuid.uuid4().hex[:8], child, task)
         handle.task = asyncio.create_task(child.submit(task))
         self.agents[handle.id] = handle

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 CHAT_HELP = ("Chat with the agent. Enter sends the message; end a line with \\ to continue it on the next "
              "line. While the agent works, Enter sends the line as steering and '>> text' queues a "
              "follow-up. /plan: plan mode (the agent only reads and answers with a plan); /go runs the plan "
-             "(/go TEXT: your edited plan). /help lists the commands, your own /NAME commands too; @shot.png "
+             "(/go TEXT: your edited plan). /context shows the context window's use by part. /help lists the commands, your own /NAME commands too; @shot.png "
              "attaches an image. Ctrl-C aborts the current turn; Ctrl-C twice (or Ctrl-D, or "
              "/exit) quits.")
 
@@ -125,6 +125,9 @@ def chat_prompt(text: str, runner: Runner, err: Console) -> Prompt | None:
         if text.strip() == "/help":
             err.print(escape(help_text(load_commands(settings.root))), highlight=False)
             return None
+        if text.strip() == "/context":
+            err.print(escape(describe_context(runner.session.context_use())), highlight=False)
+            return None
         prompt = prepare(text, settings.root, settings.choice)
     except (CommandError, ImageError) as exc:
         err.print(f"[red]error:[/] {escape(str(exc))}")
@@ -133,6 +136,16 @@ def chat_prompt(text: str, runner: Runner, err: Console) -> Prompt | None:
         err.print(f"[yellow]note: /{escape(prompt.command.name)} asks for the model {escape(prompt.command.model)}; "
                   "a chat keeps its model (codeloop run /NAME uses it)[/]")
     return prompt
+
+
+def describe_context(use: dict[str, int]) -> str:
+    """``/context``: each part's estimated tokens and share of the window, one line each."""
+    window = max(use.get("window", 0), 1)
+    parts = {k: v for k, v in use.items() if k != "window"}
+    total = sum(parts.values())
+    lines = [f"context: ~{total:,} of {window:,} tokens ({total * 100 // window}%)"]
+    lines += [f"  {name:<18} ~{tokens:>8,}  {tokens * 100 / window:5.1f}%" for name, tokens in parts.items()]
+    return "\n".join(lines)
 
 
 async def plan_switch(runner: Runner, command: tuple[str, str]) -> str:

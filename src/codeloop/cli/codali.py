@@ -78,6 +78,15 @@ def run(
     json_out: Annotated[bool, typer.Option("--json", help="One JSON event per line, then the result.")] = False,
     transcript: Annotated[Path | None, typer.Option(
         help="Write the run's whole shared history (every role's messages) to this file at the end.")] = None,
+    max_cost: Annotated[float | None, typer.Option(
+        "--max-cost", min=0.0, metavar="USD", help="Stop before a call that could take the run over USD "
+        "(list price, every role included; docs/agent.md \"Budgets\").")] = None,
+    max_tokens: Annotated[int | None, typer.Option(
+        "--max-tokens", min=1, metavar="N", help="Stop before a call that could take input + output tokens over N.")]
+    = None,
+    max_time: Annotated[str | None, typer.Option(
+        "--max-time", metavar="DURATION", help="Stop after DURATION (90s, 5m, 1h30m); cancels a call in flight.")]
+    = None,
 ) -> None:
     """Run librarian → architect → builder → critic until the critic passes.
     Example: codeloop codali run --task "add a --verbose flag" --model gpt-4.1 --check 'pytest -q'"""
@@ -153,10 +162,25 @@ def run(
         else:
             typer.echo(f"[{kind}] " + ", ".join(f"{k}={v}" for k, v in data.items()), err=True)
 
+    budget = None
+    if max_cost is not None or max_tokens is not None or max_time is not None:
+        from codeloop.agent.budget import Budget, BudgetLimits, BudgetPriceError, require_price
+        from codeloop.config import parse_duration
+
+        try:
+            seconds = parse_duration(max_time) if max_time is not None else None
+            if max_cost is not None:
+                for role in {config.librarian, config.architect, config.builder, config.critic, config.summarizer}:
+                    require_price(role.model)
+        except (ValueError, BudgetPriceError) as exc:
+            raise fail(f"--max-time {exc}" if isinstance(exc, ValueError) and not isinstance(exc, BudgetPriceError)
+                       else str(exc)) from None
+        budget = Budget(BudgetLimits(max_cost, max_tokens, seconds))
+
     async def go() -> PipelineResult:
         client = build_client(choice)
         try:
-            return await RolesPipeline(client, repo, config, on_event=on_event).run(task)
+            return await RolesPipeline(client, repo, config, on_event=on_event, budget=budget).run(task)
         finally:
             await client.close()
 

@@ -61,8 +61,8 @@ if TYPE_CHECKING:  # rich and the agent load inside the command: `codeloop --hel
 
 DEFAULT_RETRIES = 6
 """``--max-retries`` default (``SessionConfig.max_retries``; the agent package loads lazily)."""
-EXIT_CODES = {"completed": 0, "error": 1, "round_limit": 3, "turn_limit": 3, "loop_limit": 3, "aborted": 130,
-              "closed": 0}
+EXIT_CODES = {"completed": 0, "error": 1, "round_limit": 3, "turn_limit": 3, "loop_limit": 3, "budget": 3,
+              "aborted": 130, "closed": 0}
 """Exit code by how the session ended."""
 EXIT_USAGE = 2
 """Bad options, configuration or workspace."""
@@ -100,6 +100,17 @@ class RunSettings:
     """``diagnostics = [...]`` commands (``codeloop.tools.diagnostics.DiagnosticCommand``; project ones when trusted)."""
     rescues: bool | None = None
     """The small-model rescues (``--rescues/--no-rescues``, ``rescues =``; None: by the window)."""
+    max_cost: float | None = None
+    """``--max-cost`` USD at list price (issue 36; None: no limit)."""
+    max_tokens: int | None = None
+    """``--max-tokens``: input + output tokens of every model call (None: no limit)."""
+    max_time: float | None = None
+    """``--max-time`` in seconds (None: no limit)."""
+
+    @property
+    def budgeted(self) -> bool:
+        """True when a limit of issue 36 is set (``max_turns`` included)."""
+        return self.max_turns > 0 or any(v is not None for v in (self.max_cost, self.max_tokens, self.max_time))
 
 
 class Runner:
@@ -128,6 +139,8 @@ class Runner:
         until plan mode is first used (the probe costs a process start)."""
         self.command: Any = None
         """The custom command of the input running now: its allowed-tools hold (POLICY step)."""
+        self.budget: Any = None
+        """The run's ``codeloop.agent.budget.Budget`` (one for every Session of a chat), None without limits."""
 
     async def start(self, resume: str | None) -> None:
         """Model, environment and the first Session (resuming ``resume`` when given)."""
@@ -216,8 +229,12 @@ class Runner:
             summary = f"{call.name} {json.dumps(call.arguments, ensure_ascii=False)[:300]}"
             return await self.terminal.ask(ApprovalRequest(call.name, summary, reason, ())) in ("y", "always")
 
+        if s.budgeted and self.budget is None:
+            from codeloop.agent.budget import Budget, BudgetLimits
+
+            self.budget = Budget(BudgetLimits(s.max_cost, s.max_tokens, s.max_time))
         session = Session(profile, environment, config, self.client, policy=policy, approver=confirm,
-                          hooks=Hooks(s.hooks, s.root))
+                          hooks=Hooks(s.hooks, s.root), budget=self.budget)
         if resume is not None:
             session.id = resume  # events (--json, the log) carry the id --resume and rewind take
         def log_failed(exc: Exception) -> None:
@@ -266,14 +283,18 @@ class Runner:
                                "shell is refused in plan mode[/]")
         return self.plan_shell
 
-    async def submit(self, prompt: Prompt) -> str:
-        """Run one input; reopens the conversation first when the last Session was closed.
-        CommandError when its command allows a tool that does not exist."""
+    async def submit(self, prompt: Prompt | None) -> str:
+        """Run one input (None: go on with the last one, which a limit paused); reopens the
+        conversation first when the last Session was closed. CommandError when its command
+        allows a tool that does not exist."""
         from codeloop.agent.session import SessionState
 
         if self.session.state == SessionState.CLOSED:
             self.recording.close()
             await self.open(self.log_id)
+        if prompt is None:
+            await self.session.go_on()
+            return "error" if self.log_error is not None else str(self.session.end_reason)
         command = prompt.command
         if command is not None and command.allowed_tools is not None:
             unknown = set(command.allowed_tools) - set(self.session.profile.tool_registry.names())
@@ -308,11 +329,11 @@ class Runner:
                 await self.plan_environment.cleanup()
 
 
-async def run_task(task: Prompt, settings: RunSettings, resume: str | None, renderer: Renderer,
+async def run_task(task: Prompt | None, settings: RunSettings, resume: str | None, renderer: Renderer,
                    err: Console) -> tuple[str, str | None, int]:
     """Run one task to the end; returns (end reason, session log id, calls denied because no
     terminal could approve them). Lines typed on the terminal while the agent works steer it
-    (``>>`` prefix: follow-up)."""
+    (``>>`` prefix: follow-up). ``task`` None goes on with the resumed session's paused input."""
     runner = Runner(settings, renderer, err)
     terminal = runner.terminal
     try:
@@ -359,12 +380,39 @@ def settle_options(root: Path, flags: dict[str, Any], network: str | None, err: 
     if box.warning is not None:
         err.print(f"[bold red]warning:[/] [red]{escape(box.warning)}[/]")
     retries = merged.get("max_retries")
+    limits = settle_limits(merged, choice)
     return RunSettings(choice, root, box.mode, box.network, approval, merged["max_turns"] or 0,
                        dict(cfg.mcp_servers), constrained=constrained or "off",
                        max_retries=DEFAULT_RETRIES if retries is None else retries,
                        plan=plan if plan is not None else cfg.mode == "plan", hooks=cfg.hooks,
                        diagnostics=merged.get("diagnostics") is not False, diagnostic_commands=cfg.diagnostic_commands,
-                       rescues=merged.get("rescues"))
+                       rescues=merged.get("rescues"), **limits)
+
+
+def settle_limits(merged: dict[str, Any], choice: ModelChoice) -> dict[str, Any]:
+    """``max_cost``, ``max_tokens``, ``max_time`` (seconds) of flags and config; UsageError for
+    a bad duration, or a cost limit on a model the catalog has no price for (issue 36)."""
+    from codeloop.agent.budget import BudgetPriceError, require_price
+    from codeloop.config import parse_duration
+
+    time_limit = merged.get("max_time")
+    if isinstance(time_limit, str):
+        try:
+            time_limit = parse_duration(time_limit)
+        except ValueError as exc:
+            raise UsageError(f"--max-time {exc}") from None
+    elif time_limit is not None:
+        time_limit = float(time_limit)
+    cost = merged.get("max_cost")
+    if cost is not None and not choice.local:  # the local model costs nothing (its tokens and time count)
+        from codeloop.profiles import create_profile
+
+        model = choice.model or create_profile(choice.profile, None).model
+        try:
+            require_price(model)
+        except BudgetPriceError as exc:
+            raise UsageError(str(exc)) from None
+    return {"max_cost": cost, "max_tokens": merged.get("max_tokens"), "max_time": time_limit}
 
 
 def one_shot_command(task: str | None, root: Path) -> Any:
@@ -386,6 +434,18 @@ def resume_target(root: Path, resume: str | None, continue_: bool) -> str | None
     if latest is None:
         raise UsageError(f"--continue: no earlier session in {root}: start one with codeloop run \"TASK\"")
     return str(latest.id)
+
+
+def resumes_paused(session_id: str) -> bool:
+    """True when the session's last input was paused by a limit (issue 36): ``codeloop run
+    --resume ID`` without a TASK then goes on with it instead of opening a chat."""
+    from codeloop.sessions import load_events
+    from codeloop.sessions.catalog import paused_input
+
+    try:
+        return paused_input(load_events(session_id))
+    except (OSError, ValueError, LookupError):
+        return False  # an unknown id fails later with its own message
 
 
 def register(app: typer.Typer) -> None:
@@ -443,6 +503,16 @@ def register(app: typer.Typer) -> None:
             help="After each write_file/edit_file/apply_patch, tell the model about syntax errors the edit "
                  "introduced (and run the diagnostics commands of the config files). Default: on, unless "
                  "diagnostics = false in the config files."),
+        max_cost: float | None = typer.Option(
+            None, "--max-cost", min=0.0, metavar="USD",
+            help="Stop before a model call that could take the run over USD at list price (subagents "
+                 "included); the session pauses: --resume with a higher --max-cost goes on."),
+        max_tokens: int | None = typer.Option(
+            None, "--max-tokens", min=1, metavar="N",
+            help="Stop before a model call that could take input + output tokens over N."),
+        max_time: str | None = typer.Option(
+            None, "--max-time", metavar="DURATION",
+            help="Stop after DURATION of work (90s, 5m, 1h30m); a model call in flight is cancelled."),
         rescues: bool | None = typer.Option(
             None, "--rescues/--no-rescues",
             help="The small-model rescues (replies read for what a small model meant, context up front, "
@@ -488,16 +558,17 @@ def register(app: typer.Typer) -> None:
             flags = {"model": model or (command.model if command else None), "provider": provider,
                      "profile": profile, "base_url": base_url, "sandbox": sandbox, "approval": approval,
                      "max_turns": max_turns, "max_retries": max_retries, "diagnostics": diagnostics,
-                     "rescues": rescues}
+                     "rescues": rescues, "max_cost": max_cost, "max_tokens": max_tokens, "max_time": max_time}
             settings = settle_options(root, flags, network, err, constrained, plan)
             resume_id = resume_target(root, resume, continue_)
-            if task is None and mode == "json":
+            if task is None and mode == "json" and not (resume_id and resumes_paused(resume_id)):
                 raise UsageError("--json needs a TASK: codeloop run \"TASK\" --json")
             if task is None and image:
                 raise UsageError("--image goes with a TASK; in a chat, name the image in a message: @shot.png")
             if worktree is not None:
                 settings = dataclasses.replace(settings, root=start_worktree(root, worktree, resume_id, err))
             prompt = None if task is None else prepare(task, settings.root, settings.choice)
+            go_on = task is None and resume_id is not None and resumes_paused(resume_id)
             if prompt is not None and image:
                 prompt = dataclasses.replace(prompt, images=option_images(image, settings.choice) + prompt.images)
         except (UsageError, OutputPathError, CommandError, ImageError) as exc:
@@ -508,7 +579,7 @@ def register(app: typer.Typer) -> None:
         log_id: str | None = None
         code = EXIT_USAGE
         try:
-            if prompt is None:
+            if prompt is None and not go_on:
                 reason, log_id, unanswered = asyncio.run(run_chat(Runner(settings, renderer, err), resume_id))
             else:
                 reason, log_id, unanswered = asyncio.run(run_task(prompt, settings, resume_id, renderer, err))
@@ -533,6 +604,11 @@ def register(app: typer.Typer) -> None:
             typer.echo(renderer.final_text)
         if settings.plan and task is not None and code == 0 and mode == "rich":
             err.print(escape(one_shot_hint(log_id)), highlight=False)
+        if renderer.paused is not None and log_id:
+            from codeloop.cli.run_terminal import describe_budget_stop
+
+            err.print(f"[yellow]{escape(describe_budget_stop(renderer.paused).replace('ID', log_id))}[/]",
+                      highlight=False)
         if log_id and mode != "quiet":
             err.print(f"session {log_id}  (continue: codeloop run --resume {log_id}; "
                       f"undo: codeloop rewind {log_id} --to TURN)", highlight=False)

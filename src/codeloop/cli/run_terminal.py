@@ -136,6 +136,8 @@ class Renderer:
         self.mode, self.out, self.err = mode, out, err
         self.final_text = ""
         self._reply = ""
+        self.paused: Any = None
+        """The ``budget`` event that stopped the last input (issue 36), else None."""
         """The model's last text (every mode), to tell a replaced answer at SESSION_END."""
         self.last_message = ""
         """The last non-empty assistant text, in every mode (``--output-last-message``, ``/go``)."""
@@ -181,6 +183,8 @@ class Renderer:
         if isinstance(event, ev.AssistantTextEnd) and event.text.strip():
             self.last_message = event.text
         report = self._report(event)
+        if isinstance(event, ev.BudgetEvent) and event.limit is not None:
+            self.paused = event
         if self.mode == "json":
             sys.stdout.write(json.dumps(ev.event_to_json(event), default=str) + "\n")
             sys.stdout.flush()
@@ -241,6 +245,10 @@ class Renderer:
             self.err.print(f"[yellow]{escape(_describe(event))}[/]")
         elif isinstance(event, ev.ErrorEvent):
             self._print_error(event)
+        elif isinstance(event, ev.ContextCompacted):
+            self.err.print(f"[dim]context compacted: {len(event.dropped)} earlier tool outputs removed "
+                           f"(~{event.tokens_before:,} -> ~{event.tokens_after:,} tokens); the agent can "
+                           "read them back with recall_output[/]", highlight=False)
         elif isinstance(event, ev.Retry):
             if self._streamed:  # the partial reply stays on screen; say it is dropped
                 self.out.print()
@@ -257,6 +265,25 @@ class Renderer:
     def _activity(self, text: str) -> None:
         if self.status is not None:
             self.status.activity = text
+
+
+BUDGET_FLAGS = {"cost": ("cost_usd", "--max-cost"), "tokens": ("tokens", "--max-tokens"),
+                "time": ("seconds", "--max-time"), "turns": ("turns", "--max-turns")}
+"""Limit name -> (key in the event's figures, the flag that raises it)."""
+
+
+def describe_budget_stop(event: ev.BudgetEvent) -> str:
+    """``paused: the cost limit ($0.05) is reached ($0.0493 used) ...``."""
+    key, flag = BUDGET_FLAGS.get(event.limit or "", ("", "a higher limit"))
+    used, limit = event.used.get(key), event.limits.get(key)
+
+    def show(value: Any) -> str:
+        if value is None:
+            return "?"
+        return f"${value:.4f}" if key == "cost_usd" else f"{value:g} s" if key == "seconds" else f"{value:,}"
+
+    return (f"paused: the {event.limit} limit ({show(limit)}) leaves no room for the next model call "
+            f"({show(used)} used, subagents included); go on with --resume ID and a higher {flag}")
 
 
 def describe_retry(event: ev.Retry) -> str:

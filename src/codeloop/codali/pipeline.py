@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from codeloop.agent import events as ev
+from codeloop.agent.budget import Budget, BudgetedClient, BudgetStop
 from codeloop.agent.config import SessionConfig
 from codeloop.agent.guards import ACCEPT, GuardAction, Turn, TurnGuard, nudge
 from codeloop.agent.reply_reader import Reply
@@ -148,7 +149,7 @@ class PipelineResult:
     """The outcome of :meth:`RolesPipeline.run`."""
 
     status: str
-    """``PASS`` or ``FAIL``."""
+    """``PASS``, ``FAIL``, or ``BUDGET`` (a limit stopped the run, issue 36)."""
     rounds: int
     """Architect → builder → critic loops run."""
     plan: str
@@ -273,8 +274,10 @@ class RolesPipeline:
 
     def __init__(self, client: Client, repo_root: str | Path, config: PipelineConfig, *,
                  env: ExecutionEnvironment | None = None, registry: ToolRegistry | None = None,
-                 on_event: PipelineEvent | None = None) -> None:
-        self.client = client
+                 on_event: PipelineEvent | None = None, budget: Budget | None = None) -> None:
+        self.budget = budget
+        """Limits every role's calls spend from (issue 36; the run's, shared with the builder)."""
+        self.client: Client | BudgetedClient = client if budget is None else BudgetedClient(client, budget)
         self.root = Path(os.path.realpath(repo_root))
         self.config = config
         if env is None:
@@ -560,7 +563,21 @@ class RolesPipeline:
         return "Codali's overview of the repository (no request needed):\n" + response.to_text()
 
     async def run(self, task: str) -> PipelineResult:
-        """Run the roles on ``task`` until the critic passes or ``max_rounds`` is reached."""
+        """Run the roles on ``task`` until the critic passes or ``max_rounds`` is reached; with a
+        budget, status ``BUDGET`` when a limit left no room for the next call."""
+        if self.budget is None:
+            return await self._run(task)
+        self.budget.start_clock()
+        try:
+            return await self._run(task)
+        except BudgetStop as stop:
+            self._emit("budget", {"limit": stop.limit, "used": self.budget.used(0)})
+            return PipelineResult("BUDGET", 0, "", (), (), None, self.history.compactions,
+                                  tuple(self.history.messages()))
+        finally:
+            self.budget.stop_clock()
+
+    async def _run(self, task: str) -> PipelineResult:
         self._task = task
         self.history.add(Message.user(f"Task: {task}"))
         if self.config.overview and (overview := await self._overview()):

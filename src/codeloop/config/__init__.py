@@ -18,6 +18,9 @@ that exact content with ``codeloop trust`` (:mod:`codeloop.policy.trust`).
     sandbox = "workspace-write"    approval = "on-risk"     max_turns = 50
     mode = "plan"                  # start codeloop run in plan mode (read only); "normal" is the default
     max_retries = 6                # retries of one model call after a 429/5xx/dropped connection
+    max_cost = 2.50                # budgets (docs/agent.md "Budgets"): USD at list price,
+    max_tokens = 2_000_000         # input + output tokens,
+    max_time = "30m"               # and time ("90s", "5m", "1h30m" or seconds)
     diagnostics = ["ruff check --quiet {file}"]   # after each edit: docs/tools.md; codeloop.tools.diagnostics
     # or [{ command = "...", paths = ["*.py"], timeout = 30 }]; false: no diagnostics after edits
 
@@ -98,6 +101,12 @@ class CodeloopConfig:
     """Turn limit of a session (0: none)."""
     max_retries: int | None = None
     """Retries of one model call after a transient failure (0: none)."""
+    max_cost: float | None = None
+    """Budget in USD at list price (issue 36)."""
+    max_tokens: int | None = None
+    """Budget of input + output tokens."""
+    max_time: str | float | None = None
+    """Time budget: a duration (``"30m"``) or seconds."""
     mode: str | None = None
     """``plan`` (the agent may only read, ``codeloop run --plan``) or ``normal``."""
     mcp_servers: Mapping[str, McpServerConfig] = field(default_factory=dict)
@@ -126,7 +135,8 @@ _COUNT_LIMITS = {"max_turns": MAX_TURNS, "max_retries": MAX_RETRIES}
 MAX_TIMEOUT_S = 86_400
 """Longest timeout of an MCP server, hook or diagnostics command (a day)."""
 _BOOL_KEYS = ("rescues",)
-_TOP_KEYS = (*_STRING_KEYS, *_COUNT_KEYS, *_BOOL_KEYS, "mcp_servers", "hooks", "diagnostics")
+_BUDGET_KEYS = ("max_cost", "max_tokens", "max_time")
+_TOP_KEYS = (*_STRING_KEYS, *_COUNT_KEYS, *_BOOL_KEYS, *_BUDGET_KEYS, "mcp_servers", "hooks", "diagnostics")
 _SERVER_KEYS = ("command", "args", "env", "url", "timeout")
 _HOOK_KEYS = ("event", "command", "timeout", "tools", "paths")
 _DIAGNOSTIC_KEYS = ("command", "paths", "timeout")
@@ -287,6 +297,35 @@ def _parse_diagnostics(path: Path, text: str, value: Any) -> dict[str, Any]:
     return {"diagnostics": True, "diagnostic_commands": tuple(commands)}
 
 
+def parse_duration(text: str) -> float:
+    """Seconds of ``90``, ``90s``, ``5m``, ``1h30m``, ``2.5h``; ValueError saying the form."""
+    spec = text.strip().lower()
+    parts = re.fullmatch(r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m)?(?:(\d+(?:\.\d+)?)s?)?", spec)
+    if not spec or parts is None or not any(parts.groups()):
+        raise ValueError(f"{text!r} is no duration: write seconds (90, 90s), minutes (5m) or hours (1h30m)")
+    hours, minutes, seconds = (float(g) if g else 0.0 for g in parts.groups())
+    total = hours * 3600 + minutes * 60 + seconds
+    if total <= 0:
+        raise ValueError(f"{text!r}: a time limit must be longer than 0 s")
+    return total
+
+
+def _check_budget(where: str, key: str, value: Any) -> None:
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if key == "max_cost" and not (number and value >= 0):
+        raise ConfigError(f"{where}: max_cost must be a number of US dollars >= 0, e.g. max_cost = 2.50")
+    if key == "max_tokens" and not (isinstance(value, int) and not isinstance(value, bool) and value > 0):
+        raise ConfigError(f"{where}: max_tokens must be a whole number > 0, e.g. max_tokens = 2_000_000")
+    if key == "max_time":
+        try:
+            good = parse_duration(value) > 0 if isinstance(value, str) else number and 0 < value < float("inf")
+        except ValueError:
+            good = False
+        if not good:
+            raise ConfigError(f'{where}: max_time must be a duration such as "90s", "5m" or "1h30m", '
+                              "or a number of seconds > 0")
+
+
 def parse_config(text: str, path: Path) -> CodeloopConfig:
     """Check and convert one file's text; ConfigError on any problem."""
     try:
@@ -308,6 +347,8 @@ def parse_config(text: str, path: Path) -> CodeloopConfig:
             limit = _COUNT_LIMITS[key]
             if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= limit:
                 raise ConfigError(f"{where}: {key} must be a whole number from 0 to {limit} ({_COUNT_KEYS[key]})")
+        elif key in _BUDGET_KEYS:
+            _check_budget(where, key, value)
         elif key in _BOOL_KEYS:
             if not isinstance(value, bool):
                 raise ConfigError(f"{where}: {key} must be true or false, e.g. {key} = false")
@@ -371,8 +412,8 @@ def needs_trust(config: CodeloopConfig) -> dict[str, Any]:
 
 def merge(low: CodeloopConfig, high: CodeloopConfig) -> CodeloopConfig:
     """``high``'s set keys over ``low``'s; MCP servers merge by name."""
-    changes: dict[str, Any] = {k: getattr(high, k) for k in (*_STRING_KEYS, *_COUNT_KEYS, *_BOOL_KEYS, "diagnostics")
-                               if getattr(high, k) is not None}
+    changes: dict[str, Any] = {k: getattr(high, k) for k in (*_STRING_KEYS, *_COUNT_KEYS, *_BOOL_KEYS, *_BUDGET_KEYS,
+                                                             "diagnostics") if getattr(high, k) is not None}
     return replace(low, **changes, mcp_servers={**low.mcp_servers, **high.mcp_servers},
                    hooks=low.hooks + high.hooks, diagnostic_commands=low.diagnostic_commands + high.diagnostic_commands,
                    sources=low.sources + high.sources, warnings=low.warnings + high.warnings)
@@ -381,6 +422,17 @@ def merge(low: CodeloopConfig, high: CodeloopConfig) -> CodeloopConfig:
 _UNSET: dict[str, dict[str, Any]] = {"mcp_servers": {"mcp_servers": {}}, "hooks": {"hooks": ()},
                                      "diagnostics": {"diagnostics": None, "diagnostic_commands": ()}}
 """The fields an untrusted key of :func:`needs_trust` resets (the others become None)."""
+
+
+def _seconds(value: Any) -> float:
+    return parse_duration(value) if isinstance(value, str) else float(value)
+
+
+def _tighter(user: Any, project: Any) -> Any:
+    """The project's budget when the user has none or it is lower, else the user's."""
+    if user is None or project is None:
+        return project if user is None else user
+    return project if _seconds(project) < _seconds(user) else user
 
 
 def load_config(workspace: Path | str) -> CodeloopConfig:
@@ -403,5 +455,7 @@ def load_config(workspace: Path | str) -> CodeloopConfig:
                 dropped.update(_UNSET.get(key, {key: None}))
             loaded = replace(loaded, **dropped,
                              warnings=(untrusted_warning(path, ", ".join(risky), Path(workspace)),))
+        if not is_trusted(path, raw):  # a repository may tighten the user's budgets, never loosen them
+            loaded = replace(loaded, **{k: _tighter(getattr(config, k), getattr(loaded, k)) for k in _BUDGET_KEYS})
         config = merge(config, loaded)
     return config

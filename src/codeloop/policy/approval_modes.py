@@ -58,7 +58,7 @@ APPROVAL_MODES = ("never-ask", "on-risk", "always-ask")
 Answer = Literal["y", "n", "always"]
 
 READ_ONLY_TOOLS = frozenset({"read_file", "read_many_files", "list_dir", "grep", "glob",
-                             "search_code", "find_symbol", "impact", "job_output"})
+                             "search_code", "find_symbol", "impact", "job_output", "recall_output"})
 """Built-in tools that cannot change the workspace: approvals run them without asking, and
 their calls back no claim of a change (:mod:`codeloop.agent.claims`)."""
 SHELL_TOOLS = frozenset({"shell"})

@@ -59,6 +59,12 @@ def _read_head_tail(path: Path) -> tuple[list[LoggedEvent], list[LoggedEvent]]:
     return head_events, tail_events or head_events
 
 
+def paused_input(events: list[LoggedEvent]) -> bool:
+    """True when the last input of ``events`` was stopped by a budget limit (issue 36)."""
+    ends = [e for e in events if e.kind == "session_end" and e.data.get("state") != "closed"]
+    return bool(ends) and ends[-1].data.get("reason") in ("budget", "turn_limit")
+
+
 def session_info(session_id: str) -> SessionInfo:
     """The summary of one session; SessionNotFoundError when it has no log."""
     return _info(existing_log_path(session_id))
@@ -72,6 +78,8 @@ def _info(path: Path) -> SessionInfo:
     status = "interrupted"
     if last is not None and last.kind == "session_end":
         status = str(last.data.get("reason", "closed"))
+        if paused_input(tail):
+            status = "paused"  # a limit stopped the last input: --resume with a higher one goes on
     return SessionInfo(
         id=path.name.removesuffix(".jsonl"),
         workspace=str(start.data.get("working_directory", "")) if start else "",

@@ -17,10 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from codeloop.agent.budget import price_of
 from codeloop.agent.session import Session
 from codeloop.sessions.checkpoints import Checkpoints, count_turns
 from codeloop.sessions.log import LoggedEvent, SessionLog, load_events
-from codeloop.sessions.replay import rebuild_history
+from codeloop.sessions.replay import rebuild_history, spent_in_log
+from codeloop.sessions.state_dir import compacted_path
 
 
 @dataclass
@@ -77,6 +79,9 @@ def record_session(session: Session, workspace: Path | str, *, resume: str | Non
             session.history.append(turn_)
         turn = count_turns(events)
         _remember_seen_files(session, events)
+        if session.budget is not None:  # issue 36: a resumed run goes on from what was spent
+            session.budget.spent = spent_in_log(events, price_of(session.profile.model))
+    session.dropped.directory = compacted_path(log_id)
     log = SessionLog(log_id)
     checkpoints = Checkpoints(log_id, workspace, turn=turn, on_error=on_checkpoint_error)
     session.checkpoint = checkpoints.around

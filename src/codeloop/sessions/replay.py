@@ -22,8 +22,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable
 
+from codeloop.agent.budget import Price, Spent, charge_of, restored_cost
 from codeloop.agent.history import AssistantTurn, CallResult, SteeringTurn, ToolResultsTurn, Turn, UserTurn
-from codeloop.llm.types import ToolCall
+from codeloop.llm.types import ToolCall, Usage
 from codeloop.sessions.log import LoggedEvent
 from codeloop.tools.truncation import truncate_tool_output
 
@@ -85,6 +86,24 @@ def rebuild_history(events: Iterable[LoggedEvent], truncate: Truncate = truncate
     return turns
 
 
+def spent_in_log(events: Iterable[LoggedEvent], price: Price | None) -> Spent:
+    """What a logged session spent (issue 36), so a resumed one goes on from there: the last
+    ``budget`` event's figures, plus the calls logged after it (a run without limits), their
+    cost at ``price``."""
+    spent = Spent()
+    for e in events:
+        d = e.data
+        if e.kind == "budget" and isinstance(d.get("used"), dict):
+            used = d["used"]
+            spent = Spent(restored_cost(float(used.get("cost_usd") or 0)), int(used.get("tokens") or 0),
+                          float(used.get("seconds") or 0))
+        elif e.kind == "assistant_text_end":
+            usage = Usage(input_tokens=int(d.get("input_tokens") or 0), output_tokens=int(d.get("output_tokens") or 0))
+            spent.tokens += usage.input_tokens + usage.output_tokens
+            spent.cost += charge_of(usage, None, price)
+    return spent
+
+
 _FENCE_OUTPUT_CHARS = 4000
 """Tool output longer than this is cut in the transcript (the JSONL export keeps all)."""
 
@@ -122,6 +141,14 @@ def to_markdown(session_id: str, events: Iterable[LoggedEvent]) -> str:
             if len(text) > _FENCE_OUTPUT_CHARS:
                 text = text[:_FENCE_OUTPUT_CHARS] + f"\n[... {len(text) - _FENCE_OUTPUT_CHARS} more characters]"
             out += [f"Result ({'error' if failed else 'ok'}):", "", _fence(text), ""]
+        elif e.kind == "context_compacted":
+            dropped = d.get("dropped")
+            dropped = dropped if isinstance(dropped, list) else []
+            out += [f"> context compacted: {len(dropped)} earlier tool outputs removed "
+                    f"(~{d.get('tokens_before', 0)} -> ~{d.get('tokens_after', 0)} tokens; "
+                    "recall_output reads one back)", ""]
+        elif e.kind == "budget" and d.get("limit"):
+            out += [f"> paused: the {d.get('limit')} limit was reached (used: {json.dumps(d.get('used'))})", ""]
         elif e.kind in ("error", "warning"):
             out += [f"> {e.kind}: {d.get('message', '')}", ""]
         elif e.kind == "session_end" and d.get("state") == "closed":

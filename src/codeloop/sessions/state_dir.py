@@ -48,6 +48,12 @@ def checkpoints_path(session_id: str) -> Path:
     return sessions_dir() / f"{check_session_id(session_id)}.checkpoints"
 
 
+def compacted_path(session_id: str) -> Path:
+    """The tool outputs compaction took out of ``session_id``'s history, one file per call
+    (issue 36; ``recall_output`` reads them back)."""
+    return sessions_dir() / f"{check_session_id(session_id)}.compacted"
+
+
 def existing_log_path(session_id: str) -> Path:
     """The log of ``session_id``; SessionNotFoundError when there is none."""
     path = log_path(session_id)
