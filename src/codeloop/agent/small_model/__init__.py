@@ -9,9 +9,12 @@ Built so far, each part on its own and opt-in; nothing here is wired into ``Sess
 - :mod:`.checks`: the checks found in the workspace (never in the task's wording): parse and
   import checks read here, and the tests, doctests and rerun commands to run in a scratch copy;
 - :mod:`.choose`: ranking candidates by those checks, then agreement, then the greedy draft.
+- :mod:`.judge`: all the checks of one candidate, the commands run as ``shell`` calls through
+  the tool pipeline in a scratch overlay of the workspace
+  (:class:`~codeloop.environments.scratch.ScratchExecutionEnvironment`).
 
 The package never imports the Session, its turn guards or the rescues (the import contract
 ``small-model-apart`` in ``pyproject.toml``): the strategy gets what it needs passed in. Not
-built yet: drafting candidates (the requests with their seeds and the grammar), the scratch
-environment the commands run in, and the Session wiring (an opt-in config key).
+built yet: drafting candidates (the requests with their seeds and the grammar), the repair
+round, and the Session wiring (an opt-in config key).
 """
