@@ -7,7 +7,7 @@ on Linux; ``$CODELOOP_CONFIG_DIR`` replaces the directory) and the workspace's
 broken TOML raises :class:`ConfigError` naming the file, the line and the fix.
 
 The project file comes with the repository, so it is not trusted: its ``sandbox = "full"``,
-``approval = "never-ask"``, ``base_url``, ``mcp_servers``, ``hooks`` and the commands of
+``approval = "never-ask"``, ``base_url``, ``model_file``, ``mcp_servers``, ``hooks`` and the commands of
 ``diagnostics`` are ignored (with a warning in ``CodeloopConfig.warnings``) until the user trusts
 that exact content with ``codeloop trust`` (:mod:`codeloop.policy.trust`).
 
@@ -18,6 +18,8 @@ that exact content with ``codeloop trust`` (:mod:`codeloop.policy.trust`).
     sandbox = "workspace-write"    approval = "on-risk"     max_turns = 50
     mode = "plan"                  # start codeloop run in plan mode (read only); "normal" is the default
     max_retries = 6                # retries of one model call after a 429/5xx/dropped connection
+    model_file = "~/models/qwen2.5-coder-7b-instruct-q4_k_m.gguf"   # serve this GGUF locally (absolute or ~)
+    gpu_layers = 99                # the local llama-server's --n-gpu-layers
     diagnostics = ["ruff check --quiet {file}"]   # after each edit: docs/tools.md; codeloop.tools.diagnostics
     # or [{ command = "...", paths = ["*.py"], timeout = 30 }]; false: no diagnostics after edits
 
@@ -105,15 +107,20 @@ class CodeloopConfig:
     """The commands of ``diagnostics = [...]`` of both files, the user's first."""
     rescues: bool | None = None
     """The small-model rescues on or off (``rescues = false``; default: on for a small window)."""
+    model_file: str | None = None
+    """A GGUF file the local llama-server serves (``codeloop run --model-file``; absolute or ``~/``)."""
+    gpu_layers: int | None = None
+    """The local llama-server's ``--n-gpu-layers`` (``--gpu-layers``)."""
     sources: tuple[str, ...] = ()
     """The files that were read, lowest priority first."""
     warnings: tuple[str, ...] = ()
     """Settings of an untrusted project file that were ignored (show them to the user)."""
 
 
-_STRING_KEYS = ("model", "provider", "profile", "base_url", "sandbox", "approval", "mode")
+_STRING_KEYS = ("model", "provider", "profile", "base_url", "sandbox", "approval", "mode", "model_file")
 _CHOICES = {"sandbox": SANDBOX_MODES, "approval": APPROVAL_MODES, "profile": PROFILES, "mode": MODES}
-_COUNT_KEYS = {"max_turns": "0: no limit", "max_retries": "0: never retry"}
+_COUNT_KEYS = {"max_turns": "0: no limit", "max_retries": "0: never retry",
+               "gpu_layers": "layers the local llama-server offloads to a GPU"}
 _BOOL_KEYS = ("rescues",)
 _TOP_KEYS = (*_STRING_KEYS, *_COUNT_KEYS, *_BOOL_KEYS, "mcp_servers", "hooks", "diagnostics")
 _SERVER_KEYS = ("command", "args", "env", "url", "timeout")
@@ -290,6 +297,10 @@ def parse_config(text: str, path: Path) -> CodeloopConfig:
                 raise ConfigError(f"{where}: {key} must be a non-empty string, e.g. {key} = \"...\"")
             if key in _CHOICES and value not in _CHOICES[key]:
                 raise ConfigError(f"{where}: {key} = {value!r} is not one of {', '.join(_CHOICES[key])}")
+            if key == "model_file" and not Path(value).expanduser().is_absolute():
+                # Relative to what? The file is read from several places; an absolute path is unambiguous.
+                raise ConfigError(f"{where}: model_file must be an absolute path (or start with ~/), "
+                                  f"e.g. model_file = \"~/models/{Path(value).name}\"")
         elif key in _COUNT_KEYS:
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ConfigError(f"{where}: {key} must be a whole number >= 0 ({_COUNT_KEYS[key]})")
@@ -329,10 +340,11 @@ def _read(path: Path) -> tuple[CodeloopConfig, bytes] | None:
 def needs_trust(config: CodeloopConfig) -> dict[str, Any]:
     """The settings of a project file that apply only once the user trusts it: those that
     lower safety (``sandbox = "full"``, ``approval = "never-ask"``), send the API key
-    elsewhere (``base_url``) or start programs (``mcp_servers``, ``hooks``, the commands of
-    ``diagnostics``)."""
+    elsewhere (``base_url``) or start programs (``model_file``: llama-server on a file the
+    repository names; ``mcp_servers``, ``hooks``, the commands of ``diagnostics``)."""
     risky = {"sandbox": config.sandbox == "full", "approval": config.approval == "never-ask",
-             "base_url": config.base_url is not None, "mcp_servers": bool(config.mcp_servers),
+             "base_url": config.base_url is not None, "model_file": config.model_file is not None,
+             "mcp_servers": bool(config.mcp_servers),
              "hooks": bool(config.hooks), "diagnostics": bool(config.diagnostic_commands)}
     shown = {"mcp_servers": dict(config.mcp_servers), "diagnostics": config.diagnostic_commands}
     return {key: shown.get(key, getattr(config, key)) for key, applies in risky.items() if applies}
