@@ -22,7 +22,10 @@ Examples::
     python benchmarks/run_tasks.py --agent-cmd 'myagent --url {base_url} {task}' --name mine
 
 ``--split dev|heldout|all`` (default all) picks the tasks by ``tasks/split.json``: choose among
-modes on ``dev`` only; ``heldout`` is run to report, never to tune (issue 20).
+modes on ``dev`` only; ``heldout`` is run to report, never to tune (issue 20). ``--split reworded``
+runs the dev tasks (same setup, same check) with the instructions of ``tasks_reworded/`` (the same
+tasks in other words, written before the small-model strategy of issue 33): a result that holds
+on ``dev`` but not on ``reworded`` came from the wording.
 
 Prints one line per task and agent, then solved/total and mean time per agent, and with
 ``--markdown FILE`` writes the same table for docs/local-models.md.
@@ -61,6 +64,9 @@ REPO = HERE.parent
 BENCH_VENVS = REPO / ".bench"
 SPLIT = TASKS / "split.json"
 """``{"dev": [task names], "heldout": [task names]}``; every task is in exactly one."""
+REWORDED = HERE / "tasks_reworded"
+"""``<task>/task.txt`` for each dev task: its instruction reworded (never edited once committed)."""
+SPLITS = ("dev", "heldout", "reworded", "all")
 WORK_ROOT = Path(tempfile.gettempdir()) / "codeloop-tasks"
 """Where each task's workspace is made (``WORK_ROOT/<task>``), the same path on every run."""
 
@@ -134,12 +140,19 @@ def local_base_url(model: str) -> str:
 
 
 def select_tasks(split: str = "all") -> list[Path]:
-    """The task folders of one split of ``SPLIT`` ("dev" or "heldout"), or all of them, sorted."""
+    """The task folders of one split of ``SPLIT`` ("dev" or "heldout"), or all of them, sorted;
+    "reworded" gives the dev folders (their instructions come from ``instruction_file``)."""
     tasks = sorted(p for p in TASKS.iterdir() if (p / "task.txt").exists())
     if split == "all":
         return tasks
-    names = set(json.loads(SPLIT.read_text())[split])
+    names = set(json.loads(SPLIT.read_text())["dev" if split == "reworded" else split])
     return [t for t in tasks if t.name in names]
+
+
+def instruction_file(task_dir: Path, split: str = "all") -> Path:
+    """Where the instruction of ``task_dir`` is read in ``split``: its reworded copy for
+    "reworded", its own ``task.txt`` otherwise."""
+    return REWORDED / task_dir.name / "task.txt" if split == "reworded" else task_dir / "task.txt"
 
 
 # -- keeping what the agent must not read out of its sandbox -------------------------------------
@@ -231,16 +244,19 @@ def run_agent(template: str, instruction: str, workdir: Path, base_url: str, mod
     return time.monotonic() - start, note.replace("\n", " ")
 
 
-def run_one(agent: str, template: str, task_dir: Path, base_url: str, model: str, timeout: int) -> Outcome:
+def run_one(agent: str, template: str, task_dir: Path, base_url: str, model: str, timeout: int,
+            instruction: Path | None = None) -> Outcome:
+    """Run ``agent`` on ``task_dir`` (its ``task.txt``, or the ``instruction`` file given) in a
+    fresh copy of its setup, then its check."""
     # A fixed path per task, not a random temp name: the workspace path is part of the agent's
     # prompt, and a different path alone changes what a temperature-0 model writes.
     workdir = WORK_ROOT / task_dir.name
     shutil.rmtree(workdir, ignore_errors=True)
     workdir.parent.mkdir(parents=True, exist_ok=True)
     shutil.copytree(task_dir / "setup", workdir)
-    instruction = (task_dir / "task.txt").read_text().strip()
+    text = (instruction or task_dir / "task.txt").read_text().strip()
     env = agent_env(os.environ, workdir, [*hidden_paths(), str(task_dir)])
-    seconds, note = run_agent(template, instruction, workdir, base_url, model, timeout, env=env)
+    seconds, note = run_agent(template, text, workdir, base_url, model, timeout, env=env)
     check = subprocess.run(["bash", str(task_dir / "check.sh")], cwd=workdir, capture_output=True, timeout=60)
     shutil.rmtree(workdir, ignore_errors=True)
     return Outcome(agent, task_dir.name, check.returncode == 0, seconds, note)
@@ -273,8 +289,9 @@ def main() -> None:
     parser.add_argument("--name", default="custom", help="name of --agent-cmd in the report")
     parser.add_argument("--model", default="1.5b", help="local model (0.5b|1.5b) or a served model name")
     parser.add_argument("--base-url", help="OpenAI-compatible server; default: scripts/local-llm serve")
-    parser.add_argument("--split", choices=["dev", "heldout", "all"], default="all",
-                        help="the tasks of one half of tasks/split.json (default: all)")
+    parser.add_argument("--split", choices=SPLITS, default="all",
+                        help="the tasks of one half of tasks/split.json, or the dev half reworded "
+                             "(tasks_reworded/) (default: all)")
     parser.add_argument("--only", help="comma-separated task name prefixes")
     parser.add_argument("--timeout", type=int, default=600, help="seconds per task and agent")
     parser.add_argument("--markdown", type=Path, help="also write the table to this file")
@@ -300,7 +317,8 @@ def main() -> None:
     outcomes: list[Outcome] = []
     for task_dir in tasks:
         for name, template in agents:
-            outcome = run_one(name, template, task_dir, base_url, args.model, args.timeout)
+            outcome = run_one(name, template, task_dir, base_url, args.model, args.timeout,
+                              instruction_file(task_dir, args.split))
             outcomes.append(outcome)
             if args.json:
                 print(json.dumps(outcome.__dict__), flush=True)

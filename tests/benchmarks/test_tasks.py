@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -96,6 +97,39 @@ def test_runner_split_picks_one_half_or_all() -> None:
     assert [p.name for p in run_tasks.select_tasks("dev")] == sorted(split["dev"])
     assert [p.name for p in run_tasks.select_tasks("heldout")] == sorted(split["heldout"])
     assert run_tasks.select_tasks() == run_tasks.select_tasks("all") == TASK_DIRS
+
+
+# Names of files, folders and options a task text mentions: what a rewording must keep.
+_NAMED = re.compile(r"[\w/*-]*\.[A-Za-z]+\b|\b\w+/(?!\w)|--\w+")
+
+
+def test_the_reworded_split_is_the_dev_half_with_each_instruction_in_other_words() -> None:
+    """Issue 33: every dev task has a reworded instruction naming the same files and options,
+    and ``--split reworded`` runs the dev tasks (their setup and check) with it."""
+    run_tasks = _runner()
+    dev = json.loads((TASKS / "split.json").read_text())["dev"]
+    reworded = sorted(p.name for p in (BENCHMARKS / "tasks_reworded").iterdir() if p.is_dir())
+    assert reworded == sorted(dev)
+    assert run_tasks.select_tasks("reworded") == run_tasks.select_tasks("dev")
+    for task_dir in run_tasks.select_tasks("reworded"):
+        original = (task_dir / "task.txt").read_text()
+        text = run_tasks.instruction_file(task_dir, "reworded").read_text()
+        assert text.strip() and text != original, task_dir.name
+        assert set(_NAMED.findall(text)) == set(_NAMED.findall(original)), task_dir.name
+        assert run_tasks.instruction_file(task_dir, "dev") == task_dir / "task.txt"
+
+
+def test_the_runner_gives_the_agent_the_instruction_of_its_split(tmp_path: Path) -> None:
+    run_tasks = _runner()
+    run_tasks.WORK_ROOT = tmp_path / "work"
+    task_dir = TASKS / "10_delete_file"
+    seen = tmp_path / "seen.txt"
+    for split in ("dev", "reworded"):
+        outcome = run_tasks.run_one("echo", f"printf '%s' {{task}} > {seen}", task_dir, "http://127.0.0.1:1/v1",
+                                    "m", 60, run_tasks.instruction_file(task_dir, split))
+        assert not outcome.solved and outcome.note == ""
+        assert seen.read_text() == run_tasks.instruction_file(task_dir, split).read_text().strip()
+    assert seen.read_text() == (BENCHMARKS / "tasks_reworded" / "10_delete_file" / "task.txt").read_text().strip()
 
 
 # -- the agent cannot read the checks (issue 20) -------------------------------------------------

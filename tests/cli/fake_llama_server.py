@@ -1,7 +1,9 @@
 """A stand-in for llama.cpp's ``llama-server`` (issue 23): serves ``/health`` and streamed
 ``/v1/chat/completions`` (chat_server's SSE) on ``--port``. It answers the scripted replies
 in ``$FAKE_LLAMA_SCRIPT`` (a JSON list) in turn, keeping its place in ``<script>.next``, and
-exits right after a reply marked ``"crash": true``: an embedded server dying mid-session."""
+exits right after a reply marked ``"crash": true``: an embedded server dying mid-session.
+Each start appends its command line (a JSON list) to ``<script>.argv`` (issue 33: which
+flags reach llama-server)."""
 
 from __future__ import annotations
 
@@ -41,4 +43,6 @@ class Handler(BaseHTTPRequestHandler):
         send(self, status, ctype, data)
 
 if __name__ == "__main__":
+    with open(SCRIPT.with_suffix(".argv"), "a", encoding="utf-8") as record:
+        record.write(json.dumps(sys.argv[1:]) + "\n")
     HTTPServer(("127.0.0.1", int(sys.argv[sys.argv.index("--port") + 1])), Handler).serve_forever()

@@ -45,6 +45,10 @@ def test_no_files_gives_defaults(dirs: tuple[Path, Path]) -> None:
     ('[mcp_servers.a]\nurl = "ftp://h"\n', r"url must be an http"),
     ('[mcp_servers.a__b]\nurl = "http://h"\n', r"contain no '__'"),
     ('mcp_servers = 3\n', r"mcp_servers must be tables"),
+    ('model_file = "models/q.gguf"\n', r"c\.toml:1: model_file must be an absolute path \(or start with ~/\), "
+                                       r"e\.g\. model_file = \"~/models/q\.gguf\""),
+    ("gpu_layers = -1\n", r"c\.toml:1: gpu_layers must be a whole number >= 0"),
+    ('gpu_layers = "all"\n', r"gpu_layers must be a whole number"),
 ])
 def test_bad_config_names_file_line_and_fix(text: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
@@ -64,3 +68,19 @@ def test_parse_config_only_ever_raises_config_error(text: str) -> None:
         parse_config(text, Path("c.toml"))
     except ConfigError:
         pass
+
+
+def test_model_file_and_gpu_layers_keys(dirs: tuple[Path, Path]) -> None:
+    """Issue 33: the user's ``model_file`` and ``gpu_layers`` apply; a project's ``model_file``
+    (llama-server started on a file the repository names) only once the project is trusted."""
+    user, ws = dirs
+    user.write_text('model_file = "~/models/a.gguf"\ngpu_layers = 4\n')
+    config = load_config(ws)
+    assert (config.model_file, config.gpu_layers) == ("~/models/a.gguf", 4)
+    project = ws / ".codeloop" / "config.toml"
+    project.write_text('model_file = "/srv/b.gguf"\ngpu_layers = 99\n')
+    config = load_config(ws)
+    assert (config.model_file, config.gpu_layers) == ("~/models/a.gguf", 99)
+    assert "model_file" in config.warnings[0]
+    trust(project, project.read_bytes())
+    assert load_config(ws).model_file == "/srv/b.gguf"

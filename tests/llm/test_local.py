@@ -136,3 +136,41 @@ def test_a_live_server_slow_to_answer_health_is_still_running(tmp_path: Path) ->
         proc.kill()
         proc.wait()
     assert local.running("0.5b", tmp_path) is None  # gone now
+
+
+def test_model_file_is_checked_before_any_server_starts(tmp_path: Path) -> None:
+    """Issue 33: ``--model-file`` takes any GGUF; anything else is one line naming the fix."""
+    good = tmp_path / "Coder-7B.gguf"
+    good.write_bytes(b"GGUF\x03\x00\x00\x00")
+    served = local.model_file(good, gpu_layers=12)
+    assert (served.model_id, served.weights, served.gpu_layers) == ("Coder-7B", good, 12)
+    link = tmp_path / "link.gguf"
+    link.symlink_to(good)
+    other = tmp_path / "other.gguf"
+    other.write_bytes(b"GGUF")
+    # One record per file: the same file by another name shares it, another file has its own.
+    assert local.model_file(link).key == served.key != local.model_file(other).key
+    assert served.key.startswith("file-") and served.key not in MODELS
+    (tmp_path / "text.gguf").write_text("hello")
+    for path, message in [(tmp_path / "none.gguf", "does not exist"), (tmp_path, "is a directory"),
+                          (tmp_path / "text.gguf", "is not a GGUF file")]:
+        with pytest.raises(LocalModelError, match=message):
+            local.model_file(path)
+    with pytest.raises(LocalModelError, match="--gpu-layers must be 0 or more"):
+        local.model_file(good, gpu_layers=-2)
+
+
+def test_server_command_line_has_the_cache_on_no_fixed_seed_and_the_offload_asked() -> None:
+    argv = local.server_argv(Path("/b/llama-server"), Path("/w/m.gguf"), 8123, "m", 33)
+    assert argv[:9] == ["/b/llama-server", "-m", "/w/m.gguf", "--host", "127.0.0.1", "--port", "8123", "--alias", "m"]
+    assert argv[argv.index("--n-gpu-layers") + 1] == "33"
+    assert "--seed" not in argv and "--no-cache-prompt" not in argv and "-np" in argv
+    assert "--n-gpu-layers" not in local.server_argv(Path("b"), Path("w"), 1, "m", None)
+
+
+def test_stop_and_status_cover_the_servers_of_model_files(tmp_path: Path) -> None:
+    (tmp_path / "server-file-0123456789ab.json").write_text(
+        '{"model": "file-0123456789ab", "model_id": "m", "pid": 999999, "port": 1, "log": "x"}')
+    assert local.recorded_keys(tmp_path) == ["0.5b", "1.5b", "file-0123456789ab"]
+    stopped = run_cli("stop", "--json", models_dir=tmp_path)
+    assert stopped.returncode == 0 and not (tmp_path / "server-file-0123456789ab.json").exists()

@@ -1,9 +1,11 @@
 """Which model ``codeloop run`` (and ``codeloop codali run``) uses, and its client.
 
-Order: ``--provider``/``--base-url`` when given; else the first API key set
+Order: ``--model-file PATH.gguf`` when given (any local GGUF, served like the embedded model);
+else ``--provider``/``--base-url`` when given; else the first API key set
 (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ``GEMINI_API_KEY``/``GOOGLE_API_KEY``); else the
 local llama.cpp model (installed and started on first use, :func:`start_local_model`) with
-the ``text`` profile. :func:`build_client` makes the one adapter the choice needs.
+the ``text`` profile. ``--gpu-layers N`` reaches the local server's ``--n-gpu-layers``.
+:func:`build_client` makes the one adapter the choice needs.
 """
 
 from __future__ import annotations
@@ -46,16 +48,31 @@ class ModelChoice:
     """The key found in the environment (never printed)."""
     local: bool = False
     """True when the local llama.cpp server must be started."""
+    model_file: str | None = None
+    """A GGUF file the local server serves instead of the embedded model (``--model-file``)."""
+    gpu_layers: int | None = None
+    """Layers the local server offloads to a GPU (``--gpu-layers``; None: llama.cpp's default)."""
 
 
 def choose_model(
-    provider: str | None, profile: str | None, model: str | None, base_url: str | None, environ: dict[str, str]
+    provider: str | None, profile: str | None, model: str | None, base_url: str | None, environ: dict[str, str],
+    model_file: str | None = None, gpu_layers: int | None = None,
 ) -> ModelChoice:
-    """Resolve the options and environment into a :class:`ModelChoice`; raises UsageError."""
+    """Resolve the options and environment into a :class:`ModelChoice`; raises UsageError.
+    ``gpu_layers`` is kept for a local choice only (it means nothing to a remote server)."""
     from codeloop.profiles import PROFILE_IDS
 
     if profile is not None and profile not in PROFILE_IDS:
         raise UsageError(f"unknown --profile {profile!r}: use one of {', '.join(PROFILE_IDS)}")
+    if gpu_layers is not None and gpu_layers < 0:
+        raise UsageError(f"--gpu-layers must be 0 or more, not {gpu_layers}")
+    if model_file is not None:
+        # The user named a file to serve: no key or remote server is asked, whatever is set.
+        if base_url or provider not in (None, "openai_compatible"):
+            raise UsageError("--model-file serves a local GGUF with llama-server: leave out --provider and "
+                             "--base-url (or base_url in the config files)")
+        return ModelChoice("openai_compatible", profile or PROVIDER_PROFILE["openai_compatible"], model, None,
+                           None, True, model_file, gpu_layers)
     local = False
     if provider is None:
         if base_url:
@@ -71,21 +88,31 @@ def choose_model(
     if provider in PROVIDER_KEYS and not api_key:
         raise UsageError(f"no API key for provider {provider!r}: set {' or '.join(keys)} in the environment")
     env_url = environ.get(f"{provider.upper()}_BASE_URL") if provider in PROVIDER_KEYS else None
-    return ModelChoice(provider, profile or PROVIDER_PROFILE[provider], model, base_url or env_url, api_key, local)
+    return ModelChoice(provider, profile or PROVIDER_PROFILE[provider], model, base_url or env_url, api_key, local,
+                       gpu_layers=gpu_layers if local else None)
+
+
+def served_model(choice: ModelChoice) -> Any:
+    """The ``llama_server.ServedModel`` of a local choice: its ``--model-file``, else the
+    embedded ``choice.model`` (default :data:`LOCAL_MODEL`); raises LocalModelError."""
+    from codeloop.llm import llama_server
+
+    if choice.model_file is not None:
+        return llama_server.model_file(choice.model_file, choice.gpu_layers)
+    return llama_server.embedded_model(choice.model or LOCAL_MODEL, choice.gpu_layers)
 
 
 def start_local_model(choice: ModelChoice) -> ModelChoice:
-    """``choice`` pointed at the local llama.cpp server of ``choice.model`` (default
-    :data:`LOCAL_MODEL`), installed and started as needed; raises LocalModelError."""
-    from codeloop.llm.llama_install import spec_for
-    from codeloop.llm.llama_server import ensure_local_server
+    """``choice`` pointed at its local llama.cpp server (:func:`served_model`), installed and
+    started as needed; raises LocalModelError."""
+    from codeloop.llm.llama_server import serving
 
-    local_model = choice.model or LOCAL_MODEL
-    spec = spec_for(local_model)
-    base_url = ensure_local_server(local_model)
+    served = served_model(choice)
+    state = serving(served)
     # The served model's id (e.g. qwen2.5-coder-1.5b-instruct), not the size alias, is what
     # the status line, the session log and the context-window lookup should see.
-    return ModelChoice(choice.provider, choice.profile, spec.model_id, base_url, None, True)
+    return ModelChoice(choice.provider, choice.profile, served.model_id, state.base_url, None, True,
+                       choice.model_file, choice.gpu_layers)
 
 
 class LocalModelClient:
@@ -93,7 +120,8 @@ class LocalModelClient:
     next model call starts it again on the same port, once per run, saying so, instead of
     failing the session. Everything else is the wrapped client's."""
 
-    def __init__(self, client: Any, model: str, base_url: str, say: Any) -> None:
+    def __init__(self, client: Any, model: Any, base_url: str, say: Any) -> None:
+        # model: the llama_server.ServedModel the server serves (restarted as it was started).
         self.client, self.model, self.say = client, model, say
         self.port = int(base_url.rsplit(":", 1)[1].split("/", 1)[0])
         self.restarted = False
@@ -107,11 +135,11 @@ class LocalModelClient:
 
         from codeloop.llm import llama_server
 
-        if self.restarted or await asyncio.to_thread(llama_server.running, self.model) is not None:
+        if self.restarted or await asyncio.to_thread(llama_server.running, self.model.key) is not None:
             return False
         self.restarted = True
         self.say(f"the local model server (127.0.0.1:{self.port}) stopped; restarting it")
-        await asyncio.to_thread(llama_server.stop, self.model)  # clears the stale record
+        await asyncio.to_thread(llama_server.stop, self.model.key)  # clears the stale record
         await asyncio.to_thread(llama_server.start, self.model, self.port, self.say)
         return True
 

@@ -35,13 +35,13 @@ from codeloop.cli.chat import run_chat
 from codeloop.cli.commands import CommandError, Prompt, command_call, prepare
 from codeloop.cli.images import ImageError, option_images
 from codeloop.cli.model_choice import (
-    LOCAL_MODEL,
     LocalModelClient,
     ModelChoice,
     UsageError,
     build_client,
     choose_model,
     fix_hints,
+    served_model,
     start_local_model,
 )
 from codeloop.cli.plan import (
@@ -149,15 +149,19 @@ class Runner:
         from codeloop.environments.factory import open_environment
 
         choice = self.settings.choice
-        alias = choice.model or LOCAL_MODEL
+        served = None
         if choice.local:
-            self.err.print("No API key set: using the local llama.cpp model "
-                           "(first use installs it; this can take a while).")
+            if choice.model_file is None:
+                self.err.print("No API key set: using the local llama.cpp model "
+                               "(first use installs it; this can take a while).")
+            else:
+                self.err.print(f"Serving {escape(choice.model_file)} with the local llama-server.")
+            served = served_model(choice)
             choice = await asyncio.to_thread(start_local_model, choice)
             self.settings = dataclasses.replace(self.settings, choice=choice)
         self.client = build_client(choice)
-        if choice.local and choice.base_url:
-            self.client = LocalModelClient(self.client, alias, choice.base_url,
+        if served is not None and choice.base_url:
+            self.client = LocalModelClient(self.client, served, choice.base_url,
                                            lambda text: self.err.print(f"[yellow]warning: {escape(text)}[/]"))
         self.environment = open_environment(self.settings.root, sandbox=self.settings.sandbox,
                                             network=self.settings.network)
@@ -371,8 +375,16 @@ def settle_options(root: Path, flags: dict[str, Any], network: str | None, err: 
         raise UsageError(f"unknown --approval {approval!r}: use one of {', '.join(APPROVAL_MODES)}")
     if constrained not in (None, "auto", "on", "off"):
         raise UsageError(f"unknown --constrained {constrained!r}: use auto, on or off")
+    model_file = merged.get("model_file")
+    if flags.get("model_file") is None and (flags.get("base_url") or flags.get("provider")):
+        model_file = None  # a server named on the command line wins over a config file's model_file
     choice = choose_model(merged["provider"], merged["profile"], merged["model"], merged["base_url"],
-                          dict(os.environ))
+                          dict(os.environ), model_file, merged.get("gpu_layers"))
+    if flags.get("gpu_layers") is not None and not choice.local:
+        raise UsageError("--gpu-layers applies to the local llama-server only (--model-file or no API key), "
+                         f"not to provider {choice.provider!r}")
+    if choice.model_file is not None:
+        _check_model_file(choice.model_file)
     try:
         box = settle_sandbox(merged["sandbox"], network, default="workspace-write")
     except SandboxUnavailableError as exc:
@@ -413,6 +425,18 @@ def settle_limits(merged: dict[str, Any], choice: ModelChoice) -> dict[str, Any]
         except BudgetPriceError as exc:
             raise UsageError(str(exc)) from None
     return {"max_cost": cost, "max_tokens": merged.get("max_tokens"), "max_time": time_limit}
+
+
+def _check_model_file(path: str) -> None:
+    """UsageError unless ``path`` (relative to the current directory) is a readable GGUF file:
+    said before anything is installed or started."""
+    from codeloop.llm.llama_install import LocalModelError
+    from codeloop.llm.llama_server import model_file
+
+    try:
+        model_file(path)
+    except LocalModelError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def one_shot_command(task: str | None, root: Path) -> Any:
@@ -459,6 +483,14 @@ def register(app: typer.Typer) -> None:
         json_out: bool = typer.Option(False, "--json", help="One JSON event per line on stdout."),
         quiet: bool = typer.Option(False, "--quiet", help="Print only the final answer."),
         model: str | None = typer.Option(None, "--model", help="Model id (default: the profile's)."),
+        model_file: Path | None = typer.Option(
+            None, "--model-file", metavar="PATH.gguf",
+            help="Serve this local GGUF model with llama-server (as the embedded model is) and use it; "
+                 "no API key or --base-url is used. Config: model_file."),
+        gpu_layers: int | None = typer.Option(
+            None, "--gpu-layers", min=0, max=10_000, metavar="N",
+            help="Layers the local llama-server offloads to a GPU (its --n-gpu-layers); needs a llama-server "
+                 "built with GPU support. Config: gpu_layers."),
         provider: str | None = typer.Option(None, "--provider",
                                             help="openai, anthropic, gemini or openai_compatible."),
         profile: str | None = typer.Option(None, "--profile", help="openai, anthropic, gemini or text."),
@@ -555,10 +587,13 @@ def register(app: typer.Typer) -> None:
             if not root.is_dir():
                 raise UsageError(f"--cwd {str(cwd)!r} is not a directory: create it or pass an existing one")
             command = one_shot_command(task, root)
+            if model is not None and model_file is not None:
+                raise UsageError("--model and --model-file exclude each other: the file is the model")
             flags = {"model": model or (command.model if command else None), "provider": provider,
                      "profile": profile, "base_url": base_url, "sandbox": sandbox, "approval": approval,
                      "max_turns": max_turns, "max_retries": max_retries, "diagnostics": diagnostics,
-                     "rescues": rescues, "max_cost": max_cost, "max_tokens": max_tokens, "max_time": max_time}
+                     "rescues": rescues, "max_cost": max_cost, "max_tokens": max_tokens, "max_time": max_time,
+                     "model_file": None if model_file is None else str(model_file), "gpu_layers": gpu_layers}
             settings = settle_options(root, flags, network, err, constrained, plan)
             resume_id = resume_target(root, resume, continue_)
             if task is None and mode == "json" and not (resume_id and resumes_paused(resume_id)):

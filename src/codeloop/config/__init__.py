@@ -7,7 +7,7 @@ on Linux; ``$CODELOOP_CONFIG_DIR`` replaces the directory) and the workspace's
 broken TOML raises :class:`ConfigError` naming the file, the line and the fix.
 
 The project file comes with the repository, so it is not trusted: its ``sandbox = "off"``,
-``approval = "never-ask"``, ``base_url``, ``mcp_servers``, ``hooks`` and the commands of
+``approval = "never-ask"``, ``base_url``, ``model_file``, ``mcp_servers``, ``hooks`` and the commands of
 ``diagnostics`` are ignored (with a warning in ``CodeloopConfig.warnings``) until the user trusts
 that exact content with ``codeloop trust`` (:mod:`codeloop.policy.trust`).
 
@@ -21,6 +21,8 @@ that exact content with ``codeloop trust`` (:mod:`codeloop.policy.trust`).
     max_cost = 2.50                # budgets (docs/agent.md "Budgets"): USD at list price,
     max_tokens = 2_000_000         # input + output tokens,
     max_time = "30m"               # and time ("90s", "5m", "1h30m" or seconds)
+    model_file = "~/models/qwen2.5-coder-7b-instruct-q4_k_m.gguf"   # serve this GGUF locally (absolute or ~)
+    gpu_layers = 99                # the local llama-server's --n-gpu-layers
     diagnostics = ["ruff check --quiet {file}"]   # after each edit: docs/tools.md; codeloop.tools.diagnostics
     # or [{ command = "...", paths = ["*.py"], timeout = 30 }]; false: no diagnostics after edits
 
@@ -118,20 +120,27 @@ class CodeloopConfig:
     """The commands of ``diagnostics = [...]`` of both files, the user's first."""
     rescues: bool | None = None
     """The small-model rescues on or off (``rescues = false``; default: on for a small window)."""
+    model_file: str | None = None
+    """A GGUF file the local llama-server serves (``codeloop run --model-file``; absolute or ``~/``)."""
+    gpu_layers: int | None = None
+    """The local llama-server's ``--n-gpu-layers`` (``--gpu-layers``)."""
     sources: tuple[str, ...] = ()
     """The files that were read, lowest priority first."""
     warnings: tuple[str, ...] = ()
     """Settings of an untrusted project file that were ignored (show them to the user)."""
 
 
-_STRING_KEYS = ("model", "provider", "profile", "base_url", "sandbox", "approval", "mode")
+_STRING_KEYS = ("model", "provider", "profile", "base_url", "sandbox", "approval", "mode", "model_file")
 _CHOICES = {"sandbox": _ACCEPTED_SANDBOX, "approval": APPROVAL_MODES, "profile": PROFILES, "mode": MODES}
-_COUNT_KEYS = {"max_turns": "0: no limit", "max_retries": "0: never retry"}
+_COUNT_KEYS = {"max_turns": "0: no limit", "max_retries": "0: never retry",
+               "gpu_layers": "layers the local llama-server offloads to a GPU"}
 MAX_TURNS = 1_000_000
 """Largest turn limit (``max_turns``, ``--max-turns``); 0 means none."""
 MAX_RETRIES = 100
 """Largest ``max_retries`` (``--max-retries``): the backoff grows, so more would wait for days."""
-_COUNT_LIMITS = {"max_turns": MAX_TURNS, "max_retries": MAX_RETRIES}
+MAX_GPU_LAYERS = 10_000
+"""Largest ``gpu_layers``: more than any model has (llama-server caps it at the model's count)."""
+_COUNT_LIMITS = {"max_turns": MAX_TURNS, "max_retries": MAX_RETRIES, "gpu_layers": MAX_GPU_LAYERS}
 MAX_TIMEOUT_S = 86_400
 """Longest timeout of an MCP server, hook or diagnostics command (a day)."""
 _BOOL_KEYS = ("rescues",)
@@ -343,6 +352,10 @@ def parse_config(text: str, path: Path) -> CodeloopConfig:
             if key in _CHOICES and value not in _CHOICES[key]:
                 shown = SANDBOX_MODES if key == "sandbox" else _CHOICES[key]
                 raise ConfigError(f"{where}: {key} = {value!r} is not one of {', '.join(shown)}")
+            if key == "model_file" and not Path(value).expanduser().is_absolute():
+                # Relative to what? The file is read from several places; an absolute path is unambiguous.
+                raise ConfigError(f"{where}: model_file must be an absolute path (or start with ~/), "
+                                  f"e.g. model_file = \"~/models/{Path(value).name}\"")
         elif key in _COUNT_KEYS:
             limit = _COUNT_LIMITS[key]
             if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= limit:
@@ -401,10 +414,11 @@ def _read(path: Path, workspace: Path | None = None) -> tuple[CodeloopConfig, by
 def needs_trust(config: CodeloopConfig) -> dict[str, Any]:
     """The settings of a project file that apply only once the user trusts it: those that
     lower safety (``sandbox = "off"`` or its old name ``"full"``, ``approval = "never-ask"``), send the API key
-    elsewhere (``base_url``) or start programs (``mcp_servers``, ``hooks``, the commands of
-    ``diagnostics``)."""
+    elsewhere (``base_url``) or start programs (``model_file``: llama-server on a file the
+    repository names; ``mcp_servers``, ``hooks``, the commands of ``diagnostics``)."""
     risky = {"sandbox": config.sandbox in ("off", "full"), "approval": config.approval == "never-ask",
-             "base_url": config.base_url is not None, "mcp_servers": bool(config.mcp_servers),
+             "base_url": config.base_url is not None, "model_file": config.model_file is not None,
+             "mcp_servers": bool(config.mcp_servers),
              "hooks": bool(config.hooks), "diagnostics": bool(config.diagnostic_commands)}
     shown = {"mcp_servers": dict(config.mcp_servers), "diagnostics": config.diagnostic_commands}
     return {key: shown.get(key, getattr(config, key)) for key, applies in risky.items() if applies}

@@ -179,6 +179,16 @@ def _supports_disable_userns(bwrap: str) -> bool:
     return b"--disable-userns" in done.stdout + done.stderr
 
 
+@functools.lru_cache(maxsize=8)
+def supports_overlay(bwrap: str) -> bool:
+    """``--overlay-src``/``--overlay`` came with bubblewrap 0.10.0 (the scratch workspace needs them)."""
+    try:
+        done = subprocess.run([bwrap, "--help"], capture_output=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return b"--overlay-src" in done.stdout + done.stderr
+
+
 def _hardening_args(bwrap: str, seccomp_fd: int) -> list[str]:
     """Privilege arguments of every sandboxed command (module docstring, "Hardening")."""
     args = ["--cap-drop", "ALL", "--seccomp", str(seccomp_fd)]
@@ -403,11 +413,15 @@ class SandboxedExecutionEnvironment(LocalExecutionEnvironment):
             if is_within(workspace, path) and workspace != path:
                 below = os.path.relpath(workspace, path).split("/", 1)[0]
                 args += ["--tmpfs", os.path.join(path, below)]
+        return [*args, *self._workspace_mounts(workspace), "--remount-ro", "/"]
+
+    def _workspace_mounts(self, workspace: str) -> list[str]:
+        """How the workspace (and a linked worktree's git directory) is mounted."""
         bind = "--bind" if self.mode == "workspace-write" else "--ro-bind"
-        args += [bind, workspace, workspace, *git_mounts(workspace, self.mode == "workspace-write")]
+        mounts = [bind, workspace, workspace, *git_mounts(workspace, self.mode == "workspace-write")]
         if self.mode == "workspace-write":
-            args += self._guard_before(workspace)
-        return [*args, "--remount-ro", "/"]
+            mounts += self._guard_before(workspace)
+        return mounts
 
     # What the host runs (host_guard) ----------------------------------------------------
 

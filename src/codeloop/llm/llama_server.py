@@ -5,10 +5,16 @@ returns the base URL (``http://127.0.0.1:PORT/v1``) of a healthy server for the 
 installing and starting one when needed (progress on stderr). ``scripts/local-llm`` is the
 command-line face (``python -m codeloop.llm.llama_server install|serve|stop|status``).
 
-The server runs with ``--jinja -t 2 -c 8192 -np 1 --seed 42 --no-cache-prompt`` on a free
-loopback port: with the prompt cache off and temperature 0 its outputs repeat run to run.
+It serves one of the installed Qwen2.5-Coder models (``0.5b``, ``1.5b``) or any GGUF file the
+user names (:func:`model_file`, ``codeloop run --model-file``), through the same start, record,
+health check and stop. ``gpu_layers`` becomes llama-server's ``--n-gpu-layers``.
+
+The server runs with ``--jinja -t 2 -c 8192 -np 1`` on a free loopback port, with the prompt
+cache on and no fixed seed: a request's own ``seed`` (and temperature) decide its sample, so
+several candidates of one prompt differ and none rereads the prompt (issue 33). Temperature 0
+stays greedy; a caller that needs run-to-run identical outputs sends ``"cache_prompt": false``.
 It is started in its own session (process group) so ``stop`` ends it and its children;
-its pid, port and model sit in ``server-<model>.json`` under the models directory, and the
+its pid, port and model sit in ``server-<key>.json`` under the models directory, and the
 pid is only signalled while ``/proc/<pid>/cmdline`` still names llama-server.
 """
 
@@ -16,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import json
 import os
 import signal
@@ -33,6 +40,7 @@ from codeloop.llm.llama_install import (
     LocalModelError,
     Progress,
     install,
+    install_server,
     models_dir,
     server_binary,
     spec_for,
@@ -42,7 +50,11 @@ from codeloop.llm.llama_install import (
 # One slot (-np 1): every request gets the whole 8k context. With llama.cpp's default of
 # four slots sharing one KV cache, concurrent requests (an agent and its subagents, a test
 # run beside a benchmark) can together fill it and fail with "Context size has been exceeded".
-SERVER_FLAGS = ("--jinja", "-t", "2", "-c", "8192", "-np", "1", "--seed", "42", "--no-cache-prompt")
+# No --seed and no --no-cache-prompt (issue 33): with a fixed server seed and the cache off,
+# "samples" of one prompt would all be the same text and each would reread the whole prompt.
+SERVER_FLAGS = ("--jinja", "-t", "2", "-c", "8192", "-np", "1")
+GGUF_MAGIC = b"GGUF"
+"""The first four bytes of every GGUF file."""
 HEALTH_TIMEOUT = 180.0
 BUSY_HEALTH_TIMEOUT = 30.0
 """How long a live recorded server may take to answer /health before it counts as not running."""
@@ -62,11 +74,65 @@ class ServerState:
     """Loopback port."""
     log: str
     """Server log file."""
+    weights: str = ""
+    """The GGUF it serves (empty in records written before it was kept)."""
+    gpu_layers: int | None = None
+    """``--n-gpu-layers`` it was started with (None: not passed, llama.cpp's default)."""
 
     @property
     def base_url(self) -> str:
         """OpenAI-style base URL (``.../v1``)."""
         return f"http://127.0.0.1:{self.port}/v1"
+
+
+@dataclass(frozen=True, slots=True)
+class ServedModel:
+    """What one local server serves: an installed model or a GGUF file the user named."""
+
+    key: str
+    """Name of its record (``server-<key>.json``): ``0.5b``/``1.5b``, or ``file-<hash of the path>``."""
+    model_id: str
+    """The id clients send and the server reports (``--alias``)."""
+    weights: Path | None
+    """The GGUF file; None for an installed model (its verified weights, installed on first use)."""
+    gpu_layers: int | None = None
+    """Layers to offload to a GPU (``--n-gpu-layers``); None leaves the flag out."""
+
+
+def embedded_model(model: str, gpu_layers: int | None = None) -> ServedModel:
+    """The installed model ``model`` (``0.5b``/``1.5b``); LocalModelError for another name."""
+    return ServedModel(model, spec_for(model).model_id, None, gpu_layers)
+
+
+def model_file(path: str | Path, gpu_layers: int | None = None) -> ServedModel:
+    """Any local GGUF file, checked before a server is started for it: it must exist, be
+    readable and start with the GGUF magic. LocalModelError (one line) otherwise."""
+    given = Path(path).expanduser()
+    if gpu_layers is not None and gpu_layers < 0:
+        raise LocalModelError(f"--gpu-layers must be 0 or more, not {gpu_layers}")
+    try:
+        resolved = given.resolve(strict=True)
+        with open(resolved, "rb") as handle:
+            magic = handle.read(len(GGUF_MAGIC))
+    except FileNotFoundError:
+        raise LocalModelError(f"model file {str(given)!r} does not exist: pass the path of a .gguf file") from None
+    except IsADirectoryError:
+        raise LocalModelError(f"model file {str(given)!r} is a directory: pass the path of a .gguf file") from None
+    except OSError as exc:
+        raise LocalModelError(f"model file {str(given)!r} cannot be read: {exc.strerror}") from None
+    if magic != GGUF_MAGIC:
+        raise LocalModelError(f"model file {str(given)!r} is not a GGUF file (it does not start with "
+                              "'GGUF'); llama-server serves GGUF models only")
+    # One record per file: two files served at once each keep their own server.
+    key = "file-" + hashlib.sha256(str(resolved).encode()).hexdigest()[:12]
+    return ServedModel(key, resolved.stem, resolved, gpu_layers)
+
+
+def server_argv(binary: Path, weights: Path, port: int, model_id: str, gpu_layers: int | None) -> list[str]:
+    """The llama-server command line for ``weights`` on ``127.0.0.1:port``."""
+    offload = ["--n-gpu-layers", str(gpu_layers)] if gpu_layers is not None else []
+    return [str(binary), "-m", str(weights), "--host", "127.0.0.1", "--port", str(port),
+            "--alias", model_id, *SERVER_FLAGS, *offload]
 
 
 def _stderr(message: str) -> None:
@@ -109,23 +175,27 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start(model: str, port: int | None = None, progress: Progress = _stderr, base: Path | None = None) -> ServerState:
-    """Start llama-server for ``model`` (installed) and wait until it is healthy."""
+def start(model: str | ServedModel, port: int | None = None, progress: Progress = _stderr,
+          base: Path | None = None) -> ServerState:
+    """Start llama-server for ``model`` (an installed model's name, or a :class:`ServedModel`)
+    and wait until it is healthy."""
     base = base or models_dir()
-    spec = spec_for(model)
-    binary, weights = server_binary(base), weights_path(model, base)
+    served = embedded_model(model) if isinstance(model, str) else model
+    binary = server_binary(base)
+    weights = served.weights or weights_path(served.key, base)
+    if served.weights is None and (binary is None or weights is None):
+        raise LocalModelError(f"model {served.key} is not installed; run: scripts/local-llm install --model {served.key}")
     if binary is None or weights is None:
-        raise LocalModelError(f"model {model} is not installed; run: scripts/local-llm install --model {model}")
+        raise LocalModelError("llama-server is not installed; run: scripts/local-llm install")
     port = port or _free_port()
-    log_path = base / f"server-{model}.log"
-    progress(f"starting llama-server for {spec.model_id} on 127.0.0.1:{port} (log: {log_path})")
+    log_path = base / f"server-{served.key}.log"
+    progress(f"starting llama-server for {served.model_id} on 127.0.0.1:{port} (log: {log_path})")
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(
-            [str(binary), "-m", str(weights), "--host", "127.0.0.1", "--port", str(port),
-             "--alias", spec.model_id, *SERVER_FLAGS],
+            server_argv(binary, weights, port, served.model_id, served.gpu_layers),
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )
-    state = ServerState(model, spec.model_id, proc.pid, port, str(log_path))
+    state = ServerState(served.key, served.model_id, proc.pid, port, str(log_path), str(weights), served.gpu_layers)
     deadline = time.monotonic() + HEALTH_TIMEOUT
     while not healthy(port):
         if proc.poll() is not None:
@@ -135,9 +205,9 @@ def start(model: str, port: int | None = None, progress: Progress = _stderr, bas
             _kill(proc.pid)
             raise LocalModelError(f"llama-server not healthy after {HEALTH_TIMEOUT:.0f} s; see {log_path}")
         time.sleep(0.25)
-    tmp = _state_file(model, base).with_suffix(".tmp")
+    tmp = _state_file(served.key, base).with_suffix(".tmp")
     tmp.write_text(json.dumps(asdict(state)), "utf-8")
-    os.replace(tmp, _state_file(model, base))
+    os.replace(tmp, _state_file(served.key, base))
     progress(f"ready: {state.base_url}")
     return state
 
@@ -182,18 +252,34 @@ def stop(model: str, base: Path | None = None) -> bool:
     return was_running
 
 
-def ensure_local_server(model: str = "0.5b", progress: Progress = _stderr) -> str:
-    """Base URL of a healthy local server for ``model``, installing/starting as needed."""
-    return _serving(model, progress).base_url
+def recorded_keys(base: Path | None = None) -> list[str]:
+    """The installed models' names and the keys of every server record (model files included)."""
+    records = (base or models_dir()).glob("server-*.json")
+    return sorted({*MODELS, *(path.stem.removeprefix("server-") for path in records)})
 
 
-def _serving(model: str, progress: Progress, port: int | None = None) -> ServerState:
-    state = running(model)
-    if state is not None:
+def ensure_local_server(model: str | ServedModel = "0.5b", progress: Progress = _stderr) -> str:
+    """Base URL of a healthy local server for ``model`` (an installed model's name or a
+    :class:`ServedModel`), installing/starting as needed."""
+    return serving(embedded_model(model) if isinstance(model, str) else model, progress).base_url
+
+
+def serving(served: ServedModel, progress: Progress = _stderr, port: int | None = None) -> ServerState:
+    """The healthy server of ``served``, started (after installing what it needs) when none
+    runs. A running one started with other ``--n-gpu-layers`` is restarted with the asked ones."""
+    state = running(served.key)
+    if state is not None and state.gpu_layers == served.gpu_layers:
         return state
-    install(model, progress)
-    stop(model)  # clear a stale record (dead or unhealthy server)
-    return start(model, port, progress)
+    if state is not None:
+        progress(f"restarting llama-server for {served.model_id}: it runs with --n-gpu-layers "
+                 f"{state.gpu_layers if state.gpu_layers is not None else '(default)'}, "
+                 f"{served.gpu_layers if served.gpu_layers is not None else 'the default'} asked")
+    if served.weights is None:
+        install(served.key, progress)
+    else:
+        install_server(progress)
+    stop(served.key)  # clear a stale record (dead or unhealthy server), or the one restarted
+    return start(served, port, progress)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -215,19 +301,25 @@ def _parser() -> argparse.ArgumentParser:
         cmd.add_argument("--json", action="store_true", help="machine-readable output on stdout")
         if name == "serve":
             cmd.add_argument("--port", type=int, default=None, help="port (default: a free one)")
+            cmd.add_argument("--model-file", metavar="PATH.gguf", default=None,
+                             help="serve this GGUF file instead of an installed model")
+            cmd.add_argument("--gpu-layers", type=int, metavar="N", default=None,
+                             help="layers to offload to a GPU (llama-server's --n-gpu-layers)")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point; errors are one line on stderr and exit code 1."""
     args = _parser().parse_args(argv)
-    models = [args.model] if args.model else sorted(MODELS)
+    models = [args.model] if args.model else recorded_keys()
     try:
         if args.command == "install":
             binary, weights = install(args.model, _stderr)
             _emit(args.json, {"binary": str(binary), "weights": str(weights)}, str(weights))
         elif args.command == "serve":
-            state = _serving(args.model, _stderr, args.port)
+            served = (model_file(args.model_file, args.gpu_layers) if args.model_file
+                      else embedded_model(args.model, args.gpu_layers))
+            state = serving(served, _stderr, args.port)
             _emit(args.json, {**asdict(state), "base_url": state.base_url}, state.base_url)
         elif args.command == "stop":
             stopped = [m for m in models if stop(m)]

@@ -126,13 +126,15 @@ async def test_e2e_slow_prefilled_tool_call_comes_back_structured(local_llm_15b:
 
 
 async def test_e2e_cache_prompt_reuses_the_prefix_the_server_already_read(local_llm: LocalLLM) -> None:
-    # Our server runs with --no-cache-prompt; `cache_prompt` in the body (what the embedded
-    # default of `codeloop run` sends) turns reuse back on for that request. The server reports
+    # `cache_prompt` in the body (what the embedded default of `codeloop run` sends) reuses the
+    # prefix; `"cache_prompt": false` (what a caller needing run-to-run identical outputs sends,
+    # now that the server starts with the cache on, issue 33) rereads it. The server reports
     # the reused tokens as usage.prompt_tokens_details.cached_tokens.
     prompt = [Message.system("Answer briefly."), Message.user("List three colours. " * 20)]
     cached = OpenAICompatibleAdapter(local_llm.base_url, name="llama_cpp", timeout=local_llm.timeout,
                                      extra_body={"cache_prompt": True})
-    plain = OpenAICompatibleAdapter(local_llm.base_url, name="llama_cpp", timeout=local_llm.timeout)
+    plain = OpenAICompatibleAdapter(local_llm.base_url, name="llama_cpp", timeout=local_llm.timeout,
+                                    extra_body={"cache_prompt": False})
     try:
         request = Request(model=local_llm.model, messages=prompt, temperature=0.0, max_tokens=2)
         await cached.complete(request)

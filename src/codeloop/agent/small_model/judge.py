@@ -1,0 +1,61 @@
+"""Judging one candidate change by the checks found in the workspace (issue 33).
+
+The checks read here (:func:`~.checks.parse_checks`, :func:`~.checks.import_checks`) need no
+sandbox. The others are commands, and each runs as a ``shell`` call through the one tool
+pipeline (policy, approval, events, truncation), in the environment given: a
+:class:`~codeloop.environments.scratch.ScratchExecutionEnvironment` holding the candidate, so
+they never touch the user's files; network off there. A check the policy denies, or the user
+does not approve, did not pass, and says why. Where no sandbox can run, the caller passes the
+policy that asks the user like any command (one "always" answer can cover the session's checks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from codeloop.agent.small_model.checks import (
+    Check,
+    CheckResult,
+    command_checks,
+    import_checks,
+    parse_checks,
+)
+from codeloop.environments.base import ExecutionEnvironment
+from codeloop.policy.approval import Approver, ToolPolicy
+from codeloop.tools.pipeline import ToolEventSink, execute_tool_call
+from codeloop.tools.registry import ToolRegistry
+from codeloop.tools.shell import shell_tool
+
+CHECK_TIMEOUT_MS = 60_000
+"""How long one check command may run."""
+
+
+async def run_command_checks(env: ExecutionEnvironment, checks: Sequence[Check], *,
+                             policy: ToolPolicy | None = None, approver: Approver | None = None,
+                             timeout_ms: int = CHECK_TIMEOUT_MS,
+                             on_event: ToolEventSink | None = None) -> list[CheckResult]:
+    """Run each check's command as a ``shell`` call through the pipeline in ``env``; a check
+    passes when its command exits 0 within ``timeout_ms``."""
+    registry = ToolRegistry.of([shell_tool(timeout_ms)])
+    results = []
+    for check in checks:
+        if check.command is None:
+            continue
+        outcome = await execute_tool_call(registry, "shell", {"command": check.command, "timeout_ms": timeout_ms},
+                                          env, policy=policy, approver=approver, on_event=on_event)
+        results.append(CheckResult(check, not outcome.is_error, outcome.output if outcome.is_error else ""))
+    return results
+
+
+async def judge(env: ExecutionEnvironment, before: Mapping[str, str], changes: Mapping[str, str | None],
+                ran: Sequence[str] = (), *, policy: ToolPolicy | None = None, approver: Approver | None = None,
+                timeout_ms: int = CHECK_TIMEOUT_MS, on_event: ToolEventSink | None = None) -> list[CheckResult]:
+    """Every check of a candidate: ``before`` is the project's files (path → text),
+    ``changes`` the candidate's (path → new text, None: deleted), already staged in ``env``;
+    ``ran`` the commands this session ran successfully. The commands run as in
+    :func:`run_command_checks`."""
+    after = {path: text for path, text in {**before, **changes}.items() if text is not None}
+    results = parse_checks(changes) + import_checks(after, changes)
+    checks = command_checks(before, after, changes, ran)
+    return results + await run_command_checks(env, checks, policy=policy, approver=approver,
+                                              timeout_ms=timeout_ms, on_event=on_event)

@@ -1,0 +1,304 @@
+"""The one reply format of the small-model strategy (issue 33), its grammar and its parser.
+
+A reply is exactly one of:
+
+- one or more FILE blocks, each a path line and then either the whole file in a fence::
+
+      FILE app/settings.py
+      ```python
+      PORT = 8080
+      ```
+
+  or one or more SEARCH/REPLACE hunks (the SEARCH text is replaced by the REPLACE text)::
+
+      FILE app/settings.py
+      <<<<<<< SEARCH
+      PORT = 80
+      =======
+      PORT = 8080
+      >>>>>>> REPLACE
+
+- one RUN line, a shell command to look at something or try it: ``RUN python3 test_stats.py``;
+- ``DONE``, optionally followed by a newline and free text.
+
+Code stays plain text: no JSON escaping, which costs small models points (aider's finding). The
+same language is written twice, once as a llama.cpp GBNF grammar (:data:`GRAMMAR`, sent in a
+request's ``grammar`` field so that the server samples nothing else) and once as the strict
+parser :func:`parse_reply`: every text the grammar accepts parses, and any other text raises
+:class:`ReplyFormatError` naming the line and what was expected there (tests/agent/small_model
+prove both, the first by deriving random texts from the grammar's own text).
+
+What the format cannot say, by construction: a whole file holding a line that is exactly
+three backticks, a SEARCH text holding a line ``=======``, a REPLACE text holding a line
+``>>>>>>> REPLACE``, paths with spaces, tabs or backticks or starting with ``/``, a whole file
+without a final newline (the parsed content always ends with one, or is empty). Lines are
+split on ``\\n`` only; a ``\\r`` is part of a line's text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+FENCE = "```"
+SEARCH = "<<<<<<< SEARCH"
+DIVIDER = "======="
+REPLACE = ">>>>>>> REPLACE"
+PATH_STOPS = " \t\r\n`"
+"""Characters a path never holds (it also never starts with ``/``)."""
+LANG_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_+.#-"
+"""What may follow the opening fence of a whole file (a language tag)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Hunk:
+    """One SEARCH/REPLACE pair: ``search`` (never empty) becomes ``replace``. Both end with a
+    newline unless empty, as whole lines do."""
+
+    search: str
+    replace: str
+
+
+@dataclass(frozen=True, slots=True)
+class FileBlock:
+    """One FILE block: the whole new ``content`` of ``path``, or its ``hunks`` in order."""
+
+    path: str
+    """As written: relative, without spaces, tabs or backticks (the resolver judges it later)."""
+    content: str | None
+    """The whole file (ends with a newline, or is empty); None when the block is hunks."""
+    hunks: tuple[Hunk, ...] = ()
+    """The SEARCH/REPLACE pairs, applied in order; empty when the block is a whole file."""
+
+
+@dataclass(frozen=True, slots=True)
+class FilesReply:
+    """One or more FILE blocks, applied in order (a later block of the same path sees the earlier)."""
+
+    files: tuple[FileBlock, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RunReply:
+    """One command line to run in the workspace."""
+
+    command: str
+
+
+@dataclass(frozen=True, slots=True)
+class DoneReply:
+    """The model says it is finished; ``text`` is what followed ``DONE`` (may be empty)."""
+
+    text: str
+
+
+Reply = FilesReply | RunReply | DoneReply
+
+
+class ReplyFormatError(ValueError):
+    """A reply outside the format; ``line`` (1-based) is where it went wrong, and the message
+    says what was found and what was expected there."""
+
+    def __init__(self, line: int, message: str) -> None:
+        super().__init__(f"line {line}: {message}")
+        self.line = line
+
+
+# -- the grammar -------------------------------------------------------------------------------
+
+
+def _literal(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{escaped}"'
+
+
+def _class_char(char: str) -> str:
+    # Only what llama.cpp's grammar parser reads as an escape; callers keep "-" last and "^"
+    # off the first place, where both are plain characters.
+    return {"\\": "\\\\", "]": "\\]", "[": "\\[", "\n": "\\n", "\t": "\\t", "\r": "\\r"}.get(char, char)
+
+
+def line_except(word: str) -> str:
+    """A GBNF expression for one line, its newline included, that is anything but exactly
+    ``word``: a strict prefix of it (the empty line too), a line leaving it at some character,
+    or ``word`` followed by more."""
+    alternatives = []
+    for k in range(len(word)):
+        prefix = _literal(word[:k]) + " " if k else ""
+        if k:
+            alternatives.append(_literal(word[:k]))
+        alternatives.append(f"{prefix}[^{_class_char(word[k])}\\n] [^\\n]*")
+    alternatives.append(f"{_literal(word)} [^\\n]+")
+    return f"( {' | '.join(alternatives)} )? \"\\n\""
+
+
+def _stops(extra: str = "") -> str:
+    return "".join(_class_char(c) for c in PATH_STOPS + extra)
+
+
+GRAMMAR = "\n".join([
+    "root ::= files | run | done",
+    'files ::= file ( "\\n"+ file )* "\\n"*',
+    'file ::= "FILE " path "\\n" ( whole | hunks )',
+    f"path ::= [^{_stops('/')}] [^{_stops()}]*",
+    f'whole ::= {_literal(FENCE)} lang "\\n" wline* {_literal(FENCE)}',
+    f"lang ::= [{''.join(_class_char(c) for c in LANG_CHARS)}]*",
+    f"wline ::= {line_except(FENCE)}",
+    'hunks ::= hunk ( "\\n"+ hunk )*',
+    f'hunk ::= {_literal(SEARCH + chr(10))} sline+ {_literal(DIVIDER + chr(10))} rline* {_literal(REPLACE)}',
+    f"sline ::= {line_except(DIVIDER)}",
+    f"rline ::= {line_except(REPLACE)}",
+    'run ::= "RUN " [^ \\t\\r\\n] [^\\n]* "\\n"?',
+    'done ::= "DONE" ( "\\n" ( [^\\n] | "\\n" )* )?',
+]) + "\n"
+"""The GBNF grammar of the reply format (llama.cpp's ``grammar`` request field)."""
+
+
+# -- the parser --------------------------------------------------------------------------------
+
+
+def _shown(line: str) -> str:
+    return repr(line if len(line) <= 60 else line[:57] + "...")
+
+
+def _path(line: str, number: int) -> str:
+    path = line[len("FILE "):]
+    if not path or path[0] == "/" or any(c in PATH_STOPS for c in path):
+        raise ReplyFormatError(number, f"FILE needs one relative path without spaces, tabs or backticks "
+                                       f"(FILE app/main.py), got {_shown(line)}")
+    return path
+
+
+class _Lines:
+    """The reply's lines (split on ``\\n`` only) with a cursor; numbers are 1-based."""
+
+    def __init__(self, text: str) -> None:
+        self.lines = text.split("\n")
+        self.at = 0
+
+    def more(self) -> bool:
+        return self.at < len(self.lines)
+
+    def peek(self) -> str:
+        return self.lines[self.at]
+
+    def take(self) -> str:
+        self.at += 1
+        return self.lines[self.at - 1]
+
+    @property
+    def number(self) -> int:
+        return self.at + 1
+
+    def skip_blank(self) -> None:
+        while self.more() and self.peek() == "":
+            self.at += 1
+
+    def until(self, end: str, what: str, opened: int) -> str:
+        """The lines up to the line that is exactly ``end`` (taken, not returned), each with its
+        newline; ReplyFormatError when the reply ends first."""
+        body: list[str] = []
+        while self.more():
+            line = self.take()
+            if line == end:
+                return "".join(f"{b}\n" for b in body)
+            body.append(line)
+        raise ReplyFormatError(len(self.lines), f"{what} opened at line {opened} has no line {end!r} closing it")
+
+
+def _hunk(lines: _Lines, path: str) -> Hunk:
+    opened = lines.number - 1
+    search = lines.until(DIVIDER, f"the SEARCH text of {path}", opened)
+    if not search:
+        raise ReplyFormatError(opened + 1, f"the SEARCH text of {path} is empty: copy the lines to replace "
+                                           "between <<<<<<< SEARCH and =======")
+    replace = lines.until(REPLACE, f"the hunk of {path}", opened)
+    return Hunk(search, replace)
+
+
+def _file(lines: _Lines) -> FileBlock:
+    number, line = lines.number, lines.take()
+    path = _path(line, number)
+    if not lines.more():
+        raise ReplyFormatError(number, f"the FILE line of {path} ends the reply: a fenced whole file or a "
+                                       "<<<<<<< SEARCH hunk must follow it")
+    number, line = lines.number, lines.take()
+    if line.startswith(FENCE) and all(c in LANG_CHARS for c in line[len(FENCE):]):
+        return FileBlock(path, lines.until(FENCE, f"the whole file {path}", number))
+    if line != SEARCH:
+        raise ReplyFormatError(number, f"after FILE {path} comes a fence ``` (the whole file) or a line "
+                                       f"<<<<<<< SEARCH, not {_shown(line)}")
+    hunks = [_hunk(lines, path)]
+    while True:
+        lines.skip_blank()
+        if not lines.more() or lines.peek() != SEARCH:
+            return FileBlock(path, None, tuple(hunks))
+        lines.take()
+        hunks.append(_hunk(lines, path))
+
+
+def parse_reply(text: str) -> Reply:
+    """The reply ``text`` holds, or ReplyFormatError (line and what was expected)."""
+    lines = _Lines(text)
+    first = lines.peek()
+    if first == "DONE":
+        return DoneReply("\n".join(lines.lines[1:]))
+    if first.startswith("RUN "):
+        command = first[len("RUN "):]
+        if not command or command[0] in " \t\r":
+            raise ReplyFormatError(1, "RUN needs the command right after one space: RUN python3 app.py")
+        if lines.lines[1:] not in ([], [""]):
+            raise ReplyFormatError(2, "a RUN reply is one line: nothing may follow the command "
+                                      "(run one command per reply)")
+        return RunReply(command)
+    if not first.startswith("FILE "):
+        what = "got an empty reply" if text == "" else f"not {_shown(first)}"
+        raise ReplyFormatError(1, f"a reply starts with FILE <path>, RUN <command> or DONE, {what}")
+    files = [_file(lines)]
+    while True:
+        lines.skip_blank()
+        if not lines.more():
+            return FilesReply(tuple(files))
+        if not lines.peek().startswith("FILE "):
+            raise ReplyFormatError(lines.number, f"after a FILE block comes another FILE block or the end of the "
+                                                 f"reply, not {_shown(lines.peek())}")
+        files.append(_file(lines))
+
+
+def render_reply(reply: Reply) -> str:
+    """The text of ``reply`` in the format (``parse_reply(render_reply(r)) == r`` for every
+    reply the format can say)."""
+    if isinstance(reply, DoneReply):
+        return "DONE" + (f"\n{reply.text}" if reply.text else "")
+    if isinstance(reply, RunReply):
+        return f"RUN {reply.command}\n"
+    blocks = []
+    for block in reply.files:
+        if block.content is not None:
+            blocks.append(f"FILE {block.path}\n{FENCE}\n{block.content}{FENCE}\n")
+        else:
+            hunks = "".join(f"{SEARCH}\n{h.search}{DIVIDER}\n{h.replace}{REPLACE}\n" for h in block.hunks)
+            blocks.append(f"FILE {block.path}\n{hunks}")
+    return "".join(blocks)
+
+
+REPLY_FORMAT_PROMPT = f"""\
+# Reply format
+Reply with exactly one of these, and nothing else:
+
+1. FILE blocks: for each file to create or change, a line FILE <path>, then either the whole
+   new file between fences:
+FILE hello.py
+{FENCE}python
+print("Hello")
+{FENCE}
+   or SEARCH/REPLACE hunks, each copying lines of the file exactly and giving their new text:
+FILE config.py
+{SEARCH}
+MAX_RETRIES = 3
+{DIVIDER}
+MAX_RETRIES = 5
+{REPLACE}
+2. One command to look at something or try it, on one line: RUN python3 test_app.py
+3. DONE when the task is complete.
+"""
+"""What the model reads about the format (a section of its system prompt)."""

@@ -1,0 +1,125 @@
+"""The checks of a candidate come from the workspace (issue 33): the changed files, the
+project's imports, its tests and doctests, the commands the session ran; and the ranking
+puts a checked change first and an unchecked or empty one last. The checks that run commands
+are run here with real python3 in a copy of the workspace, as the scratch environment will."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from codeloop.agent.small_model.checks import (
+    Check,
+    CheckResult,
+    command_checks,
+    import_checks,
+    module_of,
+    parse_checks,
+)
+from codeloop.agent.small_model.choose import Candidate, choose, rank
+
+SHOP = {
+    "shop.py": "def calc_total(items):\n    return sum(items)\n",
+    "main.py": "from shop import calc_total\n\nprint(calc_total([1, 2]))\n",
+    "test_shop.py": "import unittest\n\nfrom shop import calc_total\n\n\nclass T(unittest.TestCase):\n"
+                    "    def test_sum(self):\n        self.assertEqual(calc_total([1, 2]), 3)\n",
+    "notes.txt": "calc_total is the main function\n",
+}
+
+
+def test_module_names_follow_the_root_and_src_layouts() -> None:
+    assert [module_of(p) for p in ("a.py", "pkg/__init__.py", "pkg/m.py", "src/pkg/m.py", "x.txt", "my-file.py")] == [
+        "a", "pkg", "pkg.m", "pkg.m", None, None]
+
+
+def test_changed_files_must_parse() -> None:
+    results = parse_checks({"a.py": "def f(:\n", "b.json": '{"port": 8080,}', "c.toml": "x = 1\n",
+                            "d.py": "x = 1\n", "gone.py": None, "e.txt": "anything"})
+    assert [(r.check.name, r.passed) for r in results] == [
+        ("parse a.py", False), ("parse b.json", False), ("parse c.toml", True), ("parse d.py", True)]
+    assert results[0].output.startswith("a.py:1: ")
+
+
+def test_a_rename_left_half_done_breaks_the_import_check_and_the_whole_rename_passes() -> None:
+    half = {**SHOP, "shop.py": "def compute_total(items):\n    return sum(items)\n"}
+    [result] = import_checks(half, ["shop.py"])
+    assert not result.passed
+    assert result.output.splitlines() == ["main.py:1: shop has no name 'calc_total'",
+                                          "test_shop.py:3: shop has no name 'calc_total'"]
+    whole = {**half, "main.py": SHOP["main.py"].replace("calc_total", "compute_total"),
+             "test_shop.py": SHOP["test_shop.py"].replace("calc_total", "compute_total")}
+    assert [r.passed for r in import_checks(whole, ["shop.py", "main.py", "test_shop.py"])] == [True]
+
+
+def test_a_deleted_module_still_imported_is_caught_and_unrelated_imports_give_no_check() -> None:
+    after = {k: v for k, v in SHOP.items() if k != "shop.py"}
+    [result] = import_checks(after, ["shop.py"])
+    assert "main.py:1: no module named 'shop' in the project" in result.output
+    assert import_checks(SHOP, ["notes.txt"]) == []  # no import touches the change: no check
+
+
+def test_a_module_split_into_a_package_resolves_through_its_init() -> None:
+    after = {"utils/__init__.py": "from .strings import slugify\nfrom .numbers import clamp\n",
+             "utils/strings.py": "def slugify(s):\n    return s\n", "utils/numbers.py": "def clamp(x):\n    return x\n",
+             "main.py": "from utils import slugify, clamp\n"}
+    [result] = import_checks(after, ["utils.py", *after])
+    assert result.passed, result.output
+    broken = {**after, "utils/__init__.py": "from .strings import slugify\n"}
+    [result] = import_checks(broken, ["utils/__init__.py"])
+    assert result.output == "main.py:1: utils has no name 'clamp'"
+
+
+def test_tests_importing_a_changed_module_doctests_of_changed_functions_and_rerun_scripts() -> None:
+    before = {**SHOP,
+              "stats.py": 'def mean(xs):\n    """>>> mean([1, 3])\n    2.0\n    """\n    return sum(xs) / len(xs)\n',
+              "test_stats.py": "from stats import mean\n\nassert mean([2, 4]) == 3\n",
+              "tests/test_fn.py": "from shop import calc_total\n\n\ndef test_total():\n    assert calc_total([]) == 0\n",
+              "report.py": "import stats\nprint(stats.mean([1]))\n"}
+    after = {**before, "stats.py": before["stats.py"].replace("sum(xs)", "1.0 * sum(xs)")}
+    checks = command_checks(before, after, ["stats.py"], ran=["python3 report.py", "ls -la", "python3 main.py"])
+    assert [(c.kind, c.command) for c in checks] == [
+        ("test", "python3 test_stats.py"),
+        ("doctest", "python3 -m doctest stats.py"),
+        ("script", "python3 report.py"),
+    ]
+    shop_checks = command_checks(before, before, ["shop.py"], ran=["python3 main.py", "python3 -m main"])
+    assert [c.command for c in shop_checks] == [
+        "python3 -m unittest test_shop", "python3 -m pytest -q tests/test_fn.py", "python3 main.py", "python3 -m main"]
+    # An unchanged function keeps its doctest out; a change nothing imports has no check to run.
+    added = {**before, "stats.py": before["stats.py"] + "\n\ndef median(xs):\n    return sorted(xs)[len(xs) // 2]\n"}
+    assert [c.kind for c in command_checks(before, added, ["stats.py"])] == ["test"]
+    assert command_checks(before, before, ["notes.txt"], ran=["python3 report.py"]) == []
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_the_found_commands_pass_on_a_good_change_and_fail_on_a_bad_one(tmp_path: Path, broken: bool) -> None:
+    """Real python3 in a copy of the workspace: what the checks say is what running them says."""
+    body = "return sum(items) + 1" if broken else "return sum(items)"
+    after = {**SHOP, "shop.py": f"def calc_total(items):\n    {body}\n"}
+    for path, text in after.items():
+        (tmp_path / path).write_text(text)
+    checks = command_checks(SHOP, after, ["shop.py"], ran=["python3 main.py"])
+    codes = [subprocess.run(c.command or "", shell=True, cwd=tmp_path, capture_output=True).returncode for c in checks]
+    assert [c.command for c in checks] == ["python3 -m unittest test_shop", "python3 main.py"]
+    assert codes[0] == (1 if broken else 0) and codes[1] == 0  # main.py prints either way
+
+
+def _result(passed: bool, exercises: bool = True) -> CheckResult:
+    return CheckResult(Check("test", "t", "true", exercises), passed)
+
+
+def test_ranking_checked_before_unchecked_then_all_passed_then_agreement_then_greedy() -> None:
+    empty = Candidate(0, {})
+    unchecked = Candidate(1, {"a.py": "x = 1\n"}, (_result(True, exercises=False),))
+    failing = Candidate(2, {"a.py": "x = 2\n"}, (_result(True), _result(False)))
+    passing = Candidate(3, {"a.py": "x = 3\n"}, (_result(True),))
+    assert [c.index for c in rank([empty, unchecked, failing, passing])] == [3, 2, 1, 0]
+    # Equal checks: the change two candidates agree on wins over the greedy one.
+    greedy = Candidate(0, {"a.py": "g\n"}, (_result(True),))
+    twins = [Candidate(i, {"a.py": "t\n"}, (_result(True),)) for i in (1, 2)]
+    assert [c.index for c in rank([greedy, *twins])] == [1, 2, 0]
+    # All equal: the greedy draft.
+    assert choose([Candidate(2, {"a.py": "b\n"}), Candidate(0, {"a.py": "a\n"})]) == Candidate(0, {"a.py": "a\n"})
+    assert choose([]) is None
