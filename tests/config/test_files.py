@@ -47,7 +47,7 @@ def test_no_files_gives_defaults(dirs: tuple[Path, Path]) -> None:
     ('mcp_servers = 3\n', r"mcp_servers must be tables"),
     ('model_file = "models/q.gguf"\n', r"c\.toml:1: model_file must be an absolute path \(or start with ~/\), "
                                        r"e\.g\. model_file = \"~/models/q\.gguf\""),
-    ("gpu_layers = -1\n", r"c\.toml:1: gpu_layers must be a whole number >= 0"),
+    ("gpu_layers = -1\n", r"c\.toml:1: gpu_layers must be a whole number from 0 to 10000"),
     ('gpu_layers = "all"\n', r"gpu_layers must be a whole number"),
 ])
 def test_bad_config_names_file_line_and_fix(text: str, message: str) -> None:

@@ -174,3 +174,57 @@ def test_stop_and_status_cover_the_servers_of_model_files(tmp_path: Path) -> Non
     assert local.recorded_keys(tmp_path) == ["0.5b", "1.5b", "file-0123456789ab"]
     stopped = run_cli("stop", "--json", models_dir=tmp_path)
     assert stopped.returncode == 0 and not (tmp_path / "server-file-0123456789ab.json").exists()
+
+
+FAKE_SERVER = r'''#!/usr/bin/env python3
+# Stands in for a llama.cpp build whose weight repacking dies on this CPU: killed by SIGILL
+# unless --no-repack is passed, else a /health endpoint on the port it was given.
+import http.server, os, signal, sys
+args = sys.argv[1:]
+with open(os.environ["FAKE_ARGV_LOG"], "a") as log:
+    log.write(" ".join(args) + "\n")
+if "--no-repack" not in args:
+    os.kill(os.getpid(), signal.SIGILL)
+port = int(args[args.index("--port") + 1])
+class Health(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers(); self.wfile.write(b"{}")
+    def log_message(self, *a):
+        pass
+http.server.HTTPServer(("127.0.0.1", port), Health).serve_forever()
+'''
+
+
+def test_a_build_that_dies_by_a_signal_while_loading_is_started_again_without_repacking(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Seen on this machine: llama-server dies with SIGILL right after "threadpool init" (its
+    repacked AVX-512 kernels); the same build serves with --no-repack. One retry, then it runs."""
+    binary = tmp_path / "llama-server"
+    binary.write_text(FAKE_SERVER)
+    binary.chmod(0o755)
+    (tmp_path / "llama-server.path").write_text(str(binary))
+    weights = tmp_path / "m.gguf"
+    weights.write_bytes(b"GGUF\x03\x00\x00\x00")
+    argv_log = tmp_path / "argv.log"
+    monkeypatch.setenv("FAKE_ARGV_LOG", str(argv_log))
+    notes: list[str] = []
+    state = local.start(local.model_file(weights), progress=notes.append, base=tmp_path)
+    try:
+        assert local.healthy(state.port)
+        launches = argv_log.read_text().splitlines()
+        assert len(launches) == 2 and "--no-repack" not in launches[0] and launches[1].endswith("--no-repack")
+        assert any("retrying with --no-repack" in note for note in notes)
+        assert local.running(local.model_file(weights).key, tmp_path) == state
+    finally:
+        local._kill(state.pid)
+
+
+def test_a_build_that_exits_with_an_error_is_not_retried(tmp_path: Path) -> None:
+    binary = tmp_path / "llama-server"
+    binary.write_text("#!/bin/sh\necho 'error: unknown argument' >&2\nexit 1\n")
+    binary.chmod(0o755)
+    (tmp_path / "llama-server.path").write_text(str(binary))
+    weights = tmp_path / "m.gguf"
+    weights.write_bytes(b"GGUF\x03\x00\x00\x00")
+    with pytest.raises(LocalModelError, match="exited with 1 while loading"):
+        local.start(local.model_file(weights), progress=lambda _: None, base=tmp_path)

@@ -175,6 +175,40 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+NO_REPACK = "--no-repack"
+"""llama-server's switch that keeps weights as stored instead of repacking them for the CPU."""
+
+
+class _CrashedWhileLoading(LocalModelError):
+    """llama-server was killed by a signal before it became healthy."""
+
+    def __init__(self, message: str, returncode: int) -> None:
+        super().__init__(message)
+        self.returncode = returncode
+
+
+def _launch(argv: list[str], served: ServedModel, port: int, log_path: Path, weights: Path) -> ServerState:
+    """Start ``argv`` and wait until the server is healthy; :class:`_CrashedWhileLoading` when a
+    signal ends it first, :class:`LocalModelError` for any other exit or a timeout."""
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    state = ServerState(served.key, served.model_id, proc.pid, port, str(log_path), str(weights), served.gpu_layers)
+    deadline = time.monotonic() + HEALTH_TIMEOUT
+    while not healthy(port):
+        if proc.poll() is not None:
+            tail = log_path.read_text("utf-8", "replace")[-800:]
+            message = f"llama-server exited with {proc.returncode} while loading; log tail:\n{tail}"
+            if proc.returncode < 0 and NO_REPACK not in argv:
+                raise _CrashedWhileLoading(message, proc.returncode)
+            raise LocalModelError(message)
+        if time.monotonic() > deadline:
+            _kill(proc.pid)
+            raise LocalModelError(f"llama-server not healthy after {HEALTH_TIMEOUT:.0f} s; see {log_path}")
+        time.sleep(0.25)
+    return state
+
+
 def start(model: str | ServedModel, port: int | None = None, progress: Progress = _stderr,
           base: Path | None = None) -> ServerState:
     """Start llama-server for ``model`` (an installed model's name, or a :class:`ServedModel`)
@@ -190,21 +224,15 @@ def start(model: str | ServedModel, port: int | None = None, progress: Progress 
     port = port or _free_port()
     log_path = base / f"server-{served.key}.log"
     progress(f"starting llama-server for {served.model_id} on 127.0.0.1:{port} (log: {log_path})")
-    with open(log_path, "ab") as log:
-        proc = subprocess.Popen(
-            server_argv(binary, weights, port, served.model_id, served.gpu_layers),
-            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )
-    state = ServerState(served.key, served.model_id, proc.pid, port, str(log_path), str(weights), served.gpu_layers)
-    deadline = time.monotonic() + HEALTH_TIMEOUT
-    while not healthy(port):
-        if proc.poll() is not None:
-            tail = log_path.read_text("utf-8", "replace")[-800:]
-            raise LocalModelError(f"llama-server exited with {proc.returncode} while loading; log tail:\n{tail}")
-        if time.monotonic() > deadline:
-            _kill(proc.pid)
-            raise LocalModelError(f"llama-server not healthy after {HEALTH_TIMEOUT:.0f} s; see {log_path}")
-        time.sleep(0.25)
+    argv = server_argv(binary, weights, port, served.model_id, served.gpu_layers)
+    try:
+        state = _launch(argv, served, port, log_path, weights)
+    except _CrashedWhileLoading as crash:
+        # Seen on a Firecracker VM whose CPU reports AVX-512: llama.cpp's weight repacking for
+        # that ISA dies with SIGILL/SIGSEGV right after "threadpool init"; without repacking the
+        # same build serves. A crash by a signal while loading is retried once without it.
+        progress(f"llama-server died with signal {-crash.returncode} while loading; retrying with --no-repack")
+        state = _launch([*argv, NO_REPACK], served, port, log_path, weights)
     tmp = _state_file(served.key, base).with_suffix(".tmp")
     tmp.write_text(json.dumps(asdict(state)), "utf-8")
     os.replace(tmp, _state_file(served.key, base))
