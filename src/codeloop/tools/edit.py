@@ -25,6 +25,7 @@ from typing import Any
 from codeloop.environments.base import ExecutionEnvironment, GrepOptions
 from codeloop.environments.errors import WorkspaceError
 from codeloop.tools import workspace_ops as ops
+from codeloop.tools.effects import WRITES_FILE_PATH
 from codeloop.tools.errors import ToolError
 from codeloop.tools.files import SEEN_FILES, number_lines
 from codeloop.tools.patch_apply import PUNCTUATION_TO_ASCII, find_run
@@ -364,4 +365,5 @@ def edit_file_tool(description: str | None = None) -> RegisteredTool:
         },
         ["file_path", "old_string", "new_string"],
         run,
+        WRITES_FILE_PATH,
     )

@@ -15,6 +15,7 @@ from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import BinaryFileError, WorkspaceError
 from codeloop.llm.types import ImageData
 from codeloop.tools import workspace_ops as ops
+from codeloop.tools.effects import WRITES_FILE_PATH, reads
 from codeloop.tools.errors import ToolError
 from codeloop.tools.registry import RegisteredTool, ToolContext, ToolOutput, make_tool
 
@@ -262,6 +263,7 @@ def read_file_tool(description: str | None = None) -> RegisteredTool:
         },
         ["file_path"],
         read_file,
+        reads("file_path"),
     )
 
 
@@ -275,6 +277,7 @@ def read_many_files_tool(description: str | None = None) -> RegisteredTool:
         {"paths": {"type": "array", "items": {"type": "string"}, "minItems": 1, "description": "File paths or glob patterns."}},
         ["paths"],
         read_many_files,
+        reads("paths"),
     )
 
 
@@ -290,6 +293,7 @@ def write_file_tool(description: str | None = None) -> RegisteredTool:
         },
         ["file_path", "content"],
         write_file,
+        WRITES_FILE_PATH,
     )
 
 
@@ -305,4 +309,5 @@ def list_dir_tool(description: str | None = None) -> RegisteredTool:
         },
         [],
         list_dir,
+        reads("path"),
     )

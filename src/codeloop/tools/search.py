@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from codeloop.environments.base import ExecutionEnvironment, GrepOptions
+from codeloop.tools.effects import reads
 from codeloop.tools.registry import RegisteredTool, ToolContext, make_tool
 
 DEFAULT_MAX_RESULTS = 100
@@ -51,6 +52,7 @@ def grep_tool(description: str | None = None) -> RegisteredTool:
         },
         ["pattern"],
         grep,
+        reads("path"),
     )
 
 
@@ -67,4 +69,5 @@ def glob_tool(description: str | None = None) -> RegisteredTool:
         },
         ["pattern"],
         glob,
+        reads("path"),
     )

@@ -13,6 +13,7 @@ from typing import Any
 
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.tools.apply_patch import apply_patch_text
+from codeloop.tools.effects import ALL_EFFECTS, ToolEffects, shell_line
 from codeloop.tools.errors import PatchError
 from codeloop.tools.registry import RegisteredTool, ToolContext, ToolOutput, make_tool
 from codeloop.tools.workspace_ops import CommandOutcome, run_command
@@ -65,6 +66,10 @@ async def _apply_patch_via_shell(command: str, env: ExecutionEnvironment, ctx: T
     return ToolOutput(f"{outcome.summary()}[exit code: 0, duration: 0 ms]")
 
 
+SHELL_EFFECTS = ToolEffects(ALL_EFFECTS, None, shell_line())
+"""A shell line may do anything to any file: the widest, with the line to judge (approval modes)."""
+
+
 def shell_tool(default_timeout_ms: int = OPENAI_SHELL_TIMEOUT_MS, description: str | None = None) -> RegisteredTool:
     """``shell(command, timeout_ms?, description?)`` with a profile's default timeout."""
 
@@ -89,4 +94,5 @@ def shell_tool(default_timeout_ms: int = OPENAI_SHELL_TIMEOUT_MS, description: s
         },
         ["command"],
         shell,
+        SHELL_EFFECTS,
     )

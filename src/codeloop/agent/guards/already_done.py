@@ -169,6 +169,5 @@ class AlreadyDone(TurnGuard):
         # more times, each answered "already done ... give your final answer now", until its
         # time ran out. Told twice, a third time ends the input with what its calls did.
         session = turn.session
-        turn.answer = f"{REPEATS_STOPPED[0].upper()}{REPEATS_STOPPED[1:]}. " + describe_work(
-            session.history, session.environment.working_directory())
+        turn.answer = f"{REPEATS_STOPPED[0].upper()}{REPEATS_STOPPED[1:]}. " + describe_work(session)
         return end("loop_limit", REPEATS_STOPPED)
