@@ -15,12 +15,13 @@ from codeloop.policy import (
     ApprovalRequest,
     ApprovalsFileError,
     ApprovalStore,
-    ToolCallRequest,
     approval_policy,
 )
 from codeloop.tools.files import read_file_tool, write_file_tool
+from codeloop.tools.index_tools import index_tools
 from codeloop.tools.pipeline import execute_tool_call
 from codeloop.tools.registry import RegisteredTool, ToolRegistry
+from codeloop.tools.sets import all_tools, all_tools_registry
 from codeloop.tools.shell import shell_tool
 
 
@@ -109,11 +110,12 @@ async def test_always_ask_runs_index_searches_without_asking_but_not_writes(ws: 
     asker = Asker("n")
     policy = approval_policy("always-ask", ApprovalStore(ws), asker)  # type: ignore[arg-type]
     env = LocalExecutionEnvironment(ws)
+    registry = ToolRegistry.of([*all_tools(), *index_tools(ws)])
     for name in ("search_code", "find_symbol", "impact", "grep"):
-        decision = await policy(ToolCallRequest(name, {"query": "x"}, "c1"), env)
+        decision = await policy(registry.request(name, {"query": "x"}, "c1"), env)
         assert decision.action == "allow", name
     assert asker.asked == []
-    decision = await policy(ToolCallRequest("write_file", {"file_path": "b.txt", "content": "b"}, "c2"), env)
+    decision = await policy(registry.request("write_file", {"file_path": "b.txt", "content": "b"}, "c2"), env)
     assert decision.action == "deny" and len(asker.asked) == 1
 
 
@@ -163,7 +165,8 @@ def test_judging_any_line_never_raises(tmp_path_factory: pytest.TempPathFactory,
     store.remember(prefix)
     asker = Asker("n")
     policy = approval_policy("on-risk", store, asker)  # type: ignore[arg-type]
-    decision = asyncio.run(policy(ToolCallRequest("shell", {"command": line}), LocalExecutionEnvironment(ws)))
+    call = all_tools_registry().request("shell", {"command": line})
+    decision = asyncio.run(policy(call, LocalExecutionEnvironment(ws)))
     assert decision.action in ("allow", "deny")
     assert (decision.action == "deny") == bool(asker.asked)
 

@@ -51,7 +51,7 @@ class Driver:
             self.calls += 1
             cid = f"c{self.calls}"
             self.emit(ev.ToolCallStart(session_id=SID, tool_name=name, call_id=cid, arguments=args))
-            result = await execute_tool_call(self.registry, name, args, self.env, checkpoint=self.checkpoints.around)
+            result = await execute_tool_call(self.registry, name, args, self.env, checkpoint=self.checkpoints)
             assert not result.is_error, result.output
             self.emit(ev.ToolCallEnd(session_id=SID, tool_name=name, call_id=cid, output=result.full_output))
 
