@@ -85,6 +85,10 @@ async def _run_apply_patch(args: dict[str, Any], env: ExecutionEnvironment, ctx:
     return ToolOutput(outcome.summary())
 
 
+APPLY_PATCH = "apply_patch"
+"""The tool's name (its one spelling: others import it)."""
+
+
 def patch_paths(arguments: Mapping[str, Any]) -> list[str]:
     """The files a patch adds, deletes, updates or moves to, read with the parser that applies
     it (a patch it cannot parse changes nothing, and names no file)."""
@@ -111,5 +115,5 @@ APPLY_PATCH_EFFECTS = ToolEffects(frozenset({Effect.READ, Effect.WRITE}), patch_
 def apply_patch_tool() -> RegisteredTool:
     """The ``apply_patch`` tool with a ``patch`` argument (codex's freeform tool as JSON)."""
     patch = {"type": "string", "description": "The entire patch, from *** Begin Patch to *** End Patch."}
-    return make_tool("apply_patch", APPLY_PATCH_DESCRIPTION, {"patch": patch}, ["patch"], _run_apply_patch,
+    return make_tool(APPLY_PATCH, APPLY_PATCH_DESCRIPTION, {"patch": patch}, ["patch"], _run_apply_patch,
                      APPLY_PATCH_EFFECTS)

@@ -33,10 +33,15 @@ async def glob(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext
     return "\n".join(paths) if paths else f"No files found matching {args['pattern']!r}."
 
 
+GREP = "grep"
+GLOB = "glob"
+"""The tool names (their one spelling: others import them)."""
+
+
 def grep_tool(description: str | None = None) -> RegisteredTool:
     """``grep(pattern, path?, glob_filter?, case_insensitive?, max_results?, output_mode?)``."""
     return make_tool(
-        "grep",
+        GREP,
         description
         or (
             "Search file contents using regex patterns (ripgrep syntax). Returns matching lines as "
@@ -59,7 +64,7 @@ def grep_tool(description: str | None = None) -> RegisteredTool:
 def glob_tool(description: str | None = None) -> RegisteredTool:
     """``glob(pattern, path?)``."""
     return make_tool(
-        "glob",
+        GLOB,
         description
         or "Find files matching a glob pattern (e.g. \"**/*.ts\"). Returns paths sorted by modification "
         "time, newest first; .gitignore is respected.",

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from codeloop.environments.base import ExecutionEnvironment
-from codeloop.tools.apply_patch import apply_patch_text
+from codeloop.tools.apply_patch import APPLY_PATCH, apply_patch_text
 from codeloop.tools.effects import ALL_EFFECTS, ToolEffects, shell_line
 from codeloop.tools.errors import PatchError
 from codeloop.tools.registry import RegisteredTool, ToolContext, ToolOutput, make_tool
@@ -53,7 +53,7 @@ def format_outcome(outcome: CommandOutcome) -> ToolOutput:
 def is_apply_patch_command(command: str) -> bool:
     """True for ``apply_patch <<'EOF' ... EOF`` typed into the shell, as codex models do."""
     head = command.lstrip()
-    return head.startswith(("apply_patch", "applypatch")) and "*** Begin Patch" in command
+    return head.startswith((APPLY_PATCH, "applypatch")) and "*** Begin Patch" in command
 
 
 async def _apply_patch_via_shell(command: str, env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:
@@ -64,6 +64,10 @@ async def _apply_patch_via_shell(command: str, env: ExecutionEnvironment, ctx: T
     except PatchError as exc:
         return ToolOutput(f"{exc}\n[exit code: 1, duration: 0 ms]", is_error=True)
     return ToolOutput(f"{outcome.summary()}[exit code: 0, duration: 0 ms]")
+
+
+SHELL = "shell"
+"""The tool's name (its one spelling: others import it)."""
 
 
 SHELL_EFFECTS = ToolEffects(ALL_EFFECTS, None, shell_line())
@@ -80,7 +84,7 @@ def shell_tool(default_timeout_ms: int = OPENAI_SHELL_TIMEOUT_MS, description: s
         return format_outcome(await run_command(env, args["command"], timeout_ms=timeout_ms, on_output=ctx.on_output))
 
     return make_tool(
-        "shell",
+        SHELL,
         description
         or (
             "Execute a shell command (bash) in the workspace. Returns stdout, stderr, the exit code "

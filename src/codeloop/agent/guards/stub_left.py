@@ -54,6 +54,8 @@ from codeloop.agent.named_blocks import fenced_bodies
 from codeloop.agent.reply_reader import Reply
 from codeloop.llm.errors import SDKError
 from codeloop.llm.types import ToolCall
+from codeloop.tools.edit import EDIT_FILE
+from codeloop.tools.files import WRITE_FILE
 
 if TYPE_CHECKING:
     from codeloop.agent.session import Session
@@ -114,9 +116,9 @@ def _writes_code(calls: Sequence[ToolCall], path: str, source: str, name: str) -
         if str(args.get("file_path", "")).removeprefix("./") != path:
             continue
         content, old, new = args.get("content"), args.get("old_string"), args.get("new_string")
-        if call.name == "write_file" and isinstance(content, str):
+        if call.name == WRITE_FILE and isinstance(content, str):
             text = content
-        elif call.name == "edit_file" and isinstance(old, str) and isinstance(new, str) and old and old in text:
+        elif call.name == EDIT_FILE and isinstance(old, str) and isinstance(new, str) and old and old in text:
             text = text.replace(old, new, 1)
     kept = {f.name for f in defined_functions(text) or ()} >= {f.name for f in defined_functions(source) or ()}
     return text != source and kept and implementation(text, name) is not None
