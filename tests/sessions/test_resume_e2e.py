@@ -99,8 +99,12 @@ async def test_resume_after_kill_9_mid_tool_call(tmp_path: Path) -> None:
     assert proc.stdout is not None
     session_id = proc.stdout.readline().decode().strip()
     log = Path(os.environ["CODELOOP_STATE_DIR"]) / "sessions" / f"{session_id}.jsonl"
+    # Killed once the shell call is under way: its uncovered mark is written right before it
+    # starts (after its tool_call_start event is logged).
+    mark = log.parent / f"{session_id}.checkpoints" / "turns" / "2.json"
     for _ in range(600):
-        if log.exists() and b'"echo started; sleep 60"' in log.read_bytes():
+        if log.exists() and b'"echo started; sleep 60"' in log.read_bytes() and mark.exists() \
+                and b"uncovered" in mark.read_bytes():
             break
         await asyncio.sleep(0.05)
     os.killpg(proc.pid, signal.SIGKILL)
