@@ -65,8 +65,8 @@ class ToolCallRequest:
     """The workspace paths the call names, as given; None when its tool cannot say (``shell``,
     MCP tools): then it may touch any file."""
     command: str | None = None
-    """The shell line the call runs in the workspace's environment (``shell``, ``job_start``);
-    None when it runs none there or its tool cannot say (an MCP tool runs elsewhere)."""
+    """The shell line the call runs in the workspace's environment (``shell``); None when it
+    runs none there or its tool cannot say (an MCP tool runs elsewhere)."""
 
     @property
     def read_only(self) -> bool:

@@ -54,19 +54,20 @@ class ToolEffects:
     paths: PathsOf | None = None
     """The paths a given call names; None when the tool cannot say (it may touch any file)."""
     command: CommandOf | None = None
-    """The shell line a call runs in the workspace's environment (``shell``, ``job_start``);
-    None for tools that run none there (or cannot say which)."""
+    """The shell line a call runs in the workspace's environment (``shell``, the relay's
+    ``RUN_COMMAND``); None for tools that run none there (or cannot say which)."""
 
     def paths_of(self, arguments: Mapping[str, Any]) -> tuple[str, ...] | None:
-        """The paths this call names (stripped, deduplicated), None when unknown. Never raises:
-        arguments come from a model; what the function cannot read names no path."""
+        """The paths this call names exactly as given (deduplicated; a checkpoint must snapshot
+        the file the tool will write), None when unknown. Never raises: arguments come from a
+        model; what the function cannot read names no path."""
         if self.paths is None:
             return None
         try:
             found = self.paths(arguments)
         except Exception:  # a malformed argument names no path; VALIDATE has already judged it
             return ()
-        return tuple(dict.fromkeys(p.strip() for p in found if isinstance(p, str) and p.strip()))
+        return tuple(dict.fromkeys(p for p in found if isinstance(p, str) and p.strip()))
 
     def request(self, name: str, arguments: dict[str, Any], call_id: str | None = None) -> ToolCallRequest:
         """The call as the pipeline hands it on: its arguments with this declaration applied."""
@@ -93,8 +94,6 @@ def argument_paths(*keys: str) -> PathsOf:
     return paths
 
 
-WRITES_FILE_PATH = ToolEffects(frozenset({Effect.READ, Effect.WRITE}), argument_paths("file_path"))  # = writes("file_path")
-"""A tool that reads and writes the one file its ``file_path`` names (write_file, edit_file)."""
 WIDEST = ToolEffects()
 """A tool that cannot say: every effect, paths and command unknown (MCP tools, unknown tools)."""
 NO_EFFECTS = ToolEffects(frozenset(), lambda arguments: [])
@@ -110,6 +109,10 @@ def reads(*keys: str) -> ToolEffects:
 def writes(*keys: str) -> ToolEffects:
     """A tool that reads and writes the files its path arguments ``keys`` name."""
     return ToolEffects(frozenset({Effect.READ, Effect.WRITE}), argument_paths(*keys))
+
+
+WRITES_FILE_PATH = writes("file_path")
+"""A tool that reads and writes the one file its ``file_path`` names (write_file, edit_file)."""
 
 
 def shell_line(key: str = "command") -> CommandOf:
@@ -129,7 +132,7 @@ def call_paths(call: ToolCallRequest, workspace: Path) -> list[str]:
     lie in it (``./`` dropped), for matching them against globs (hooks' ``paths``, diagnostics,
     the turn guards); none when its tool cannot say (``shell``, MCP tools)."""
     relative = []
-    for path in call.paths or ():
+    for path in (p.strip() for p in call.paths or ()):
         if os.path.isabs(path):
             with contextlib.suppress(ValueError):
                 path = Path(path).relative_to(workspace).as_posix()
