@@ -11,7 +11,9 @@ and the path's new hash after it. :func:`codeloop.sessions.rewind.rewind` uses b
 A call that may change files nobody can name before it runs (``shell``, an MCP tool, any
 ``exec`` call with unknown paths) cannot be snapshotted: it leaves an *uncovered* mark in its
 turn's manifest, written before it runs, and a rewind across that turn refuses, naming the
-call and its command. A rewind also refuses if a file it would restore changed since.
+call and its command. A shell line whose every command only reads (``ls``, ``cat``, ``git
+diff``: :func:`codeloop.policy.approval_modes.is_read_only_line`, the line ``--approval
+on-risk`` runs without asking) changes nothing and leaves no mark. A rewind also refuses if a file it would restore changed since.
 
 Layout under ``<state>/sessions/<id>.checkpoints/``: ``blobs/<sha256>`` (content-addressed
 file contents) and ``turns/<N>.json`` (``{"files": {path: {"before": sha|null, "after": sha|null}},
@@ -32,6 +34,7 @@ from codeloop.environments.atomic import atomic_write
 from codeloop.environments.errors import WorkspaceError
 from codeloop.environments.resolver import resolve_workspace_path
 from codeloop.policy.approval import Effect, ToolCallRequest
+from codeloop.policy.approval_modes import is_read_only_line
 from codeloop.sessions.log import LoggedEvent
 from codeloop.sessions.state_dir import checkpoints_path
 
@@ -172,6 +175,8 @@ class Checkpoints:
         an MCP tool) is marked uncovered instead, before it runs, so a rewind across it refuses."""
         turn = self._turn(step)
         try:
+            if paths is None and call.command is not None and is_read_only_line(call.command):
+                return  # every command of the line only reads (the approval modes' judgement): nothing to undo
             if paths is None:
                 self._mark_uncovered(turn, call)
             else:
