@@ -359,6 +359,19 @@ async def test_a_checkpoint_that_raises_fails_the_call_without_running_it() -> N
     assert result.output == "Tool 'echo' not run: its checkpoint failed (snapshot store unreadable)."
 
 
+async def test_a_checkpoint_that_raises_after_the_call_ran_says_so_in_the_result() -> None:
+    calls: list[dict[str, Any]] = []
+
+    class Broken(_Recorder):
+        def after(self, *args: Any) -> None:
+            raise RuntimeError("manifest unwritable")
+
+    registry = ToolRegistry.of([_counting_tool(calls)])
+    result = await execute_tool_call(registry, "echo", {"file_path": "a"}, ENV, checkpoint=Broken())
+    assert result.is_error and calls == [{"file_path": "a"}]
+    assert result.output.endswith("(Tool 'echo' ran, but its checkpoint failed: manifest unwritable.)")
+
+
 async def test_the_seam_sees_only_changing_calls_with_their_declaration_and_step(tmp_path: Path) -> None:
     rec = _Recorder()
     env = LocalExecutionEnvironment(str(tmp_path))
