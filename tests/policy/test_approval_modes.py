@@ -17,10 +17,11 @@ from codeloop.policy import (
     ApprovalStore,
     approval_policy,
 )
+from codeloop.tools.effects import writes
 from codeloop.tools.files import read_file_tool, write_file_tool
 from codeloop.tools.index_tools import index_tools
 from codeloop.tools.pipeline import execute_tool_call
-from codeloop.tools.registry import RegisteredTool, ToolRegistry
+from codeloop.tools.registry import RegisteredTool, ToolRegistry, make_tool
 from codeloop.tools.sets import all_tools, all_tools_registry
 from codeloop.tools.shell import shell_tool
 
@@ -125,6 +126,31 @@ async def test_on_risk_asks_for_mcp_tools_but_not_file_tools(ws: Path) -> None:
     assert failed and asker.asked[0].remember_as == ("srv__do",)
     failed, _ = await run(ws, "on-risk", Asker(), "write_file", {"file_path": "c.txt", "content": "c"})
     assert not failed
+
+
+async def test_on_risk_reads_the_declarations_not_the_names(ws: Path) -> None:
+    """What asks is what the tool declares, whatever its name (issue 30)."""
+    from codeloop.tools.jobs import JobTable, add_job_tools
+
+    registry = ToolRegistry.of(all_tools())
+    add_job_tools(registry, JobTable())
+    asker = Asker("n")
+    policy = approval_policy("on-risk", ApprovalStore(ws), asker)  # type: ignore[arg-type]
+    env = LocalExecutionEnvironment(ws)
+    feeds = await policy(registry.request("job_input", {"job_id": "job1", "text": "rm -rf .\n"}), env)
+    assert feeds.action == "deny" and [a.tool_name for a in asker.asked] == ["job_input"]  # may do anything: asked
+    for name, args in (("job_stop", {"job_id": "job1"}), ("job_output", {}),
+                       ("apply_patch", {"patch": "*** Begin Patch\n*** Add File: n.txt\n+n\n*** End Patch"})):
+        assert (await policy(registry.request(name, args), env)).action == "allow", name
+    assert len(asker.asked) == 1
+    renamed = make_tool("notes_save", "d", {"path": {"type": "string"}}, ["path"], _noop, writes("path"))
+    assert (await policy(renamed.effects.request("notes_save", {"path": "n.md"}), env)).action == "allow"
+    undeclared = make_tool("notes_sync", "d", {}, [], _noop)  # says nothing: the widest, asked
+    assert (await policy(undeclared.effects.request("notes_sync", {}), env)).action == "deny"
+
+
+async def _noop(args: object, env: object, ctx: object) -> str:
+    return ""
 
 
 async def test_a_failing_prompt_denies_the_call(ws: Path) -> None:
