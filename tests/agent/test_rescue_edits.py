@@ -6,10 +6,8 @@ checkpoints and events hold. Local / small-window profiles only."""
 from __future__ import annotations
 
 import ast
-import contextlib
 import json
 import keyword
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -201,10 +199,14 @@ async def test_a_path_outside_the_workspace_is_refused_by_the_pipeline(harness, 
 async def test_rescued_edits_pass_the_policy_the_checkpoint_and_the_events(harness) -> None:
     checkpointed: list[str] = []
 
-    @contextlib.contextmanager
-    def checkpoint(call: Any) -> Iterator[None]:
-        checkpointed.append(call.name)
-        yield
+    class Seam:
+        def before(self, call: Any, effects: Any, paths: Any, step: Any) -> None:
+            checkpointed.append(call.name)
+
+        def after(self, call: Any, effects: Any, paths: Any, step: Any, outcome: Any) -> None:
+            pass
+
+    checkpoint = Seam()
 
     async def deny_writes(call: Any, env: Any) -> Decision:
         return Decision.deny("writes are off") if call.name == "write_file" else Decision.allow()

@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from codeloop.codali.critic import judge, outside_plan, parse_verdict
 from codeloop.codali.pipeline import ModelChoice, PipelineConfig, RolesPipeline, parse_plan_targets
+from codeloop.environments.base import ExecutionEnvironment
 from codeloop.llm.adapters.scripted import ScriptedAdapter, text_response, tool_call_response
 from codeloop.llm.client import Client
 from codeloop.llm.errors import error_from_status_code
 from codeloop.llm.types import Request
+from codeloop.policy.approval import Effect
+from codeloop.tools.apply_patch import apply_patch_tool
+from codeloop.tools.effects import ToolEffects, argument_paths
+from codeloop.tools.index_tools import index_tools
+from codeloop.tools.registry import ToolContext, ToolRegistry, make_tool
+from codeloop.tools.sets import core_tools
 
 LIBRARIAN_REQUEST = """I need the page first.
 
@@ -27,6 +35,19 @@ PLAN = """1. Change the heading text.
 plan_targets:
   - "src/public/index.html"
 """
+
+
+def misdeclared_tools(repo: Path) -> ToolRegistry:
+    """The builder's tools plus ``run``: a command tool whose declaration says it writes no file
+    (a wrong declaration). The plan guard believes declarations; the critic's before/after
+    comparison of the repository catches what such a tool really changed."""
+
+    async def run(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> str:
+        return (await env.exec_command(args["command"])).stdout
+
+    lying = make_tool("run", "Run a command.", {"command": {"type": "string"}}, ["command"], run,
+                      ToolEffects(frozenset({Effect.WRITE}), argument_paths()))
+    return ToolRegistry.of([*core_tools(), *index_tools(repo), lying])
 
 
 def config(**limits: object) -> PipelineConfig:
@@ -67,8 +88,10 @@ async def test_critic_fails_touch_outside_plan_and_architect_revises(repo: Path)
     adapter = ScriptedAdapter([
         text_response("Brief: nothing to fetch."),
         text_response(PLAN),
-        # The plan guard refuses write_file outside the plan; a shell command is not guarded.
+        # The plan guard refuses write_file outside the plan, and does not run a shell line that may
+        # write (it asks, and nobody is there to answer); a tool whose declaration is wrong gets past.
         tool_call_response(("shell", {"command": "printf '<p>x</p>\\n' > src/other.html"})),
+        tool_call_response(("run", {"command": "printf '<p>x</p>\\n' > src/other.html"})),
         text_response("Done."),
         text_response("status: PASS"),  # the model is lenient; the deterministic check is not
         text_response("Revised: also allow the new file.\n\nplan_targets:\n  - src/public/index.html\n"
@@ -77,9 +100,12 @@ async def test_critic_fails_touch_outside_plan_and_architect_revises(repo: Path)
         text_response("Really nothing: the file is already written."),  # after the nudge
         text_response("status: PASS"),
     ])
-    result = await RolesPipeline(Client({"scripted": adapter}), repo, config()).run("Add a page")
+    pipeline = RolesPipeline(Client({"scripted": adapter}), repo, config(), registry=misdeclared_tools(repo))
+    result = await pipeline.run("Add a page")
     assert result.status == "PASS" and result.rounds == 2
-    revise_request = texts(adapter.requests[5])
+    shell_result = str(adapter.requests[3].messages[-1])
+    assert "needs approval (shell may change files outside plan_targets (src/public/index.html)" in shell_result
+    revise_request = texts(adapter.requests[6])
     assert "critic.result" in revise_request and '"FAIL"' in revise_request
     assert "touched files outside allowed paths: src/other.html" in revise_request
 
@@ -403,11 +429,12 @@ async def test_the_critic_sees_the_builders_changes_as_a_diff(repo: Path) -> Non
         tool_call_response(("edit_file", {"file_path": "src/public/index.html", "old_string": "Landing page",
                                           "new_string": "Welcome"})),
         tool_call_response(("write_file", {"file_path": "src/new.txt", "content": "brand new line\n"})),
-        tool_call_response(("shell", {"command": "rm src/app.py"})),
+        tool_call_response(("run", {"command": "rm src/app.py"})),
         text_response("Done."),
         text_response("status: PASS"),
     ])
-    result = await RolesPipeline(Client({"scripted": adapter}), repo, config(max_rounds=1)).run("Rename it")
+    result = await RolesPipeline(Client({"scripted": adapter}), repo, config(max_rounds=1),
+                                 registry=misdeclared_tools(repo)).run("Rename it")
     assert result.status == "FAIL"  # src/app.py was deleted outside the plan
     critic_prompt = adapter.requests[6].messages[-1].text
     assert "--- a/src/public/index.html" in critic_prompt
@@ -565,9 +592,21 @@ async def test_a_write_outside_plan_targets_is_refused_by_the_builder_sessions_p
     await pipeline.run("task")
     session = pipeline.builder_session
     assert session is not None and session.policy is not None
-    outside = await session.policy(ToolCallRequest("write_file", {"file_path": "docs/guide.md", "content": ""}),
+    tools = pipeline.registry
+    outside = await session.policy(tools.request("write_file", {"file_path": "docs/guide.md", "content": ""}),
                                    pipeline.env)
     assert outside.action == "deny"
     assert "write_file refused: docs/guide.md is not in plan_targets (src/public/index.html)" in outside.reason
-    inside = await session.policy(ToolCallRequest("edit_file", {"file_path": "./src/public/index.html"}), pipeline.env)
+    inside = await session.policy(tools.request("edit_file", {"file_path": "./src/public/index.html"}), pipeline.env)
     assert inside.action == "allow"
+    # apply_patch and shell used to get past the guard (it knew only write_file and edit_file).
+    patch = ("*** Begin Patch\n*** Update File: src/public/index.html\n@@\n-a\n+b\n"
+             "*** Add File: docs/guide.md\n+x\n*** End Patch\n")
+    patched = await session.policy(apply_patch_tool().effects.request("apply_patch", {"patch": patch}), pipeline.env)
+    assert patched.action == "deny" and "apply_patch refused: docs/guide.md is not in plan_targets" in patched.reason
+    writes = await session.policy(tools.request("shell", {"command": "echo x > docs/guide.md"}), pipeline.env)
+    assert writes.action == "ask" and "shell may change files outside plan_targets" in writes.reason
+    reads = await session.policy(tools.request("shell", {"command": "cat docs/guide.md | grep x"}), pipeline.env)
+    assert reads.action == "allow"
+    unknown = await session.policy(ToolCallRequest("srv__write", {"path": "x"}), pipeline.env)
+    assert unknown.action == "ask"

@@ -15,12 +15,14 @@ from codeloop.policy import (
     ApprovalRequest,
     ApprovalsFileError,
     ApprovalStore,
-    ToolCallRequest,
     approval_policy,
 )
+from codeloop.tools.effects import writes
 from codeloop.tools.files import read_file_tool, write_file_tool
+from codeloop.tools.index_tools import index_tools
 from codeloop.tools.pipeline import execute_tool_call
-from codeloop.tools.registry import RegisteredTool, ToolRegistry
+from codeloop.tools.registry import RegisteredTool, ToolRegistry, make_tool
+from codeloop.tools.sets import all_tools, all_tools_registry
 from codeloop.tools.shell import shell_tool
 
 
@@ -109,11 +111,12 @@ async def test_always_ask_runs_index_searches_without_asking_but_not_writes(ws: 
     asker = Asker("n")
     policy = approval_policy("always-ask", ApprovalStore(ws), asker)  # type: ignore[arg-type]
     env = LocalExecutionEnvironment(ws)
+    registry = ToolRegistry.of([*all_tools(), *index_tools(ws)])
     for name in ("search_code", "find_symbol", "impact", "grep"):
-        decision = await policy(ToolCallRequest(name, {"query": "x"}, "c1"), env)
+        decision = await policy(registry.request(name, {"query": "x"}, "c1"), env)
         assert decision.action == "allow", name
     assert asker.asked == []
-    decision = await policy(ToolCallRequest("write_file", {"file_path": "b.txt", "content": "b"}, "c2"), env)
+    decision = await policy(registry.request("write_file", {"file_path": "b.txt", "content": "b"}, "c2"), env)
     assert decision.action == "deny" and len(asker.asked) == 1
 
 
@@ -123,6 +126,31 @@ async def test_on_risk_asks_for_mcp_tools_but_not_file_tools(ws: Path) -> None:
     assert failed and asker.asked[0].remember_as == ("srv__do",)
     failed, _ = await run(ws, "on-risk", Asker(), "write_file", {"file_path": "c.txt", "content": "c"})
     assert not failed
+
+
+async def test_on_risk_reads_the_declarations_not_the_names(ws: Path) -> None:
+    """What asks is what the tool declares, whatever its name (issue 30)."""
+    from codeloop.tools.jobs import JobTable, add_job_tools
+
+    registry = ToolRegistry.of(all_tools())
+    add_job_tools(registry, JobTable())
+    asker = Asker("n")
+    policy = approval_policy("on-risk", ApprovalStore(ws), asker)  # type: ignore[arg-type]
+    env = LocalExecutionEnvironment(ws)
+    feeds = await policy(registry.request("job_input", {"job_id": "job1", "text": "rm -rf .\n"}), env)
+    assert feeds.action == "deny" and [a.tool_name for a in asker.asked] == ["job_input"]  # may do anything: asked
+    for name, args in (("job_stop", {"job_id": "job1"}), ("job_output", {}),
+                       ("apply_patch", {"patch": "*** Begin Patch\n*** Add File: n.txt\n+n\n*** End Patch"})):
+        assert (await policy(registry.request(name, args), env)).action == "allow", name
+    assert len(asker.asked) == 1
+    renamed = make_tool("notes_save", "d", {"path": {"type": "string"}}, ["path"], _noop, writes("path"))
+    assert (await policy(renamed.effects.request("notes_save", {"path": "n.md"}), env)).action == "allow"
+    undeclared = make_tool("notes_sync", "d", {}, [], _noop)  # says nothing: the widest, asked
+    assert (await policy(undeclared.effects.request("notes_sync", {}), env)).action == "deny"
+
+
+async def _noop(args: object, env: object, ctx: object) -> str:
+    return ""
 
 
 async def test_a_failing_prompt_denies_the_call(ws: Path) -> None:
@@ -163,7 +191,8 @@ def test_judging_any_line_never_raises(tmp_path_factory: pytest.TempPathFactory,
     store.remember(prefix)
     asker = Asker("n")
     policy = approval_policy("on-risk", store, asker)  # type: ignore[arg-type]
-    decision = asyncio.run(policy(ToolCallRequest("shell", {"command": line}), LocalExecutionEnvironment(ws)))
+    call = all_tools_registry().request("shell", {"command": line})
+    decision = asyncio.run(policy(call, LocalExecutionEnvironment(ws)))
     assert decision.action in ("allow", "deny")
     assert (decision.action == "deny") == bool(asker.asked)
 

@@ -32,13 +32,13 @@ async def test_reads_go_to_the_wrapped_policy_and_run(tmp_path: Path) -> None:
     outcome = await execute_tool_call(all_tools_registry(), "read_file", {"file_path": "a.txt"}, env,
                                       policy=plan_mode_policy(None, shell_sandboxed=False))
     assert not outcome.is_error and "hello" in outcome.output
-    decision = await plan_mode_policy(asks, shell_sandboxed=True)(ToolCallRequest("grep", {}), env)
+    decision = await plan_mode_policy(asks, shell_sandboxed=True)(all_tools_registry().request("grep", {}), env)
     assert decision.action == "ask" and "inner policy saw grep" in decision.reason
 
 
 async def test_shell_needs_the_read_only_sandbox_and_mcp_tools_are_refused(tmp_path: Path) -> None:
     env = LocalExecutionEnvironment(tmp_path)
-    touch = ToolCallRequest("shell", {"command": "touch x"})
+    touch = all_tools_registry().request("shell", {"command": "touch x"})
     assert (await plan_mode_policy(asks, shell_sandboxed=True)(touch, env)).action == "allow"
     refused = await plan_mode_policy(asks, shell_sandboxed=False)(touch, env)
     assert refused.action == "deny" and "bubblewrap cannot run here" in refused.reason

@@ -51,7 +51,7 @@ class Driver:
             self.calls += 1
             cid = f"c{self.calls}"
             self.emit(ev.ToolCallStart(session_id=SID, tool_name=name, call_id=cid, arguments=args))
-            result = await execute_tool_call(self.registry, name, args, self.env, checkpoint=self.checkpoints.around)
+            result = await execute_tool_call(self.registry, name, args, self.env, checkpoint=self.checkpoints)
             assert not result.is_error, result.output
             self.emit(ev.ToolCallEnd(session_id=SID, tool_name=name, call_id=cid, output=result.full_output))
 
@@ -117,3 +117,23 @@ async def test_rewind_out_of_range_is_refused(tmp_path: Path) -> None:
     d.log.close()
     with pytest.raises(RewindRefusedError, match=r"has turns 0\.\.1"):
         rewind(SID, 5)
+
+
+async def test_a_shell_call_that_may_write_is_marked_uncovered_and_a_read_only_one_is_not(tmp_path: Path) -> None:
+    from codeloop.tools.shell import shell_tool
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("a\n")
+    d = Driver(ws)
+    d.registry.register(shell_tool())
+    await d.turn(("shell", {"command": "ls -la && cat a.txt | grep a"}))
+    await d.turn(("write_file", {"file_path": "b.txt", "content": "b\n"}), ("shell", {"command": "rm a.txt"}))
+    d.log.close()
+    assert d.checkpoints.uncovered(1) == []
+    [mark] = d.checkpoints.uncovered(2)
+    assert (mark.tool, mark.command, mark.describe()) == ("shell", "rm a.txt", "shell `rm a.txt`")
+    with pytest.raises(RewindRefusedError, match=r"turn 2 ran shell `rm a.txt`, which no checkpoint covers"):
+        rewind(SID, 1)
+    assert (ws / "b.txt").exists() and not (ws / "a.txt").exists()  # nothing was restored
+    assert rewind(SID, 2).turn == 2

@@ -5,21 +5,26 @@ from __future__ import annotations
 from pathlib import Path
 
 from codeloop.policy.approval import ToolCallRequest
-from codeloop.tools.hooks import Hook, Hooks, call_paths
+from codeloop.tools.effects import call_paths
+from codeloop.tools.hooks import Hook, Hooks
 from codeloop.tools.registry import ToolOutput
+from codeloop.tools.sets import all_tools_registry
 
 PATCH = "*** Begin Patch\n*** Update File: src/a.py\n@@\n-x\n+y\n*** Add File: ./b.py\n+z\n*** End Patch\n"
 
 
-def test_call_paths_reads_path_arguments_and_patches_relative_to_the_workspace(tmp_path: Path) -> None:
-    assert call_paths(ToolCallRequest("apply_patch", {"patch": PATCH}), tmp_path) == ["src/a.py", "b.py"]
-    assert call_paths(ToolCallRequest("write_file", {"file_path": str(tmp_path / "c" / "d.py")}), tmp_path) == ["c/d.py"]
-    assert call_paths(ToolCallRequest("read_many_files", {"paths": ["x", 3]}), tmp_path) == ["x"]
-    assert call_paths(ToolCallRequest("srv__t", {"path": 5, "file_path": "/elsewhere/e"}), tmp_path) == ["/elsewhere/e"]
+def test_call_paths_are_the_declared_paths_relative_to_the_workspace(tmp_path: Path) -> None:
+    tools = all_tools_registry()
+    assert call_paths(tools.request("apply_patch", {"patch": PATCH}), tmp_path) == ["src/a.py", "b.py"]
+    assert call_paths(tools.request("write_file", {"file_path": str(tmp_path / "c" / "d.py")}), tmp_path) == ["c/d.py"]
+    assert call_paths(tools.request("read_many_files", {"paths": ["x", 3]}), tmp_path) == ["x"]
+    # A tool that cannot say (an MCP tool, shell) names no path, whatever its arguments look like.
+    assert call_paths(tools.request("srv__t", {"path": 5, "file_path": "/elsewhere/e"}), tmp_path) == []
+    assert call_paths(tools.request("shell", {"command": "cat src/a.py"}), tmp_path) == []
     hook = Hook("post_tool_call", "true", tools=["apply_*"], paths=["src/*.py"])
-    assert hook.matches(ToolCallRequest("apply_patch", {"patch": PATCH}), tmp_path)
-    assert not hook.matches(ToolCallRequest("write_file", {"file_path": "src/a.py"}), tmp_path)
-    assert not hook.matches(ToolCallRequest("apply_patch", {"patch": PATCH.replace("src/a.py", "a.py")}), tmp_path)
+    assert hook.matches(tools.request("apply_patch", {"patch": PATCH}), tmp_path)
+    assert not hook.matches(tools.request("write_file", {"file_path": "src/a.py"}), tmp_path)
+    assert not hook.matches(tools.request("apply_patch", {"patch": PATCH.replace("src/a.py", "a.py")}), tmp_path)
 
 
 async def test_only_pre_tool_call_reads_json_and_post_appends_text_with_secrets_redacted(

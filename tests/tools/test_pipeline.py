@@ -6,8 +6,7 @@ the pipeline itself only hands it to executors and policies.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
@@ -16,9 +15,11 @@ from hypothesis import strategies as st
 
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import FileNotFoundInWorkspaceError
+from codeloop.environments.local import LocalExecutionEnvironment
 from codeloop.llm.errors import ConfigurationError
 from codeloop.llm.types import ToolDefinition
 from codeloop.policy import Decision, PendingApproval
+from codeloop.policy.approval import Effect
 from codeloop.tools import (
     RegisteredTool,
     ToolCallRequest,
@@ -29,6 +30,7 @@ from codeloop.tools import (
     execute_tool_call,
     resume_tool_call,
 )
+from codeloop.tools.sets import all_tools_registry
 
 ENV = cast(ExecutionEnvironment, object())
 
@@ -282,21 +284,24 @@ async def test_unknown_tool_error_names_the_equivalent_call(tmp_path) -> None:
 
 
 class _Recorder:
-    """An on_event sink and a checkpoint that write down what the pipeline did, in order."""
+    """An on_event sink and a checkpoint seam that write down what the pipeline did, in order."""
 
     def __init__(self) -> None:
         self.seen: list[tuple[str, Any]] = []
+        self.checkpoint = self
+        self.steps: list[object] = []
 
     def on_event(self, kind: str, data: dict[str, Any]) -> None:
         self.seen.append((kind, {k: v for k, v in data.items() if k != "duration_ms"}))
 
-    @contextmanager
-    def checkpoint(self, call: ToolCallRequest) -> Iterator[None]:
+    def before(self, call: ToolCallRequest, effects: frozenset[Effect], paths: tuple[str, ...] | None,
+               step: int | str | None) -> None:
         self.seen.append(("before", call))
-        try:
-            yield
-        finally:
-            self.seen.append(("after", call.name))
+        self.steps.append((step, effects, paths))
+
+    def after(self, call: ToolCallRequest, effects: frozenset[Effect], paths: tuple[str, ...] | None,
+              step: int | str | None, outcome: ToolOutput) -> None:
+        self.seen.append(("after", call.name))
 
 
 async def test_events_bracket_the_call_with_the_full_output_and_checkpoint_around_execute() -> None:
@@ -313,7 +318,7 @@ async def test_events_bracket_the_call_with_the_full_output_and_checkpoint_aroun
     assert result.truncated
     assert rec.seen == [
         ("tool_call_start", {"tool_name": "echo", "call_id": "c1", "arguments": {"file_path": "a"}}),
-        ("before", ToolCallRequest("echo", {"file_path": "a"}, "c1")),
+        ("before", ToolCallRequest("echo", {"file_path": "a"}, "c1")),  # undeclared: the widest
         ("execute", "a"),
         ("after", "echo"),
         ("tool_call_end", {"call_id": "c1", "tool_name": "echo", "output": "x" * 50}),
@@ -344,15 +349,45 @@ async def test_a_failed_call_ends_with_its_error_and_a_denied_one_reaches_no_che
 async def test_a_checkpoint_that_raises_fails_the_call_without_running_it() -> None:
     calls: list[dict[str, Any]] = []
 
-    @contextmanager
-    def broken(call: ToolCallRequest) -> Iterator[None]:
-        raise RuntimeError("snapshot store unreadable")
-        yield
+    class Broken(_Recorder):
+        def before(self, *args: Any) -> None:
+            raise RuntimeError("snapshot store unreadable")
 
     registry = ToolRegistry.of([_counting_tool(calls)])
-    result = await execute_tool_call(registry, "echo", {"file_path": "a"}, ENV, checkpoint=broken)
+    result = await execute_tool_call(registry, "echo", {"file_path": "a"}, ENV, checkpoint=Broken())
     assert result.is_error and calls == []
-    assert result.output == "Tool 'echo' failed: RuntimeError: snapshot store unreadable"
+    assert result.output == "Tool 'echo' not run: its checkpoint failed (snapshot store unreadable)."
+
+
+async def test_a_checkpoint_that_raises_after_the_call_ran_says_so_in_the_result() -> None:
+    calls: list[dict[str, Any]] = []
+
+    class Broken(_Recorder):
+        def after(self, *args: Any) -> None:
+            raise RuntimeError("manifest unwritable")
+
+    registry = ToolRegistry.of([_counting_tool(calls)])
+    result = await execute_tool_call(registry, "echo", {"file_path": "a"}, ENV, checkpoint=Broken())
+    assert result.is_error and calls == [{"file_path": "a"}]
+    assert result.output.endswith("(Tool 'echo' ran, but its checkpoint failed: manifest unwritable.)")
+
+
+async def test_the_seam_sees_only_changing_calls_with_their_declaration_and_step(tmp_path: Path) -> None:
+    rec = _Recorder()
+    env = LocalExecutionEnvironment(str(tmp_path))
+    registry = all_tools_registry()
+    ctx = ToolContext(step=7)
+    await execute_tool_call(registry, "read_file", {"file_path": "a.txt"}, env, ctx=ctx, checkpoint=rec)
+    await execute_tool_call(registry, "grep", {"pattern": "x"}, env, ctx=ctx, checkpoint=rec)
+    assert rec.seen == []  # reads pass the seam by
+    patch = "*** Begin Patch\n*** Add File: n.txt\n+n\n*** Update File: a.txt\n*** Move to: b.txt\n@@\n-a\n+b\n*** End Patch"
+    (tmp_path / "a.txt").write_text("a\n")
+    await execute_tool_call(registry, "apply_patch", {"patch": patch}, env, ctx=ctx, checkpoint=rec)
+    await execute_tool_call(registry, "shell", {"command": "rm n.txt"}, env, ctx=ctx, checkpoint=rec)
+    assert [name for kind, name in rec.seen if kind == "after"] == ["apply_patch", "shell"]
+    assert rec.steps == [(7, frozenset({Effect.READ, Effect.WRITE}), ("n.txt", "a.txt", "b.txt")),
+                         (7, frozenset(Effect), None)]
+    assert rec.seen[2][1].command == "rm n.txt" and not (tmp_path / "n.txt").exists()
 
 
 async def test_a_resumed_call_has_its_events_and_checkpoint() -> None:

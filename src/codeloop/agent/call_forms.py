@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from codeloop.agent.text_tool_calls import Schemas, filled_example
+from codeloop.tools.files import READ_FILE
 
 Style = Literal["tagged", "json", "native"]
 
@@ -50,7 +51,7 @@ class CallForms:
     def example(self, preferred: tuple[str, ...] = ()) -> str:
         """A template of the first of ``preferred`` this session has (else ``read_file``, else
         its first tool); "" when it has no tools."""
-        for name in (*preferred, "read_file", *self.schemas):
+        for name in (*preferred, READ_FILE, *self.schemas):
             if name in self.schemas:
                 return self.template(name)
         return ""

@@ -31,6 +31,8 @@ from typing import Any
 
 from codeloop.agent.call_forms import CallForms
 from codeloop.environments.base import ExecutionEnvironment
+from codeloop.tools.edit import EDIT_FILE
+from codeloop.tools.files import WRITE_FILE
 
 _IMPORT = re.compile(r"^\s*(?:import\s|from\s+\S+\s+import\s|use\s|#include\s|using\s|package\s|require\s*\()")
 _COMMENT = re.compile(r"^\s*(?:#(?!include\b)|//|/\*|\*|--\s)")
@@ -241,22 +243,22 @@ async def plan_file_edit(path: str, content: str, env: ExecutionEnvironment, sch
     except Exception:  # outside the workspace, unreadable: the pipeline says why when it writes
         old = None
     if old is None:
-        return _calls(schemas, ("write_file", {"file_path": path, "content": content}))
+        return _calls(schemas, (WRITE_FILE, {"file_path": path, "content": content}))
     if old.rstrip("\n") == content.rstrip("\n"):
         return EditPlan()
     merged = merged_definitions(path, old, content)
     if merged is not None and merged != old:
-        if "edit_file" in schemas:
+        if EDIT_FILE in schemas:
             old_string, new_string = edit_between(old, merged)
-            return _calls(schemas, ("edit_file", {"file_path": path, "old_string": old_string,
+            return _calls(schemas, (EDIT_FILE, {"file_path": path, "old_string": old_string,
                                                    "new_string": new_string}))
-        return _calls(schemas, ("write_file", {"file_path": path, "content": merged}))
+        return _calls(schemas, (WRITE_FILE, {"file_path": path, "content": merged}))
     if merged == old:
         return EditPlan()
     old_defs, new_defs = definitions(path, old), definitions(path, content)
     dropped = _dropped(old_defs or [], new_defs or [])
     if not dropped:
-        return _calls(schemas, ("write_file", {"file_path": path, "content": content}))
+        return _calls(schemas, (WRITE_FILE, {"file_path": path, "content": content}))
     return EditPlan(problem=_ambiguous(path, dropped, forms))
 
 
@@ -276,10 +278,10 @@ def _ambiguous(path: str, dropped: list[str], forms: CallForms) -> str:
     names = ", ".join(f"`{name}`" for name in dropped[:5])
     lines = [f"The code shown for {path} was not applied: it leaves out {names}, which {path} defines, "
              "so it is neither the whole file nor just the definitions to replace."]
-    if "write_file" in forms.schemas:
+    if WRITE_FILE in forms.schemas:
         lines += ["To replace the whole file, write all of it, e.g.:",
-                  forms.spell("write_file", {"file_path": path, "content": "THE WHOLE NEW FILE"})]
-    if "edit_file" in forms.schemas:
+                  forms.spell(WRITE_FILE, {"file_path": path, "content": "THE WHOLE NEW FILE"})]
+    if EDIT_FILE in forms.schemas:
         lines += ["To change one part, show only the functions you change under the file's name, or:",
-                  forms.spell("edit_file", {"file_path": path, "old_string": "OLD TEXT", "new_string": "NEW TEXT"})]
+                  forms.spell(EDIT_FILE, {"file_path": path, "old_string": "OLD TEXT", "new_string": "NEW TEXT"})]
     return "\n".join(lines)

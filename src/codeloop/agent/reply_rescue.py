@@ -47,6 +47,8 @@ from codeloop.agent.reply_reader import Reply
 from codeloop.agent.text_tool_calls import Schemas, new_call_id, tagged_params
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.llm.types import ToolCall
+from codeloop.tools.edit import EDIT_FILE
+from codeloop.tools.files import READ_FILE, WRITE_FILE
 from codeloop.tools.suggestions import closest_tools, equivalent_call, meant_call
 
 FENCED_EDITS, MISNAMED_CALLS = "file edits from fenced blocks", "misnamed calls"
@@ -150,7 +152,7 @@ class ReplyRescue:
         answer saying why not; none when the file already holds it and nothing is replaced."""
         plan = await plan_file_edit(path, content, env, self.schemas, self.forms)
         if plan.problem:
-            return [_answer(instead, plan.problem, "write_file")]
+            return [_answer(instead, plan.problem, WRITE_FILE)]
         if not plan.calls and instead is not None:
             return [_answer(instead, f"{path} already holds exactly that content: nothing to change. "
                                      + self._file_forms(path, exists=True), instead.name)]
@@ -183,14 +185,14 @@ class ReplyRescue:
     def _file_forms(self, path: str, *, exists: bool) -> str:
         """The exact calls that read, replace and change ``path`` (create it, when it does not exist)."""
         forms: list[str] = []
-        if exists and "read_file" in self.schemas:
-            forms += ["To read it:", self.forms.spell("read_file", {"file_path": path})]
-        if "write_file" in self.schemas:
+        if exists and READ_FILE in self.schemas:
+            forms += ["To read it:", self.forms.spell(READ_FILE, {"file_path": path})]
+        if WRITE_FILE in self.schemas:
             forms += ["To replace its content:" if exists else "To create it:",
-                      self.forms.spell("write_file", {"file_path": path, "content": "THE WHOLE NEW CONTENT"})]
-        if exists and "edit_file" in self.schemas:
+                      self.forms.spell(WRITE_FILE, {"file_path": path, "content": "THE WHOLE NEW CONTENT"})]
+        if exists and EDIT_FILE in self.schemas:
             forms += ["To change a part of it:", self.forms.spell(
-                "edit_file", {"file_path": path, "old_string": "OLD TEXT", "new_string": "NEW TEXT"})]
+                EDIT_FILE, {"file_path": path, "old_string": "OLD TEXT", "new_string": "NEW TEXT"})]
         return "\n".join(forms)
 
     def _wish(self, written: Written, said: str | None) -> str:
@@ -200,7 +202,7 @@ class ReplyRescue:
         equivalent = equivalent_call(written.name, dict(written.arguments), self.schemas)
         if equivalent is not None:  # the reader's answer already spells it out
             return text if said else f"{text} To do that, call {equivalent[0]}:\n{self.forms.spell(*equivalent)}"
-        closest = closest_tools(written.name, self.schemas) or [name for name in ("read_file",) if name in self.schemas]
+        closest = closest_tools(written.name, self.schemas) or [name for name in (READ_FILE,) if name in self.schemas]
         if not closest:
             return text
         return (f"{text} The closest: {' and '.join(closest)}. Write the call exactly like this:\n"

@@ -136,7 +136,12 @@ class Session:
         self.policy = policy
         self.approver = approver
         self.checkpoint = checkpoint
-        """The pipeline's CHECKPOINT hook (``codeloop.sessions`` sets it to snapshot file writes)."""
+        """The pipeline's CHECKPOINT seam (``codeloop.sessions`` sets it to snapshot file writes)."""
+        self.step = 0
+        """The current turn (model replies so far), counted over the session's whole log: the
+        CHECKPOINT seam's step. A resumed session continues the count (``codeloop.sessions``)."""
+        self.step_of: Session = self
+        """Whose turn a call belongs to: a subagent's calls are part of its parent's turn."""
         self.hooks = hooks
         """The user's ``[[hooks]]`` (:mod:`codeloop.tools.hooks`); their failures are WARNING events."""
         self.depth = depth
@@ -358,6 +363,7 @@ class Session:
                 message=None if reply.recovered or not self.profile.native_tool_calls else response.message,
             ))
             usage = response.usage
+            self.step += 1
             self._emit(ev.AssistantTextEnd, text=reply.text, reasoning=reasoning,
                        tool_call_count=len(reply.calls), input_tokens=usage.input_tokens,
                        output_tokens=usage.output_tokens, cache_read_tokens=usage.cache_read_tokens or 0)
@@ -625,7 +631,8 @@ class Session:
         result = await execute_tool_call(
             self._tools(), call.name, call.arguments, self.environment,
             policy=policy, approver=self.approver, config=self._truncation,
-            ctx=ToolContext(call.id, self.id if self.config.track_reads else None, on_output, lenient=self.small_model),
+            ctx=ToolContext(call.id, self.id if self.config.track_reads else None, on_output, lenient=self.small_model,
+                            step=self.step_of.step),
             on_event=self._tool_event, checkpoint=self.checkpoint, after=after, watch=watch, answer=self._answer,
         )
         return CallResult(call.id, call.name, result.output, result.is_error)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from codeloop.agent.budget import BudgetPriceError
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.llm.types import ToolDefinition
+from codeloop.tools.effects import NO_EFFECTS
 from codeloop.tools.errors import ToolError
 from codeloop.tools.registry import RegisteredTool, ToolContext, ToolOutput
 
@@ -79,6 +80,7 @@ class SubagentManager:
                             budget=parent.budget)
         except BudgetPriceError as exc:
             raise ToolError(f"cannot spawn with model {profile.model!r} under a cost limit: {exc}") from None
+        child.step_of = parent.step_of
         handle = SubAgentHandle("agent_" + uuid.uuid4().hex[:8], child, task)
         handle.task = asyncio.create_task(child.submit(task))
         self.agents[handle.id] = handle
@@ -139,6 +141,8 @@ def subagent_tools(manager: SubagentManager) -> list[RegisteredTool]:
         return f"Subagent {handle.id} closed (status before closing: {was})."
 
     agent_id = {"agent_id": {"type": "string", "description": "Id returned by spawn_agent."}}
+    # They touch nothing themselves: a child's calls run through the pipeline with the parent's
+    # policy and checkpoints, each judged by its own tool's declaration.
     return [
         RegisteredTool(ToolDefinition("spawn_agent", "Spawn a subagent to handle a scoped task autonomously. "
                                       "It shares the workspace and runs while you continue; get its result with wait.", {
@@ -150,16 +154,16 @@ def subagent_tools(manager: SubagentManager) -> list[RegisteredTool]:
                 "max_turns": {"type": "integer", "minimum": 1, "description": "Turn limit (default 50)."},
             },
             "required": ["task"],
-        }), spawn_agent),
+        }), spawn_agent, NO_EFFECTS),
         RegisteredTool(ToolDefinition("send_input", "Send a message to a subagent.", {
             "type": "object",
             "properties": {**agent_id, "message": {"type": "string"}},
             "required": ["agent_id", "message"],
-        }), send_input),
+        }), send_input, NO_EFFECTS),
         RegisteredTool(ToolDefinition("wait", "Wait for a subagent to complete and return its output.", {
             "type": "object", "properties": agent_id, "required": ["agent_id"],
-        }), wait),
+        }), wait, NO_EFFECTS),
         RegisteredTool(ToolDefinition("close_agent", "Terminate a subagent.", {
             "type": "object", "properties": agent_id, "required": ["agent_id"],
-        }), close_agent),
+        }), close_agent, NO_EFFECTS),
     ]

@@ -58,7 +58,8 @@ from codeloop.llm.client import Client
 from codeloop.llm.errors import ContextLengthError
 from codeloop.llm.types import Message, Request, Response, ResponseFormat, StreamEvent, ToolDefinition
 from codeloop.policy import Decision
-from codeloop.policy.approval import ToolCallRequest, ToolPolicy
+from codeloop.policy.approval import Effect, ToolCallRequest, ToolPolicy
+from codeloop.policy.approval_modes import is_read_only_line
 from codeloop.profiles.base import ProviderProfile
 from codeloop.profiles.text import describe_text_tools
 from codeloop.tools import workspace_ops as ops
@@ -70,8 +71,6 @@ DIFF_CHARS = 4000
 """Most characters of the builder's changes shown to the critic (about 1,000 tokens)."""
 KEEP_TEXT_BYTES = 200_000
 """Plan targets up to this size are kept before the build, so the critic sees a diff."""
-WRITE_TOOLS = frozenset({"write_file", "edit_file"})
-"""Tools whose ``file_path`` must be a plan target (the builder's plan guard)."""
 VERDICT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -254,15 +253,17 @@ def describe_changes(root: Path, touched: list[str], kept: dict[str, str], exist
     return text
 
 
-def _restrict_paths(tools: list[ToolDefinition], targets: list[str]) -> list[ToolDefinition]:
-    """Write tools whose ``file_path`` may only be one of ``targets`` (an enum the constrained
-    sampler enforces). Left as they are when a target is a directory."""
+def _restrict_paths(registry: ToolRegistry, targets: list[str]) -> list[ToolDefinition]:
+    """The registry's definitions, where a tool that declares it writes (``codeloop.tools.effects``)
+    takes a ``file_path`` which may only be one of ``targets`` (an enum the constrained sampler
+    enforces). Left as they are when a target is a directory."""
+    tools = registry.definitions()
     if not targets or any(t.endswith("/") for t in targets):
         return tools
     out = []
     for tool in tools:
         props = tool.parameters.get("properties") or {}
-        if tool.name in WRITE_TOOLS and "file_path" in props:
+        if Effect.WRITE in registry.effects(tool.name).effects and "file_path" in props:
             props = {**props, "file_path": {**props["file_path"], "enum": list(targets)}}
             tool = ToolDefinition(tool.name, tool.description, {**tool.parameters, "properties": props})
         out.append(tool)
@@ -447,23 +448,37 @@ class RolesPipeline:
 
     def _plan_policy(self, targets: list[str]) -> ToolPolicy:
         """Refuses a write outside ``targets`` before it runs (the critic would fail the round
-        for it; refused now, the builder can still make the planned change)."""
+        for it; refused now, the builder can still make the planned change). What a call may
+        change is its tool's declaration (``codeloop.tools.effects``): every path a write names
+        (all files of a patch) must be a target; a call that may change files it cannot name
+        (a shell line that does not only read, an MCP tool) asks, and with nobody to answer it
+        does not run."""
 
         async def policy(call: ToolCallRequest, env: ExecutionEnvironment) -> Decision:
-            path = call.arguments.get("file_path")
-            if call.name not in WRITE_TOOLS or not targets or not isinstance(path, str) or not path.strip():
+            if not targets or not call.changes:
                 return Decision.allow()
-            try:
-                # Where the write would really land (symlinks followed), as the critic will see it.
-                rel = relative_to_root(self.root, resolve_workspace_path(self.root, path))
-            except WorkspaceError:
-                return Decision.allow()  # outside the repository: the tool's own path check answers it
-            if not outside_plan([rel], targets):
+            if call.paths is None:
+                if call.command is not None and is_read_only_line(call.command):
+                    return Decision.allow()
+                return Decision.ask(
+                    f"{call.name} may change files outside plan_targets ({', '.join(targets)}), and which ones "
+                    "cannot be known before it runs; change the plan_targets with the file tools (the check "
+                    "command runs after the build)", rule="plan-guard")
+            outside = []
+            for path in call.paths:
+                try:
+                    # Where the write would really land (symlinks followed), as the critic will see it.
+                    rel = relative_to_root(self.root, resolve_workspace_path(self.root, path))
+                except WorkspaceError:
+                    continue  # outside the repository: the tool's own path check answers it
+                if outside_plan([rel], targets):
+                    outside.append(rel)
+            if not outside:
                 return Decision.allow()
             return Decision.deny(
-                f"{call.name} refused: {rel} is not in plan_targets ({', '.join(targets)}). Change only the "
-                "plan_targets; if another file must change, say so in your final reply so the architect can "
-                "revise the plan.")
+                f"{call.name} refused: {', '.join(outside)} {'is' if len(outside) == 1 else 'are'} not in "
+                f"plan_targets ({', '.join(targets)}). Change only the plan_targets; if another file must change, "
+                "say so in your final reply so the architect can revise the plan.", rule="plan-guard")
 
         return policy
 
@@ -483,7 +498,7 @@ class RolesPipeline:
             system = "\n\n".join([BUILDER, BUILDER_TEXT_SYNTAX, describe_text_tools(definitions, compact=True)])
         elif mode == "constrained":
             # The sampler cannot write a path outside the plan: the plan policy never has to.
-            reply_format = constrained.response_format(_restrict_paths(definitions, targets))
+            reply_format = constrained.response_format(_restrict_paths(self.registry, targets))
         profile = ProviderProfile("codali-builder", choice.model, self.registry, BUILDER, choice.provider,
                                   supports_streaming=False, context_window_size=choice.context_window,
                                   native_tool_calls=mode != "text", max_output_tokens=self.config.max_output_tokens)

@@ -32,6 +32,7 @@ from codeloop.config import McpServerConfig
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.runner import orphan_proof_argv
 from codeloop.llm.types import ImageData, ToolDefinition
+from codeloop.tools.effects import WIDEST
 from codeloop.tools.registry import RegisteredTool, ToolContext, ToolOutput, ToolRegistry
 
 
@@ -213,8 +214,9 @@ class McpServers:
         async def executor(arguments: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:
             return await connection.call(tool.name, arguments)
 
+        # A server's tool may do anything anywhere, and says nothing we could trust: the widest.
         return RegisteredTool(ToolDefinition(tool_name(connection.config.name, tool.name), description,
-                                             _schema(tool.input_schema)), executor)
+                                             _schema(tool.input_schema)), executor, WIDEST)
 
     async def register_tools(self, registry: ToolRegistry) -> list[str]:
         """Start every server (in parallel) and add its tools to ``registry``; returns the start

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
 from codeloop.policy.model import Decision
@@ -23,9 +24,34 @@ if TYPE_CHECKING:
     from codeloop.environments.base import ExecutionEnvironment
 
 
+class Effect(StrEnum):
+    """What a tool call may do (``codeloop.tools.effects``: each tool declares a set of these).
+
+    Defined here, beside :class:`ToolCallRequest` which carries them, because ``policy/`` lies
+    below ``tools/``: policies read a call's effects, never a list of tool names."""
+
+    READ = "read"
+    """Reads workspace files."""
+    WRITE = "write"
+    """Changes workspace files, only the ones the call's ``paths`` name."""
+    EXEC = "exec"
+    """Runs a program, whose changes nobody can name before it runs."""
+    NETWORK = "network"
+    """Talks to other hosts."""
+
+
+ALL_EFFECTS: frozenset[Effect] = frozenset(Effect)
+"""The widest declaration: what a tool that cannot say (MCP tools, ``shell``, unknown) may do."""
+READ_ONLY: frozenset[Effect] = frozenset({Effect.READ})
+
+
 @dataclass(frozen=True)
 class ToolCallRequest:
-    """A call that passed LOOKUP and VALIDATE, as a policy sees it."""
+    """A call that passed LOOKUP and VALIDATE, as a policy sees it.
+
+    ``effects``, ``paths`` and ``command`` are the called tool's declaration applied to these
+    arguments (``codeloop.tools.effects.ToolEffects.request``); built by hand without them, a
+    request is the widest (every effect, paths unknown)."""
 
     name: str
     """The tool's name."""
@@ -33,6 +59,24 @@ class ToolCallRequest:
     """Validated arguments."""
     call_id: str | None = None
     """The provider's id of the call, if any."""
+    effects: frozenset[Effect] = ALL_EFFECTS
+    """What the call may do."""
+    paths: tuple[str, ...] | None = None
+    """The workspace paths the call names, as given; None when its tool cannot say (``shell``,
+    MCP tools): then it may touch any file."""
+    command: str | None = None
+    """The shell line the call runs in the workspace's environment (``shell``); None when it
+    runs none there or its tool cannot say (an MCP tool runs elsewhere)."""
+
+    @property
+    def read_only(self) -> bool:
+        """True when the call may only read (its declared effects are ``read`` or none)."""
+        return self.effects <= READ_ONLY
+
+    @property
+    def changes(self) -> bool:
+        """True when the call may change the workspace (``write`` or ``exec``)."""
+        return bool(self.effects & {Effect.WRITE, Effect.EXEC})
 
 
 class ToolPolicy(Protocol):

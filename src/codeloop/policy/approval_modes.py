@@ -8,9 +8,14 @@ and answers allow or deny. Modes:
 - ``on-risk`` (default): shell lines run without asking when every command in them is
   read-only (:func:`codeloop.policy.shell.is_read_only`: ``ls``, ``cat``, ``grep``,
   ``git status``... with no writing redirection) or starts with a remembered prefix; file
-  tools run (the resolver keeps them in the workspace); MCP tools (``server__tool``) ask
-  unless remembered;
-- ``always-ask``: every call but the read-only tools asks, unless remembered.
+  tools run (they name the paths they touch, and the resolver keeps those in the workspace);
+  a call that may do anything anywhere (MCP tools, ``job_input``) asks unless remembered;
+- ``always-ask``: every call but the read-only ones asks, unless remembered.
+
+What a call may do is its tool's declaration (``codeloop.tools.effects``), which the pipeline
+puts on the :class:`~codeloop.policy.approval.ToolCallRequest`: ``read_only`` (only the
+``read`` effect), ``command`` (the shell line it runs), ``paths`` (None: unknown). No tool is
+known here by its name.
 
 The answer ``always`` is stored in ``.codeloop/approvals.toml`` of the workspace as a
 command prefix (``git commit``) or an MCP tool name, and applies to later sessions. That
@@ -57,12 +62,6 @@ APPROVAL_MODES = ("never-ask", "on-risk", "always-ask")
 
 Answer = Literal["y", "n", "always"]
 
-READ_ONLY_TOOLS = frozenset({"read_file", "read_many_files", "list_dir", "grep", "glob",
-                             "search_code", "find_symbol", "impact", "job_output", "recall_output"})
-"""Built-in tools that cannot change the workspace: approvals run them without asking, and
-their calls back no claim of a change (:mod:`codeloop.agent.claims`)."""
-SHELL_TOOLS = frozenset({"shell"})
-"""Tools whose ``command`` argument is a shell line."""
 
 
 MAX_APPROVALS_BYTES = 1024 * 1024
@@ -205,13 +204,6 @@ def is_read_only_line(line: str) -> bool:
     return commands is not None and all(is_read_only(c) for c in commands)
 
 
-def _command_of(call: ToolCallRequest) -> str:
-    command = call.arguments.get("command")
-    if isinstance(command, list):
-        return " ".join(str(c) for c in command)
-    return str(command or "")
-
-
 _CODELOOP_DIR = re.compile(r"(?<![\w.-])\.codeloop(?![\w.-])", re.IGNORECASE)
 _HOST_RUN_PATH = re.compile(r"(?<![\w.-])\.(?:git|envrc|vscode|idea|devcontainer|codeloop)(?![\w.-])",
                             re.IGNORECASE)
@@ -268,10 +260,10 @@ def writes_host_run_path(call: ToolCallRequest) -> bool:
     """True when ``call`` may write what the host runs (module docstring): a tool that is not
     read-only naming a protected path, or a shell line that is not read-only naming one or
     writing git's configuration."""
-    if call.name in READ_ONLY_TOOLS:
+    if call.read_only:
         return False
-    if call.name in SHELL_TOOLS:
-        line = _command_of(call)
+    if call.command is not None:
+        line = call.command
         if _writes_git_config(line):
             return True
         return _names_host_run_path(line) and not is_read_only_line(line)
@@ -286,17 +278,17 @@ def approval_policy(mode: str, store: ApprovalStore, ask: Ask,
         raise ValueError(f"unknown approval mode {mode!r}; use one of {', '.join(APPROVAL_MODES)}")
 
     def needs(call: ToolCallRequest) -> ApprovalRequest | None:
-        if call.name in READ_ONLY_TOOLS:
+        if call.read_only:
             return None
         if _names_codeloop_dir(call.arguments) and not (
-                call.name in SHELL_TOOLS and is_read_only_line(_command_of(call))):
+                call.command is not None and is_read_only_line(call.command)):
             args = json.dumps(call.arguments, ensure_ascii=False)
             return ApprovalRequest(call.name, f"{call.name} {args[:200]}",
                                    "it may change .codeloop/, the project's codeloop configuration", ())
         if mode == "never-ask":
             return None
-        if call.name in SHELL_TOOLS:
-            line = _command_of(call)
+        if call.command is not None:
+            line = call.command
             if store.is_allowed(line):
                 return None
             try:
@@ -310,7 +302,7 @@ def approval_policy(mode: str, store: ApprovalStore, ask: Ask,
             names = ", ".join(dict.fromkeys(c.name or c.text for c in judged))
             return ApprovalRequest(call.name, line, f"runs {names}" + (" (may change files)" if risky else ""),
                                    tuple(dict.fromkeys(command_prefix(c) for c in judged if not c.dynamic)))
-        if store.is_tool_allowed(call.name) or (mode == "on-risk" and "__" not in call.name):
+        if store.is_tool_allowed(call.name) or (mode == "on-risk" and call.paths is not None):
             return None
         args = json.dumps(call.arguments, ensure_ascii=False)
         return ApprovalRequest(call.name, f"{call.name} {args[:200]}", "tool call", (call.name,))

@@ -23,6 +23,7 @@ from codeloop.relay import commands as c
 from codeloop.relay.orphans import MARKER_VARIABLE, kill_marked
 from codeloop.relay.results import CommandResult
 from codeloop.tools import workspace_ops as ops
+from codeloop.tools.effects import ALL_EFFECTS, ToolEffects, reads, shell_line, writes
 from codeloop.tools.pipeline import execute_tool_call
 from codeloop.tools.registry import (
     Executor,
@@ -132,18 +133,21 @@ async def _run(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext
     return ToolOutput(outcome.output, is_error=outcome.status != "ok", data=outcome)
 
 
-def _tool(name: str, run: Executor, fields: dict[str, Any], optional: tuple[str, ...] = ()) -> RegisteredTool:
+def _tool(name: str, run: Executor, fields: dict[str, Any], effects: ToolEffects,
+          optional: tuple[str, ...] = ()) -> RegisteredTool:
     required = [f for f in fields if f not in optional]
-    return make_tool(name, f"The relay's {name} command.", fields, required, run)
+    return make_tool(name, f"The relay's {name} command.", fields, required, run, effects)
 
 
 _TEXT, _LINE = {"type": "string"}, {"type": "integer"}
 RELAY_TOOLS = ToolRegistry.of([
-    _tool("CREATE_FILE", _create, {"path": _TEXT, "content": _TEXT}),
-    _tool("EDIT_FILE", _edit, {"path": _TEXT, "start_line": _LINE, "end_line": _LINE, "content": _TEXT}),
-    _tool("DELETE_FILE", _delete, {"path": _TEXT}),
-    _tool("READ_FILE", _check_readable, {"path": _TEXT}),
-    _tool("RUN_COMMAND", _run, {"command": _TEXT, "timeout_ms": _LINE, "marker": _TEXT}, optional=("marker",)),
+    _tool("CREATE_FILE", _create, {"path": _TEXT, "content": _TEXT}, writes("path")),
+    _tool("EDIT_FILE", _edit, {"path": _TEXT, "start_line": _LINE, "end_line": _LINE, "content": _TEXT},
+          writes("path")),
+    _tool("DELETE_FILE", _delete, {"path": _TEXT}, writes("path")),
+    _tool("READ_FILE", _check_readable, {"path": _TEXT}, reads("path")),
+    _tool("RUN_COMMAND", _run, {"command": _TEXT, "timeout_ms": _LINE, "marker": _TEXT},
+          ToolEffects(ALL_EFFECTS, None, shell_line()), optional=("marker",)),
 ])
 """The relay's commands that touch the workspace, as tools; ``ToolOutput.data`` holds the
 typed outcome the relay words its results from."""

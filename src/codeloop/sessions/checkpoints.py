@@ -1,18 +1,23 @@
 """Checkpoints: the content of each file a turn writes, before and after (issue 9 "rewind").
 
 A *turn* is one model reply and the tool calls it makes; turns are numbered from 1 over the
-whole session log (a resumed run continues the count). Before a file-writing tool
-(``write_file``, ``edit_file``, ``apply_patch``) runs, the first time a turn touches a path
-its prior bytes (or its absence) are stored; after the tool runs, the path's new hash is
-recorded. :func:`codeloop.sessions.rewind.rewind` uses both.
+whole session log (a resumed run continues the count; the pipeline hands it over as the
+call's ``step``). :class:`Checkpoints` is the pipeline's CHECKPOINT seam
+(``codeloop.tools.pipeline.Checkpoint``): for a call whose tool declares it may write and names
+its paths (``write_file``, ``edit_file``, ``apply_patch``: ``codeloop.tools.effects``), the first
+time a turn touches a path its prior bytes (or its absence) are stored before the call runs,
+and the path's new hash after it. :func:`codeloop.sessions.rewind.rewind` uses both.
+
+A call that may change files nobody can name before it runs (``shell``, an MCP tool, any
+``exec`` call with unknown paths) cannot be snapshotted: it leaves an *uncovered* mark in its
+turn's manifest, written before it runs, and a rewind across that turn refuses, naming the
+call and its command. A shell line whose every command only reads (``ls``, ``cat``, ``git
+diff``: :func:`codeloop.policy.approval_modes.is_read_only_line`, the line ``--approval
+on-risk`` runs without asking) changes nothing and leaves no mark. A rewind also refuses if a file it would restore changed since.
 
 Layout under ``<state>/sessions/<id>.checkpoints/``: ``blobs/<sha256>`` (content-addressed
-file contents) and ``turns/<N>.json`` (``{"files": {path: {"before": sha|null, "after": sha|null}}}``),
-each written atomically.
-
-Not covered: files changed by ``shell`` commands (a command's effects cannot be known before
-it runs); rewind restores only what the file tools wrote, and refuses if a shell command
-later changed one of those files.
+file contents) and ``turns/<N>.json`` (``{"files": {path: {"before": sha|null, "after": sha|null}},
+"uncovered": [{"tool", "call_id", "command"}]}``), each written atomically.
 """
 
 from __future__ import annotations
@@ -20,8 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,14 +35,10 @@ from codeloop.environments.atomic import atomic_write
 from codeloop.environments.errors import WorkspaceError
 from codeloop.environments.resolver import resolve_workspace_path
 from codeloop.environments.safe_open import open_regular, read_bytes_beneath
-from codeloop.policy.approval import ToolCallRequest
+from codeloop.policy.approval import Effect, ToolCallRequest
+from codeloop.policy.approval_modes import is_read_only_line
 from codeloop.sessions.log import LoggedEvent
 from codeloop.sessions.state_dir import checkpoints_path
-from codeloop.tools.errors import PatchError
-from codeloop.tools.patch_parser import AddFile, DeleteFile, UpdateFile, parse_patch
-
-WRITING_TOOLS = ("write_file", "edit_file", "apply_patch")
-"""Tools whose target paths are snapshotted (arguments name every file they change)."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,21 @@ class FileChange:
     """sha256 of the content before the turn; None when the file did not exist."""
     after: str | None
     """sha256 after the turn's last write; None when the file no longer existed."""
+
+
+@dataclass(frozen=True)
+class UncoveredCall:
+    """A call that may have changed files no checkpoint saved (a shell command, an MCP tool)."""
+
+    turn: int
+    tool: str
+    call_id: str | None
+    command: str | None
+    """The shell line it ran, when its tool says (``shell``)."""
+
+    def describe(self) -> str:
+        """``shell `rm a.txt``` or the tool's name, for messages."""
+        return f"{self.tool} `{self.command}`" if self.command else f"a {self.tool} call"
 
 
 def sha256_of(path: Path) -> str | None:
@@ -72,33 +87,14 @@ def count_turns(events: Iterable[LoggedEvent]) -> int:
     return sum(1 for e in events if e.kind == EventKind.ASSISTANT_TEXT_END.value)
 
 
-def target_paths(tool_name: str, arguments: dict[str, Any]) -> list[str]:
-    """The paths a writing tool call names (may be outside the workspace: callers resolve)."""
-    if tool_name in ("write_file", "edit_file"):
-        path = arguments.get("file_path")
-        return [path] if isinstance(path, str) else []
-    if tool_name == "apply_patch" and isinstance(arguments.get("patch"), str):
-        try:
-            hunks = parse_patch(arguments["patch"]).hunks
-        except PatchError:
-            return []
-        paths: list[str] = []
-        for h in hunks:
-            if isinstance(h, AddFile | DeleteFile):
-                paths.append(h.path)
-            elif isinstance(h, UpdateFile):
-                paths += [h.path] + ([h.move_path] if h.move_path else [])
-        return paths
-    return []
-
-
 class Checkpoints:
     """Records file snapshots of one session's turns.
 
-    Feed it every session event (``session.subscribe(checkpoints.observe)``) so it knows the
-    current turn, and give :meth:`around` to the tool pipeline (``Session.checkpoint``) so
-    file tools snapshot their targets. Snapshot failures never fail a tool call: they go to
-    ``on_error`` (a full disk: the change is made but cannot be rewound).
+    Give it to the tool pipeline as its CHECKPOINT seam (``Session.checkpoint``): :meth:`before`
+    and :meth:`after` get each changing call with its turn as ``step``. Without a step (a caller
+    that numbers no turns) the current :attr:`turn` counts, which :meth:`observe` advances when
+    fed the session's events. Snapshot failures never fail a tool call: they go to ``on_error``
+    (a full disk: the change is made but cannot be rewound).
     """
 
     def __init__(self, session_id: str, workspace: Path | str, *, turn: int = 0,
@@ -125,17 +121,23 @@ class Checkpoints:
     def _manifest_path(self, turn: int) -> Path:
         return self.directory / "turns" / f"{turn}.json"
 
-    def _load(self, turn: int) -> dict[str, dict[str, str | None]]:
+    def _load_manifest(self, turn: int) -> dict[str, Any]:
         try:
-            files = json.loads(self._manifest_path(turn).read_text())["files"]
+            manifest = json.loads(self._manifest_path(turn).read_text())
         except FileNotFoundError:
-            return {}
-        return dict(files)
+            return {"turn": turn, "files": {}}
+        return dict(manifest)
 
-    def _save(self, turn: int, files: dict[str, dict[str, str | None]]) -> None:
+    def _save_manifest(self, turn: int, manifest: dict[str, Any]) -> None:
         path = self._manifest_path(turn)
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, json.dumps({"turn": turn, "files": files}, indent=1, sort_keys=True).encode())
+        atomic_write(path, json.dumps(manifest, indent=1, sort_keys=True).encode())
+
+    def _load(self, turn: int) -> dict[str, dict[str, str | None]]:
+        return dict(self._load_manifest(turn)["files"])
+
+    def _save(self, turn: int, files: dict[str, dict[str, str | None]]) -> None:
+        self._save_manifest(turn, {**self._load_manifest(turn), "turn": turn, "files": files})
 
     def _store_blob(self, data: bytes) -> str:
         digest = hashlib.sha256(data).hexdigest()
@@ -145,9 +147,11 @@ class Checkpoints:
             atomic_write(blob, data)
         return digest
 
-    def before_write(self, paths: Iterable[str]) -> None:
-        """Snapshot each path's current content, the first time this turn touches it."""
-        files = self._load(self.turn)
+    def before_write(self, paths: Iterable[str], turn: int | None = None) -> None:
+        """Snapshot each path's current content, the first time the turn (default: the current
+        one) touches it."""
+        turn = self.turn if turn is None else turn
+        files = self._load(turn)
         known = len(files)
         for raw in paths:
             resolved = self._resolve(raw)
@@ -163,40 +167,62 @@ class Checkpoints:
                     before = None
             files[rel] = {"before": before, "after": before}
         if len(files) > known:
-            self._save(self.turn, files)
+            self._save(turn, files)
 
-    def after_write(self, paths: Iterable[str]) -> None:
+    def after_write(self, paths: Iterable[str], turn: int | None = None) -> None:
         """Record each path's hash now (the state a rewind expects to find)."""
-        files = self._load(self.turn)
+        turn = self.turn if turn is None else turn
+        files = self._load(turn)
         for raw in paths:
             resolved = self._resolve(raw)
             if resolved is not None and resolved[0] in files:
                 files[resolved[0]]["after"] = sha256_of(resolved[1])
-        self._save(self.turn, files)
+        self._save(turn, files)
 
-    @contextmanager
-    def around(self, call: ToolCallRequest) -> Iterator[None]:
-        """The pipeline's CHECKPOINT step (``Session.checkpoint``): snapshot the paths a writing
-        tool names before it runs and record their hashes after it ran; other tools pass by."""
-        if call.name not in WRITING_TOOLS:
-            yield
-            return
-        paths = target_paths(call.name, call.arguments)
+    def before(self, call: ToolCallRequest, effects: frozenset[Effect], paths: tuple[str, ...] | None,
+               step: int | str | None) -> None:
+        """The pipeline's CHECKPOINT seam (``Session.checkpoint``), before a call that may change
+        the workspace: snapshot the paths it names; a call whose paths nobody knows (``shell``,
+        an MCP tool) is marked uncovered instead, before it runs, so a rewind across it refuses."""
+        turn = self._turn(step)
         try:
-            self.before_write(paths)
+            if paths is None and call.command is not None and is_read_only_line(call.command):
+                return  # every command of the line only reads (the approval modes' judgement): nothing to undo
+            if paths is None:
+                self._mark_uncovered(turn, call)
+            else:
+                self.before_write(paths, turn)
         except OSError as exc:
-            self._failed(exc, paths)
-        try:
-            yield
-        finally:
-            try:
-                self.after_write(paths)
-            except OSError as exc:
-                self._failed(exc, paths)
+            self._failed(exc, call, paths)
 
-    def _failed(self, exc: OSError, paths: list[str]) -> None:
+    def after(self, call: ToolCallRequest, effects: frozenset[Effect], paths: tuple[str, ...] | None,
+              step: int | str | None, outcome: object) -> None:
+        """After the call (also a failed one): record the hashes of the paths it named."""
+        if paths is None:
+            return
+        try:
+            self.after_write(paths, self._turn(step))
+        except OSError as exc:
+            self._failed(exc, call, paths)
+
+    def _turn(self, step: int | str | None) -> int:
+        return step if isinstance(step, int) else self.turn
+
+    def _mark_uncovered(self, turn: int, call: ToolCallRequest) -> None:
+        manifest = self._load_manifest(turn)
+        manifest.setdefault("uncovered", []).append(
+            {"tool": call.name, "call_id": call.call_id, "command": call.command})
+        self._save_manifest(turn, manifest)
+
+    def uncovered(self, turn: int) -> list[UncoveredCall]:
+        """The calls of ``turn`` no checkpoint covers (in the order they ran)."""
+        return [UncoveredCall(turn, str(u.get("tool")), u.get("call_id"), u.get("command"))
+                for u in self._load_manifest(turn).get("uncovered", [])]
+
+    def _failed(self, exc: OSError, call: ToolCallRequest, paths: tuple[str, ...] | None) -> None:
         # atomic_write left no partial file; what is lost is the ability to rewind this change.
-        self.on_error(f"{exc.strerror or exc} writing the checkpoint of {', '.join(paths)} in {self.directory}; "
+        what = call.name if paths is None else ", ".join(paths)
+        self.on_error(f"{exc.strerror or exc} writing the checkpoint of {what} in {self.directory}; "
                       "`codeloop rewind` cannot undo this change")
 
     def turns(self) -> list[int]:

@@ -19,6 +19,7 @@ from typing import Any
 
 from codeloop.agent.budget import price_of
 from codeloop.agent.session import Session
+from codeloop.policy.approval import Effect
 from codeloop.sessions.checkpoints import Checkpoints, count_turns
 from codeloop.sessions.log import LoggedEvent, SessionLog, load_events
 from codeloop.sessions.replay import rebuild_history, spent_in_log
@@ -44,10 +45,12 @@ class Recording:
 
 
 def _remember_seen_files(session: Session, events: list[LoggedEvent]) -> None:
-    """Files the resumed conversation read or wrote count as seen by the new session, so
-    write_file does not ask the model to read them again (``tools.files.SEEN_FILES``)."""
+    """Files the resumed conversation read or wrote (the paths its successful calls named, by
+    their tools' declarations) count as seen by the new session, so write_file does not ask the
+    model to read them again (``tools.files.SEEN_FILES``)."""
     from codeloop.tools.files import SEEN_FILES
 
+    registry = session.profile.tool_registry
     started: dict[str, tuple[str, dict[str, Any]]] = {}
     root = session.environment.working_directory()
     for event in events:
@@ -56,8 +59,10 @@ def _remember_seen_files(session: Session, events: list[LoggedEvent]) -> None:
                                                        dict(event.data.get("arguments") or {}))
         elif event.kind == "tool_call_end" and not event.data.get("error"):
             name, args = started.get(str(event.data.get("call_id")), ("", {}))
-            if name in ("read_file", "write_file") and isinstance(args.get("file_path"), str):
-                SEEN_FILES.saw_path(session.id, root, args["file_path"])
+            call = registry.request(name, args)
+            if call.effects & {Effect.READ, Effect.WRITE}:
+                for path in call.paths or ():
+                    SEEN_FILES.saw_path(session.id, root, path)
 
 
 def record_session(session: Session, workspace: Path | str, *, resume: str | None = None,
@@ -84,7 +89,8 @@ def record_session(session: Session, workspace: Path | str, *, resume: str | Non
     session.dropped.directory = compacted_path(log_id)
     log = SessionLog(log_id)
     checkpoints = Checkpoints(log_id, workspace, turn=turn, on_error=on_checkpoint_error)
-    session.checkpoint = checkpoints.around
+    session.checkpoint = checkpoints
+    session.step = turn
     recording = Recording(log_id, log, checkpoints)
-    recording._unsubscribe += [session.subscribe(log.listener(on_error)), session.subscribe(checkpoints.observe)]
+    recording._unsubscribe += [session.subscribe(log.listener(on_error))]
     return recording

@@ -1,8 +1,9 @@
 """Rewind: put the workspace files and the conversation back to the end of a turn (issue 9).
 
-All-or-nothing on the checks: every file a later turn wrote must still hold exactly what
-the session left there (its recorded hash); otherwise :class:`RewindRefusedError` names the
-file and nothing is written. Then files are restored byte-exact (atomic writes; files the
+All-or-nothing on the checks: no later turn may hold a call no checkpoint covers (a shell
+command, an MCP tool: what it changed cannot be put back), and every file a later turn wrote
+must still hold exactly what the session left there (its recorded hash); otherwise
+:class:`RewindRefusedError` names the call or the file and nothing is written. Then files are restored byte-exact (atomic writes; files the
 session created are deleted), the log is cut after turn N (atomic rewrite), and later
 checkpoints are dropped. Directories the session created are left in place, empty.
 """
@@ -73,6 +74,14 @@ def rewind(session_id: str, to_turn: int, workspace: Path | str | None = None) -
         workspace = str(start.data["working_directory"])
     root = Path(workspace).resolve()
     checkpoints = Checkpoints(session_id, root)
+
+    uncovered = [u for turn in checkpoints.turns() if turn > to_turn for u in checkpoints.uncovered(turn)]
+    if uncovered:
+        calls = "; ".join(f"turn {u.turn} ran {u.describe()}" for u in uncovered)
+        raise RewindRefusedError(
+            f"cannot rewind {session_id} to turn {to_turn}: {calls}, which no checkpoint covers (its changes "
+            f"to files cannot be undone); nothing was restored. Rewind to turn {uncovered[-1].turn} or later, "
+            "or undo that command's changes yourself (git can show them)")
 
     expected: dict[str, tuple[str | None, int]] = {}
     original: dict[str, str | None] = {}

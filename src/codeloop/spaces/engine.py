@@ -46,6 +46,7 @@ from codeloop.policy import (
 from codeloop.policy.approval import ToolCallRequest, ToolPolicy
 from codeloop.spaces import operations as wire
 from codeloop.tools import workspace_ops as ops
+from codeloop.tools.effects import ALL_EFFECTS, ToolEffects, reads, shell_line, writes
 from codeloop.tools.errors import ToolError
 from codeloop.tools.pipeline import execute_tool_call
 from codeloop.tools.registry import (
@@ -339,18 +340,20 @@ def space_registry(policy: Policy) -> ToolRegistry:
                                         working_dir=args.get("cwd") or None, env_vars=args.get("env") or None)
         return ToolOutput(f"command {outcome.status}", is_error=outcome.status != "ok", data=outcome)
 
-    def tool(name: str, run: Executor, fields: dict[str, Any], required: list[str]) -> RegisteredTool:
-        return make_tool(name, f"The spaces {name} operation.", fields, required, run)
+    def tool(name: str, run: Executor, fields: dict[str, Any], required: list[str],
+             effects: ToolEffects) -> RegisteredTool:
+        return make_tool(name, f"The spaces {name} operation.", fields, required, run, effects)
 
     text, flag = {"type": "string"}, {"type": "boolean"}
     encoding = {"enum": ["utf-8", "base64"]}
     edits = {"type": "array", "items": {"type": "object"}}
     return ToolRegistry.of([
         tool("createFile", create, {"path": text, "content": text, "encoding": encoding, "overwrite": flag},
-             ["path", "content"]),
-        tool("readFile", read, {"path": text, "encoding": encoding}, ["path"]),
-        tool("editFile", edit, {"path": text, "edits": edits}, ["path", "edits"]),
-        tool("deleteFile", delete, {"path": text}, ["path"]),
+             ["path", "content"], writes("path")),
+        tool("readFile", read, {"path": text, "encoding": encoding}, ["path"], reads("path")),
+        tool("editFile", edit, {"path": text, "edits": edits}, ["path", "edits"], writes("path")),
+        tool("deleteFile", delete, {"path": text}, ["path"], writes("path")),
         tool("shell", shell, {"command": text, "cwd": text, "timeout": {"type": "integer"},
-                              "env": {"type": "object", "additionalProperties": text}}, ["command"]),
+                              "env": {"type": "object", "additionalProperties": text}}, ["command"],
+             ToolEffects(ALL_EFFECTS, None, shell_line())),
     ])

@@ -7,13 +7,16 @@ patch is one change: every file of it is written, or none (see ``patch_apply``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import partial as partial_call
 from typing import Any
 
 from codeloop.environments.base import ExecutionEnvironment
+from codeloop.tools.effects import Effect, ToolEffects
+from codeloop.tools.errors import PatchError
 from codeloop.tools.files import SEEN_FILES
 from codeloop.tools.patch_apply import PatchApplyError, PatchOutcome, apply_hunks
-from codeloop.tools.patch_parser import parse_patch
+from codeloop.tools.patch_parser import AddFile, DeleteFile, UpdateFile, parse_patch
 from codeloop.tools.registry import RegisteredTool, ToolContext, ToolOutput, make_tool
 from codeloop.tools.workspace_ops import fingerprint
 
@@ -82,7 +85,35 @@ async def _run_apply_patch(args: dict[str, Any], env: ExecutionEnvironment, ctx:
     return ToolOutput(outcome.summary())
 
 
+APPLY_PATCH = "apply_patch"
+"""The tool's name (its one spelling: others import it)."""
+
+
+def patch_paths(arguments: Mapping[str, Any]) -> list[str]:
+    """The files a patch adds, deletes, updates or moves to, read with the parser that applies
+    it (a patch it cannot parse changes nothing, and names no file)."""
+    text = arguments.get("patch")
+    if not isinstance(text, str):
+        return []
+    try:
+        hunks = parse_patch(text).hunks
+    except PatchError:
+        return []
+    paths: list[str] = []
+    for hunk in hunks:
+        if isinstance(hunk, AddFile | DeleteFile):
+            paths.append(hunk.path)
+        elif isinstance(hunk, UpdateFile):
+            paths += [hunk.path] + ([hunk.move_path] if hunk.move_path else [])
+    return paths
+
+
+APPLY_PATCH_EFFECTS = ToolEffects(frozenset({Effect.READ, Effect.WRITE}), patch_paths)
+"""A patch reads and writes exactly the files its headers name."""
+
+
 def apply_patch_tool() -> RegisteredTool:
     """The ``apply_patch`` tool with a ``patch`` argument (codex's freeform tool as JSON)."""
     patch = {"type": "string", "description": "The entire patch, from *** Begin Patch to *** End Patch."}
-    return make_tool("apply_patch", APPLY_PATCH_DESCRIPTION, {"patch": patch}, ["patch"], _run_apply_patch)
+    return make_tool(APPLY_PATCH, APPLY_PATCH_DESCRIPTION, {"patch": patch}, ["patch"], _run_apply_patch,
+                     APPLY_PATCH_EFFECTS)

@@ -1,6 +1,7 @@
 """Diagnostics after edits (issue 21; docs/tools.md "Diagnostics after edits").
 
-After ``write_file``, ``edit_file`` or ``apply_patch`` changed a source file, the agent's result
+After a call whose tool declares it writes the files it names (``write_file``, ``edit_file``,
+``apply_patch``: ``codeloop.tools.effects``) changed a source file, the agent's result
 says where the edit broke its syntax, so a model (a small one most of all) fixes it in the next
 call instead of finding out from a failing test three calls later:
 
@@ -38,7 +39,7 @@ from typing import TYPE_CHECKING
 from codeloop.environments.errors import WorkspaceError
 from codeloop.index.languages import language_for
 from codeloop.policy.approval import ToolCallRequest
-from codeloop.tools.hooks import call_paths
+from codeloop.tools.effects import Effect, call_paths
 from codeloop.tools.registry import ToolOutput
 from codeloop.tools.truncation import truncate_output
 from codeloop.tools.workspace_ops import run_command
@@ -49,7 +50,6 @@ if TYPE_CHECKING:
     from codeloop.environments.base import ExecutionEnvironment
     from codeloop.tools.pipeline import AfterCall
 
-EDIT_TOOLS = frozenset({"write_file", "edit_file", "apply_patch"})
 """The tools whose calls are checked (by these names: an MCP tool is never one of them)."""
 MAX_PROBLEMS = 3
 """Syntax problems reported per file; more are counted."""
@@ -256,7 +256,7 @@ class Diagnostics:
     async def watch(self, call: ToolCallRequest, env: ExecutionEnvironment) -> AfterCall | None:
         """The after-step of ``call`` with the files it names as they are now, or None when the
         call edits no checked file."""
-        if call.name not in EDIT_TOOLS:
+        if Effect.WRITE not in call.effects:  # the files a shell line changes are not named: not checked
             return None
         paths = [p for p in dict.fromkeys(call_paths(call, Path(env.working_directory()))) if self.checked(p)]
         if not paths:

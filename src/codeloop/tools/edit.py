@@ -25,6 +25,7 @@ from typing import Any
 from codeloop.environments.base import ExecutionEnvironment, GrepOptions
 from codeloop.environments.errors import WorkspaceError
 from codeloop.tools import workspace_ops as ops
+from codeloop.tools.effects import WRITES_FILE_PATH
 from codeloop.tools.errors import ToolError
 from codeloop.tools.files import SEEN_FILES, number_lines
 from codeloop.tools.patch_apply import PUNCTUATION_TO_ASCII, find_run
@@ -326,6 +327,10 @@ def _not_found(path: str, file_lines: list[str], old_lines: list[str]) -> str:
     )
 
 
+EDIT_FILE = "edit_file"
+"""The tool's name (its one spelling: others import it)."""
+
+
 def edit_file_tool(description: str | None = None) -> RegisteredTool:
     """``edit_file(file_path, old_string, new_string, replace_all?)``; each tool counts its
     failed edits per session and file (a success resets the file's count)."""
@@ -349,7 +354,7 @@ def edit_file_tool(description: str | None = None) -> RegisteredTool:
         return result
 
     return make_tool(
-        "edit_file",
+        EDIT_FILE,
         description
         or (
             "Replace an exact string occurrence in a file. old_string must match the file exactly "
@@ -364,4 +369,5 @@ def edit_file_tool(description: str | None = None) -> RegisteredTool:
         },
         ["file_path", "old_string", "new_string"],
         run,
+        WRITES_FILE_PATH,
     )

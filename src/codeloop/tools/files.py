@@ -15,6 +15,7 @@ from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import BinaryFileError, WorkspaceError
 from codeloop.llm.types import ImageData
 from codeloop.tools import workspace_ops as ops
+from codeloop.tools.effects import WRITES_FILE_PATH, reads
 from codeloop.tools.errors import ToolError
 from codeloop.tools.registry import RegisteredTool, ToolContext, ToolOutput, make_tool
 
@@ -245,10 +246,17 @@ async def list_dir(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolCon
     return "\n".join(f"{e.name}/" if e.is_dir else f"{e.name} ({e.size} bytes)" for e in entries)
 
 
+READ_FILE = "read_file"
+READ_MANY_FILES = "read_many_files"
+WRITE_FILE = "write_file"
+LIST_DIR = "list_dir"
+"""The tool names (their one spelling: others import them)."""
+
+
 def read_file_tool(description: str | None = None) -> RegisteredTool:
     """``read_file(file_path, offset?, limit?)``."""
     return make_tool(
-        "read_file",
+        READ_FILE,
         description
         or (
             "Read a file from the filesystem. Returns line-numbered content (`NNN | line`). "
@@ -262,26 +270,28 @@ def read_file_tool(description: str | None = None) -> RegisteredTool:
         },
         ["file_path"],
         read_file,
+        reads("file_path"),
     )
 
 
 def read_many_files_tool(description: str | None = None) -> RegisteredTool:
     """``read_many_files(paths)``: files or glob patterns."""
     return make_tool(
-        "read_many_files",
+        READ_MANY_FILES,
         description
         or "Read several files at once. `paths` holds file paths or glob patterns (`src/**/*.py`); "
         "each file's content follows a `--- path ---` header.",
         {"paths": {"type": "array", "items": {"type": "string"}, "minItems": 1, "description": "File paths or glob patterns."}},
         ["paths"],
         read_many_files,
+        reads("paths"),
     )
 
 
 def write_file_tool(description: str | None = None) -> RegisteredTool:
     """``write_file(file_path, content)``."""
     return make_tool(
-        "write_file",
+        WRITE_FILE,
         description or "Write content to a file. Creates the file and parent directories if needed; "
         "replaces an existing file completely.",
         {
@@ -290,13 +300,14 @@ def write_file_tool(description: str | None = None) -> RegisteredTool:
         },
         ["file_path", "content"],
         write_file,
+        WRITES_FILE_PATH,
     )
 
 
 def list_dir_tool(description: str | None = None) -> RegisteredTool:
     """``list_dir(path?, depth?)``."""
     return make_tool(
-        "list_dir",
+        LIST_DIR,
         description or "List a directory's entries. Directories end with `/`; `depth` > 1 also lists "
         "their contents.",
         {
@@ -305,4 +316,5 @@ def list_dir_tool(description: str | None = None) -> RegisteredTool:
         },
         [],
         list_dir,
+        reads("path"),
     )

@@ -24,11 +24,9 @@ would ask about). ``post_tool_call`` is the pipeline's AFTER step (:meth:`Hooks.
 
 from __future__ import annotations
 
-import contextlib
 import fnmatch
 import json
 import os
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +37,7 @@ from codeloop.environments.envfilter import Redactor, filter_environment
 from codeloop.environments.runner import run_process
 from codeloop.policy.approval import ToolCallRequest, ToolPolicy, allow_all
 from codeloop.policy.model import Decision
+from codeloop.tools.effects import call_paths
 from codeloop.tools.registry import ToolOutput
 
 if TYPE_CHECKING:
@@ -55,8 +54,6 @@ DENY_EXIT_CODE = 2
 FAILED_PRE_HOOK = "ask"
 """What a failing ``pre_tool_call`` hook means: the user decides (never a silent allow)."""
 
-_PATCH_PATH = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$|^\*\*\* Move to: (.+)$", re.MULTILINE)
-
 Warn = Callable[[str], None]
 
 
@@ -72,7 +69,9 @@ class Hook:
     tools: tuple[str, ...] = ()
     """Tool-name patterns (``fnmatch``: ``shell``, ``mcp_*``); empty: every tool."""
     paths: tuple[str, ...] = ()
-    """Path globs (``*.py``, ``src/*``; ``*`` crosses ``/``) a call's path must match; empty: any call."""
+    """Path globs (``*.py``, ``src/*``; ``*`` crosses ``/``) a call's path must match; empty: any call.
+    A call's paths are those its tool declares (``codeloop.tools.effects``): a ``shell`` or MCP
+    call names none, so it never matches a hook with ``paths`` (use ``tools`` for those)."""
     source: str = ""
     """Where it was configured (``file:line``), for warnings."""
 
@@ -83,25 +82,6 @@ class Hook:
         if not self.paths:
             return True
         return any(fnmatch.fnmatchcase(path, p) for path in call_paths(call, workspace) for p in self.paths)
-
-
-def call_paths(call: ToolCallRequest, workspace: Path) -> list[str]:
-    """The paths a call names (``file_path``, ``path``, ``paths``, the files of a patch),
-    relative to ``workspace`` when they lie in it."""
-    found: list[str] = []
-    for key, value in call.arguments.items():
-        if key in ("file_path", "path", "paths"):
-            found += [value] if isinstance(value, str) else [
-                v for v in value if isinstance(v, str)] if isinstance(value, list) else []
-        elif key == "patch" and isinstance(value, str):
-            found += [added or moved for added, moved in _PATCH_PATH.findall(value)]
-    relative = []
-    for path in (p.strip() for p in found):
-        if os.path.isabs(path):
-            with contextlib.suppress(ValueError):
-                path = Path(path).relative_to(workspace).as_posix()
-        relative.append(path.removeprefix("./"))
-    return relative
 
 
 @dataclass(frozen=True)

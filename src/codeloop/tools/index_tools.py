@@ -22,6 +22,7 @@ from codeloop.index.code_index import CodeIndex
 from codeloop.index.errors import CodeIndexError
 from codeloop.index.models import ImpactReport, SearchHit, Symbol
 from codeloop.llm.types import ToolDefinition
+from codeloop.tools.effects import reads
 from codeloop.tools.registry import RegisteredTool, ToolContext, ToolOutput, object_schema
 
 SEARCH_CODE = ToolDefinition(
@@ -105,6 +106,7 @@ def index_tools(repo_root: str | Path) -> list[RegisteredTool]:
     lock = asyncio.Lock()  # one refresh at a time: a batch of changes is built once
 
     def tool(definition: ToolDefinition, answer: Callable[[dict[str, Any]], str]) -> RegisteredTool:
+        # The index is the tool's own store (refreshed before answering): the workspace is only read.
         async def run(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> str | ToolOutput:
             async with lock:
                 await asyncio.to_thread(index.ensure_fresh)
@@ -113,7 +115,7 @@ def index_tools(repo_root: str | Path) -> list[RegisteredTool]:
             except CodeIndexError as exc:
                 return ToolOutput(str(exc), is_error=True)
 
-        return RegisteredTool(definition, run)
+        return RegisteredTool(definition, run, reads("path"))
 
     return [
         tool(SEARCH_CODE, lambda a: format_hits(a["query"], index.search(

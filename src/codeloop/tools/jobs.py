@@ -18,6 +18,7 @@ from typing import Any
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.local import LocalExecutionEnvironment
 from codeloop.environments.runner import Job
+from codeloop.tools.effects import WIDEST, Effect, ToolEffects, argument_paths, reads
 from codeloop.tools.registry import ToolContext, ToolOutput, ToolRegistry, make_tool
 
 
@@ -120,14 +121,19 @@ def add_job_tools(registry: ToolRegistry, table: JobTable) -> None:
         return ToolOutput(_report(args["job_id"], job, job_env, job.read()))
 
     job_id = {"type": "string", "description": "The id shell returned (job1, ...)."}
+    # job_output only reads what a job printed; job_input feeds a running program, which may do
+    # anything (the widest: it asks under on-risk, and no checkpoint covers it); job_stop signals
+    # processes and names no file.
     registry.register(make_tool(
         "job_output", "New output of a background job since the last read, and whether it still runs "
-        "(its exit code when done). Without job_id: the session's jobs.", {"job_id": job_id}, [], job_output))
+        "(its exit code when done). Without job_id: the session's jobs.", {"job_id": job_id}, [], job_output,
+        reads()))
     registry.register(make_tool(
         "job_input", "Send text to a background job's standard input (add \\n to end a line).",
         {"job_id": job_id, "text": {"type": "string"},
          "close": {"type": "boolean", "description": "End its input after the text (EOF)."}},
-        ["job_id", "text"], job_input))
+        ["job_id", "text"], job_input, WIDEST))
     registry.register(make_tool(
         "job_stop", "Stop a background job and everything it started (SIGTERM, then SIGKILL), "
-        "returning its last output.", {"job_id": job_id}, ["job_id"], job_stop))
+        "returning its last output.", {"job_id": job_id}, ["job_id"], job_stop,
+        ToolEffects(frozenset({Effect.EXEC}), argument_paths())))

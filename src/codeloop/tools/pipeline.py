@@ -21,13 +21,11 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from contextlib import AbstractContextManager
-from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import WorkspaceError
-from codeloop.policy.approval import Approver, PendingApproval, ToolCallRequest, ToolPolicy, allow_all
+from codeloop.policy.approval import Approver, Effect, PendingApproval, ToolCallRequest, ToolPolicy, allow_all
 from codeloop.tools.arguments import ArgumentError, parse_arguments, validate_arguments
 from codeloop.tools.errors import ToolError
 from codeloop.tools.registry import RegisteredTool, ToolCallOutcome, ToolContext, ToolOutput, ToolRegistry
@@ -39,9 +37,19 @@ ToolEventSink = Callable[[str, dict[str, Any]], None]
 ``arguments``) before LOOKUP, and ``tool_call_end`` (``call_id``, ``tool_name``, ``output``
 or ``error`` — the full text — and ``duration_ms``) after TRUNCATE; must not raise."""
 
-Checkpoint = Callable[[ToolCallRequest], AbstractContextManager[object]]
-"""CHECKPOINT: a context entered right before EXECUTE and left after it, also when the tool
-failed; only calls that passed POLICY reach it. What it raises becomes the call's error."""
+class Checkpoint(Protocol):
+    """CHECKPOINT, the seam every change passes: ``before`` right before EXECUTE and ``after``
+    right after it (also when the tool failed or was cancelled), for each call that passed
+    POLICY and whose tool declares ``write`` or ``exec`` (``codeloop.tools.effects``). ``step``
+    is the face's unit of work (``ToolContext.step``: a turn of the agent). ``effects`` and
+    ``paths`` are the call's declaration (``paths`` None: the call may touch any file, so no
+    file snapshot covers it). What ``before`` raises becomes the call's error (it does not run)."""
+
+    def before(self, call: ToolCallRequest, effects: frozenset[Effect], paths: tuple[str, ...] | None,
+               step: int | str | None) -> None: ...
+
+    def after(self, call: ToolCallRequest, effects: frozenset[Effect], paths: tuple[str, ...] | None,
+              step: int | str | None, outcome: ToolOutput) -> None: ...
 
 Answer = Callable[[ToolCallRequest], Awaitable[ToolOutput | None]]
 """ANSWER: asked about each call that passed POLICY; an output is the call's result instead of
@@ -89,7 +97,7 @@ async def execute_tool_call(
     pending = None
     try:
         tool = lookup(registry, name, arguments)
-        call = ToolCallRequest(name, validate(tool, arguments), ctx.call_id)
+        call = tool.effects.request(name, validate(tool, arguments), ctx.call_id)
         await check_policy(call, env, policy, approver)
         answered = None if answer is None else await answer(call)
         if answered is not None:
@@ -125,7 +133,7 @@ async def resume_tool_call(
         if not approved:
             raise _CallFailed(_not_approved(name, pending.decision.reason))
         tool = lookup(registry, name, pending.call.arguments)
-        call = ToolCallRequest(name, validate(tool, pending.call.arguments), ctx.call_id)
+        call = tool.effects.request(name, validate(tool, pending.call.arguments), ctx.call_id)
         produced = await run_call(tool, call, env, ctx, checkpoint, watch, after)
     except _CallFailed as failure:
         produced = ToolOutput(str(failure), is_error=True)
@@ -212,7 +220,22 @@ async def run_call(
 ) -> ToolOutput:
     """WATCH → CHECKPOINT → EXECUTE → the watch's AFTER → AFTER, for a call that passed POLICY."""
     watched = await watch(call, env) if watch is not None else None
-    produced = await execute(tool, call.arguments, env, ctx, checkpoint and partial(checkpoint, call))
+    if checkpoint is None or not call.changes:  # the usual case: nothing to pass the seam
+        produced = await execute(tool, call.arguments, env, ctx)
+    else:
+        try:
+            checkpoint.before(call, call.effects, call.paths, ctx.step)
+        except Exception as exc:
+            return ToolOutput(f"Tool '{call.name}' not run: its checkpoint failed ({exc}).", is_error=True)
+        produced = ToolOutput(f"Tool '{call.name}' was cancelled.", is_error=True)
+        try:
+            produced = await execute(tool, call.arguments, env, ctx)
+        finally:
+            try:
+                checkpoint.after(call, call.effects, call.paths, ctx.step, produced)
+            except Exception as exc:
+                produced = ToolOutput(f"{produced.text}\n(Tool '{call.name}' ran, but its checkpoint failed: {exc}.)",
+                                      is_error=True, data=produced.data)
     for step in (watched, after):
         if step is not None:
             produced = await step(call, produced)
@@ -221,15 +244,10 @@ async def run_call(
 
 async def execute(
     tool: RegisteredTool, args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext,
-    checkpoint: Callable[[], AbstractContextManager[object]] | None = None,
 ) -> ToolOutput:
-    """EXECUTE inside CHECKPOINT: run the executor; every exception becomes an error output."""
+    """EXECUTE: run the executor; every exception becomes an error output."""
     try:
-        if checkpoint is None:  # the usual case: no context manager entered at all
-            produced = await tool.executor(args, env, ctx)
-        else:
-            with checkpoint():
-                produced = await tool.executor(args, env, ctx)
+        produced = await tool.executor(args, env, ctx)
     except (WorkspaceError, ToolError) as exc:
         return ToolOutput(str(exc), is_error=True, data=exc)
     except Exception as exc:

@@ -15,7 +15,8 @@ from typing import Any
 
 from codeloop.environments.base import ExecutionEnvironment, OutputCallback
 from codeloop.llm.types import ImageData, ToolDefinition
-from codeloop.policy.approval import PendingApproval
+from codeloop.policy.approval import PendingApproval, ToolCallRequest
+from codeloop.tools.effects import WIDEST, ToolEffects
 from codeloop.tools.workspace_ops import PlannedChange
 
 
@@ -52,6 +53,9 @@ class ToolContext:
     lenient: bool = False
     """The call comes from a small local model (issue 20): a value out of range is met rather
     than refused (read_file's offset past the end shows the file's last lines)."""
+    step: int | str | None = None
+    """The face's unit of work the call belongs to, for the checkpoint seam: the agent's turn
+    (counted over the session's log), a relay reply, a spaces operation."""
 
 
 @dataclass(frozen=True)
@@ -107,6 +111,9 @@ class RegisteredTool:
     """What the model sees."""
     executor: Executor
     """``async (arguments, env, ctx) -> str | ToolOutput``."""
+    effects: ToolEffects = WIDEST
+    """What its calls may do and which paths a call names (:mod:`codeloop.tools.effects`);
+    a tool that does not say is the widest."""
 
     @property
     def name(self) -> str:
@@ -141,6 +148,16 @@ class ToolRegistry:
         """The tool called ``name``, or None."""
         return self._tools.get(name)
 
+    def effects(self, name: str) -> ToolEffects:
+        """The declaration of the tool called ``name``; the widest when there is none."""
+        tool = self._tools.get(name)
+        return WIDEST if tool is None else tool.effects
+
+    def request(self, name: str, arguments: dict[str, Any], call_id: str | None = None) -> ToolCallRequest:
+        """A call of ``name`` with its tool's declaration applied (what the pipeline builds),
+        for code that sees a model's call outside the pipeline (the turn guards)."""
+        return self.effects(name).request(name, arguments, call_id)
+
     def definitions(self) -> list[ToolDefinition]:
         """Definitions in registration order."""
         return [tool.definition for tool in self._tools.values()]
@@ -162,7 +179,8 @@ def object_schema(properties: dict[str, Any], required: list[str]) -> dict[str, 
 
 
 def make_tool(
-    name: str, description: str, properties: dict[str, Any], required: list[str], executor: Executor
+    name: str, description: str, properties: dict[str, Any], required: list[str], executor: Executor,
+    effects: ToolEffects = WIDEST,
 ) -> RegisteredTool:
     """A tool whose parameters are :func:`object_schema` of ``properties`` and ``required``."""
-    return RegisteredTool(ToolDefinition(name, description, object_schema(properties, required)), executor)
+    return RegisteredTool(ToolDefinition(name, description, object_schema(properties, required)), executor, effects)

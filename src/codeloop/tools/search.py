@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from codeloop.environments.base import ExecutionEnvironment, GrepOptions
+from codeloop.tools.effects import reads
 from codeloop.tools.registry import RegisteredTool, ToolContext, make_tool
 
 DEFAULT_MAX_RESULTS = 100
@@ -32,10 +33,15 @@ async def glob(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext
     return "\n".join(paths) if paths else f"No files found matching {args['pattern']!r}."
 
 
+GREP = "grep"
+GLOB = "glob"
+"""The tool names (their one spelling: others import them)."""
+
+
 def grep_tool(description: str | None = None) -> RegisteredTool:
     """``grep(pattern, path?, glob_filter?, case_insensitive?, max_results?, output_mode?)``."""
     return make_tool(
-        "grep",
+        GREP,
         description
         or (
             "Search file contents using regex patterns (ripgrep syntax). Returns matching lines as "
@@ -51,13 +57,14 @@ def grep_tool(description: str | None = None) -> RegisteredTool:
         },
         ["pattern"],
         grep,
+        reads("path"),
     )
 
 
 def glob_tool(description: str | None = None) -> RegisteredTool:
     """``glob(pattern, path?)``."""
     return make_tool(
-        "glob",
+        GLOB,
         description
         or "Find files matching a glob pattern (e.g. \"**/*.ts\"). Returns paths sorted by modification "
         "time, newest first; .gitignore is respected.",
@@ -67,4 +74,5 @@ def glob_tool(description: str | None = None) -> RegisteredTool:
         },
         ["pattern"],
         glob,
+        reads("path"),
     )

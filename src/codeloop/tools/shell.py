@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from codeloop.environments.base import ExecutionEnvironment
-from codeloop.tools.apply_patch import apply_patch_text
+from codeloop.tools.apply_patch import APPLY_PATCH, apply_patch_text
+from codeloop.tools.effects import ALL_EFFECTS, ToolEffects, shell_line
 from codeloop.tools.errors import PatchError
 from codeloop.tools.registry import RegisteredTool, ToolContext, ToolOutput, make_tool
 from codeloop.tools.workspace_ops import CommandOutcome, run_command
@@ -52,7 +53,7 @@ def format_outcome(outcome: CommandOutcome) -> ToolOutput:
 def is_apply_patch_command(command: str) -> bool:
     """True for ``apply_patch <<'EOF' ... EOF`` typed into the shell, as codex models do."""
     head = command.lstrip()
-    return head.startswith(("apply_patch", "applypatch")) and "*** Begin Patch" in command
+    return head.startswith((APPLY_PATCH, "applypatch")) and "*** Begin Patch" in command
 
 
 async def _apply_patch_via_shell(command: str, env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:
@@ -65,6 +66,14 @@ async def _apply_patch_via_shell(command: str, env: ExecutionEnvironment, ctx: T
     return ToolOutput(f"{outcome.summary()}[exit code: 0, duration: 0 ms]")
 
 
+SHELL = "shell"
+"""The tool's name (its one spelling: others import it)."""
+
+
+SHELL_EFFECTS = ToolEffects(ALL_EFFECTS, None, shell_line())
+"""A shell line may do anything to any file: the widest, with the line to judge (approval modes)."""
+
+
 def shell_tool(default_timeout_ms: int = OPENAI_SHELL_TIMEOUT_MS, description: str | None = None) -> RegisteredTool:
     """``shell(command, timeout_ms?, description?)`` with a profile's default timeout."""
 
@@ -75,7 +84,7 @@ def shell_tool(default_timeout_ms: int = OPENAI_SHELL_TIMEOUT_MS, description: s
         return format_outcome(await run_command(env, args["command"], timeout_ms=timeout_ms, on_output=ctx.on_output))
 
     return make_tool(
-        "shell",
+        SHELL,
         description
         or (
             "Execute a shell command (bash) in the workspace. Returns stdout, stderr, the exit code "
@@ -89,4 +98,5 @@ def shell_tool(default_timeout_ms: int = OPENAI_SHELL_TIMEOUT_MS, description: s
         },
         ["command"],
         shell,
+        SHELL_EFFECTS,
     )

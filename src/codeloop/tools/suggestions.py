@@ -16,6 +16,11 @@ import shlex
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from codeloop.tools.edit import EDIT_FILE
+from codeloop.tools.files import LIST_DIR, READ_FILE, WRITE_FILE
+from codeloop.tools.search import GLOB, GREP
+from codeloop.tools.shell import SHELL
+
 _DELETE = frozenset({"delete_file", "remove_file", "delete", "remove", "rm", "unlink", "delete_files",
                      "remove_files", "rm_file", "deletefile", "removefile"})
 _RUN = frozenset({"run", "execute", "exec", "bash", "sh", "terminal", "run_command", "execute_command",
@@ -25,7 +30,7 @@ _WRITE = frozenset({"create_file", "save_file", "write", "new_file", "write_to_f
 _READ = frozenset({"open_file", "view_file", "cat", "read", "view", "show_file", "get_file", "readfile"})
 _EDIT = frozenset({"replace", "str_replace", "replace_in_file", "modify_file", "update_file", "edit",
                    "str_replace_editor", "patch_file"})
-_LIST = frozenset({"list_files", "ls", "list_directory", "list", "dir", "list_dir"})
+_LIST = frozenset({"list_files", "ls", "list_directory", "list", "dir", LIST_DIR})
 _SEARCH = frozenset({"search", "find", "search_files", "grep_search", "find_in_files", "search_code"})
 
 _PATH_KEYS = ("file_path", "path", "filename", "file", "filepath", "target", "name")
@@ -73,41 +78,41 @@ def _equivalent(name: str, args: Mapping[str, Any],
                 available: Collection[str]) -> tuple[str, dict[str, Any]] | None:
     key = name.strip().lower().replace("-", "_").replace(" ", "_")
     path = _first(args, _PATH_KEYS)
-    if key in _DELETE and "shell" in available:
-        return "shell", {"command": f"rm -- {shlex.quote(path)}" if path else "rm -- PATH"}
-    if key in _RUN and "shell" in available:
+    if key in _DELETE and SHELL in available:
+        return SHELL, {"command": f"rm -- {shlex.quote(path)}" if path else "rm -- PATH"}
+    if key in _RUN and SHELL in available:
         command = _first(args, _COMMAND_KEYS)
         if key in ("python", "run_python") and command and "\n" not in command:
             command = f"python3 -c {shlex.quote(command)}"
-        return "shell", {"command": command or "COMMAND"}
-    if key in _WRITE and "write_file" in available:
-        return "write_file", {"file_path": path or "PATH", "content": args.get("content", args.get("text", "..."))}
-    if key in _READ and "read_file" in available:
-        return "read_file", {"file_path": path or "PATH"}
-    if key in _EDIT and "edit_file" in available:
-        return "edit_file", {"file_path": path or "PATH", "old_string": args.get("old_string", args.get("old", "...")),
+        return SHELL, {"command": command or "COMMAND"}
+    if key in _WRITE and WRITE_FILE in available:
+        return WRITE_FILE, {"file_path": path or "PATH", "content": args.get("content", args.get("text", "..."))}
+    if key in _READ and READ_FILE in available:
+        return READ_FILE, {"file_path": path or "PATH"}
+    if key in _EDIT and EDIT_FILE in available:
+        return EDIT_FILE, {"file_path": path or "PATH", "old_string": args.get("old_string", args.get("old", "...")),
                              "new_string": args.get("new_string", args.get("new", "..."))}
     if key in _LIST:
         directory = path or _first(args, ("directory", "dir")) or "."
-        if "list_dir" in available:
-            return "list_dir", {"path": directory}
-        if "glob" in available:
-            return "glob", {"pattern": "*", "path": directory}
-    if key in _SEARCH and "grep" in available:
-        return "grep", {"pattern": _first(args, ("pattern", "query", "text", "regex")) or "PATTERN"}
+        if LIST_DIR in available:
+            return LIST_DIR, {"path": directory}
+        if GLOB in available:
+            return GLOB, {"pattern": "*", "path": directory}
+    if key in _SEARCH and GREP in available:
+        return GREP, {"pattern": _first(args, ("pattern", "query", "text", "regex")) or "PATTERN"}
     return None
 
 
 _WISHES: dict[str, frozenset[str]] = {
     tool: frozenset(words.split()) for tool, words in {
-        "edit_file": "edit change modify update replace rename fix refactor insert add append patch set implement "
+        EDIT_FILE: "edit change modify update replace rename fix refactor insert add append patch set implement "
                      "complete correct function method class line lines code",
-        "write_file": "write create save new make generate overwrite output",
-        "read_file": "read open view show cat get inspect look display content contents",
-        "shell": "run execute exec test tests install build compile delete remove rm move mv copy cp mkdir python "
+        WRITE_FILE: "write create save new make generate overwrite output",
+        READ_FILE: "read open view show cat get inspect look display content contents",
+        SHELL: "run execute exec test tests install build compile delete remove rm move mv copy cp mkdir python "
                  "pip pytest bash sh command script",
-        "grep": "search find grep locate lookup where usages references",
-        "glob": "list ls files glob dir directory tree",
+        GREP: "search find grep locate lookup where usages references",
+        GLOB: "list ls files glob dir directory tree",
     }.items()
 }
 """Words of an invented tool name (``rename_symbol``) → the tool that does what they say."""

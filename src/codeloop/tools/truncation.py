@@ -11,6 +11,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from codeloop.tools.apply_patch import APPLY_PATCH
+from codeloop.tools.edit import EDIT_FILE
+from codeloop.tools.files import LIST_DIR, READ_FILE, READ_MANY_FILES, WRITE_FILE
+from codeloop.tools.search import GLOB, GREP
+from codeloop.tools.shell import SHELL
+
 TruncationMode = Literal["head_tail", "tail", "head_tail_counted"]
 """``head_tail`` and ``tail`` carry the loop spec's warnings (§5.1); ``head_tail_counted``
 keeps head and tail around a one-line ``[... N characters of output omitted ...]`` marker
@@ -18,17 +24,17 @@ and never exceeds the limit (the relay's RUN_COMMAND cut, relay spec "RUN_COMMAN
 
 _DEFAULTS: Mapping[str, tuple[int, TruncationMode, int | None]] = {
     # tool: (character limit, mode, line limit or None)
-    "read_file": (50_000, "head_tail", None),
-    "shell": (30_000, "head_tail", 256),
-    "grep": (20_000, "tail", 200),
-    "glob": (20_000, "tail", 500),
-    "edit_file": (10_000, "tail", None),
-    "apply_patch": (10_000, "tail", None),
-    "write_file": (1_000, "tail", None),
+    READ_FILE: (50_000, "head_tail", None),
+    SHELL: (30_000, "head_tail", 256),
+    GREP: (20_000, "tail", 200),
+    GLOB: (20_000, "tail", 500),
+    EDIT_FILE: (10_000, "tail", None),
+    APPLY_PATCH: (10_000, "tail", None),
+    WRITE_FILE: (1_000, "tail", None),
     "spawn_agent": (20_000, "head_tail", None),
     # Not in the §5.2 table: sized like their nearest relatives.
-    "read_many_files": (50_000, "head_tail", None),
-    "list_dir": (20_000, "head_tail", 500),
+    READ_MANY_FILES: (50_000, "head_tail", None),
+    LIST_DIR: (20_000, "head_tail", 500),
 }
 DEFAULT_TOOL_LIMITS: Mapping[str, int] = {name: chars for name, (chars, _, _) in _DEFAULTS.items()}
 """Default character limits (spec §5.2, plus the gemini-profile tools)."""

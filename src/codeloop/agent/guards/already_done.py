@@ -29,7 +29,8 @@ from codeloop.environments.errors import WorkspaceError
 from codeloop.llm.types import ToolCall
 from codeloop.policy.approval import ToolCallRequest
 from codeloop.tools import workspace_ops as ops
-from codeloop.tools.files import DEFAULT_READ_LIMIT
+from codeloop.tools.edit import EDIT_FILE
+from codeloop.tools.files import DEFAULT_READ_LIMIT, READ_FILE, WRITE_FILE
 from codeloop.tools.registry import ToolOutput
 
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ class AlreadyDone(TurnGuard):
         return rescues_on(session)
 
     async def before_call(self, call: ToolCallRequest, turn: Turn) -> ToolOutput | None:
-        if call.name not in ("read_file", "write_file", "edit_file"):
+        if call.name not in (READ_FILE, WRITE_FILE, EDIT_FILE):
             return None
         path = call.arguments.get("file_path")
         if not isinstance(path, str) or not path.strip():
@@ -106,13 +107,13 @@ class AlreadyDone(TurnGuard):
         if b"\0" in data[:8192]:
             return None
         rel = workspace_path(path, env.working_directory())
-        if call.name == "read_file":
+        if call.name == READ_FILE:
             return self._read(call, rel, data, turn)
         text = data.decode("utf-8", "replace")
         args: dict[str, Any] = call.arguments
-        if call.name == "write_file" and isinstance(args.get("content"), str) and _same_text(text, args["content"]):
+        if call.name == WRITE_FILE and isinstance(args.get("content"), str) and _same_text(text, args["content"]):
             return ToolOutput(f"{ALREADY_DONE} {path} already holds this content; nothing was written. {GO_ON}")
-        if (call.name == "edit_file" and isinstance(args.get("old_string"), str)
+        if (call.name == EDIT_FILE and isinstance(args.get("old_string"), str)
                 and isinstance(args.get("new_string"), str)
                 and edit_already_made(text, args["old_string"], args["new_string"])):
             return ToolOutput(f"{ALREADY_DONE} {path} already holds this change; nothing was edited. {GO_ON}")
@@ -169,6 +170,5 @@ class AlreadyDone(TurnGuard):
         # more times, each answered "already done ... give your final answer now", until its
         # time ran out. Told twice, a third time ends the input with what its calls did.
         session = turn.session
-        turn.answer = f"{REPEATS_STOPPED[0].upper()}{REPEATS_STOPPED[1:]}. " + describe_work(
-            session.history, session.environment.working_directory())
+        turn.answer = f"{REPEATS_STOPPED[0].upper()}{REPEATS_STOPPED[1:]}. " + describe_work(session)
         return end("loop_limit", REPEATS_STOPPED)

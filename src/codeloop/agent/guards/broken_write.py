@@ -19,6 +19,7 @@ from codeloop.agent.file_edits import content_problem
 from codeloop.agent.guards.base import Turn, TurnGuard, rescues_on
 from codeloop.environments.errors import WorkspaceError
 from codeloop.tools import workspace_ops as ops
+from codeloop.tools.files import WRITE_FILE
 from codeloop.tools.registry import ToolOutput
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ class BrokenWrite(TurnGuard):
 
     async def before_call(self, call: ToolCallRequest, turn: Turn) -> ToolOutput | None:
         path, content = call.arguments.get("file_path"), call.arguments.get("content")
-        if call.name != "write_file" or not isinstance(path, str) or not isinstance(content, str):
+        if call.name != WRITE_FILE or not isinstance(path, str) or not isinstance(content, str):
             return None
         wrong = content_problem(path, content)
         if wrong is None:

@@ -15,7 +15,6 @@ from codeloop.agent.guards.base import ACCEPT, GuardAction, Turn, TurnGuard, nud
 from codeloop.agent.history import CallResult
 from codeloop.agent.reply_reader import Reply
 from codeloop.llm.types import ToolCall
-from codeloop.policy.approval_modes import READ_ONLY_TOOLS
 
 if TYPE_CHECKING:
     from codeloop.agent.session import Session
@@ -39,6 +38,7 @@ class ClaimCheck(TurnGuard):
         return nudge(claim_note(found)) if found else ACCEPT
 
     async def after_tools(self, calls: Sequence[ToolCall], results: Sequence[CallResult], turn: Turn) -> GuardAction:
+        registry = turn.session.profile.tool_registry
         self.touched += [str(call.arguments) for call, result in zip(calls, results, strict=True)
-                         if not result.is_error and call.name not in READ_ONLY_TOOLS]
+                         if not result.is_error and not registry.request(call.name, dict(call.arguments)).read_only]
         return ACCEPT

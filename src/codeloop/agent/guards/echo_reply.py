@@ -171,7 +171,7 @@ class EchoReply(TurnGuard):
     @staticmethod
     def _worked(session: Session) -> bool:
         """The input's calls changed a file or ran a command."""
-        return bool(work_done(session.history, session.environment.working_directory()))
+        return bool(work_done(session))
 
     async def before_call(self, call: ToolCallRequest, turn: Turn) -> ToolOutput | None:
         # A placeholder of an example form copied as a value is never run.

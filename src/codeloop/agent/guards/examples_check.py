@@ -35,6 +35,8 @@ from codeloop.agent.guards.work_report import EXIT_CODE, ran_command
 from codeloop.agent.history import CallResult
 from codeloop.agent.reply_reader import Reply
 from codeloop.llm.types import ToolCall
+from codeloop.tools.edit import EDIT_FILE
+from codeloop.tools.shell import SHELL
 
 if TYPE_CHECKING:
     from codeloop.agent.session import Session
@@ -68,7 +70,7 @@ class ExamplesCheck(TurnGuard):
         self.reverted = False
 
     def applies(self, session: Session) -> bool:
-        return rescues_on(session) and session.profile.tool_registry.get("shell") is not None
+        return rescues_on(session) and session.profile.tool_registry.get(SHELL) is not None
 
     async def before_input(self, turn: Turn) -> str:
         mentioned = set(re.findall(r"\w+", turn.task))
@@ -84,7 +86,7 @@ class ExamplesCheck(TurnGuard):
 
     async def after_tools(self, calls: Sequence[ToolCall], results: Sequence[CallResult], turn: Turn) -> GuardAction:
         for call, result in zip(calls, results, strict=True):
-            if call.id.startswith("examples-") and call.name == "shell":
+            if call.id.startswith("examples-") and call.name == SHELL:
                 # A run refused (policy, approval) says nothing of the examples: no redraft.
                 code = EXIT_CODE.search(result.content) if ran_command(call, result) else None
                 self.failure = result.content if code is not None and code.group(1) != "0" else None
@@ -114,7 +116,7 @@ class ExamplesCheck(TurnGuard):
             # that cannot be met, such as an example printed in another format, must not
             # cost a version that was right).
             self.reverted = True
-            call = ToolCall(f"examples-back-{uuid.uuid4().hex[:8]}", "edit_file",
+            call = ToolCall(f"examples-back-{uuid.uuid4().hex[:8]}", EDIT_FILE,
                             {"file_path": path, "old_string": now, "new_string": self.first[0]})
             return run_instead(call, f"the second version of `{name}` failed as many examples as the first: "
                                      "codeloop puts the first back")
@@ -124,7 +126,7 @@ class ExamplesCheck(TurnGuard):
         self.runs += 1
         self.checked = now
         self.failure = None
-        call = ToolCall(f"examples-{uuid.uuid4().hex[:8]}", "shell",
+        call = ToolCall(f"examples-{uuid.uuid4().hex[:8]}", SHELL,
                         {"command": f"python3 -m doctest {shlex.quote(path)}"})
         return run_instead(call, f"`{name}` in {path} has examples in its docstring: codeloop runs them")
 

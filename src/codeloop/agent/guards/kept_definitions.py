@@ -23,15 +23,14 @@ from codeloop.agent.guards.base import ACCEPT, GuardAction, Turn, TurnGuard, nud
 from codeloop.agent.history import CallResult
 from codeloop.environments.errors import WorkspaceError
 from codeloop.llm.types import ToolCall
-from codeloop.policy.approval import ToolCallRequest
+from codeloop.policy.approval import Effect, ToolCallRequest
 from codeloop.tools import workspace_ops as ops
-from codeloop.tools.hooks import call_paths
+from codeloop.tools.effects import call_paths
 from codeloop.tools.registry import ToolOutput
 
 if TYPE_CHECKING:
     from codeloop.agent.session import Session
 
-EDITING_TOOLS = frozenset({"write_file", "edit_file", "apply_patch"})
 _DEFINITION = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class|function)[ \t]+([A-Za-z_]\w*)", re.M)
 _IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]+([^\n#;]+)", re.M)
 _CHANGES_NAMES = re.compile(r"\b(?:renam|remov|delet|drop|replac|mov|merg|inlin|split|extract|consolidat|get\s+rid)",
@@ -64,8 +63,8 @@ class KeptDefinitions(TurnGuard):
         return rescues_on(session)
 
     async def before_call(self, call: ToolCallRequest, turn: Turn) -> ToolOutput | None:
-        if call.name in EDITING_TOOLS:
-            for path in self._paths(call, turn.session):
+        if Effect.WRITE in call.effects:
+            for path in written_paths(turn.session, call):
                 if (text := await file_text(turn.session, path)) is not None:
                     self.before[path] = definitions(text)
         return None
@@ -89,9 +88,15 @@ class KeptDefinitions(TurnGuard):
                      "Keep the existing code: put back what went missing, exactly as it was, and add the new "
                      "code beside it.")
 
-    @staticmethod
-    def _paths(call: ToolCallRequest, session: Session) -> list[str]:
-        return call_paths(call, Path(session.environment.working_directory()))
+
+def written_paths(session: Session, call: ToolCall | ToolCallRequest) -> list[str]:
+    """The workspace paths ``call`` writes, by its tool's declaration (``codeloop.tools.effects``):
+    none for reads, and none for a shell line or an MCP call, whose paths nobody can name."""
+    request = call if isinstance(call, ToolCallRequest) else session.profile.tool_registry.request(
+        call.name, dict(call.arguments))
+    if Effect.WRITE not in request.effects:
+        return []
+    return call_paths(request, Path(session.environment.working_directory()))
 
 
 async def file_text(session: Session, path: str) -> str | None:

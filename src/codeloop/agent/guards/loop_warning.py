@@ -63,8 +63,7 @@ class LoopWarning(TurnGuard):
         if not detect_loop(session.history.recent_call_signatures(window), window):
             return ACCEPT
         if self.warnings >= MAX_LOOP_WARNINGS and rescues_on(session):
-            turn.answer = f"{LOOP_STOPPED[0].upper()}{LOOP_STOPPED[1:]}. " + describe_work(
-                session.history, session.environment.working_directory())
+            turn.answer = f"{LOOP_STOPPED[0].upper()}{LOOP_STOPPED[1:]}. " + describe_work(session)
             return end("loop_limit", LOOP_STOPPED)
         self.warnings += 1
         return nudge(loop_warning(window), event="loop_detection")

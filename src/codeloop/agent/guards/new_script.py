@@ -34,6 +34,7 @@ from codeloop.agent.named_blocks import fenced_bodies
 from codeloop.agent.reply_reader import Reply
 from codeloop.llm.errors import SDKError
 from codeloop.llm.types import ToolCall
+from codeloop.tools.files import WRITE_FILE
 
 if TYPE_CHECKING:
     from codeloop.agent.session import Session
@@ -70,7 +71,7 @@ class NewScript(TurnGuard):
         self.replied = False
 
     def applies(self, session: Session) -> bool:
-        return rescues_on(session) and session.profile.tool_registry.get("write_file") is not None
+        return rescues_on(session) and session.profile.tool_registry.get(WRITE_FILE) is not None
 
     async def before_input(self, turn: Turn) -> str:
         self.path = wanted_script(turn.task)
@@ -100,7 +101,7 @@ class NewScript(TurnGuard):
             return ACCEPT
         if content is None:
             return ACCEPT
-        call = ToolCall(f"draft-{uuid.uuid4().hex[:8]}", "write_file", {"file_path": path, "content": content})
+        call = ToolCall(f"draft-{uuid.uuid4().hex[:8]}", WRITE_FILE, {"file_path": path, "content": content})
         written = "" if not reply.calls or session.profile.native_tool_calls else call_form(
             session, call.name, {"file_path": path, "content": content})
         return run_instead(call, f"the task asks for a new script {path}: codeloop asked the model for the whole "
@@ -111,7 +112,7 @@ def _writes(reply: Reply, path: str) -> bool:
     """True when the reply's own calls write ``path`` with content that can be its content."""
     for call in reply.calls:
         content = call.arguments.get("content")
-        if call.name == "write_file" and str(call.arguments.get("file_path", "")).removeprefix("./") == path \
+        if call.name == WRITE_FILE and str(call.arguments.get("file_path", "")).removeprefix("./") == path \
                 and isinstance(content, str) and content.strip() and content_problem(path, content) is None:
             return True
     return False

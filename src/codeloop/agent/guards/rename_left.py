@@ -24,17 +24,15 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Sequence
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
 from codeloop.agent.claims import file_names
 from codeloop.agent.guards.base import ACCEPT, GuardAction, Turn, TurnGuard, nudge, rescues_on, run_instead
-from codeloop.agent.guards.kept_definitions import EDITING_TOOLS, MAX_PROJECT_FILES, file_text, project_files
+from codeloop.agent.guards.kept_definitions import MAX_PROJECT_FILES, file_text, project_files, written_paths
 from codeloop.agent.history import CallResult
 from codeloop.agent.reply_reader import Reply
 from codeloop.llm.types import ToolCall
-from codeloop.policy.approval import ToolCallRequest
-from codeloop.tools.hooks import call_paths
 
 if TYPE_CHECKING:
     from codeloop.agent.session import Session
@@ -96,10 +94,9 @@ class RenameLeft(TurnGuard):
 
     async def after_tools(self, calls: Sequence[ToolCall], results: Sequence[CallResult], turn: Turn) -> GuardAction:
         for call, result in zip(calls, results, strict=True):
-            if result.is_error or call.name not in EDITING_TOOLS:
+            paths = [] if result.is_error else written_paths(turn.session, call)
+            if not paths:
                 continue
-            root = Path(turn.session.environment.working_directory())
-            paths = call_paths(ToolCallRequest(call.name, dict(call.arguments)), root)
             self.suffixes |= {PurePosixPath(p).suffix for p in paths}
             written = str(call.arguments)
             self.begun |= {pair for pair in self.renames if _word(pair[1]).search(written)}

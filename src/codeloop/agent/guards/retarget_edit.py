@@ -22,6 +22,7 @@ from codeloop.agent.guards.verify_answer import call_form
 from codeloop.agent.history import CallResult
 from codeloop.agent.reply_reader import Reply
 from codeloop.llm.types import ToolCall
+from codeloop.tools.edit import EDIT_FILE
 
 if TYPE_CHECKING:
     from codeloop.agent.session import Session
@@ -40,7 +41,7 @@ class RetargetEdit(TurnGuard):
 
     async def after_tools(self, calls: Sequence[ToolCall], results: Sequence[CallResult], turn: Turn) -> GuardAction:
         for call, result in zip(calls, results, strict=True):
-            if call.name == "edit_file" and result.is_error and (found := _ELSEWHERE.search(result.content)):
+            if call.name == EDIT_FILE and result.is_error and (found := _ELSEWHERE.search(result.content)):
                 self.misses[_key(call)] = found.group(1)
         return ACCEPT
 
@@ -51,8 +52,8 @@ class RetargetEdit(TurnGuard):
         call = reply.calls[0]
         arguments = {**call.arguments, "file_path": target}
         written = "" if turn.session.profile.native_tool_calls else call_form(
-            turn.session, "edit_file", {k: str(v) for k, v in arguments.items()})
-        return run_instead(ToolCall(f"retarget-{uuid.uuid4().hex[:8]}", "edit_file", arguments),
+            turn.session, EDIT_FILE, {k: str(v) for k, v in arguments.items()})
+        return run_instead(ToolCall(f"retarget-{uuid.uuid4().hex[:8]}", EDIT_FILE, arguments),
                            f"the same edit of {call.arguments.get('file_path')} failed before and its text is in "
                            f"{target}: codeloop makes it there", written)
 

@@ -41,22 +41,21 @@ import ast
 import re
 import uuid
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codeloop.agent.call_forms import CallForms
 from codeloop.agent.claims import file_names
 from codeloop.agent.file_edits import appended_definitions, plan_file_edit
 from codeloop.agent.guards.base import ACCEPT, GuardAction, Turn, TurnGuard, nudge, rescues_on, run_instead
-from codeloop.agent.guards.kept_definitions import EDITING_TOOLS, file_text
+from codeloop.agent.guards.kept_definitions import file_text, written_paths
 from codeloop.agent.guards.verify_answer import call_form
 from codeloop.agent.history import CallResult
 from codeloop.agent.named_blocks import fenced_bodies
 from codeloop.agent.reply_reader import Reply
 from codeloop.llm.errors import SDKError
 from codeloop.llm.types import ToolCall
-from codeloop.policy.approval import ToolCallRequest
-from codeloop.tools.hooks import call_paths
+from codeloop.tools.edit import EDIT_FILE
+from codeloop.tools.files import WRITE_FILE
 
 if TYPE_CHECKING:
     from codeloop.agent.session import Session
@@ -117,9 +116,9 @@ def _writes_code(calls: Sequence[ToolCall], path: str, source: str, name: str) -
         if str(args.get("file_path", "")).removeprefix("./") != path:
             continue
         content, old, new = args.get("content"), args.get("old_string"), args.get("new_string")
-        if call.name == "write_file" and isinstance(content, str):
+        if call.name == WRITE_FILE and isinstance(content, str):
             text = content
-        elif call.name == "edit_file" and isinstance(old, str) and isinstance(new, str) and old and old in text:
+        elif call.name == EDIT_FILE and isinstance(old, str) and isinstance(new, str) and old and old in text:
             text = text.replace(old, new, 1)
     kept = {f.name for f in defined_functions(text) or ()} >= {f.name for f in defined_functions(source) or ()}
     return text != source and kept and implementation(text, name) is not None
@@ -159,11 +158,9 @@ class StubLeft(TurnGuard):
         return ""
 
     async def after_tools(self, calls: Sequence[ToolCall], results: Sequence[CallResult], turn: Turn) -> GuardAction:
-        root = Path(turn.session.environment.working_directory())
         for call in calls:
-            if call.name in EDITING_TOOLS:
-                paths = call_paths(ToolCallRequest(call.name, dict(call.arguments)), root)
-                self.edited += [p for p in paths if p.endswith(".py") and p not in self.edited]
+            paths = written_paths(turn.session, call)
+            self.edited += [p for p in paths if p.endswith(".py") and p not in self.edited]
         return ACCEPT
 
     async def after_reply(self, reply: Reply, turn: Turn) -> GuardAction:

@@ -124,14 +124,13 @@ class VerifyBeforeAnswer(TurnGuard):
         return rescues_on(session) and session.profile.tool_registry.get("shell") is not None
 
     async def after_tools(self, calls: Sequence[ToolCall], results: Sequence[CallResult], turn: Turn) -> GuardAction:
-        root = turn.session.environment.working_directory()
         for call, result in zip(calls, results, strict=True):
             if ran_command(call, result):
                 self.ran = True
                 code = EXIT_CODE.search(result.content)
                 failed = code is not None and code.group(1) != "0"
                 self.failed = (str(call.arguments["command"]), code.group(1), result.content) if failed and code else None
-            elif changed := changed_files(call, result, root):
+            elif changed := changed_files(turn.session, call, result):
                 self.ran, self.failed = False, None
                 self.written = [p for p in self.written if p not in changed] + changed
         self.stalled = bool(results) and all(answered_already_done(r) for r in results)

@@ -11,16 +11,13 @@ own is kept (:mod:`.claim_check` checks its claims).
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codeloop.agent.guards.base import ACCEPT, GuardAction, Turn, TurnGuard, rescues_on
+from codeloop.agent.guards.kept_definitions import written_paths
 from codeloop.agent.history import AssistantTurn, CallResult, History, ToolResultsTurn, UserTurn
 from codeloop.agent.reply_reader import Reply
 from codeloop.llm.types import ToolCall
-from codeloop.policy.approval import ToolCallRequest
-from codeloop.policy.approval_modes import READ_ONLY_TOOLS
-from codeloop.tools.hooks import call_paths
 
 if TYPE_CHECKING:
     from codeloop.agent.session import Session
@@ -59,28 +56,28 @@ def answered_already_done(result: CallResult) -> bool:
     return result.content.startswith(ALREADY_DONE)
 
 
-def changed_files(call: ToolCall, result: CallResult, root: str) -> list[str]:
-    """The files a successful call changed (none for reads, commands and "already done")."""
-    if (result.is_error or call.name in READ_ONLY_TOOLS or "command" in call.arguments
-            or answered_already_done(result)):
+def changed_files(session: Session, call: ToolCall, result: CallResult) -> list[str]:
+    """The files a successful call changed, by its tool's declaration (none for reads, for
+    commands, whose paths nobody knows, and for "already done")."""
+    if result.is_error or answered_already_done(result):
         return []
-    return call_paths(ToolCallRequest(call.name, dict(call.arguments)), Path(root))
+    return written_paths(session, call)
 
 
-def describe_work(history: History, root: str) -> str:
+def describe_work(session: Session) -> str:
     """What the input's calls did: ``wrote a.py; ran `python3 a.py` (exit 0)``."""
-    done = work_done(history, root)
+    done = work_done(session)
     if not done:
         return "Nothing was changed and no command was run."
     return "What was done: " + "; ".join(done) + "."
 
 
-def work_done(history: History, root: str) -> list[str]:
+def work_done(session: Session) -> list[str]:
     """The files the input's calls changed and the commands they ran, once each."""
     done: list[str] = []
-    for call, result in input_calls(history):
-        verb = "wrote" if call.name == "write_file" else "changed"
-        done += [f"{verb} {path}" for path in changed_files(call, result, root)]
+    for call, result in input_calls(session.history):
+        verb = "wrote" if "content" in call.arguments else "changed"  # a whole file's content, or an edit
+        done += [f"{verb} {path}" for path in changed_files(session, call, result)]
         if ran_command(call, result):
             code = EXIT_CODE.search(result.content)
             done.append(f"ran `{call.arguments['command']}` "
@@ -102,4 +99,4 @@ class WorkReport(TurnGuard):
 
 def report_of_work(session: Session) -> str:
     """The answer that stands in for a final text that says nothing: what the calls did."""
-    return f"{NO_ANSWER} {describe_work(session.history, session.environment.working_directory())}"
+    return f"{NO_ANSWER} {describe_work(session)}"
