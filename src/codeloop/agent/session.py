@@ -63,6 +63,7 @@ from codeloop.profiles.base import ProviderProfile
 from codeloop.profiles.prompts import NATIVE_COMPACT
 from codeloop.tools import ToolContext, ToolPolicy, ToolRegistry, TruncationConfig, execute_tool_call
 from codeloop.tools.diagnostics import Diagnostics
+from codeloop.tools.files import READ_FILE, READ_MANY_FILES
 from codeloop.tools.hooks import Hooks
 from codeloop.tools.pipeline import Answer, Checkpoint
 from codeloop.tools.registry import ToolOutput
@@ -522,7 +523,7 @@ class Session:
         ``conversation`` (inputs and replies), ``files read`` and ``other tool output``, and the
         ``window``; what ``/context`` shows in a chat (issue 36)."""
         request = self._request()
-        read_tools = ("read_file", "read_many_files", RECALL_TOOL)
+        read_tools = (READ_FILE, READ_MANY_FILES, RECALL_TOOL)
         outputs = {"files read": 0, "other tool output": 0}
         for turn in self.history.turns:
             if isinstance(turn, ToolResultsTurn):
