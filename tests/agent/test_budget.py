@@ -259,3 +259,12 @@ async def test_codali_roles_spend_from_the_run_budget(tmp_path) -> None:
     assert result.status == "BUDGET"
     assert len(server.usages) >= 2 and sum(u.input + u.output for u in server.usages) <= 9_000
     assert budget.spent.tokens == sum(u.input + u.output for u in server.usages)
+
+
+def test_a_raised_limit_applies_to_the_next_plan() -> None:
+    price = price_of("claude-haiku-4-5")
+    budget = Budget(BudgetLimits(cost_usd=0.01), Spent(cost=Fraction(1, 100)))
+    assert budget.plan(1_000, 4_096, price).stop == "cost"
+    budget.limits = BudgetLimits(cost_usd=1.0)
+    assert budget.plan(1_000, 4_096, price) == budget.plan(1_000, 4_096, price)
+    assert budget.plan(1_000, 4_096, price).stop is None and budget.plan(1_000, 4_096, price).max_tokens == 4_096
