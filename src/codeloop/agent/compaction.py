@@ -22,6 +22,7 @@ from typing import Any
 from codeloop.environments.atomic import atomic_write
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.llm.types import ToolDefinition
+from codeloop.tools.effects import NO_EFFECTS
 from codeloop.tools.errors import ToolError
 from codeloop.tools.registry import RegisteredTool, ToolContext
 
@@ -113,4 +114,4 @@ def recall_tool(outputs: DroppedOutputs) -> RegisteredTool:
             "type": "object",
             "properties": {"call_id": {"type": "string", "description": "The call_id named where the output was."}},
             "required": ["call_id"],
-        }), recall)
+        }), recall, effects=NO_EFFECTS)  # reads codeloop's own record, never the workspace
