@@ -55,7 +55,7 @@ def exec_command(
     """
     import asyncio
 
-    from codeloop.spaces.policy_config import PolicyConfigError, build_policy
+    from codeloop.spaces.policy_config import PolicyConfigError, build_policy, run_limits
     from codeloop.spaces.runs import MessageRejectedError, parse_message
 
     config: Any = {"preset": policy}
@@ -63,6 +63,7 @@ def exec_command(
         config = _load_json(str(policy_file), "policy file")
     try:
         built = build_policy(config)
+        limits = run_limits(config)
     except PolicyConfigError as exc:
         raise fail(f"invalid policy: {exc}", 2) from None
     raw = _load_json(source, "operations message")
@@ -72,11 +73,12 @@ def exec_command(
         raise fail(f"invalid operations message: {exc}", 2) from None
     if workspace.exists() and not workspace.is_dir():
         raise fail(f"--workspace {str(workspace)!r} is not a directory", 2)
-    output = asyncio.run(_exec(raw, workspace, built, set(approve), not no_sandbox))
+    output = asyncio.run(_exec(raw, workspace, built, set(approve), not no_sandbox, limits))
     typer.echo(json.dumps(output, indent=2, ensure_ascii=False))
 
 
-async def _exec(raw: Any, workspace: Path, policy: Any, approve: set[str], sandbox: bool) -> dict[str, Any]:
+async def _exec(raw: Any, workspace: Path, policy: Any, approve: set[str], sandbox: bool,
+                limits: Any) -> dict[str, Any]:
     from codeloop.spaces.operations import Approval, events_message_to_json
     from codeloop.spaces.runs import new_run_id, run_message
     from codeloop.spaces.workspace import UNSANDBOXED_WARNING, open_environment
@@ -89,12 +91,12 @@ async def _exec(raw: Any, workspace: Path, policy: Any, approve: set[str], sandb
     run_id = new_run_id()
     events: list[Any] = []
     try:
-        message, outcome = await run_message(raw, space.env, policy, run_id=run_id)
+        message, outcome = await run_message(raw, space.env, policy, run_id=run_id, limits=limits)
         events += message.events
         while outcome.state == "awaiting_approval" and outcome.pending_operation_id in approve:
             approval = Approval(operationId=outcome.pending_operation_id or "", decision="approved")
             message, outcome = await run_message(raw, space.env, policy, run_id=run_id, start=outcome.cursor,
-                                                 approval=approval)
+                                                 approval=approval, limits=limits, run_time_ms=outcome.run_time_ms)
             events += message.events
     finally:
         await space.env.cleanup()

@@ -39,7 +39,8 @@ SCHEMA = (
         id TEXT PRIMARY KEY, space_id TEXT NOT NULL, owner TEXT NOT NULL, message TEXT NOT NULL,
         cursor INTEGER NOT NULL, state TEXT NOT NULL, pending_operation TEXT,
         cancel_requested INTEGER NOT NULL DEFAULT 0,
-        created_at DOUBLE PRECISION NOT NULL, updated_at DOUBLE PRECISION NOT NULL)""",
+        created_at DOUBLE PRECISION NOT NULL, updated_at DOUBLE PRECISION NOT NULL,
+        run_time_ms DOUBLE PRECISION NOT NULL DEFAULT 0)""",
     "CREATE INDEX IF NOT EXISTS runs_space ON runs (space_id)",
     """CREATE TABLE IF NOT EXISTS run_events (
         run_id TEXT NOT NULL, seq INTEGER NOT NULL, event TEXT NOT NULL, PRIMARY KEY (run_id, seq))""",
@@ -80,13 +81,16 @@ class RunRecord:
     cursor: int
     """Index of the next operation to run."""
     state: str
-    """``running``, ``completed``, ``awaiting_approval``, ``error`` or ``cancelled``."""
+    """``running``, ``completed``, ``awaiting_approval``, ``error``, ``cancelled`` or
+    ``limit_reached`` (stopped by the space's run limits, resumable when they are raised)."""
     pending_operation: str | None
     """The operation id awaiting approval."""
     cancel_requested: bool
     """True once a cancel was asked for."""
     created_at: float
     updated_at: float
+    run_time_ms: float = 0.0
+    """Wall time the run's operations took so far (for the space's ``limits.maxRunTime``)."""
 
 
 class _Backend(Protocol):
@@ -221,6 +225,14 @@ class SpacesStore:
         with self._db.cursor() as cur:
             for statement in SCHEMA:
                 cur.execute(statement)
+        self._add_run_time_column()
+
+    def _add_run_time_column(self) -> None:
+        """Stores made before run limits (issue 36) lack ``runs.run_time_ms``: add it."""
+        try:
+            self._exec("SELECT run_time_ms FROM runs WHERE 1 = 0")
+        except Exception:  # sqlite3.OperationalError or psycopg's UndefinedColumn: the column is missing
+            self._exec("ALTER TABLE runs ADD COLUMN run_time_ms DOUBLE PRECISION NOT NULL DEFAULT 0")
 
     @property
     def kind(self) -> str:
@@ -302,9 +314,9 @@ class SpacesStore:
     # --- runs
     def _runs(self, where: str, *params: Any) -> list[RunRecord]:
         rows = self._exec("SELECT id, space_id, owner, message, cursor, state, pending_operation, "
-                          f"cancel_requested, created_at, updated_at FROM runs WHERE {where}", *params)
+                          f"cancel_requested, created_at, updated_at, run_time_ms FROM runs WHERE {where}", *params)
         return [RunRecord(r[0], r[1], r[2], json.loads(r[3]), int(r[4]), r[5], r[6], bool(r[7]), float(r[8]),
-                          float(r[9])) for r in rows]
+                          float(r[9]), float(r[10])) for r in rows]
 
     def _take_run(self, run_id: str) -> bool:
         with self._executing_lock:
@@ -357,10 +369,16 @@ class SpacesStore:
             self._release_run(run_id)
         return claimed
 
-    def finish_step(self, run_id: str, state: str, cursor: int, pending: str | None) -> None:
-        """Record where a run stopped; it is no longer executed by this process."""
-        self._exec("UPDATE runs SET state = ?, cursor = ?, pending_operation = ?, updated_at = ? WHERE id = ?",
-                   state, cursor, pending, time.time(), run_id)
+    def finish_step(self, run_id: str, state: str, cursor: int, pending: str | None,
+                    run_time_ms: float | None = None) -> None:
+        """Record where a run stopped (and the time its operations took so far, when given); it
+        is no longer executed by this process."""
+        if run_time_ms is None:
+            self._exec("UPDATE runs SET state = ?, cursor = ?, pending_operation = ?, updated_at = ? WHERE id = ?",
+                       state, cursor, pending, time.time(), run_id)
+        else:
+            self._exec("UPDATE runs SET state = ?, cursor = ?, pending_operation = ?, updated_at = ?, "
+                       "run_time_ms = ? WHERE id = ?", state, cursor, pending, time.time(), run_time_ms, run_id)
         self._release_run(run_id)
 
     def orphaned_runs(self, run_id: str | None = None) -> list[RunRecord]:

@@ -11,7 +11,11 @@ Contract of :func:`execute_run`:
   :class:`~codeloop.spaces.operations.Approval` for it executes it once without asking
   (``approved``) or emits ``policyDenied`` (``denied``), then continues;
 - an unexpected failure of the runtime itself yields an ``error`` event (category
-  ``system``) and ends the run with status ``error``.
+  ``system``) and ends the run with status ``error``;
+- with :class:`~codeloop.spaces.limits.RunLimits`, the limits are checked before each
+  operation starts and an operation still running when ``maxRunTime`` passes is cancelled;
+  either stop is an ``error`` event with ``details.code`` ``budgetExceeded`` and the outcome
+  ``limit_reached`` (see :mod:`codeloop.spaces.limits`).
 
 Each file operation and command is a tool call through
 :func:`~codeloop.tools.pipeline.execute_tool_call` (policy, approval, execution) on the
@@ -22,9 +26,11 @@ typed outcomes into the protocol's events and texts.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import functools
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -45,6 +51,7 @@ from codeloop.policy import (
 )
 from codeloop.policy.approval import ToolCallRequest, ToolPolicy
 from codeloop.spaces import operations as wire
+from codeloop.spaces.limits import LIMIT_REACHED, NO_LIMITS, RunLimits, budget_event, exceeded
 from codeloop.tools import workspace_ops as ops
 from codeloop.tools.effects import ALL_EFFECTS, ToolEffects, reads, shell_line, writes
 from codeloop.tools.errors import ToolError
@@ -62,7 +69,7 @@ from codeloop.tools.registry import (
 Emit = Callable[[BaseModel, int], Awaitable[None]]
 """Called with each event and the index of the next operation to run (for persistence)."""
 
-RunState = Literal["completed", "awaiting_approval", "error", "cancelled"]
+RunState = Literal["completed", "awaiting_approval", "error", "cancelled", "limit_reached"]
 TIMEOUT_EXIT_CODE = 124
 """Exit code reported for a timed-out command (as coreutils ``timeout`` and the spec's example)."""
 NOT_STARTED_EXIT_CODE = -1
@@ -78,11 +85,14 @@ class RunOutcome:
     """Where a run stopped."""
 
     state: RunState
-    """``completed``, ``awaiting_approval``, ``error`` (system failure) or ``cancelled``."""
+    """``completed``, ``awaiting_approval``, ``error`` (system failure), ``cancelled`` or
+    ``limit_reached``."""
     cursor: int
     """Index of the next operation to run (the paused one when awaiting approval)."""
     pending_operation_id: str | None = None
     """The operation waiting for approval."""
+    run_time_ms: float = 0.0
+    """Wall time the run's operations took so far, this call's and earlier calls' (for its limits)."""
 
 
 def now_iso() -> str:
@@ -138,12 +148,15 @@ def space_policy(policy: Policy, verdicts: list[Decision]) -> ToolPolicy:
 
 async def execute_run(operations: list[Any], env: ExecutionEnvironment, policy: Policy, emit: Emit, *,
                       start: int = 0, approval: wire.Approval | None = None,
-                      should_stop: Callable[[], bool] = lambda: False) -> RunOutcome:
+                      should_stop: Callable[[], bool] = lambda: False, limits: RunLimits = NO_LIMITS,
+                      run_time_ms: float = 0.0) -> RunOutcome:
     """Run ``operations[start:]``; see the module docstring for the contract.
 
     ``approval`` must name the operation at ``start`` (raise :class:`ApprovalMismatchError`).
+    ``run_time_ms`` is the time the run's operations already took (before a pause).
     """
     index = start
+    used_ms = run_time_ms
     if approval is not None:
         if index >= len(operations) or operation_id(operations[index], index) != approval.operationId:
             raise ApprovalMismatchError(f"operation {approval.operationId!r} is not the one awaiting "
@@ -152,7 +165,11 @@ async def execute_run(operations: list[Any], env: ExecutionEnvironment, policy: 
         if should_stop():
             await emit(wire.ErrorEvent(timestamp=now_iso(), category="execution", message="run cancelled"),
                        index)
-            return RunOutcome("cancelled", index)
+            return RunOutcome("cancelled", index, run_time_ms=used_ms)
+        limit = exceeded(limits, index, used_ms)
+        if limit is not None:  # before the operation starts: a run never starts one over its limits
+            await emit(budget_event(limits, limit, index, used_ms, timestamp=now_iso()), index)
+            return RunOutcome(LIMIT_REACHED, index, run_time_ms=used_ms)
         op = operations[index]
         op_id = operation_id(op, index)
         approved = approval is not None and index == start and approval.decision == "approved"
@@ -162,19 +179,29 @@ async def execute_run(operations: list[Any], env: ExecutionEnvironment, policy: 
                                               operationType=_op_type(op), reason=why), index + 1)
             index += 1
             continue
+        began = time.monotonic()
+        deadline = asyncio.timeout(None if limits.max_run_time_ms is None
+                                   else max(limits.max_run_time_ms - used_ms, 0) / 1000)
         try:
-            event = await _one(op, op_id, env, policy, approved)
+            async with deadline:  # cancelling the operation kills its process group
+                event = await _one(op, op_id, env, policy, approved)
         except Exception as exc:  # the runtime itself failed: report it, stop the run
+            used_ms += (time.monotonic() - began) * 1000
+            if isinstance(exc, TimeoutError) and deadline.expired():
+                await emit(budget_event(limits, "maxRunTime", index + 1, used_ms, timestamp=now_iso(),
+                                        cancelled=op_id), index + 1)
+                return RunOutcome(LIMIT_REACHED, index + 1, run_time_ms=used_ms)
             why = f"internal error while running {_op_type(op)}: {exc}"
             await emit(wire.ErrorEvent(timestamp=now_iso(), operationId=getattr(op, "id", None),
                                        category="system", message=why), index + 1)
-            return RunOutcome("error", index + 1)
+            return RunOutcome("error", index + 1, run_time_ms=used_ms)
+        used_ms += (time.monotonic() - began) * 1000
         if isinstance(event, wire.ApprovalRequiredEvent):
             await emit(event, index)
-            return RunOutcome("awaiting_approval", index, op_id)
+            return RunOutcome("awaiting_approval", index, op_id, run_time_ms=used_ms)
         await emit(event, index + 1)
         index += 1
-    return RunOutcome("completed", index)
+    return RunOutcome("completed", index, run_time_ms=used_ms)
 
 
 async def _one(op: Any, op_id: str, env: ExecutionEnvironment, policy: Policy, approved: bool) -> BaseModel:

@@ -7,10 +7,12 @@
                     "approvalRequiredPaths"},
      "shell": {"enabled", "allowedCommands", "blockedCommands", "blockedPatterns",
                "approvalRequiredCommands", "approvalRequiredPatterns", "timeout", "maxTimeout"},
-     "network": {"enabled", "allowedDomains"}}
+     "network": {"enabled", "allowedDomains"},
+     "limits": {"maxRunTime", "maxOperations"}}
 
 Every key is optional; lists *replace* the preset's list. ``timeout`` is the default command
-timeout in ms and ``maxTimeout`` the cap applied to every command.
+timeout in ms and ``maxTimeout`` the cap applied to every command. ``limits`` bound each run
+(:mod:`codeloop.spaces.limits`); they are not part of the built :class:`Policy`.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from codeloop.policy import Policy, preset
+from codeloop.spaces.limits import RunLimits
 
 
 class _Strict(BaseModel):
@@ -53,11 +56,19 @@ class NetworkOverrides(_Strict):
     allowedDomains: list[str] | None = None
 
 
+class RunLimitsConfig(_Strict):
+    maxRunTime: int | None = Field(default=None, ge=1, le=7 * 24 * 3_600_000)
+    """Wall time of a run's operations, in ms."""
+    maxOperations: int | None = Field(default=None, ge=0, le=1_000_000)
+    """Operations a run may process."""
+
+
 class PolicyConfig(_Strict):
     preset: Literal["restrictive", "standard", "permissive"] = "standard"
     filesystem: FilesystemOverrides = FilesystemOverrides()
     shell: ShellOverrides = ShellOverrides()
     network: NetworkOverrides = NetworkOverrides()
+    limits: RunLimitsConfig = RunLimitsConfig()
 
 
 class PolicyConfigError(ValueError):
@@ -104,6 +115,12 @@ def build_policy(raw: object) -> Policy:
     if shell.default_timeout_ms > shell.max_timeout_ms:
         shell = replace(shell, default_timeout_ms=shell.max_timeout_ms)
     network = _set(base.network, enabled=net.enabled, allowed_domains=_tuple(net.allowedDomains))
-    customized = config.model_dump(exclude_defaults=True, exclude={"preset"})
+    customized = config.model_dump(exclude_defaults=True, exclude={"preset", "limits"})
     return Policy(name=config.preset if not customized else f"{config.preset}+custom",
                   filesystem=filesystem, shell=shell, network=network)
+
+
+def run_limits(raw: object) -> RunLimits:
+    """The run limits a configuration sets (none when it has no ``limits``)."""
+    limits = parse_policy_config(raw).limits
+    return RunLimits(max_run_time_ms=limits.maxRunTime, max_operations=limits.maxOperations)

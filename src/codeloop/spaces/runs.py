@@ -14,6 +14,7 @@ from codeloop.environments.base import ExecutionEnvironment
 from codeloop.policy import Policy
 from codeloop.policy.input_limits import InputLimitError, check_encodable
 from codeloop.spaces.engine import RunOutcome, execute_run
+from codeloop.spaces.limits import NO_LIMITS, RunLimits
 from codeloop.spaces.operations import Approval, EventsMessage, RunStatus, envelope_problems, split_operations
 
 
@@ -27,8 +28,8 @@ def new_run_id() -> str:
 
 
 def wire_status(outcome: RunOutcome) -> RunStatus:
-    """The protocol status of an outcome (a cancelled run reports ``error``)."""
-    return "error" if outcome.state == "cancelled" else outcome.state
+    """The protocol status of an outcome (a cancelled run, or one stopped by a limit, reports ``error``)."""
+    return "error" if outcome.state in ("cancelled", "limit_reached") else outcome.state
 
 
 def parse_message(raw: object) -> list[Any]:
@@ -45,7 +46,8 @@ def parse_message(raw: object) -> list[Any]:
 
 
 async def run_message(raw: object, env: ExecutionEnvironment, policy: Policy, *, run_id: str | None = None,
-                      start: int = 0, approval: Approval | None = None) -> tuple[EventsMessage, RunOutcome]:
+                      start: int = 0, approval: Approval | None = None, limits: RunLimits = NO_LIMITS,
+                      run_time_ms: float = 0.0) -> tuple[EventsMessage, RunOutcome]:
     """Execute ``raw`` from ``start`` and return the events of this call and where it stopped."""
     operations = parse_message(raw)
     events: list[BaseModel] = []
@@ -53,7 +55,8 @@ async def run_message(raw: object, env: ExecutionEnvironment, policy: Policy, *,
     async def emit(event: BaseModel, _cursor: int) -> None:
         events.append(event)
 
-    outcome = await execute_run(operations, env, policy, emit, start=start, approval=approval)
+    outcome = await execute_run(operations, env, policy, emit, start=start, approval=approval, limits=limits,
+                                run_time_ms=run_time_ms)
     message = EventsMessage(runId=run_id or new_run_id(), events=events,  # type: ignore[arg-type]
                             status=wire_status(outcome))
     return message, outcome

@@ -5,7 +5,8 @@ are JSON except the file endpoints (raw bytes; GET of a directory lists it) and 
 stream (SSE: ``id: seq``, ``event: <type>``, ``data: <event>``, ending with ``event: end`` once
 the run is not running). Errors are ``{"error": {"code", "message"}}``. A resume body is
 ``{"approval": {operationId, decision, reason?}}`` or the spec's
-``{"type": "userMessage", "content": "approved"|"denied"}``.
+``{"type": "userMessage", "content": "approved"|"denied"}``; an empty body goes on with a run
+stopped by the space's limits once they are raised.
 
 Auth: ``Authorization: Bearer <key>``; a key sees only the spaces it created (others' are
 404). ``--no-auth`` serves everything as owner ``local`` and is refused on a non-loopback host.
@@ -207,6 +208,8 @@ class SpacesAPI:
         owner = await self.owner(request)
         raw = await self.json_body(request)
         run_id = request.path_params["run_id"]
+        if raw == {}:  # no approval: go on with a run stopped by the space's limits (issue 36)
+            return JSONResponse(await self.service.continue_run(owner, run_id))
         if isinstance(raw, dict) and raw.get("type") == "userMessage":
             # Spec §Approval Flow: a userMessage "approved"/"denied" answers the pending operation.
             msg = self.model(UserMessageApproval, raw)
@@ -325,7 +328,8 @@ ROUTES = [
     ("/v1/spaces/{space_id}/runs", "POST", "create_run", "Execute an operations message"),
     ("/v1/spaces/{space_id}/runs", "GET", "list_runs", "List a space's runs"),
     ("/v1/runs/{run_id}", "GET", "get_run", "A run with all its events"),
-    ("/v1/runs/{run_id}/resume", "POST", "resume_run", "Approve or deny the paused operation"),
+    ("/v1/runs/{run_id}/resume", "POST", "resume_run",
+     "Approve or deny the paused operation; an empty body goes on after a raised limit"),
     ("/v1/runs/{run_id}/cancel", "POST", "cancel_run", "Cancel a run"),
     ("/v1/runs/{run_id}/events", "GET", "run_events", "Server-sent events of a run"),
     ("/v1/spaces/{space_id}/files/{path:path}", "GET", "get_file", "Read a file (or list a directory)"),

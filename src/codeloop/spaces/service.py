@@ -8,6 +8,9 @@ approved operation runs exactly once even when two resumes race.
 
 Runs of one space execute one at a time (operations share one workspace). Cancellation of
 a running run takes effect before its next operation.
+
+A run stopped by the space's limits (:mod:`codeloop.spaces.limits`) is ``limit_reached``;
+:meth:`SpacesService.continue_run` goes on with it once the space's policy raises them.
 """
 
 from __future__ import annotations
@@ -25,8 +28,9 @@ from pydantic import BaseModel
 from codeloop.policy import Policy
 from codeloop.spaces.database import RunRecord, SpaceRecord, SpacesStore, StoreFullError
 from codeloop.spaces.engine import RunOutcome, execute_run, now_iso
+from codeloop.spaces.limits import LIMIT_REACHED, exceeded
 from codeloop.spaces.operations import Approval, ErrorCategory, ErrorEvent, event_to_json
-from codeloop.spaces.policy_config import build_policy
+from codeloop.spaces.policy_config import build_policy, run_limits
 from codeloop.spaces.runs import new_run_id, parse_message, wire_status
 from codeloop.spaces.workspace import SpaceEnvironment, open_environment
 
@@ -186,7 +190,22 @@ class SpacesService:
         if not await self._db(self.store.claim_run, run_id, "awaiting_approval"):
             raise ServiceError(409, "not_awaiting_approval", f"run {run_id} was resumed by another request")
         space = await self.space_for(owner, run.space_id)
-        return await self._execute(run_id, space, run.message, run.cursor, approval)
+        return await self._execute(run_id, space, run.message, run.cursor, approval, run.run_time_ms)
+
+    async def continue_run(self, owner: str, run_id: str) -> dict[str, Any]:
+        """Go on with a run stopped by the space's limits, once they allow another operation."""
+        run = await self.run_for(owner, run_id)
+        if run.state != LIMIT_REACHED:
+            raise ServiceError(409, "not_limit_reached", f"run {run_id} is {run.state}, not stopped by a limit "
+                               "(a run awaiting approval is resumed with an approval)")
+        space = await self.space_for(owner, run.space_id)
+        limit = exceeded(run_limits(space.policy), run.cursor, run.run_time_ms)
+        if limit is not None:
+            raise ServiceError(409, "limit_not_raised", f"run {run_id} is still over the space's limits.{limit}; "
+                               "raise it with PATCH /v1/spaces/{id} (policy.limits), then resume")
+        if not await self._db(self.store.claim_run, run_id, LIMIT_REACHED):
+            raise ServiceError(409, "not_limit_reached", f"run {run_id} was resumed by another request")
+        return await self._execute(run_id, space, run.message, run.cursor, None, run.run_time_ms)
 
     async def cancel(self, owner: str, run_id: str) -> dict[str, Any]:
         """Cancel a paused run now, or a running one before its next operation."""
@@ -201,7 +220,7 @@ class SpacesService:
         return await self.run_view(owner, run_id)
 
     async def _execute(self, run_id: str, space: SpaceRecord, raw: Any, start: int,
-                       approval: Approval | None) -> dict[str, Any]:
+                       approval: Approval | None, run_time_ms: float = 0.0) -> dict[str, Any]:
         emitted: list[dict[str, Any]] = []
 
         async def emit(event: BaseModel, cursor: int) -> None:
@@ -215,14 +234,15 @@ class SpacesService:
             try:
                 policy, space_env = await self.environment(space)
                 outcome = await execute_run(parse_message(raw), space_env.env, policy, emit, start=start,
-                                            approval=approval, should_stop=lambda: run_id in self._cancelled)
+                                            approval=approval, should_stop=lambda: run_id in self._cancelled,
+                                            limits=run_limits(space.policy), run_time_ms=run_time_ms)
             except Exception as exc:  # system failure: recorded on the run, never a 500 with a lost state
                 await emit(ErrorEvent(timestamp=now_iso(), category="system", message=f"run failed: {exc}"), start)
-                outcome = RunOutcome("error", start)
+                outcome = RunOutcome("error", start, run_time_ms=run_time_ms)
             else:
                 self._cancelled.discard(run_id)
         await self._db(self.store.finish_step, run_id, outcome.state, outcome.cursor,
-                                outcome.pending_operation_id)
+                       outcome.pending_operation_id, outcome.run_time_ms)
         self._notify(run_id)
         return {"protocolVersion": "1.0", "runId": run_id, "status": wire_status(outcome), "events": emitted}
 
