@@ -19,7 +19,7 @@ _json_values = st.recursive(
 )
 _keys = st.sampled_from(
     ["sessionId", "task", "sequenceNumber", "isComplete", "createdAt", "updatedAt", "lastResults",
-     "readFileRequests", "workspace", "summary", "protocolVersion", "policy", "heldCommand"]
+     "readFileRequests", "workspace", "summary", "protocolVersion", "policy", "heldCommand", "limits"]
 )  # fmt: skip
 
 

@@ -74,6 +74,10 @@ _PARAMS: dict[str, Any] = {
     "policy": _option("--policy", "Policy preset judging every command: restrictive, standard or permissive "
                       "(default; env CODELOOP_RELAY_POLICY). The session keeps it."),
     "as_json": _option("--json", "Print JSON for machines instead of text.", bool),
+    "max_steps": _option("--max-steps", "Replies the session may apply; later ones are set aside until the "
+                         "limit is raised (codeloop relay limits).", int | None),
+    "max_time": _option("--max-time", "Wall time the session's commands may take in all, e.g. 90s, 10m, "
+                        "1h30m; a command still running then is stopped."),
 }
 """Every parameter of the relay commands, by name."""
 _DEFAULTS = {"task": inspect.Parameter.empty, "held_id": inspect.Parameter.empty, "as_json": False}
@@ -140,7 +144,7 @@ def _indent(text: str, prefix: str = "    ") -> str:
 
 def _print_event(event: RelayEvent) -> None:
     """Human form of one event, printed as it happens."""
-    from codeloop.relay.progress import CommandFinished, ModelMessage, ReplySkipped, ReplyStarted
+    from codeloop.relay.progress import CommandFinished, LimitReached, ModelMessage, ReplySkipped, ReplyStarted
     from codeloop.relay.results import format_result
 
     match event:
@@ -159,6 +163,8 @@ def _print_event(event: RelayEvent) -> None:
             typer.echo(_indent(event.text or "(empty)"))
         case ReplySkipped():
             typer.secho(f"  Skipped {event.path}: {event.reason}", fg=typer.colors.YELLOW, err=True)
+        case LimitReached():
+            typer.secho(f"  {event.message}", fg=typer.colors.YELLOW, bold=True)
 
 
 def _next_steps(config: RelayConfig, path: Path, copied: str | None, watching: bool) -> None:
@@ -241,36 +247,70 @@ def _report_json(config: RelayConfig, report: StepReport, copied: str | None) ->
             "summary": state.summary, "replies": report.replies, "blocked": report.blocked,
             "outbox": None if state.is_complete else str(outbox_path(config, state)), "copiedWith": copied,
             "workspace": state.workspace, "held": _held_json(state),
-            "events": [event_to_json(e) for e in report.events]}
+            "events": [event_to_json(e) for e in report.events], "limits": state.limits.to_json()}
 
 
 _STEP_PARAMS = ("root session inbox outbox sessions timeout output_limit max_listed_files max_read_chars "
                 "config_file clipboard as_json")
 
 
+def _limits(max_steps: int | None, max_time: str | None) -> tuple[int | None, float | None]:
+    """The checked values of --max-steps and --max-time (a one-line error otherwise)."""
+    from codeloop.config import parse_duration
+
+    if max_steps is not None and max_steps < 1:
+        _fail(f"--max-steps {max_steps}: give a whole number of replies of at least 1")
+    try:
+        seconds = None if max_time is None else parse_duration(max_time)
+    except ValueError as exc:
+        _fail(f"--max-time: {exc}")
+    return max_steps, seconds
+
+
+def _limit_notice(state: SessionState) -> str | None:
+    from codeloop.relay.limits import notice
+
+    return notice(state)
+
+
+def _limits_line(state: SessionState) -> str | None:
+    limits = state.limits
+    parts = [f"{state.sequence_number - 1} of {limits.max_steps} replies"] if limits.max_steps else []
+    if limits.max_time_s is not None:
+        parts.append(f"{limits.command_s:.1f} s of {limits.max_time_s:g} s of command time")
+    return f"  Limits: {', '.join(parts)} used" if parts else None
+
+
 @_command("new", "task root workspace inbox outbox sessions timeout output_limit max_listed_files "
-          "max_read_chars config_file clipboard policy as_json")
-def new_command(config: RelayConfig, task: str, as_json: bool) -> None:
+          "max_read_chars config_file clipboard policy max_steps max_time as_json")
+def new_command(config: RelayConfig, task: str, max_steps: int | None, max_time: str | None,
+                as_json: bool) -> None:
     """Start a session and write its first outbox.
 
     Example: codeloop relay new "write a fizzbuzz.py with tests" --root ~/relay --workspace ~/code/fizz
     Example: codeloop relay new "tidy the docs" --root ~/relay --policy standard
+    Example: codeloop relay new "fix the tests" --root ~/relay --max-steps 20 --max-time 10m
     """
     import asyncio
 
     from codeloop.relay.engine import start_session
+    from codeloop.relay.limits import SessionLimits
 
+    steps, seconds = _limits(max_steps, max_time)
     with _relay_errors():
-        state, path = asyncio.run(start_session(config, task))
+        state, path = asyncio.run(start_session(config, task, limits=SessionLimits(steps, seconds)))
     copied = asyncio.run(_copy(config, path))
     if as_json:
         _json({"sessionId": state.session_id, "sequence": state.sequence_number, "outbox": str(path),
                "inbox": str(config.inbox_dir), "workspace": state.workspace, "policy": state.policy,
-               "copiedWith": copied})
+               "copiedWith": copied, "limits": state.limits.to_json()})
         return
     typer.secho(f"Started relay session {state.session_id}", bold=True)
     typer.echo(f"  Workspace: {state.workspace}")
     typer.echo(f"  Policy: {state.policy}")
+    line = _limits_line(state)
+    if line:
+        typer.echo(line)
     _next_steps(config, path, copied, watching=False)
 
 
@@ -297,6 +337,10 @@ def step_command(config: RelayConfig, session: str | None, as_json: bool) -> Non
         _print_held(config, state)
     elif state.is_complete:
         _print_done(config, state, _skipped(report))
+    elif _limit_notice(state):  # the LimitReached event said it when this step reached the limit
+        if not report.replies:
+            typer.secho(_limit_notice(state) or "", fg=typer.colors.YELLOW, bold=True)
+        typer.echo(f"\nNewest outbox: {outbox_path(config, state)} (it says the session stopped)")
     elif report.replies:
         _next_steps(config, outbox_path(config, state), copied, watching=False)
     elif not report.blocked:
@@ -437,6 +481,38 @@ def deny_command(config: RelayConfig, held_id: str, reason: str | None, session:
     _answer(config, held_id, False, reason, session, as_json)
 
 
+@_command("limits", "session_id root max_steps max_time config_file clipboard as_json")
+def limits_command(config: RelayConfig, session_id: str | None, max_steps: int | None, max_time: str | None,
+                   as_json: bool) -> None:
+    """Show or change a session's limits on replies (--max-steps) and command time (--max-time);
+    the newest outbox is written again, so once a reached limit is raised it no longer says stop.
+
+    Example: codeloop relay limits --max-steps 40 --root ~/relay
+    Example: codeloop relay limits a1b2c3d4 --max-time 30m --root ~/relay
+    """
+    import asyncio
+
+    from codeloop.relay.engine import set_limits
+    from codeloop.relay.limits import reached
+
+    steps, seconds = _limits(max_steps, max_time)
+    with _relay_errors():
+        state, path = asyncio.run(set_limits(config, session_id, max_steps=steps, max_time_s=seconds))
+    stopped = reached(state)
+    copied = asyncio.run(_copy(config, path)) if stopped is None and (steps or seconds) else None
+    if as_json:
+        _json({"sessionId": state.session_id, "sequence": state.sequence_number, "outbox": str(path),
+               "limits": state.limits.to_json(), "limitReached": stopped, "copiedWith": copied})
+        return
+    typer.secho(f"Session {state.session_id}", bold=True)
+    typer.echo(_limits_line(state) or "  Limits: none")
+    if stopped is not None:
+        typer.secho(f"  The {stopped} limit is reached: replies are set aside until you raise it.",
+                    fg=typer.colors.YELLOW)
+        return
+    _next_steps(config, path, copied, watching=False)
+
+
 @_command("status", "root inbox outbox sessions config_file as_json")
 def status_command(config: RelayConfig, as_json: bool) -> None:
     """List the sessions of a relay root, newest first, and the replies waiting.
@@ -455,7 +531,7 @@ def status_command(config: RelayConfig, as_json: bool) -> None:
         sessions = [{"sessionId": s.session_id, "task": s.task, "sequence": s.sequence_number,
                      "complete": s.is_complete, "updatedAt": s.updated_at, "workspace": s.workspace,
                      "outbox": None if s.is_complete else str(outbox_path(config, s)), "policy": s.policy,
-                     "held": _held_json(s)} for s in states]
+                     "held": _held_json(s), "limits": s.limits.to_json()} for s in states]
         _json({"root": str(config.root), "active": active, "pendingReplies": pending, "sessions": sessions,
                "errors": errors})
         return

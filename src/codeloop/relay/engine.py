@@ -29,7 +29,8 @@ Steps on one root are serialised with an advisory lock on ``sessions/.lock`` (re
 the kernel if the process dies).
 
 A reply whose application raises (anything but a kill) is set aside in ``inbox/rejected/``
-with a note and its journal, so later steps go on (issue 32). The module is a little over
+with a note and its journal, so later steps go on (issue 32); so are replies that come after
+the session's step or time limit was reached (:mod:`codeloop.relay.limits`, issue 36). The module is a little over
 500 lines because claim, apply, archive and set-aside move the same files in one order that
 the crash argument above depends on; split across modules, that order would be harder to audit.
 """
@@ -56,11 +57,14 @@ from codeloop.relay.commands import Done, Message, ReadFile, RelayCommand
 from codeloop.relay.config import RelayConfig
 from codeloop.relay.executor import ExecutionLimits, execute_command, recover_effect
 from codeloop.relay.journal import JournalError, StepJournal, journal_path
+from codeloop.relay.limits import SessionLimits, not_run, reached, set_aside_reason, spent, time_left_ms
+from codeloop.relay.limits import notice as limit_notice
 from codeloop.relay.outbox import render_outbox
 from codeloop.relay.parser import parse_inbox
 from codeloop.relay.progress import (
     CommandFinished,
     EventSink,
+    LimitReached,
     ModelMessage,
     OutboxWritten,
     RelayEvent,
@@ -269,9 +273,9 @@ async def write_outbox(config: RelayConfig, state: SessionState, env: ExecutionE
     return path
 
 
-async def start_session(config: RelayConfig, task: str,
-                        workspace: Path | None = None) -> tuple[SessionState, Path]:
-    """Create a session and its first outbox; return both."""
+async def start_session(config: RelayConfig, task: str, workspace: Path | None = None,
+                        limits: SessionLimits = SessionLimits()) -> tuple[SessionState, Path]:
+    """Create a session (with ``limits`` on its steps and time) and its first outbox; return both."""
     if not task.strip():
         raise RelayError('the task is empty; describe what to do, e.g. codeloop relay new "add a README"')
     ws = (workspace or config.workspace).expanduser().resolve()
@@ -282,7 +286,7 @@ async def start_session(config: RelayConfig, task: str,
     config.ensure_dirs()
     with _root_lock(config):
         state = SessionState(session_id=new_session_id(config.sessions_dir), task=task, workspace=str(ws),
-                             policy=config.policy)
+                             policy=config.policy, limits=limits)
         env = open_workspace(ws, config)
         path = await write_outbox(config, state, env)
         save_session(config.sessions_dir, state)
@@ -347,14 +351,22 @@ async def _apply_reply(config: RelayConfig, state: SessionState, env: ExecutionE
         replayed = result is not None
         if result is None:
             result = await recover_effect(entry.effect, env) if entry and entry.effect else None
+            left = time_left_ms(state)
+            if result is None and left == 0 and not isinstance(cmd, Message | Done | ReadFile):
+                result = not_run(cmd.name)  # the time is used up: nothing more of the reply changes the workspace
             gated = None if result else gate(cmd, index, state.sequence_number, state.policy, state.held)
             if isinstance(gated, HeldCommand):
                 rest = len(commands) - index - 1
                 return await _hold(config, state, env, gated, (cmd, rest), results, reads, emit)
             if result is None:
+                began = time.monotonic()
                 result = gated or await execute_command(
-                    cmd, env, limits, functools.partial(journal.begin, index),
+                    cmd, env, _within_time(limits, left), functools.partial(journal.begin, index),
                     marker=f"{state.session_id}-seq{state.sequence_number:04d}-cmd{index}")
+                state = spent(state, time.monotonic() - began)
+                if left is not None and left < limits.timeout_ms and time_left_ms(state) == 0 and not result.success:
+                    result = replace(result, summary=f"{result.summary} (the session's time limit, --max-time, "
+                                                     "was used up)")
             journal.done(index, result)
         results.append(result)
         emit(CommandFinished(index, result, replayed))
@@ -372,9 +384,28 @@ async def _apply_reply(config: RelayConfig, state: SessionState, env: ExecutionE
     _archive(config, claim)
     if path is not None:
         emit(OutboxWritten(new_state.session_id, new_state.sequence_number, path))
+        limit = reached(new_state)
+        if limit is not None:
+            emit(LimitReached(new_state.session_id, limit, limit_notice(new_state) or ""))
     else:
         emit(SessionCompleted(new_state.session_id, summary or "", skipped))
     return new_state
+
+
+def _within_time(limits: ExecutionLimits, left_ms: int | None) -> ExecutionLimits:
+    """A RUN_COMMAND's limits, its timeout cut to the session's time left."""
+    return limits if left_ms is None else replace(limits, timeout_ms=max(min(limits.timeout_ms, left_ms), 1))
+
+
+def _set_aside_over_limit(config: RelayConfig, state: SessionState, emit: EventSink) -> None:
+    """Move every pending reply to ``inbox/rejected/``: a limit of the session is reached."""
+    why, fix = set_aside_reason(state)
+    for path in pending_replies(config):
+        try:
+            moved = _set_aside(config, state, path, why, fix)
+        except FileNotFoundError:
+            continue
+        emit(ReplySkipped(moved, f"{path.name} was not applied: {why}; it was moved to {moved}", blocking=False))
 
 
 async def _hold(config: RelayConfig, state: SessionState, env: ExecutionEnvironment, held: HeldCommand,
@@ -384,7 +415,8 @@ async def _hold(config: RelayConfig, state: SessionState, env: ExecutionEnvironm
     file records it (a crash in between holds it again on the next step)."""
     waiting = waiting_result(cmd_and_rest[0], held, cmd_and_rest[1])
     emit(CommandFinished(held.index, waiting))
-    preview = state.advanced((*results, waiting), tuple(reads), None)
+    # The waiting outbox never says a limit is reached: the reply is not finished.
+    preview = replace(state.advanced((*results, waiting), tuple(reads), None), limits=SessionLimits())
     path = await write_outbox(config, preview, env)
     state = replace(state, held=held, updated_at=utc_now())
     save_session(config.sessions_dir, state)
@@ -409,6 +441,9 @@ async def _step_locked(config: RelayConfig, state: SessionState, emit: EventSink
         current = [c for c in _claims(config, state) if c.name.startswith(_claim_prefix(state))]
         claim: Path | bool | None = current[0] if current else None
         if claim is None and take_new:
+            if reached(state) is not None:  # checked before a reply is taken: never one step over
+                _set_aside_over_limit(config, state, emit)
+                break
             claim = _claim_next(config, state, emit)
             state = replace(state, held=None)  # an answer belongs to its own reply only
         if claim is False:
@@ -512,4 +547,25 @@ async def resume(config: RelayConfig, session_id: str | None = None,
         if not state.is_complete:
             state = replace(state, updated_at=utc_now())
             save_session(config.sessions_dir, state)
+    return state, path
+
+
+async def set_limits(config: RelayConfig, session_id: str | None, *, max_steps: int | None = None,
+                     max_time_s: float | None = None) -> tuple[SessionState, Path]:
+    """Set the session's step and time limits (those given; the others stay) and write its
+    newest outbox again, so it says whether a limit is reached; return the session and that
+    outbox. The command time used so far is kept."""
+    with _open_session(config, session_id, "its limits no longer matter") as state:
+        limits = state.limits
+        if max_steps is not None:
+            limits = replace(limits, max_steps=max_steps)
+        if max_time_s is not None:
+            limits = replace(limits, max_time_s=max_time_s)
+        state = replace(state, limits=limits, updated_at=utc_now())
+        if waiting_for_answer(state) is not None:  # the waiting outbox stays as it is
+            path = config.outbox_dir / state.outbox_name(state.sequence_number + 1)
+        else:
+            _require_workspace(state)
+            path = await write_outbox(config, state, open_workspace(Path(state.workspace), config))
+        save_session(config.sessions_dir, state)
     return state, path

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from codeloop.relay.limits import notice
 from codeloop.relay.outbox_texts import CONTINUATION_PROMPT, PROTOCOL_TEXT
 from codeloop.relay.results import CommandResult, format_result
 from codeloop.relay.session import SessionState
@@ -84,14 +85,15 @@ def render_outbox(state: SessionState, listing: WorkspaceListing, requested: Seq
 
     Sections in the spec's order; ``## Previous Command Results`` from sequence 2 on,
     ``## Requested File Contents`` only when files were requested; the PROMPT section is the
-    task for sequence 1 and the continuation prompt afterwards.
+    task for sequence 1 and the continuation prompt afterwards, or, once a limit of the
+    session is reached, a notice saying so (:func:`codeloop.relay.limits.notice`).
     """
     context = [render_listing(listing)]
     if state.sequence_number > 1:
         context.append(render_results(state.last_results))
     if requested:
         context.append(render_requested(requested))
-    prompt = state.task.strip("\n") if state.sequence_number == 1 else CONTINUATION_PROMPT
+    prompt = state.task.strip("\n") if state.sequence_number == 1 else notice(state) or CONTINUATION_PROMPT
     return (
         "=== HEADER ===\n"
         f"Session: {state.session_id}\n"

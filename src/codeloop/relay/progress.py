@@ -82,7 +82,20 @@ class ReplySkipped:
     kind: Literal["reply_skipped"] = "reply_skipped"
 
 
-RelayEvent = ReplyStarted | CommandFinished | ModelMessage | OutboxWritten | SessionCompleted | ReplySkipped
+@dataclass(frozen=True)
+class LimitReached:
+    """A limit of the session (steps or time) is used up; no further reply is applied until it
+    is raised (:mod:`codeloop.relay.limits`)."""
+
+    session_id: str
+    limit: Literal["steps", "time"]
+    message: str
+    """The outbox's notice, in plain words."""
+    kind: Literal["limit_reached"] = "limit_reached"
+
+
+RelayEvent = (ReplyStarted | CommandFinished | ModelMessage | OutboxWritten | SessionCompleted | ReplySkipped
+              | LimitReached)
 """Every event a step emits."""
 
 EventSink = Callable[[RelayEvent], None]

@@ -3,8 +3,9 @@
 The file holds the spec's fields (``sessionId``, ``task``, ``sequenceNumber``,
 ``isComplete``, ``createdAt``, ``updatedAt``, ``lastResults``, ``readFileRequests``) plus
 ours: ``protocolVersion``, ``workspace`` (absolute path), ``summary`` (the DONE text),
-``policy`` (the session's policy preset) and ``heldCommand`` (a command waiting for the
-person's approval, :mod:`codeloop.relay.approvals`).
+``policy`` (the session's policy preset), ``heldCommand`` (a command waiting for the
+person's approval, :mod:`codeloop.relay.approvals`) and ``limits`` (steps and time,
+:mod:`codeloop.relay.limits`).
 
 Invariant: ``sequenceNumber`` is the number of the newest outbox, the one waiting for an
 answer; ``lastResults`` and ``readFileRequests`` are what that outbox shows, so the
@@ -27,6 +28,7 @@ from codeloop.environments.errors import WorkspaceError
 from codeloop.environments.safe_open import read_owned_file
 from codeloop.policy import PRESET_NAMES
 from codeloop.relay.approvals import HeldCommand
+from codeloop.relay.limits import SessionLimits
 from codeloop.relay.outbox_texts import PROTOCOL_VERSION
 from codeloop.relay.results import CommandResult
 
@@ -84,6 +86,8 @@ class SessionState:
     held: HeldCommand | None = None
     """A command of the reply to this outbox waiting for approval; the reply continues once
     it is answered (the outbox ``sequence_number + 1`` says it is waiting meanwhile)."""
+    limits: SessionLimits = SessionLimits()
+    """Limits on steps and command time, and the command time used (``relay new --max-steps``)."""
 
     def outbox_name(self, sequence: int | None = None) -> str:
         """``{sessionId}_seq{NNNN}.txt`` for ``sequence`` (default: the newest)."""
@@ -114,6 +118,7 @@ class SessionState:
             "summary": self.summary,
             "policy": self.policy,
             "heldCommand": None if self.held is None else self.held.to_json(),
+            "limits": self.limits.to_json(),
         }
 
     @classmethod
@@ -158,7 +163,7 @@ class SessionState:
         return cls(session_id, text("task"), text("workspace"), seq, complete, text("createdAt"),
                    text("updatedAt"), tuple(results), tuple(requests_raw), text("summary", optional=True),
                    text("protocolVersion", optional=True) or PROTOCOL_VERSION, policy,
-                   None if held is None else HeldCommand.from_json(held))
+                   None if held is None else HeldCommand.from_json(held), SessionLimits.from_json(data.get("limits")))
 
 
 def outbox_file_name(session_id: str, sequence: int) -> str:
