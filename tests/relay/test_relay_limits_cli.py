@@ -90,13 +90,15 @@ def test_outboxes_under_a_limit_not_reached_are_those_of_a_session_without_limit
 
 def test_time_limit_stops_the_running_command_and_the_rest_of_the_reply(relay: Run, tmp_path: Path) -> None:
     root = tmp_path / "root"
-    sid = as_json(relay("new", "wait", "--max-time", "1s", "--timeout", "600", "--json"))["sessionId"]
+    sid = as_json(relay("new", "wait", "--max-time", "1s", "--timeout", "5", "--json"))["sessionId"]
     marker = "6124.75"
     _reply(root, "r1.txt", f"[RUN_COMMAND]\nsleep {marker} & sleep {marker}\n[/RUN_COMMAND]\n"
            + _create("after.txt") + "[MESSAGE]\nstill here\n[/MESSAGE]\n")
     report = as_json(relay("step", "--json"))
     results = [e["result"] for e in report["events"] if e["kind"] == "command_finished"]
     assert [r["success"] for r in results] == [False, False, True]
+    # Its timeout was cut to the time left (1 s, not --timeout 5), then it was stopped.
+    assert "timed out after 1 s" in results[0]["summary"]
     assert "(the session's time limit, --max-time, was used up)" in results[0]["summary"]
     assert results[1]["summary"].startswith("Not run: the session's time limit (--max-time) was used up")
     assert not (root / "workspace" / "after.txt").exists()

@@ -144,7 +144,13 @@ def _indent(text: str, prefix: str = "    ") -> str:
 
 def _print_event(event: RelayEvent) -> None:
     """Human form of one event, printed as it happens."""
-    from codeloop.relay.progress import CommandFinished, LimitReached, ModelMessage, ReplySkipped, ReplyStarted
+    from codeloop.relay.progress import (
+        CommandFinished,
+        LimitReached,
+        ModelMessage,
+        ReplySkipped,
+        ReplyStarted,
+    )
     from codeloop.relay.results import format_result
 
     match event:

@@ -86,7 +86,7 @@ class SessionState:
     held: HeldCommand | None = None
     """A command of the reply to this outbox waiting for approval; the reply continues once
     it is answered (the outbox ``sequence_number + 1`` says it is waiting meanwhile)."""
-    limits: SessionLimits = SessionLimits()
+    limits: SessionLimits = field(default_factory=SessionLimits)
     """Limits on steps and command time, and the command time used (``relay new --max-steps``)."""
 
     def outbox_name(self, sequence: int | None = None) -> str:

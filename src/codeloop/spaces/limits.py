@@ -15,13 +15,13 @@ continues it once the space's policy raises the limit.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Final, Literal
 
 from codeloop.spaces import operations as wire
 
 BUDGET_EXCEEDED = "budgetExceeded"
 """``details.code`` of the error event that stops a run at a limit."""
-LIMIT_REACHED = "limit_reached"
+LIMIT_REACHED: Final = "limit_reached"
 """The run state after such a stop (resumable once the limit is raised)."""
 
 

@@ -29,7 +29,11 @@ def new_run_id() -> str:
 
 def wire_status(outcome: RunOutcome) -> RunStatus:
     """The protocol status of an outcome (a cancelled run, or one stopped by a limit, reports ``error``)."""
-    return "error" if outcome.state in ("cancelled", "limit_reached") else outcome.state
+    match outcome.state:
+        case "cancelled" | "limit_reached":
+            return "error"
+        case state:
+            return state
 
 
 def parse_message(raw: object) -> list[Any]:
