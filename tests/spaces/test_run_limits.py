@@ -198,3 +198,20 @@ def test_a_store_made_before_run_limits_gains_the_run_time_column(tmp_path: Path
         assert again is not None and again.run_time_ms == 1234.5 and again.state == "limit_reached"
     finally:
         store.close()
+
+
+def test_python_client_raises_the_limit_and_goes_on(server: ServerProcess) -> None:
+    from codeloop.spaces.client import SpacesAPIError, SpacesClient
+
+    with SpacesClient(server.url, server.create_key("client")) as c:
+        space = c.create_space(policy={"limits": {"maxOperations": 1}})
+        stopped = c.run(space.id, [_create("x.txt"), _create("y.txt")])
+        assert stopped.status == "error" and c.get_run(stopped.runId).state == "limit_reached"
+        with pytest.raises(SpacesAPIError) as refused:
+            c.continue_run(stopped.runId)
+        assert refused.value.code == "limit_not_raised"
+        raised = c.update_space(space.id, policy={"limits": {"maxOperations": 2}})
+        assert raised.policy == {"limits": {"maxOperations": 2}}
+        went_on = c.continue_run(stopped.runId)
+        assert went_on.status == "completed" and [e.type for e in went_on.events] == ["createFile"]
+        assert c.read_file(space.id, "y.txt") == b"y.txt"

@@ -100,6 +100,12 @@ class _Api:
         return _Call("GET", "/v1/spaces", lambda r: [Space.model_validate(s) for s in r.json()["spaces"]])
 
     @staticmethod
+    def update_space(space_id: str, name: str | None = None, policy: dict[str, Any] | None = None) -> _Call[Space]:
+        """Rename a space or replace its policy (e.g. to raise its ``limits``)."""
+        body = {key: value for key, value in {"name": name, "policy": policy}.items() if value is not None}
+        return _Call("PATCH", f"/v1/spaces/{space_id}", _as(Space), body)
+
+    @staticmethod
     def delete_space(space_id: str) -> _Call[None]:
         """Delete a space and its workspace."""
         return _Call("DELETE", f"/v1/spaces/{space_id}", lambda r: None)
@@ -118,6 +124,12 @@ class _Api:
         if reason is not None:
             approval["reason"] = reason
         return _Call("POST", f"/v1/runs/{run_id}/resume", _as(EventsMessage), {"approval": approval})
+
+    @staticmethod
+    def continue_run(run_id: str) -> _Call[EventsMessage]:
+        """Go on with a run stopped by the space's limits (state ``limit_reached``) once they
+        are raised; returns the events that followed."""
+        return _Call("POST", f"/v1/runs/{run_id}/resume", _as(EventsMessage), {})
 
     @staticmethod
     def cancel(run_id: str) -> _Call[RunView]:
@@ -233,6 +245,8 @@ class SpacesClient:
     delete_space = _sync(_Api.delete_space)
     run = _sync(_Api.run)
     resume = _sync(_Api.resume)
+    continue_run = _sync(_Api.continue_run)
+    update_space = _sync(_Api.update_space)
     cancel = _sync(_Api.cancel)
     get_run = _sync(_Api.get_run)
     read_file = _sync(_Api.read_file)
@@ -279,6 +293,8 @@ class AsyncSpacesClient:
     delete_space = _async(_Api.delete_space)
     run = _async(_Api.run)
     resume = _async(_Api.resume)
+    continue_run = _async(_Api.continue_run)
+    update_space = _async(_Api.update_space)
     cancel = _async(_Api.cancel)
     get_run = _async(_Api.get_run)
     read_file = _async(_Api.read_file)
