@@ -1,14 +1,16 @@
 """``codeloop relay``: drive a workspace from any web chat by copy and paste.
 
-Commands: ``new``, ``step``, ``watch``, ``resume``, ``status``, ``approve``, ``deny``
-(DESIGN.md "Contracts").
+Commands: ``new``, ``step``, ``watch``, ``resume``, ``status``, ``approve``, ``deny``,
+``limits`` (DESIGN.md "Contracts").
 Every command prints what to paste where; ``--json`` prints one JSON document instead
 (``watch --json``: one JSON event per line). Errors are one line on stderr, exit 1.
 
 The commands share most of their options: each is spelled once in :data:`_PARAMS` and a
 command names the ones it takes (:func:`_command`), receiving the relay settings among them
 as one :class:`RelayConfig`. The messages telling the user what to paste where live here,
-next to the commands that print them; the logic is in ``codeloop.relay``.
+next to the commands that print them; the logic is in ``codeloop.relay``. The module is a
+little over 500 lines because those eight commands share that one option table and those
+messages; split by command, each part would import or repeat them.
 """
 
 from __future__ import annotations

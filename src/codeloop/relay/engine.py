@@ -30,9 +30,10 @@ the kernel if the process dies).
 
 A reply whose application raises (anything but a kill) is set aside in ``inbox/rejected/``
 with a note and its journal, so later steps go on (issue 32); so are replies that come after
-the session's step or time limit was reached (:mod:`codeloop.relay.limits`, issue 36). The module is a little over
-500 lines because claim, apply, archive and set-aside move the same files in one order that
-the crash argument above depends on; split across modules, that order would be harder to audit.
+the session's step or time limit was reached (:mod:`codeloop.relay.limits`, issue 36). The
+module is over 500 lines because claim, apply, archive and set-aside move the same files in
+one order that the crash argument above depends on; split across modules, that order would
+be harder to audit.
 """
 
 from __future__ import annotations
