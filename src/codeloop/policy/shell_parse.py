@@ -17,7 +17,12 @@ its arguments is not one it can unwrap (``parallel``, ``script -c`` ...), or whe
 given a script that is not a literal. A line tree-sitter cannot parse raises
 :class:`ShellParseError`; callers treat both as "cannot judge" (ask), never as "allowed".
 
-Not split further (about 500 lines): the word decoding, brace expansion and the tree walk
+The grammar reads the line as bash prints it back (:mod:`codeloop.policy.bash_view`), so a
+continuation or a quoting rule cannot make the two disagree; places where bash evaluates text
+as code are found in :mod:`codeloop.policy.code_contexts`, and the working directory of each
+command in :mod:`codeloop.policy.workdir`.
+
+Not split further (about 590 lines): the word decoding, brace expansion and the tree walk
 share the walker's state and one grammar's node types; the wrapper tables live apart in
 :mod:`codeloop.policy.wrappers`.
 """
