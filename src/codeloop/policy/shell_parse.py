@@ -41,7 +41,13 @@ from tree_sitter import Language, Node, Parser
 from codeloop.policy.bash_view import BashViewError, bash_normalize
 from codeloop.policy.code_contexts import code_context
 from codeloop.policy.workdir import with_workdirs
-from codeloop.policy.wrappers import SHELLS, shell_script_index, wrapped_start
+from codeloop.policy.wrappers import (
+    SHELL_ONLY_WORDS,
+    SHELLS,
+    is_program_wrapper,
+    shell_script_index,
+    wrapped_start,
+)
 
 MAX_NESTING = 6
 """Deepest ``bash -c`` / ``eval`` nesting followed before the line counts as unparseable."""
@@ -514,6 +520,11 @@ class _Walker:
             return
         if name == "command" and any(a in ("-v", "-V") for a in argv[1:2]):
             return  # only prints what the name is
+        if name in SHELL_ONLY_WORDS and cmd.via and is_program_wrapper(cmd.via[-1]):
+            # `env X=1 coproc ...`: a program wrapper looks the word up on PATH, where no bash
+            # keyword or builtin is; what it finds there cannot be told (found by hypothesis).
+            self._mark(cmd, f"{cmd.via[-1]} runs a program named {name!r}, not bash's {name}")
+            return
         start, why = wrapped_start(name, argv, cmd.dynamic_args)
         if why:
             self._mark(cmd, why)
