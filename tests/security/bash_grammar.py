@@ -152,8 +152,8 @@ def in_dir(draw: st.DrawFn, tags: set[str]) -> str:
     tags.add("working-directory")
     where = draw(st.sampled_from(_DIRS))
     how = draw(st.sampled_from(["cd {} && {}", "cd {}; {}", "pushd {} >/dev/null; {}"]))
-    then = draw(st.sampled_from(["echo x > hooks/pre-commit", "echo x > config", "cat config", "touch pre-commit",
-                                 "echo x >> ../config", "cp ../env.sh hooks/pre-commit", "cat ../.env", "ls"]))
+    then = draw(st.sampled_from(["echo x > hooks/pre-commit", "echo x > config", "touch pre-commit",
+                                 "echo x >> ../config", "cp ../env.sh hooks/pre-commit", "ln -sf x post-commit", "ls"]))
     return how.format(draw(spelled(where, tags)), then)
 
 
@@ -168,9 +168,10 @@ def git(draw: st.DrawFn, tags: set[str], programs_only: bool = False) -> str:
     tags.add("git-config")
     key = draw(st.sampled_from(_GIT_KEYS_PROGRAM + ([] if programs_only else _GIT_KEYS_DATA)))
     value = "!touch d/alias" if key.startswith("alias.") else "touch d/prog"
-    if kind == "config":
-        return f"git config {key} {shlex.quote(value)}"
     use = "x" if key.startswith("alias.") else "-p log -1" if key == "core.pager" else "status --short"
+    if kind == "config":
+        # then a git command that may run what the setting names (a pager, an alias, ...)
+        return f"git config {key} {shlex.quote(value)} && git {use}"
     if kind == "dash-c":
         return f"git -c {shlex.quote(key + '=' + value)} {use}"
     return f"GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0={key} GIT_CONFIG_VALUE_0={shlex.quote(value)} git {use}"
@@ -197,7 +198,7 @@ def statement(draw: st.DrawFn, tags: set[str], require: str | None = None) -> st
             text = draw(wrapped(tags))
             if require in tags:
                 return text
-    weights = ["simple"] * 6 + ["wrapped"] * 3 + ["git"] * 3 + ["dir", "fed", "bash-env"]
+    weights = ["simple"] * 5 + ["wrapped"] * 3 + ["git"] * 3 + ["dir"] * 2 + ["fed", "bash-env"]
     return draw(makers[draw(st.sampled_from(weights))](tags))
 
 

@@ -68,7 +68,7 @@ def examples_to_find(cls: str, seen_of: object, template: Path, scratch: Path, l
         problems = disagreements(seen, run_traced(line.text, template, scratch), protected, matches)
         if cls == "destructive-git":
             problems = [p for p in problems if p.endswith(" was lost")]
-        if problems:
+        if problems and line.tags <= {cls}:  # only a line holding no other class counts for this one
             raise _Found(f"{line.text!r}: {problems[0]}")
 
     try:

@@ -43,6 +43,7 @@ def template() -> Iterator[Path]:
         yield make_template(Path(root))
 
 
+@pytest.mark.timeout(max(300, EXAMPLES))  # a local run of thousands takes longer than the suite's limit
 def test_generated_lines_the_policy_allows_do_only_what_it_reported(template: Path, tmp_path: Path) -> None:
     stats: Counter[str] = Counter()
     found: list[str] = []

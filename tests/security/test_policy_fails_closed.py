@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from codeloop.environments.local import LocalExecutionEnvironment
@@ -230,6 +230,7 @@ def blocked_lines(draw: st.DrawFn) -> str:
 
 @settings(max_examples=400, deadline=None)
 @given(blocked_lines())
+@example("env X=1 coproc {unshare,} -r sh")  # found by an exploring run: env looks `coproc` up on PATH
 def test_no_spelling_of_a_blocked_program_is_allowed(line: str) -> None:
     assert _standard(line) != "allow", line
 

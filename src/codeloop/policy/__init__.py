@@ -4,6 +4,7 @@ Public API::
 
     split_commands(line) -> list[ParsedCommand]         every command a line would run
     evaluate_command(line, ShellPolicy, NetworkPolicy) -> Decision
+    judge_line(line, ShellPolicy, NetworkPolicy) -> Judgement   the decision with what was seen
     judge_env({NAME: value}, ShellPolicy, NetworkPolicy, workspace) -> Decision   env entries of a command
     evaluate_path(path, "read"|"write"|"delete", FilesystemPolicy, root=None) -> Decision
     preset("restrictive"|"standard"|"permissive") -> Policy

@@ -4,8 +4,11 @@
 :func:`codeloop.policy.shell_parse.split_commands` and applies, to each command:
 blocked commands and patterns (deny), the allow-list (deny), network tools under the
 network policy (deny), approval commands and patterns, commands whose name is computed at
-run time, writes outside the workspace, and shells fed from a pipe (ask). The strictest
-verdict wins. A line that cannot be parsed is never allowed: it is sent for approval
+run time, writes outside the workspace, shells fed from a pipe, git settings that may name
+a program and git commands that throw work away (:mod:`codeloop.policy.git_rules`) (ask);
+paths are judged where the line's ``cd``s put them. The strictest verdict wins;
+:func:`judge_line` also returns what was seen (commands, resolved paths), which the
+differential harness checks against bash (``tests/security/test_bash_differential.py``). A line that cannot be parsed is never allowed: it is sent for approval
 (or refused when ``ask_on_dynamic`` is off).
 """
 

@@ -17,7 +17,12 @@ its arguments is not one it can unwrap (``parallel``, ``script -c`` ...), or whe
 given a script that is not a literal. A line tree-sitter cannot parse raises
 :class:`ShellParseError`; callers treat both as "cannot judge" (ask), never as "allowed".
 
-Not split further (about 500 lines): the word decoding, brace expansion and the tree walk
+The grammar reads the line as bash prints it back (:mod:`codeloop.policy.bash_view`), so a
+continuation or a quoting rule cannot make the two disagree; places where bash evaluates text
+as code are found in :mod:`codeloop.policy.code_contexts`, and the working directory of each
+command in :mod:`codeloop.policy.workdir`.
+
+Not split further (about 590 lines): the word decoding, brace expansion and the tree walk
 share the walker's state and one grammar's node types; the wrapper tables live apart in
 :mod:`codeloop.policy.wrappers`.
 """
@@ -36,7 +41,13 @@ from tree_sitter import Language, Node, Parser
 from codeloop.policy.bash_view import BashViewError, bash_normalize
 from codeloop.policy.code_contexts import code_context
 from codeloop.policy.workdir import with_workdirs
-from codeloop.policy.wrappers import SHELLS, shell_script_index, wrapped_start
+from codeloop.policy.wrappers import (
+    SHELL_ONLY_WORDS,
+    SHELLS,
+    is_program_wrapper,
+    shell_script_index,
+    wrapped_start,
+)
 
 MAX_NESTING = 6
 """Deepest ``bash -c`` / ``eval`` nesting followed before the line counts as unparseable."""
@@ -509,6 +520,11 @@ class _Walker:
             return
         if name == "command" and any(a in ("-v", "-V") for a in argv[1:2]):
             return  # only prints what the name is
+        if name in SHELL_ONLY_WORDS and cmd.via and is_program_wrapper(cmd.via[-1]):
+            # `env X=1 coproc ...`: a program wrapper looks the word up on PATH, where no bash
+            # keyword or builtin is; what it finds there cannot be told (found by hypothesis).
+            self._mark(cmd, f"{cmd.via[-1]} runs a program named {name!r}, not bash's {name}")
+            return
         start, why = wrapped_start(name, argv, cmd.dynamic_args)
         if why:
             self._mark(cmd, why)

@@ -77,6 +77,18 @@ RUNS_ITS_ARGUMENTS = frozenset({
 command they run cannot be judged, so they count as unresolved."""
 
 
+SHELL_ONLY_WORDS = frozenset({"coproc", "builtin"})
+"""Wrappers of the table that exist only inside bash (a keyword and a builtin): after a program
+wrapper (``env coproc X``) they are looked up as programs, which this table does not describe."""
+
+
+def is_program_wrapper(label: str) -> bool:
+    """True when ``label`` (how a command was reached) is a wrapper that is a program of its own
+    (``env``, ``nice``, ``uv``), so the word it runs is found on PATH."""
+    return label not in SHELL_ONLY_WORDS and label not in ("exec", "command", "time") and (
+        label in _WRAPPERS or label in _RUNNER_SUBCOMMANDS or label in _RUNNERS_DIRECT)
+
+
 def wrapped_start(name: str, argv: tuple[str, ...], dynamic_args: tuple[int, ...]) -> tuple[int | None, str]:
     """Where the command the wrapper ``name`` runs starts in ``argv``, or why that cannot be told
     (``dynamic_args``: indexes of words that come from an expansion)."""

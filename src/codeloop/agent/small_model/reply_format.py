@@ -287,18 +287,24 @@ Reply with exactly one of these, and nothing else:
 
 1. FILE blocks: for each file to create or change, a line FILE <path>, then either the whole
    new file between fences:
-FILE hello.py
+FILE geometry/circle.py
 {FENCE}python
-print("Hello")
+import math
+
+
+def area(radius):
+    return math.pi * radius ** 2
 {FENCE}
    or SEARCH/REPLACE hunks, each copying lines of the file exactly and giving their new text:
-FILE config.py
+FILE geometry/units.py
 {SEARCH}
-MAX_RETRIES = 3
+SCALE = 10
 {DIVIDER}
-MAX_RETRIES = 5
+SCALE = 100
 {REPLACE}
-2. One command to look at something or try it, on one line: RUN python3 test_app.py
+2. One command to look at something or try it, on one line: RUN python3 -m unittest test_geometry
 3. DONE when the task is complete.
 """
-"""What the model reads about the format (a section of its system prompt)."""
+"""What the model reads about the format (a section of its system prompt). Its examples name
+no file, name or command of the benchmark tasks: the 0.5B model copied an earlier example's
+``print("Hello")`` into its answer to "Create hello.py that prints Hello, world!"."""
