@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from codeloop.tools.tool_events import ToolCallEnded, ToolCallStarted, ToolEvent
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import FileNotFoundInWorkspaceError
 from codeloop.llm.errors import ConfigurationError
@@ -287,8 +288,14 @@ class _Recorder:
     def __init__(self) -> None:
         self.seen: list[tuple[str, Any]] = []
 
-    def on_event(self, kind: str, data: dict[str, Any]) -> None:
-        self.seen.append((kind, {k: v for k, v in data.items() if k != "duration_ms"}))
+    def on_event(self, event: ToolEvent) -> None:
+        # The typed events, written down as (kind, fields without the timing).
+        if isinstance(event, ToolCallStarted):
+            self.seen.append(("tool_call_start", {"tool_name": event.tool_name, "call_id": event.call_id,
+                                                  "arguments": dict(event.arguments)}))
+        elif isinstance(event, ToolCallEnded):
+            text = {"error": event.error} if event.is_error else {"output": event.output}
+            self.seen.append(("tool_call_end", {"call_id": event.call_id, "tool_name": event.tool_name, **text}))
 
     @contextmanager
     def checkpoint(self, call: ToolCallRequest) -> Iterator[None]:
