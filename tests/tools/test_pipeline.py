@@ -14,7 +14,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codeloop.tools.tool_events import ToolCallEnded, ToolCallStarted, ToolEvent
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import FileNotFoundInWorkspaceError
 from codeloop.llm.errors import ConfigurationError
@@ -30,6 +29,7 @@ from codeloop.tools import (
     execute_tool_call,
     resume_tool_call,
 )
+from codeloop.tools.tool_events import ToolCallEnded, ToolCallStarted, ToolEvent
 
 ENV = cast(ExecutionEnvironment, object())
 

@@ -25,7 +25,7 @@ import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, assert_never
 
 from codeloop.agent import events as ev
 from codeloop.agent.config import SessionConfig
@@ -56,11 +56,14 @@ from codeloop.llm.client import Client
 from codeloop.llm.errors import ContextLengthError
 from codeloop.llm.types import Message, Request, Response, ResponseFormat, StreamEvent, ToolDefinition
 from codeloop.policy import Decision
-from codeloop.policy.approval import ToolCallRequest, ToolPolicy
+from codeloop.policy.approval import ToolCallRequest, ToolPolicy, allow_all
 from codeloop.profiles.base import ProviderProfile
 from codeloop.profiles.text import describe_text_tools
-from codeloop.tools import workspace_ops as ops
+from codeloop.tools.call_path import PipelineCall, build_pipeline, open_environment
+from codeloop.tools.outcomes import CommandOutcome
 from codeloop.tools.registry import ToolRegistry
+from codeloop.tools.shell import MAX_SHELL_TIMEOUT_MS, shell_tool
+from codeloop.tools.tool_events import ToolCallEnded, ToolCallOutput, ToolCallStarted, ToolEvent
 
 OVERVIEW_CHARS = 3000
 """Most characters of the file tree that starts every run (about 750 tokens)."""
@@ -273,13 +276,11 @@ class RolesPipeline:
 
     def __init__(self, client: Client, repo_root: str | Path, config: PipelineConfig, *,
                  env: ExecutionEnvironment | None = None, registry: ToolRegistry | None = None,
-                 on_event: PipelineEvent | None = None) -> None:
+                 on_event: PipelineEvent | None = None, policy: ToolPolicy | None = None) -> None:
         self.client = client
         self.root = Path(os.path.realpath(repo_root))
         self.config = config
         if env is None:
-            from codeloop.environments.factory import open_environment
-
             env = open_environment(self.root, sandbox="full", network=True)
         self.env = env
         if registry is None:
@@ -293,6 +294,13 @@ class RolesPipeline:
                                                                config.critic)),
                                keep_recent=config.keep_recent_messages)
         self._emit = on_event or (lambda kind, data: None)
+        self.policy = policy
+        """The face's POLICY step for every call (the builder's, under its plan guard, and the
+        critic's check command); None allows them."""
+        check = shell_tool()
+        self._check = build_pipeline(ToolRegistry.of([check]), env, policy=policy, events=self._critic_event)
+        """The critic's pipeline: the check command is a judged, announced ``shell`` call."""
+        self._check_tool = check.name
         self._turn_replies: list[str] = []
         """Every reply of the last role turn (a plan_targets list may sit beside a request)."""
         self._kept: dict[str, str] = {}
@@ -444,19 +452,22 @@ class RolesPipeline:
 
     def _plan_policy(self, targets: list[str]) -> ToolPolicy:
         """Refuses a write outside ``targets`` before it runs (the critic would fail the round
-        for it; refused now, the builder can still make the planned change)."""
+        for it; refused now, the builder can still make the planned change); every other call
+        goes to the face's policy."""
+
+        inner = self.policy or allow_all
 
         async def policy(call: ToolCallRequest, env: ExecutionEnvironment) -> Decision:
             path = call.arguments.get("file_path")
             if call.name not in WRITE_TOOLS or not targets or not isinstance(path, str) or not path.strip():
-                return Decision.allow()
+                return await inner(call, env)
             try:
                 # Where the write would really land (symlinks followed), as the critic will see it.
                 rel = relative_to_root(self.root, resolve_workspace_path(self.root, path))
             except WorkspaceError:
-                return Decision.allow()  # outside the repository: the tool's own path check answers it
+                return await inner(call, env)  # outside the repository: the tool's own path check answers it
             if not outside_plan([rel], targets):
-                return Decision.allow()
+                return await inner(call, env)
             return Decision.deny(
                 f"{call.name} refused: {rel} is not in plan_targets ({', '.join(targets)}). Change only the "
                 "plan_targets; if another file must change, say so in your final reply so the architect can "
@@ -506,11 +517,7 @@ class RolesPipeline:
         check_failure = None
         check_note = "no check command configured"
         if command := self.config.check_command:
-            run = await ops.run_command(self.env, command, timeout_ms=self.config.check_timeout_ms)
-            if run.status != "ok":
-                why = {"timed_out": "timed out", "not_started": "did not start",
-                       "killed": f"killed by signal {run.signal}"}.get(run.status, f"exit {run.exit_code}")
-                check_failure = f"check command failed ({why}): {command}\n{run.result.output[-2000:]}"
+            check_failure = await self._run_check(command)
             check_note = check_failure or f"check command passed: {command}"
         changes = describe_changes(self.root, touched, self._kept, self._existed) if touched else "(none)"
         text = await self._role_turn("critic", self.config.critic, CRITIC, (
@@ -536,6 +543,30 @@ class RolesPipeline:
         self.history.add(Message.user(result.response().to_text()))
         self._emit("critic_result", {"status": result.status, "reasons": list(result.reasons)})
         return result
+
+    async def _run_check(self, command: str) -> str | None:
+        """Run the check command through the critic's pipeline; why it failed, or None."""
+        result = await self._check.run(PipelineCall(self._check_tool, {
+            "command": command, "timeout_ms": min(self.config.check_timeout_ms, MAX_SHELL_TIMEOUT_MS)}))
+        run = result.data
+        if not isinstance(run, CommandOutcome):  # refused by the policy, or it could not start at all
+            return f"check command not run: {result.output}" if result.is_error else None
+        if run.status == "ok":
+            return None
+        why = {"timed_out": "timed out", "not_started": "did not start",
+               "killed": f"killed by signal {run.signal}"}.get(run.status, f"exit {run.exit_code}")
+        return f"check command failed ({why}): {command}\n{run.result.output[-2000:]}"
+
+    def _critic_event(self, event: ToolEvent) -> None:
+        """The critic pipeline's events as codali's ``tool_call`` lines (the builder's say
+        ``name`` and ``is_error`` too)."""
+        match event:
+            case ToolCallStarted() | ToolCallOutput():
+                pass
+            case ToolCallEnded():
+                self._emit("tool_call", {"role": "critic", "name": event.tool_name, "is_error": event.is_error})
+            case _:
+                assert_never(event)
 
     async def _overview(self) -> str | None:
         """The repository's file tree as a CODALI_RESPONSE, at most ``OVERVIEW_CHARS``: every
