@@ -218,7 +218,7 @@ async def answer_request(
     started = time.monotonic()
     root = Path(await asyncio.to_thread(os.path.realpath, repo_root))
     if env is None:
-        from codeloop.environments.factory import open_environment
+        from codeloop.tools.call_path import open_environment
 
         env = open_environment(root, sandbox="full", network=True)
     answerer = _Answerer(index or CodeIndex(root), env, content_budget, web_search)

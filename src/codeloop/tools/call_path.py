@@ -21,7 +21,8 @@ was built with:
 
 Faces import this module (and the policy seam), never ``environments/`` implementations or
 ``tools/workspace_ops.py`` (``lint-imports``, contract ``faces-use-the-pipeline``): the
-environment a pipeline runs in is opened here too (:func:`open_environment`).
+environment a pipeline runs in is opened here too (:func:`open_environment`, with the
+sandbox rules of ``environments/factory.py``: ``settle_sandbox``, ``probe_bwrap``).
 """
 
 from __future__ import annotations
@@ -47,8 +48,8 @@ from codeloop.tools.truncation import TruncationConfig
 from codeloop.tools.workspace_ops import BeforeChange
 
 __all__ = [
-    "Pipeline", "PipelineCall", "SandboxOptionError", "build_pipeline", "check_sandbox_options", "open_environment",
-    "settle_sandbox",
+    "Pipeline", "PipelineCall", "SandboxMode", "SandboxOptionError", "build_pipeline", "check_sandbox_options",
+    "open_environment", "probe_bwrap", "settle_sandbox",
 ]
 
 
