@@ -162,12 +162,12 @@ class Runner:
         from codeloop.agent.config import SessionConfig
         from codeloop.agent.events import SessionEnd
         from codeloop.agent.session import Session
-        from codeloop.tools.call_path import open_environment
         from codeloop.policy import ApprovalStore, approval_policy
         from codeloop.policy.model import Decision
         from codeloop.policy.plan_mode import plan_mode_policy
         from codeloop.profiles import create_profile
         from codeloop.sessions import record_session
+        from codeloop.tools.call_path import open_environment
         from codeloop.tools.jobs import JobTable, add_job_tools
 
         s = self.settings
@@ -331,8 +331,8 @@ def settle_options(root: Path, flags: dict[str, Any], network: str | None, err: 
     """Merge flags > project config > user config > defaults; raises UsageError."""
     from codeloop.config import ConfigError, load_config
     from codeloop.environments.errors import SandboxUnavailableError
-    from codeloop.tools.call_path import SandboxOptionError, check_sandbox_options, settle_sandbox
     from codeloop.policy import APPROVAL_MODES
+    from codeloop.tools.call_path import SandboxOptionError, check_sandbox_options, settle_sandbox
 
     try:
         cfg = load_config(root)

@@ -229,7 +229,7 @@ async def execute_command(cmd: c.RelayCommand, pipeline: Pipeline, policy_name: 
 
     call = PipelineCall(cmd.name, _arguments(cmd, limits, marker), before_change=journal)
     if approved:  # the person's answer is this call's POLICY step
-        request = ToolCallRequest(cmd.name, dict(call.arguments or {}))
+        request = ToolCallRequest(cmd.name, _arguments(cmd, limits, marker))
         result = await pipeline.resume(PendingApproval(request, Decision.ask("approved")), approved=True, call=call)
     else:
         result = await pipeline.run(call)

@@ -39,6 +39,7 @@ from codeloop.environments.factory import (
     open_environment,
     settle_sandbox,
 )
+from codeloop.environments.sandbox import SandboxMode, probe_bwrap
 from codeloop.policy.approval import Approver, PendingApproval, ToolPolicy
 from codeloop.tools.hooks import Hooks, Warn
 from codeloop.tools.pipeline import AfterCall, Answer, Checkpoint, Watch, execute_tool_call, resume_tool_call
