@@ -177,27 +177,31 @@ def calls_named(tree: ast.Module, names: set[str] | dict[str, int]) -> list[str]
     return sorted(found, key=_line)
 
 
+def _only_allowed(found: dict[str, list[str]], allowed: dict[str, str], fix: str, gone: str) -> None:
+    """Nothing found outside ``allowed`` (else ``fix`` and the places), and every ``allowed``
+    module still found (else ``gone``: the allow-list stays true)."""
+    offenders = {rel: where for rel, where in found.items() if where and rel not in allowed}
+    assert not offenders, f"{fix}: {offenders}"
+    stale = sorted(rel for rel in allowed if not found.get(rel))
+    assert not stale, f"{gone}: {stale}"
+
+
 def test_the_policy_is_evaluated_only_in_the_pipelines_policy_step() -> None:
-    calls = {rel: calls_named(tree, POLICY_EVALUATORS) for rel, tree in _modules() if not rel.startswith("policy/")}
-    offenders = {rel: where for rel, where in calls.items() if where and rel not in POLICY_STEP_MODULES}
-    assert not offenders, (
-        "the command or path policy is evaluated outside the pipeline's POLICY step; give the face's "
-        f"calls to tools/preset_policy.py (a describe function beside its tools) instead: {offenders}"
-    )
-    stale = sorted(rel for rel in POLICY_STEP_MODULES if not calls.get(rel))
-    assert not stale, f"these modules no longer evaluate the policy; remove them from POLICY_STEP_MODULES: {stale}"
+    _only_allowed(
+        {rel: calls_named(tree, POLICY_EVALUATORS) for rel, tree in _modules() if not rel.startswith("policy/")},
+        POLICY_STEP_MODULES,
+        "the command or path policy is evaluated outside the pipeline's POLICY step; give the face's calls to "
+        "tools/preset_policy.py (a describe function beside its tools) instead",
+        "these modules no longer evaluate the policy; remove them from POLICY_STEP_MODULES")
 
 
 def test_faces_read_workspace_files_only_through_the_pipeline() -> None:
-    reads = {rel: calls_named(tree, FACE_READS) for rel, tree in _modules()
-             if rel.split("/")[0] in FACES}
-    offenders = {rel: where for rel, where in reads.items() if where and rel not in FACE_READ_EXCEPTIONS}
-    assert not offenders, (
-        "a face reads a workspace file itself (no policy, no size bound); make it a call of the face's "
-        f"pipeline (tools/call_path.py): {offenders}"
-    )
-    stale = sorted(rel for rel in FACE_READ_EXCEPTIONS if not reads.get(rel))
-    assert not stale, f"these face modules no longer read files directly; remove them from the allow-list: {stale}"
+    _only_allowed(
+        {rel: calls_named(tree, FACE_READS) for rel, tree in _modules() if rel.split("/")[0] in FACES},
+        FACE_READ_EXCEPTIONS,
+        "a face reads a workspace file itself (no policy, no size bound); make it a call of the face's pipeline "
+        "(tools/call_path.py)",
+        "these face modules no longer read files directly; remove them from the allow-list")
 
 
 def test_the_call_scanner_sees_policy_calls_and_reads() -> None:
