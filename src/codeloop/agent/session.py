@@ -502,9 +502,10 @@ class Session:
 
     def _pipeline(self) -> Pipeline:
         """This session's pipeline, built by the one factory; built again only when a setting
-        it holds was replaced (the recorder sets ``checkpoint``, plan mode a new ``policy``)."""
+        it holds was replaced (the recorder sets ``checkpoint``, ``codeloop run --resume`` the
+        ``id`` its hooks are told)."""
         registry = self._tools()
-        key = (registry, self.environment, self.policy, self.approver, self.checkpoint, self.hooks)
+        key = (registry, self.environment, self.policy, self.approver, self.checkpoint, self.hooks, self.id)
         cached, pipeline = self._built
         if pipeline is None or len(cached) != len(key) or any(a is not b for a, b in zip(cached, key, strict=True)):
             watch = None
