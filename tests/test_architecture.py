@@ -148,8 +148,6 @@ least (``env.read_bytes(path)``, ``ops.read_text(env, path)``; ``Path.read_bytes
 FACE_READ_EXCEPTIONS = {
     "relay/executor.py": "after a crash, compares a file with the digest the journal recorded before the "
     "write (recover_effect); nothing read is shown to anyone",
-    "codali/answer.py": "answers AGENT_REQUEST file needs with the bounded read of workspace_ops (read-only, "
-    "no policy); making them pipeline calls is left open (issue 30 note)",
 }
 """Face modules that may read a workspace file outside the pipeline, each with its reason."""
 
