@@ -13,6 +13,7 @@ read the source with ``ast`` and check what a module *does*:
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "codeloop"
@@ -61,7 +62,9 @@ WORKSPACE_OPERATION_MODULES = {"ops", "workspace_ops"}
 them is not a bypass even when it shares a name with an environment method."""
 
 
+@functools.cache
 def _modules() -> list[tuple[str, ast.Module]]:
+    # Parsed once for all the tests of this file (read-only: no test changes a tree).
     return [
         (path.relative_to(SRC).as_posix(), ast.parse(path.read_text("utf-8"), str(path)))
         for path in sorted(SRC.rglob("*.py"))
