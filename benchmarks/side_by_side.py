@@ -53,7 +53,7 @@ BENCHES = (
           r'"ratio": ([\d.]+)', higher_is_better=True),
     Bench("grep_vs_rg", ("grep_vs_rg.py", "--files", "20000", "--runs", "5"), r"tool\s+([\d.]+) ms"),
     Bench("shell_roundtrip", ("shell_roundtrip.py", "40"), r"ms\s+([\d.]+) ms\s+[\d.]+x"),
-    Bench("llm_overhead", ("llm_overhead.py", "--requests", "2000", "--tokens", "100000"),
+    Bench("llm_overhead", ("llm_overhead.py", "--requests", "500", "--tokens", "20000"),
           r"Client\.complete\s+([\d.]+) us/call"),
 )
 
