@@ -48,13 +48,12 @@ from pathlib import Path
 from typing import Literal
 
 from codeloop.environments.atomic import atomic_write
-from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import WorkspaceError
-from codeloop.environments.safe_open import read_owned_file
-from codeloop.relay.approvals import HeldCommand, gate, waiting_result
+from codeloop.environments.owned_files import read_owned_file
+from codeloop.relay.approvals import HeldCommand, answered, hold, waiting_result
 from codeloop.relay.commands import Done, Message, ReadFile, RelayCommand
 from codeloop.relay.config import RelayConfig
-from codeloop.relay.executor import ExecutionLimits, execute_command, recover_effect
+from codeloop.relay.executor import ExecutionLimits, Held, execute_command, recover_effect
 from codeloop.relay.journal import JournalError, StepJournal, journal_path
 from codeloop.relay.outbox import render_outbox
 from codeloop.relay.parser import parse_inbox
@@ -79,6 +78,7 @@ from codeloop.relay.session import (
     utc_now,
 )
 from codeloop.relay.workspace import list_workspace, open_workspace, read_requested
+from codeloop.tools.call_path import Pipeline
 
 LOCK_WAIT_S = 60.0
 """How long a step waits for another step on the same root to finish."""
@@ -259,10 +259,10 @@ def _check_layout(config: RelayConfig, workspace: Path) -> None:
                              "choose a workspace outside them (the default is ROOT/workspace)")
 
 
-async def write_outbox(config: RelayConfig, state: SessionState, env: ExecutionEnvironment) -> Path:
+async def write_outbox(config: RelayConfig, state: SessionState, pipeline: Pipeline) -> Path:
     """Write the session's newest outbox atomically and return its path."""
-    listing = await list_workspace(env, config.max_listed_files)
-    requested = await read_requested(env, state.read_file_requests, config.max_read_chars)
+    listing = await list_workspace(pipeline.env, config.max_listed_files)
+    requested = await read_requested(pipeline, state.read_file_requests, config.max_read_chars)
     path = outbox_path(config, state)
     config.outbox_dir.mkdir(parents=True, exist_ok=True)
     atomic_write(path, render_outbox(state, listing, requested).encode("utf-8"))
@@ -283,8 +283,7 @@ async def start_session(config: RelayConfig, task: str,
     with _root_lock(config):
         state = SessionState(session_id=new_session_id(config.sessions_dir), task=task, workspace=str(ws),
                              policy=config.policy)
-        env = open_workspace(ws, config)
-        path = await write_outbox(config, state, env)
+        path = await write_outbox(config, state, open_workspace(ws, config, state.policy))
         save_session(config.sessions_dir, state)
     return state, path
 
@@ -327,7 +326,7 @@ def _claim_next(config: RelayConfig, state: SessionState, emit: EventSink) -> Pa
     return None
 
 
-async def _apply_reply(config: RelayConfig, state: SessionState, env: ExecutionEnvironment, claim: Path,
+async def _apply_reply(config: RelayConfig, state: SessionState, pipeline: Pipeline, claim: Path,
                        emit: EventSink) -> SessionState:
     source = claim.name[len(_claim_prefix(state)) :]
     commands = parse_inbox(decode_reply(await asyncio.to_thread(read_owned_file, claim)))
@@ -346,15 +345,17 @@ async def _apply_reply(config: RelayConfig, state: SessionState, env: ExecutionE
         result = entry.result if entry else None
         replayed = result is not None
         if result is None:
-            result = await recover_effect(entry.effect, env) if entry and entry.effect else None
-            gated = None if result else gate(cmd, index, state.sequence_number, state.policy, state.held)
-            if isinstance(gated, HeldCommand):
-                rest = len(commands) - index - 1
-                return await _hold(config, state, env, gated, (cmd, rest), results, reads, emit)
+            result = await recover_effect(entry.effect, pipeline.env) if entry and entry.effect else None
             if result is None:
-                result = gated or await execute_command(
-                    cmd, env, limits, functools.partial(journal.begin, index),
-                    marker=f"{state.session_id}-seq{state.sequence_number:04d}-cmd{index}")
+                answer = answered(cmd, index, state.held)
+                ran = answer if isinstance(answer, CommandResult) else await execute_command(
+                    cmd, pipeline, state.policy, limits, functools.partial(journal.begin, index),
+                    marker=f"{state.session_id}-seq{state.sequence_number:04d}-cmd{index}", approved=answer is True)
+                if isinstance(ran, Held):
+                    held = hold(cmd, index, state.sequence_number, ran.reason)
+                    rest = len(commands) - index - 1
+                    return await _hold(config, state, pipeline, held, (cmd, rest), results, reads, emit)
+                result = ran
             journal.done(index, result)
         results.append(result)
         emit(CommandFinished(index, result, replayed))
@@ -367,7 +368,7 @@ async def _apply_reply(config: RelayConfig, state: SessionState, env: ExecutionE
             skipped = len(commands) - index - 1
             break
     new_state = state.advanced(tuple(results) if commands else (NO_COMMANDS,), tuple(reads), summary)
-    path = None if new_state.is_complete else await write_outbox(config, new_state, env)
+    path = None if new_state.is_complete else await write_outbox(config, new_state, pipeline)
     save_session(config.sessions_dir, new_state)
     _archive(config, claim)
     if path is not None:
@@ -377,7 +378,7 @@ async def _apply_reply(config: RelayConfig, state: SessionState, env: ExecutionE
     return new_state
 
 
-async def _hold(config: RelayConfig, state: SessionState, env: ExecutionEnvironment, held: HeldCommand,
+async def _hold(config: RelayConfig, state: SessionState, pipeline: Pipeline, held: HeldCommand,
                 cmd_and_rest: tuple[RelayCommand, int], results: list[CommandResult], reads: list[str],
                 emit: EventSink) -> SessionState:
     """Stop the reply at a held command: the next outbox says it waits, then the session
@@ -385,7 +386,7 @@ async def _hold(config: RelayConfig, state: SessionState, env: ExecutionEnvironm
     waiting = waiting_result(cmd_and_rest[0], held, cmd_and_rest[1])
     emit(CommandFinished(held.index, waiting))
     preview = state.advanced((*results, waiting), tuple(reads), None)
-    path = await write_outbox(config, preview, env)
+    path = await write_outbox(config, preview, pipeline)
     state = replace(state, held=held, updated_at=utc_now())
     save_session(config.sessions_dir, state)
     emit(OutboxWritten(preview.session_id, preview.sequence_number, path))
@@ -400,7 +401,7 @@ def waiting_for_answer(state: SessionState) -> HeldCommand | None:
 async def _step_locked(config: RelayConfig, state: SessionState, emit: EventSink, *,
                        take_new: bool) -> tuple[SessionState, int, bool]:
     _require_workspace(state)
-    env = open_workspace(Path(state.workspace), config)
+    pipeline = open_workspace(Path(state.workspace), config, state.policy)
     applied = 0
     for stale in _claims(config, state):
         if not stale.name.startswith(_claim_prefix(state)):
@@ -416,7 +417,7 @@ async def _step_locked(config: RelayConfig, state: SessionState, emit: EventSink
         if not isinstance(claim, Path):
             break
         try:
-            state = await _apply_reply(config, state, env, claim, emit)
+            state = await _apply_reply(config, state, pipeline, claim, emit)
         except Exception as exc:  # whatever failed, the reply must not block every later step
             saved = load_session(config.sessions_dir, state.session_id)
             if saved.sequence_number != state.sequence_number:  # committed: only the archive move failed
@@ -508,7 +509,7 @@ async def resume(config: RelayConfig, session_id: str | None = None,
         if waiting_for_answer(state) is not None:  # the outbox saying what waits
             path = config.outbox_dir / state.outbox_name(state.sequence_number + 1)
         if not path.is_file():
-            path = await write_outbox(config, state, open_workspace(Path(state.workspace), config))
+            path = await write_outbox(config, state, open_workspace(Path(state.workspace), config, state.policy))
         if not state.is_complete:
             state = replace(state, updated_at=utc_now())
             save_session(config.sessions_dir, state)
