@@ -82,7 +82,7 @@ def main() -> None:
             config.ensure_dirs()
             state = SessionState(session_id="a1b2c3d4", task="benchmark", workspace=str(workspace))
             state = replace(state, sequence_number=2)
-            env = open_workspace(workspace, config)
+            env = open_workspace(workspace, config, state.policy)
             path = asyncio.run(write_outbox(config, state, env))
             size = path.stat().st_size
             results[label] = median(

@@ -13,7 +13,8 @@ does not matter. The figures compared are the ones each benchmark reports first:
 - spaces_load: ``spaces serve``'s throughput over a bare uvicorn app's in the same run (higher is
   better: the cost is old/new there);
 - grep_vs_rg: the tool's median time for the first pattern (ms);
-- shell_roundtrip: median ``exec_command`` time of the first command (ms).
+- shell_roundtrip: median ``exec_command`` time of the first command (ms);
+- llm_overhead: ``Client.complete()`` time per call against an instant loopback server (µs).
 
 Usage::
 
@@ -52,6 +53,8 @@ BENCHES = (
           r'"ratio": ([\d.]+)', higher_is_better=True),
     Bench("grep_vs_rg", ("grep_vs_rg.py", "--files", "20000", "--runs", "5"), r"tool\s+([\d.]+) ms"),
     Bench("shell_roundtrip", ("shell_roundtrip.py", "40"), r"ms\s+([\d.]+) ms\s+[\d.]+x"),
+    Bench("llm_overhead", ("llm_overhead.py", "--requests", "500", "--tokens", "20000"),
+          r"Client\.complete\s+([\d.]+) us/call"),
 )
 
 

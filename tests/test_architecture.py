@@ -5,12 +5,15 @@ read the source with ``ast`` and check what a module *does*:
 
 - only the runner starts a process, apart from a short list of named exceptions;
 - a face (cli, relay, spaces, codali) changes the workspace only through the tool pipeline,
-  never by calling an ``ExecutionEnvironment``'s write/delete/exec methods itself.
+  never by calling an ``ExecutionEnvironment``'s write/delete/exec methods itself, and reads a
+  file only through it too;
+- the command and path policy is evaluated only in the pipeline's POLICY step modules.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "codeloop"
@@ -65,7 +68,9 @@ WORKSPACE_OPERATION_MODULES = {"ops", "workspace_ops"}
 them is not a bypass even when it shares a name with an environment method."""
 
 
+@functools.cache
 def _modules() -> list[tuple[str, ast.Module]]:
+    # Parsed once for all the tests of this file (read-only: no test changes a tree).
     return [
         (path.relative_to(SRC).as_posix(), ast.parse(path.read_text("utf-8"), str(path)))
         for path in sorted(SRC.rglob("*.py"))
@@ -136,13 +141,84 @@ def test_faces_change_the_workspace_only_through_the_tool_pipeline() -> None:
     allowed = set(FACE_EFFECT_EXCEPTIONS)
     offenders = {rel: where for rel, where in effects.items() if where and rel not in allowed}
     assert not offenders, (
-        "a face writes, deletes or runs in the workspace itself; make it a tool call through "
-        f"tools/pipeline.execute_tool_call (docs/architecture.md, 'Where a call is approved'): {offenders}"
+        "a face writes, deletes or runs in the workspace itself; make it a call of the face's pipeline "
+        f"(tools/call_path.py, docs/architecture.md, 'Where a call is approved'): {offenders}"
     )
     stale = sorted(rel for rel in allowed if not effects.get(rel))
     assert not stale, (
         f"these face modules no longer call the environment directly; remove them from the allow-list: {stale}"
     )
+
+
+FACE_READS = {"read_bytes": 1, "read_file": 1, "read_text": 2}
+"""ExecutionEnvironment's (and workspace_ops') file reads, with the positional arguments they take at
+least (``env.read_bytes(path)``, ``ops.read_text(env, path)``; ``Path.read_bytes()`` takes none)."""
+
+FACE_READ_EXCEPTIONS = {
+    "relay/executor.py": "after a crash, compares a file with the digest the journal recorded before the "
+    "write (recover_effect); nothing read is shown to anyone",
+}
+"""Face modules that may read a workspace file outside the pipeline, each with its reason."""
+
+POLICY_EVALUATORS = {"evaluate_command", "evaluate_path", "judge_env", "is_read_only_line"}
+"""The command and path policy's verdicts (codeloop.policy)."""
+
+POLICY_STEP_MODULES = {
+    "tools/preset_policy.py": "the POLICY step of a policy preset (the relay's session policy, a space's "
+    "policy JSON), judged with the workspace root",
+}
+"""Modules outside ``policy/`` that may evaluate the command or path policy, each with its reason."""
+
+
+def calls_named(tree: ast.Module, names: set[str] | dict[str, int]) -> list[str]:
+    """Each call in ``tree`` of a function or method called one of ``names`` (given as a dict:
+    with at least that many positional arguments), as ``line: name()``."""
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            least = names.get(name, 0) if isinstance(names, dict) else 0
+            if name in names and len(node.args) >= least:
+                found.append(f"{node.lineno}: {name}()")
+    return sorted(found, key=_line)
+
+
+def _only_allowed(found: dict[str, list[str]], allowed: dict[str, str], fix: str, gone: str) -> None:
+    """Nothing found outside ``allowed`` (else ``fix`` and the places), and every ``allowed``
+    module still found (else ``gone``: the allow-list stays true)."""
+    offenders = {rel: where for rel, where in found.items() if where and rel not in allowed}
+    assert not offenders, f"{fix}: {offenders}"
+    stale = sorted(rel for rel in allowed if not found.get(rel))
+    assert not stale, f"{gone}: {stale}"
+
+
+def test_the_policy_is_evaluated_only_in_the_pipelines_policy_step() -> None:
+    _only_allowed(
+        {rel: calls_named(tree, POLICY_EVALUATORS) for rel, tree in _modules() if not rel.startswith("policy/")},
+        POLICY_STEP_MODULES,
+        "the command or path policy is evaluated outside the pipeline's POLICY step; give the face's calls to "
+        "tools/preset_policy.py (a describe function beside its tools) instead",
+        "these modules no longer evaluate the policy; remove them from POLICY_STEP_MODULES")
+
+
+def test_faces_read_workspace_files_only_through_the_pipeline() -> None:
+    _only_allowed(
+        {rel: calls_named(tree, FACE_READS) for rel, tree in _modules() if rel.split("/")[0] in FACES},
+        FACE_READ_EXCEPTIONS,
+        "a face reads a workspace file itself (no policy, no size bound); make it a call of the face's pipeline "
+        "(tools/call_path.py)",
+        "these face modules no longer read files directly; remove them from the allow-list")
+
+
+def test_the_call_scanner_sees_policy_calls_and_reads() -> None:
+    tree = ast.parse("from codeloop.policy import evaluate_path as ep\nimport codeloop.policy as p\n"
+                     "async def f(env, path):\n    p.evaluate_command('ls', None); evaluate_path('a', 'read', None)\n"
+                     "    await env.read_bytes('a'); path.read_bytes(); await ops.read_text(env, 'a'); path.read_text('utf-8')\n")
+    assert [w.split(": ", 1)[1] for w in calls_named(tree, POLICY_EVALUATORS)] == [
+        "evaluate_command()", "evaluate_path()"]
+    assert [w.split(": ", 1)[1] for w in calls_named(tree, FACE_READS)] == [
+        "read_bytes()", "read_text()"]
 
 
 def test_the_scanners_see_every_form_of_a_process_start_and_a_workspace_effect() -> None:
@@ -167,6 +243,6 @@ def test_the_scanners_see_every_form_of_a_process_start_and_a_workspace_effect()
 
 def test_the_architecture_doc_names_every_exception() -> None:
     doc = (SRC.parents[1] / "docs" / "architecture.md").read_text("utf-8")
-    listed = {RUNNER, *PROCESS_EXCEPTIONS, *FACE_EFFECT_EXCEPTIONS}
+    listed = {RUNNER, *PROCESS_EXCEPTIONS, *FACE_EFFECT_EXCEPTIONS, *FACE_READ_EXCEPTIONS, *POLICY_STEP_MODULES}
     missing = sorted(rel for rel in listed if f"`{rel}`" not in doc)
     assert not missing, f"docs/architecture.md does not name these exceptions; add them with their reason: {missing}"

@@ -20,13 +20,13 @@ from typing import Any, cast
 import pytest
 
 from codeloop.agent.subagents import SubagentManager, subagent_tools
-from codeloop.relay.executor import RELAY_TOOLS
-from codeloop.spaces.engine import space_registry
 from codeloop.spaces.policy_config import build_policy
 from codeloop.tools.index_tools import index_tools
 from codeloop.tools.jobs import JobTable, add_job_tools
 from codeloop.tools.registry import RegisteredTool, ToolRegistry
+from codeloop.tools.relay_tools import RELAY_TOOLS
 from codeloop.tools.sets import all_tools
+from codeloop.tools.space_tools import space_registry
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "codeloop"
 
@@ -156,4 +156,4 @@ def test_every_registered_tool_has_a_defining_module_in_src(modules: dict[str, s
     assert {"shell", "write_file", "apply_patch", "spawn_agent", "job_input", "search_code", "RUN_COMMAND",
             "createFile"} <= set(modules)
     assert modules["write_file"] == {"tools/files.py"}
-    assert modules["shell"] == {"tools/shell.py", "tools/jobs.py", "spaces/engine.py"}
+    assert modules["shell"] == {"tools/shell.py", "tools/jobs.py", "tools/space_tools.py"}

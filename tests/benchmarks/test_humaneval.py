@@ -181,7 +181,8 @@ def test_an_activated_virtualenv_holding_the_dataset_is_kept_out_of_the_agents_s
 
 def _shell(command: str, sandbox: str) -> str:
     args = json.dumps({"command": command}).replace("{", "{{").replace("}", "}}")  # a run_tasks template
-    return f"{shlex.quote(str(CODELOOP))} tool shell --sandbox {sandbox} --cwd {{workdir}} --args {shlex.quote(args)}"
+    return (f"{shlex.quote(str(CODELOOP))} tool shell --approval never-ask --sandbox {sandbox} "
+            f"--cwd {{workdir}} --args {shlex.quote(args)}")
 
 
 def test_the_agent_cannot_read_the_hidden_tests(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

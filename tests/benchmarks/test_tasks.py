@@ -179,7 +179,7 @@ def test_the_runner_refuses_to_start_when_the_tasks_would_still_be_visible(monke
 def _shell(command: str, sandbox: str) -> str:
     """A run_tasks template whose "agent" runs ``command`` with the real ``codeloop tool shell``."""
     args = json.dumps({"command": command, "timeout_ms": 120_000}).replace("{", "{{").replace("}", "}}")
-    return (f"{shlex.quote(str(CODELOOP))} tool shell --json --sandbox {sandbox} --cwd {{workdir}} "
+    return (f"{shlex.quote(str(CODELOOP))} tool shell --json --approval never-ask --sandbox {sandbox} --cwd {{workdir}} "
             f"--args {shlex.quote(args)}")
 
 

@@ -85,7 +85,7 @@ SIGNALS = pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.
 
 @SIGNALS
 def test_codeloop_tool_shell_killed_mid_command_leaves_nothing(sig: signal.Signals, tmp_path: Path) -> None:
-    kill_mid_command([CODELOOP, "tool", "shell", "--cwd", str(tmp_path),
+    kill_mid_command([CODELOOP, "tool", "shell", "--cwd", str(tmp_path), "--approval", "never-ask",
                       "--args", json.dumps({"command": COMMAND, "timeout_ms": 600_000})], tmp_path, sig)
 
 

@@ -73,7 +73,8 @@ def test_tool_help_has_an_example() -> None:
 def test_tool_sandbox_read_only_refuses_writes(tmp_path: Path) -> None:
     write = _run("tool", "write_file", "--args", '{"file_path": "x.txt", "content": "x"}',
                  "--cwd", str(tmp_path), "--sandbox", "read-only")
-    shell = _run("tool", "shell", "--args", '{"command": "touch y.txt"}', "--cwd", str(tmp_path), "--sandbox", "read-only")
+    shell = _run("tool", "shell", "--args", '{"command": "touch y.txt"}', "--cwd", str(tmp_path), "--sandbox", "read-only",
+                 "--approval", "never-ask")  # the sandbox refuses it, not the approval mode
     assert write.returncode == 1 and "read-only" in write.stderr
     assert shell.returncode == 1
     assert not (tmp_path / "x.txt").exists() and not (tmp_path / "y.txt").exists()

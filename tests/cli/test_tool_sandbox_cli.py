@@ -21,7 +21,7 @@ def test_shell_in_workspace_write_sandbox_cannot_write_outside(tmp_path: Path) -
     outside = Path.home() / f"codeloop-cli-{uuid.uuid4().hex}"
     command = f"echo inside > a.txt; echo outside > {outside}; cat a.txt"
     done = run("tool", "shell", "--args", json.dumps({"command": command}), "--cwd", str(tmp_path),
-               "--sandbox", "workspace-write", "--json")
+               "--sandbox", "workspace-write", "--json", "--approval", "never-ask")
     result = json.loads(done.stdout)
     assert "inside" in result["output"] and "Read-only file system" in result["output"]
     assert (tmp_path / "a.txt").read_text() == "inside\n"
@@ -46,9 +46,9 @@ def test_network_off_in_the_sandbox(tmp_path: Path) -> None:
     probe = f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=2); print('reached')\""
     try:
         off = run("tool", "shell", "--args", json.dumps({"command": probe}), "--cwd", str(tmp_path),
-                  "--sandbox", "workspace-write", "--network", "off", "--json")
+                  "--sandbox", "workspace-write", "--network", "off", "--json", "--approval", "never-ask")
         on = run("tool", "shell", "--args", json.dumps({"command": probe}), "--cwd", str(tmp_path),
-                 "--sandbox", "workspace-write", "--network", "on", "--json")
+                 "--sandbox", "workspace-write", "--network", "on", "--json", "--approval", "never-ask")
     finally:
         server.close()
     assert "reached" not in json.loads(off.stdout)["output"]
@@ -61,7 +61,7 @@ def test_missing_bwrap_is_a_clear_error_not_an_unsandboxed_run(tmp_path: Path) -
     env["PATH"] = python_dir  # no bwrap on this PATH
     assert shutil.which("bwrap", path=python_dir) is None
     done = run("tool", "shell", "--args", json.dumps({"command": "touch ran.txt"}), "--cwd", str(tmp_path),
-               "--sandbox", "workspace-write", env=env)
+               "--sandbox", "workspace-write", "--approval", "never-ask", env=env)
     assert done.returncode != 0
     assert "apt-get install bubblewrap" in done.stderr
     assert "Traceback" not in done.stderr

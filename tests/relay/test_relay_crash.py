@@ -228,11 +228,12 @@ def test_every_change_is_journaled_before_it_happens_and_a_failing_journal_stops
     from codeloop.environments.local import LocalExecutionEnvironment
     from codeloop.relay.commands import CreateFile, DeleteFile, EditFile, RunCommand
     from codeloop.relay.executor import ExecutionLimits, execute_command
+    from codeloop.tools.relay_tools import relay_pipeline
 
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "old.txt").write_text("a\nb\n")
-    env = LocalExecutionEnvironment(ws)
+    pipeline = relay_pipeline(LocalExecutionEnvironment(ws), "permissive", 4000)
     journaled: list[tuple[Effect, list[tuple[str, bytes]]]] = []
 
     def journal(effect: Effect) -> None:  # with the workspace as it is when the effect is journaled
@@ -244,7 +245,7 @@ def test_every_change_is_journaled_before_it_happens_and_a_failing_journal_stops
         DeleteFile("old.txt"),
         RunCommand("echo x > ran.txt"),
     ]
-    results = [asyncio.run(execute_command(c, env, ExecutionLimits(), journal, marker="m1")) for c in commands]
+    results = [asyncio.run(execute_command(c, pipeline, "permissive", ExecutionLimits(), journal, marker="m1")) for c in commands]
     assert [r.success for r in results] == [True] * 4
     new, old = ("new.txt", b"hi\n"), ("old.txt", b"a\nb\n")
     assert [(e.kind, e.path, files) for e, files in journaled] == [
@@ -261,7 +262,7 @@ def test_every_change_is_journaled_before_it_happens_and_a_failing_journal_stops
 
     for command in (CreateFile("other.txt", "x"), RunCommand("echo y > other.txt")):
         try:
-            asyncio.run(execute_command(command, env, ExecutionLimits(), broken))
+            asyncio.run(execute_command(command, pipeline, "permissive", ExecutionLimits(), broken))
         except OSError as exc:
             assert "journal disk full" in str(exc)
         else:

@@ -186,7 +186,9 @@ def _as_nobody(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     if os.geteuid() == 0:
         # root ignores file modes, so a chmod 000 file only means something to another user.
         command = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *command]
-    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=60)
+    # codeloop tool reads the user's config (issue 30): one nobody can read (none at all).
+    env = {**os.environ, "CODELOOP_CONFIG_DIR": str(cwd / "no-user-config")}
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=60, env=env)
 
 
 @pytest.mark.skipif(os.geteuid() == 0 and shutil.which("setpriv") is None, reason="needs setpriv to drop root")

@@ -12,6 +12,7 @@ from codeloop.relay.commands import CreateFile, EditFile
 from codeloop.relay.executor import ExecutionLimits, execute_command
 from codeloop.relay.results import CommandResult
 from codeloop.tools import pipeline
+from codeloop.tools.relay_tools import relay_pipeline
 
 from .test_face_edit_properties import _in_workspace, _spaces
 
@@ -36,7 +37,8 @@ def watched(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, Any]]:
 def test_relay_edits_of_python_files_get_no_diagnostics(watched: list[tuple[str, Any]]) -> None:
     def run(edited_line: str, new_file: str) -> list[CommandResult]:
         async def go(env: Any) -> list[CommandResult]:
-            return [await execute_command(cmd, env, ExecutionLimits(), lambda effect: None)
+            return [await execute_command(cmd, relay_pipeline(env, "permissive", 4000), "permissive", ExecutionLimits(),
+                                          lambda effect: None)
                     for cmd in (CreateFile("a.py", CLEAN), EditFile("a.py", 2, 2, edited_line),
                                 CreateFile("b.py", new_file))]
 

@@ -25,6 +25,7 @@ from codeloop.relay.executor import ExecutionLimits, execute_command
 from codeloop.relay.results import CommandResult
 from codeloop.spaces.operations import events_message_to_json
 from codeloop.spaces.runs import run_message
+from codeloop.tools.relay_tools import relay_pipeline
 from codeloop.tools.text_endings import BOM, strip_ending, text_dominant_ending
 
 from .test_edit_properties import _DECOR, PROPERTY, GenFile, gen_files
@@ -52,7 +53,8 @@ def _in_workspace(data: bytes, run: Any) -> tuple[Any, bytes]:
 
 
 def _relay(data: bytes, cmd: RelayCommand) -> tuple[CommandResult, bytes]:
-    return _in_workspace(data, lambda env: execute_command(cmd, env, ExecutionLimits(), lambda effect: None))  # type: ignore[no-any-return]
+    return _in_workspace(data, lambda env: execute_command(
+        cmd, relay_pipeline(env, "permissive", 4000), "permissive", ExecutionLimits(), lambda effect: None))  # type: ignore[no-any-return]
 
 
 def _spaces(data: bytes, *ops: dict[str, Any]) -> tuple[list[dict[str, Any]], bytes]:

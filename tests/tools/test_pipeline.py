@@ -31,6 +31,7 @@ from codeloop.tools import (
     resume_tool_call,
 )
 from codeloop.tools.sets import all_tools_registry
+from codeloop.tools.tool_events import ToolCallEnded, ToolCallStarted, ToolEvent
 
 ENV = cast(ExecutionEnvironment, object())
 
@@ -291,8 +292,14 @@ class _Recorder:
         self.checkpoint = self
         self.steps: list[object] = []
 
-    def on_event(self, kind: str, data: dict[str, Any]) -> None:
-        self.seen.append((kind, {k: v for k, v in data.items() if k != "duration_ms"}))
+    def on_event(self, event: ToolEvent) -> None:
+        # The typed events, written down as (kind, fields without the timing).
+        if isinstance(event, ToolCallStarted):
+            self.seen.append(("tool_call_start", {"tool_name": event.tool_name, "call_id": event.call_id,
+                                                  "arguments": dict(event.arguments)}))
+        elif isinstance(event, ToolCallEnded):
+            text = {"error": event.error} if event.is_error else {"output": event.output}
+            self.seen.append(("tool_call_end", {"call_id": event.call_id, "tool_name": event.tool_name, **text}))
 
     def before(self, call: ToolCallRequest, effects: frozenset[Effect], paths: tuple[str, ...] | None,
                step: int | str | None) -> None:

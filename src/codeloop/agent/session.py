@@ -29,7 +29,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from enum import StrEnum
 from functools import partial
-from typing import Any
+from typing import Any, assert_never
 
 from codeloop.agent import events as ev
 from codeloop.agent.budget import Budget, BudgetStop, InputTracker, prompt_tokens, require_price
@@ -61,12 +61,14 @@ from codeloop.llm.types import ImageData, Message, Request, Response, ToolCall, 
 from codeloop.policy.approval import Approver, ToolCallRequest
 from codeloop.profiles.base import ProviderProfile
 from codeloop.profiles.prompts import NATIVE_COMPACT
-from codeloop.tools import ToolContext, ToolPolicy, ToolRegistry, TruncationConfig, execute_tool_call
+from codeloop.tools import ToolPolicy, ToolRegistry, TruncationConfig
+from codeloop.tools.call_path import Pipeline, PipelineCall, build_pipeline
 from codeloop.tools.diagnostics import Diagnostics
 from codeloop.tools.files import READ_FILE, READ_MANY_FILES
 from codeloop.tools.hooks import Hooks
 from codeloop.tools.pipeline import Answer, Checkpoint
 from codeloop.tools.registry import ToolOutput
+from codeloop.tools.tool_events import ToolCallEnded, ToolCallOutput, ToolCallStarted, ToolEvent
 from codeloop.tools.truncation import DEFAULT_TOOL_LIMITS, FALLBACK_CHAR_LIMIT
 
 CHARS_PER_TOKEN = 4
@@ -184,6 +186,8 @@ class Session:
         self._answer: Answer | None = None
         """The pipeline's ANSWER step for the input running: its guards' ``before_call``."""
         self._truncation = TruncationConfig(self._output_limits(), self.config.tool_line_limits)
+        self._built: tuple[tuple[Any, ...], Pipeline | None] = ((), None)
+        """The pipeline and the settings it was built from (:meth:`_pipeline`)."""
 
     # -- public API ---------------------------------------------------------------------
 
@@ -619,24 +623,32 @@ class Session:
             self._emit(ev.ToolCallStart, tool_name=call.name, call_id=call.id, arguments=call.arguments)
             self._emit(ev.ToolCallEnd, call_id=call.id, tool_name=call.name, error=call.parse_error)
             return CallResult(call.id, call.name, call.parse_error, is_error=True)
-
-        def on_output(_stream: str, chunk: str) -> None:
-            self._emit(ev.ToolCallOutputDelta, call_id=call.id, delta=chunk)
-
-        policy, after, watch = self.policy, None, None
-        if self.hooks:
-            policy = self.hooks.policy(policy, self.id, self._hook_warning)
-            after = partial(self.hooks.after_call, session_id=self.id, warn=self._hook_warning)
-        if self.config.diagnostics:
-            watch = Diagnostics(self.config.diagnostic_commands, self._diagnostics_warning).watch
-        result = await execute_tool_call(
-            self._tools(), call.name, call.arguments, self.environment,
-            policy=policy, approver=self.approver, config=self._truncation,
-            ctx=ToolContext(call.id, self.id if self.config.track_reads else None, on_output, lenient=self.small_model,
-                            step=self.step_of.step),
-            on_event=self._tool_event, checkpoint=self.checkpoint, after=after, watch=watch, answer=self._answer,
-        )
+        result = await self._pipeline().run(PipelineCall(
+            call.name, call.arguments, call.id, self.id if self.config.track_reads else None, self.small_model,
+            step=self.step_of.step))
         return CallResult(call.id, call.name, result.output, result.is_error)
+
+    def _pipeline(self) -> Pipeline:
+        """This session's pipeline, built by the one factory; built again only when a setting
+        it holds was replaced (the recorder sets ``checkpoint``, ``codeloop run --resume`` the
+        ``id`` its hooks are told)."""
+        registry = self._tools()
+        key = (registry, self.environment, self.policy, self.approver, self.checkpoint, self.hooks, self.id)
+        cached, pipeline = self._built
+        if pipeline is None or len(cached) != len(key) or any(a is not b for a, b in zip(cached, key, strict=True)):
+            watch = None
+            if self.config.diagnostics:
+                watch = Diagnostics(self.config.diagnostic_commands, self._diagnostics_warning).watch
+            pipeline = build_pipeline(
+                registry, self.environment, policy=self.policy, approver=self.approver, hooks=self.hooks,
+                session_id=self.id, hook_warning=self._hook_warning, checkpoint=self.checkpoint,
+                truncation=self._truncation, events=self._tool_event, watch=watch, answer=self._answer_now)
+            self._built = (key, pipeline)
+        return pipeline
+
+    async def _answer_now(self, call: ToolCallRequest) -> ToolOutput | None:
+        """The pipeline's ANSWER step: the running input's guards (``_answer``), if any."""
+        return None if self._answer is None else await self._answer(call)
 
     async def _hook(self, event: str, **payload: Any) -> list[str]:
         """Run the ``event`` hooks (session_start, user_prompt, stop); their texts."""
@@ -649,9 +661,20 @@ class Session:
     def _diagnostics_warning(self, message: str) -> None:
         self._emit(ev.WarningEvent, message=message, code="diagnostics")
 
-    def _tool_event(self, kind: str, data: dict[str, Any]) -> None:
+    def _tool_event(self, event: ToolEvent) -> None:
         """The pipeline's EVENT step, as this session's typed events."""
-        self._emit(ev.ToolCallStart if kind == "tool_call_start" else ev.ToolCallEnd, **data)
+        match event:
+            case ToolCallStarted():
+                self._emit(ev.ToolCallStart, tool_name=event.tool_name, call_id=event.call_id,
+                           arguments=dict(event.arguments))
+            case ToolCallOutput():
+                self._emit(ev.ToolCallOutputDelta, call_id=event.call_id, delta=event.text)
+            case ToolCallEnded():
+                ended = {"error": event.error} if event.error is not None else {"output": event.output}
+                self._emit(ev.ToolCallEnd, call_id=event.call_id, tool_name=event.tool_name,
+                           duration_ms=event.duration_ms, **ended)
+            case _:
+                assert_never(event)
 
     # -- steering, loops, context (§2.6, §2.10, §5.5) --------------------------------------
 

@@ -31,7 +31,7 @@ from codeloop.cli.images import (
 )
 from codeloop.cli.model_choice import ModelChoice
 from codeloop.environments.errors import FileTooLargeError, WorkspaceError
-from codeloop.environments.safe_open import read_owned_file
+from codeloop.environments.owned_files import read_owned_file
 from codeloop.llm.types import ImageData
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")

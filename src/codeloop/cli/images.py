@@ -15,8 +15,8 @@ from pathlib import Path
 
 from codeloop.cli.model_choice import ModelChoice
 from codeloop.environments.errors import FileTooLargeError, NotAFileError, WorkspaceError
+from codeloop.environments.owned_files import read_owned_file
 from codeloop.environments.resolver import resolve_workspace_path
-from codeloop.environments.safe_open import read_owned_file
 from codeloop.llm.types import ImageData
 from codeloop.tools.files import IMAGE_TYPES
 

@@ -2,7 +2,7 @@
 
 Options -> settings -> Session -> loop. The model comes from ``cli/model_choice.py``
 (flags, API keys, else the local llama.cpp model), the terminal and the event rendering
-from ``cli/run_terminal.py``, the environment from ``codeloop.environments.factory``.
+from ``cli/run_terminal.py``, the environment from ``codeloop.tools.call_path`` (the factory's).
 Options left out come from the config files (``codeloop.config``: project, then user).
 Output: rich text as it happens; ``--json`` one event per line on stdout (schema
 ``docs/events.schema.json``); ``--quiet`` only the final answer. Every run is recorded
@@ -57,7 +57,7 @@ from codeloop.cli.worktrees import start_worktree
 if TYPE_CHECKING:  # rich and the agent load inside the command: `codeloop --help` stays fast
     from rich.console import Console
 
-    from codeloop.environments.sandbox import SandboxMode
+    from codeloop.tools.call_path import SandboxMode
 
 DEFAULT_RETRIES = 6
 """``--max-retries`` default (``SessionConfig.max_retries``; the agent package loads lazily)."""
@@ -146,7 +146,7 @@ class Runner:
         """Model, environment and the first Session (resuming ``resume`` when given)."""
         import asyncio
 
-        from codeloop.environments.factory import open_environment
+        from codeloop.tools.call_path import open_environment
 
         choice = self.settings.choice
         served = None
@@ -179,12 +179,12 @@ class Runner:
         from codeloop.agent.config import SessionConfig
         from codeloop.agent.events import SessionEnd
         from codeloop.agent.session import Session
-        from codeloop.environments.factory import open_environment
         from codeloop.policy import ApprovalStore, approval_policy
         from codeloop.policy.model import Decision
         from codeloop.policy.plan_mode import plan_mode_policy
         from codeloop.profiles import create_profile
         from codeloop.sessions import record_session
+        from codeloop.tools.call_path import open_environment
         from codeloop.tools.jobs import JobTable, add_job_tools
 
         s = self.settings
@@ -277,7 +277,7 @@ class Runner:
         """Whether plan mode can sandbox shell read-only here (probed once; a warning if not)."""
         import asyncio
 
-        from codeloop.environments.sandbox import probe_bwrap
+        from codeloop.tools.call_path import probe_bwrap
 
         if self.plan_shell is None:
             why = await asyncio.to_thread(probe_bwrap)
@@ -356,8 +356,8 @@ def settle_options(root: Path, flags: dict[str, Any], network: str | None, err: 
     """Merge flags > project config > user config > defaults; raises UsageError."""
     from codeloop.config import ConfigError, load_config
     from codeloop.environments.errors import SandboxUnavailableError
-    from codeloop.environments.factory import SandboxOptionError, check_sandbox_options, settle_sandbox
     from codeloop.policy import APPROVAL_MODES
+    from codeloop.tools.call_path import SandboxOptionError, check_sandbox_options, settle_sandbox
 
     try:
         cfg = load_config(root)

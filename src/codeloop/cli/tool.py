@@ -20,6 +20,9 @@ from codeloop.cli.errors import fail
 
 if TYPE_CHECKING:
     from codeloop.environments.base import ExecutionEnvironment
+    from codeloop.policy.approval import ToolCallRequest
+    from codeloop.tools.hooks import Hook
+    from codeloop.tools.registry import ToolCallOutcome
 
 T = TypeVar("T")
 
@@ -63,8 +66,8 @@ def apply_patch_command(
     import asyncio
 
     from codeloop.environments.errors import WorkspaceError
-    from codeloop.environments.factory import open_environment
     from codeloop.tools.apply_patch import apply_patch_text
+    from codeloop.tools.call_path import open_environment
     from codeloop.tools.errors import PatchError
 
     root = _workspace(cwd)
@@ -86,34 +89,48 @@ def tool_command(
     args: str = typer.Option("{}", "--args", help="Arguments as a JSON object."),
     cwd: Path = typer.Option(Path("."), "--cwd", help="Workspace root."),
     as_json: bool = typer.Option(False, "--json", help="Print {\"output\", \"full_output_chars\", \"is_error\"}."),
-    sandbox: str = typer.Option("off", "--sandbox",
-                                help="read-only | workspace-write | off (no sandbox; full: its deprecated name)."),
+    sandbox: str | None = typer.Option(
+        None, "--sandbox",
+        help="read-only | workspace-write | off (no sandbox; full: its deprecated name). Default: the config's, else off."),
     network: str | None = typer.Option(
         None, "--network",
         help="on | off (default: on with --sandbox off, else off). off holds in every mode, or the call is refused."),
+    approval: str | None = typer.Option(
+        None, "--approval",
+        help="never-ask, on-risk (default) or always-ask, as for codeloop run; without a terminal a call that "
+             "needs approval is refused."),
 ) -> None:
-    """Run one tool through the full pipeline, as a model's call would.
+    """Run one tool through the full pipeline, as a model's call would: the configured policy,
+    approval mode, hooks and the repository's trust gate included.
 
     Example: codeloop tool read_file --args '{"file_path": "README.md"}' --cwd repo
     """
     import asyncio
 
+    from codeloop.config import ConfigError, load_config
     from codeloop.environments.errors import SandboxUnavailableError, WorkspaceError
-    from codeloop.environments.factory import SandboxOptionError, open_environment, settle_sandbox
-    from codeloop.tools.pipeline import execute_tool_call
-    from codeloop.tools.sets import all_tools_registry
+    from codeloop.policy import APPROVAL_MODES
+    from codeloop.tools.call_path import SandboxOptionError, open_environment, settle_sandbox
 
     root = _workspace(cwd)
+    try:  # the project's config counts only as far as the user trusts it (codeloop trust)
+        config = load_config(root)
+    except ConfigError as exc:
+        raise fail(str(exc)) from None
+    for warning in config.warnings:
+        typer.echo(f"warning: {warning}", err=True)
+    mode = approval or config.approval or "on-risk"
+    if mode not in APPROVAL_MODES:
+        raise fail(f"unknown --approval {mode!r}: use one of {', '.join(APPROVAL_MODES)}")
     try:  # the rules of codeloop.environments.factory; a refusal is one line and exit 1
-        box = settle_sandbox(sandbox, network, default="off")
+        box = settle_sandbox(sandbox or config.sandbox or "off", network, default="off")
     except (SandboxOptionError, SandboxUnavailableError) as exc:
         raise fail(str(exc)) from None
     if box.warning is not None:
         typer.echo(f"warning: {box.warning}", err=True)
     env = open_environment(root, sandbox=box.mode, network=box.network)
-    registry = all_tools_registry()
     try:
-        result = asyncio.run(_with_env(env, execute_tool_call(registry, name, args, env)))
+        result = asyncio.run(_with_env(env, _run_tool(name, args, env, root, mode, config.hooks)))
     except WorkspaceError as exc:
         raise fail(str(exc)) from None
     except Exception as exc:
@@ -126,6 +143,45 @@ def tool_command(
         typer.echo(output, err=result.is_error, nl=not output.endswith("\n"))
     if result.is_error:
         raise typer.Exit(1)
+
+
+async def _run_tool(name: str, args: str, env: ExecutionEnvironment, root: Path, mode: str,
+                    hooks: tuple[Hook, ...]) -> ToolCallOutcome:
+    """The one call, through this face's pipeline: ``codeloop run``'s approval policy (asked on
+    the terminal) with the trusted hooks around it."""
+    from rich.console import Console
+
+    from codeloop.cli.run_terminal import Terminal
+    from codeloop.policy import ApprovalStore, approval_policy
+    from codeloop.policy.approval_modes import ApprovalRequest
+    from codeloop.tools.call_path import PipelineCall, build_pipeline
+    from codeloop.tools.hooks import Hooks
+    from codeloop.tools.sets import all_tools_registry
+
+    err = Console(stderr=True)
+    terminal = Terminal(err)
+    terminal.start()
+    store = ApprovalStore(root)
+    if store.warning:
+        typer.echo(f"warning: {store.warning}", err=True)
+
+    def warn(message: str) -> None:
+        typer.echo(f"warning: {message}", err=True)
+
+    async def confirm(call: ToolCallRequest, reason: str) -> bool:
+        # A pre_tool_call hook's "ask" (the approval mode asks through the terminal itself).
+        summary = f"{call.name} {json.dumps(call.arguments, ensure_ascii=False)[:300]}"
+        try:
+            return await terminal.ask(ApprovalRequest(call.name, summary, reason, ())) in ("y", "always")
+        except Exception:
+            return False
+
+    pipeline = build_pipeline(all_tools_registry(), env, policy=approval_policy(mode, store, terminal.ask, warn=warn),
+                              approver=confirm, hooks=Hooks(hooks, root), hook_warning=warn)
+    try:
+        return await pipeline.run(PipelineCall(name, args))
+    finally:
+        terminal.stop()
 
 
 def register(app: typer.Typer) -> None:

@@ -29,7 +29,9 @@ from codeloop.environments.errors import (
     WorkspaceError,
 )
 from codeloop.index import CodeIndex, CodeIndexError, NotIndexedError
-from codeloop.tools import workspace_ops as ops
+from codeloop.tools.call_path import PipelineCall
+from codeloop.tools.codali_tools import READ_TEXT, codali_pipeline
+from codeloop.tools.outcomes import OperationError
 
 WebSearch = Callable[[str], Awaitable[list[dict[str, Any]]]]
 """``async (query) -> hits``; absent by default (no network), which yields ``web_unavailable``."""
@@ -49,6 +51,8 @@ class _Answerer:
                  web_search: WebSearch | None) -> None:
         self.index = index
         self.env = env
+        self.reads = codali_pipeline(env)
+        """File reads go through the pipeline (the bounded read, the POLICY step)."""
         self.budget = content_budget
         self.web_search = web_search
         self.warnings: list[str] = []
@@ -75,12 +79,13 @@ class _Answerer:
         return result
 
     async def _read(self, path: str, start: int | None = None, end: int | None = None) -> tuple[str, int]:
-        try:
-            text = await ops.read_text(self.env, path)
-        except ops.OperationError as exc:
-            if exc.kind not in _READ_WARNINGS:
-                raise
-            raise _Skip(f"{_READ_WARNINGS[exc.kind]}: {path}") from None
+        result = await self.reads.run(PipelineCall(READ_TEXT.name, {"path": path}))
+        if result.is_error or not isinstance(result.data, str):
+            error = result.data
+            if isinstance(error, OperationError) and error.kind in _READ_WARNINGS:
+                raise _Skip(f"{_READ_WARNINGS[error.kind]}: {path}")
+            raise error if isinstance(error, WorkspaceError) else WorkspaceError(result.full_output, path=path)
+        text = result.data
         if "\0" in text:
             raise _Skip(f"file_binary: {path}")
         lines = text.split("\n")
@@ -218,7 +223,7 @@ async def answer_request(
     started = time.monotonic()
     root = Path(await asyncio.to_thread(os.path.realpath, repo_root))
     if env is None:
-        from codeloop.environments.factory import open_environment
+        from codeloop.tools.call_path import open_environment
 
         env = open_environment(root, sandbox="off", network=True)
     answerer = _Answerer(index or CodeIndex(root), env, content_budget, web_search)

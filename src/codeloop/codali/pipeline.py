@@ -25,7 +25,7 @@ import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, assert_never
 
 from codeloop.agent import events as ev
 from codeloop.agent.budget import Budget, BudgetedClient, BudgetStop
@@ -49,8 +49,8 @@ from codeloop.codali.request import AgentRequest, AgentRequestError, Need, parse
 from codeloop.codali.shared_history import CHARS_PER_TOKEN, History, transcript
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import WorkspaceError
+from codeloop.environments.owned_files import read_owned_file
 from codeloop.environments.resolver import relative_to_root, resolve_workspace_path
-from codeloop.environments.safe_open import read_owned_file
 from codeloop.index import CodeIndex, normalize_path
 from codeloop.index.ignore import walk_repository
 from codeloop.llm import constrained
@@ -58,12 +58,14 @@ from codeloop.llm.client import Client
 from codeloop.llm.errors import ContextLengthError
 from codeloop.llm.types import Message, Request, Response, ResponseFormat, StreamEvent, ToolDefinition
 from codeloop.policy import Decision
-from codeloop.policy.approval import Effect, ToolCallRequest, ToolPolicy
-from codeloop.policy.approval_modes import is_read_only_line
+from codeloop.policy.approval import Effect, ToolCallRequest, ToolPolicy, allow_all
 from codeloop.profiles.base import ProviderProfile
 from codeloop.profiles.text import describe_text_tools
-from codeloop.tools import workspace_ops as ops
+from codeloop.tools.call_path import PipelineCall, build_pipeline, open_environment
+from codeloop.tools.outcomes import CommandOutcome
 from codeloop.tools.registry import ToolRegistry
+from codeloop.tools.shell import MAX_SHELL_TIMEOUT_MS, shell_tool
+from codeloop.tools.tool_events import ToolCallEnded, ToolCallOutput, ToolCallStarted, ToolEvent
 
 OVERVIEW_CHARS = 3000
 """Most characters of the file tree that starts every run (about 750 tokens)."""
@@ -275,15 +277,14 @@ class RolesPipeline:
 
     def __init__(self, client: Client, repo_root: str | Path, config: PipelineConfig, *,
                  env: ExecutionEnvironment | None = None, registry: ToolRegistry | None = None,
-                 on_event: PipelineEvent | None = None, budget: Budget | None = None) -> None:
+                 on_event: PipelineEvent | None = None, budget: Budget | None = None,
+                 policy: ToolPolicy | None = None) -> None:
         self.budget = budget
         """Limits every role's calls spend from (issue 36; the run's, shared with the builder)."""
         self.client: Client | BudgetedClient = client if budget is None else BudgetedClient(client, budget)
         self.root = Path(os.path.realpath(repo_root))
         self.config = config
         if env is None:
-            from codeloop.environments.factory import open_environment
-
             env = open_environment(self.root, sandbox="off", network=True)
         self.env = env
         if registry is None:
@@ -297,6 +298,13 @@ class RolesPipeline:
                                                                config.critic)),
                                keep_recent=config.keep_recent_messages)
         self._emit = on_event or (lambda kind, data: None)
+        self.policy = policy
+        """The face's POLICY step for every call (the builder's, under its plan guard, and the
+        critic's check command); None allows them."""
+        check = shell_tool()
+        self._check = build_pipeline(ToolRegistry.of([check]), env, policy=policy, events=self._critic_event)
+        """The critic's pipeline: the check command is a judged, announced ``shell`` call."""
+        self._check_tool = check.name
         self._turn_replies: list[str] = []
         """Every reply of the last role turn (a plan_targets list may sit beside a request)."""
         self._kept: dict[str, str] = {}
@@ -448,18 +456,20 @@ class RolesPipeline:
 
     def _plan_policy(self, targets: list[str]) -> ToolPolicy:
         """Refuses a write outside ``targets`` before it runs (the critic would fail the round
-        for it; refused now, the builder can still make the planned change). What a call may
-        change is its tool's declaration (``codeloop.tools.effects``): every path a write names
-        (all files of a patch) must be a target; a call that may change files it cannot name
-        (a shell line that does not only read, an MCP tool) asks, and with nobody to answer it
-        does not run."""
+        for it; refused now, the builder can still make the planned change); every other call
+        goes to the face's policy. What a call may change is its tool's declaration
+        (``codeloop.tools.effects``): every path a write names (all files of a patch) must be a
+        target; a call that may change files it cannot name (a shell line that does not only
+        read, an MCP tool) asks, and with nobody to answer it does not run."""
+
+        inner = self.policy or allow_all
 
         async def policy(call: ToolCallRequest, env: ExecutionEnvironment) -> Decision:
             if not targets or not call.changes:
-                return Decision.allow()
+                return await inner(call, env)
             if call.paths is None:
-                if call.command is not None and is_read_only_line(call.command):
-                    return Decision.allow()
+                if call.line_only_reads:
+                    return await inner(call, env)
                 return Decision.ask(
                     f"{call.name} may change files outside plan_targets ({', '.join(targets)}), and which ones "
                     "cannot be known before it runs; change the plan_targets with the file tools (the check "
@@ -474,7 +484,7 @@ class RolesPipeline:
                 if outside_plan([rel], targets):
                     outside.append(rel)
             if not outside:
-                return Decision.allow()
+                return await inner(call, env)
             return Decision.deny(
                 f"{call.name} refused: {', '.join(outside)} {'is' if len(outside) == 1 else 'are'} not in "
                 f"plan_targets ({', '.join(targets)}). Change only the plan_targets; if another file must change, "
@@ -524,11 +534,7 @@ class RolesPipeline:
         check_failure = None
         check_note = "no check command configured"
         if command := self.config.check_command:
-            run = await ops.run_command(self.env, command, timeout_ms=self.config.check_timeout_ms)
-            if run.status != "ok":
-                why = {"timed_out": "timed out", "not_started": "did not start",
-                       "killed": f"killed by signal {run.signal}"}.get(run.status, f"exit {run.exit_code}")
-                check_failure = f"check command failed ({why}): {command}\n{run.result.output[-2000:]}"
+            check_failure = await self._run_check(command)
             check_note = check_failure or f"check command passed: {command}"
         changes = describe_changes(self.root, touched, self._kept, self._existed) if touched else "(none)"
         text = await self._role_turn("critic", self.config.critic, CRITIC, (
@@ -554,6 +560,30 @@ class RolesPipeline:
         self.history.add(Message.user(result.response().to_text()))
         self._emit("critic_result", {"status": result.status, "reasons": list(result.reasons)})
         return result
+
+    async def _run_check(self, command: str) -> str | None:
+        """Run the check command through the critic's pipeline; why it failed, or None."""
+        result = await self._check.run(PipelineCall(self._check_tool, {
+            "command": command, "timeout_ms": min(self.config.check_timeout_ms, MAX_SHELL_TIMEOUT_MS)}))
+        run = result.data
+        if not isinstance(run, CommandOutcome):  # refused by the policy, or it could not start at all
+            return f"check command not run: {result.output}" if result.is_error else None
+        if run.status == "ok":
+            return None
+        why = {"timed_out": "timed out", "not_started": "did not start",
+               "killed": f"killed by signal {run.signal}"}.get(run.status, f"exit {run.exit_code}")
+        return f"check command failed ({why}): {command}\n{run.result.output[-2000:]}"
+
+    def _critic_event(self, event: ToolEvent) -> None:
+        """The critic pipeline's events as codali's ``tool_call`` lines (the builder's say
+        ``name`` and ``is_error`` too)."""
+        match event:
+            case ToolCallStarted() | ToolCallOutput():
+                pass
+            case ToolCallEnded():
+                self._emit("tool_call", {"role": "critic", "name": event.tool_name, "is_error": event.is_error})
+            case _:
+                assert_never(event)
 
     async def _overview(self) -> str | None:
         """The repository's file tree as a CODALI_RESPONSE, at most ``OVERVIEW_CHARS``: every

@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from codeloop.environments.errors import WorkspaceError
-from codeloop.environments.safe_open import read_owned_file
+from codeloop.environments.owned_files import read_owned_file
 from codeloop.policy.approval_modes import APPROVAL_MODES as APPROVAL_MODES  # re-exported
 from codeloop.policy.trust import is_trusted, untrusted_warning, user_config_dir
 from codeloop.tools.diagnostics import DEFAULT_DIAGNOSTIC_TIMEOUT, DiagnosticCommand

@@ -15,7 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from codeloop.environments.runner import Job
 
 OutputStream = Literal["stdout", "stderr"]
 OutputCallback = Callable[[OutputStream, str], None]
@@ -181,3 +184,28 @@ class ExecLimits:
     """Time between SIGTERM and SIGKILL."""
     memory_cap_bytes: int = 1_000_000
     """Output kept in memory per stream (head + tail); the rest spills to a temp file."""
+
+
+@runtime_checkable
+class BackgroundJobs(Protocol):
+    """A capability an environment may have besides the Protocol: starting commands in the
+    background (``shell`` with ``background: true``, ``codeloop.tools.jobs``). The local and
+    sandboxed environments have it; SSH has not."""
+
+    def start_job(self, command: str, working_dir: str | None = None) -> Job:
+        """Start ``command`` as ``exec_command`` would run it, without waiting; raises OSError
+        when it cannot start."""
+
+    def redact(self, text: str) -> str:
+        """``text`` with secret values masked, as command output is."""
+
+
+def background_jobs(env: object) -> BackgroundJobs | None:
+    """``env``'s background-job capability: its own, or that of the environment a wrapper
+    delegates to (``inner``, as the §4.4 wrappers do), so wrapping an environment keeps it."""
+    seen = 0
+    while env is not None and seen < 16:  # a wrapper chain, never a cycle of them
+        if isinstance(env, BackgroundJobs):
+            return env
+        env, seen = getattr(env, "inner", None), seen + 1
+    return None

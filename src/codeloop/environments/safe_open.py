@@ -23,7 +23,7 @@ Size (issue 32): every read is bounded before it reads. ``fstat`` gives the size
 a file over the read's limit (:data:`MAX_READ_BYTES` unless the caller gives a smaller one)
 is refused with :class:`FileTooLargeError`; the read itself then takes at most one byte more
 than the limit, so a file that grows while read (or reports no size) cannot exhaust memory.
-:func:`read_owned_file` is the same open for the files codeloop reads on its own (project
+:func:`codeloop.environments.owned_files.read_owned_file` is the same open for the files codeloop reads on its own (project
 config, approvals, custom commands, ``@file`` includes, images, relay replies, session
 logs): no FIFO, device or socket, a bounded size and, for a repository's files, no link
 leading out of the repository.
@@ -40,13 +40,11 @@ from pathlib import Path
 
 from codeloop.environments.atomic import replace_in_directory
 from codeloop.environments.errors import (
-    FileNotFoundInWorkspaceError,
     FileTooLargeError,
     NotAFileError,
     PathOutsideWorkspaceError,
     WorkspaceError,
 )
-from codeloop.environments.resolver import resolve_workspace_path
 
 MAX_READ_BYTES = 64 * 1024 * 1024
 """The most one read of a file takes into memory, whoever reads (64 MiB): the workspace
@@ -190,46 +188,6 @@ def read_bytes_beneath(root: Path, resolved: Path, shown: str, *, allow_hardlink
     with parent_fd(root, resolved, shown) as (dir_fd, name):
         fd = open_regular(name, shown, dir_fd=dir_fd, allow_hardlinks=allow_hardlinks)
     return read_bounded(fd, shown, max_bytes)
-
-
-def read_owned_file(path: Path, *, max_bytes: int = MAX_READ_BYTES, within: Path | None = None,
-                    shown: str | None = None) -> bytes:
-    """The bytes of a file codeloop reads on its own (not a tool's read): a regular file of at
-    most ``max_bytes``, opened without blocking (a FIFO is refused at once, never waited on).
-
-    ``within`` is the repository the file belongs to: then the path, with every link on the
-    way, must end inside it (a link that lies inside and points inside is followed; one
-    leading out is refused with ``PathOutsideWorkspaceError``), the file is opened beneath
-    the repository without following links, and a file with other hard links is refused.
-    Without ``within`` (the user's own files) links are followed.
-
-    Raises ``FileNotFoundError`` when nothing is there, another ``OSError`` when the system
-    refuses the open, and a ``WorkspaceError`` (``NotAFileError``, ``FileTooLargeError``,
-    ``PathOutsideWorkspaceError``) whose message names the file and the reason.
-    """
-    shown = str(path) if shown is None else shown
-    if within is None:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        try:
-            mode = os.fstat(fd).st_mode
-            if not stat.S_ISREG(mode):
-                raise not_regular_refusal(shown, mode)
-        except BaseException:
-            os.close(fd)
-            raise
-        return read_bounded(fd, shown, max_bytes, hint="")
-    try:
-        resolved = resolve_workspace_path(within, os.path.abspath(path), must_exist=True)
-    except FileNotFoundInWorkspaceError:
-        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(path)) from None
-    except PathOutsideWorkspaceError:
-        raise PathOutsideWorkspaceError(
-            f"{shown!r} is a symbolic link (or lies under one) leading outside the repository "
-            f"{os.path.realpath(within)}; codeloop does not read it (copy the file into the repository instead)",
-            path=shown) from None
-    with parent_fd(within, resolved, shown) as (dir_fd, name):
-        fd = open_regular(name, shown, dir_fd=dir_fd)
-    return read_bounded(fd, shown, max_bytes, hint="")
 
 
 def read_config_text(path: str) -> str | None:

@@ -78,6 +78,17 @@ class ToolCallRequest:
         """True when the call may change the workspace (``write`` or ``exec``)."""
         return bool(self.effects & {Effect.WRITE, Effect.EXEC})
 
+    @property
+    def line_only_reads(self) -> bool:
+        """True when the call runs a shell line every command of which only reads (the approval
+        modes' judgement, ``policy/shell.py``'s read-only list); False when it runs no line or
+        the line cannot be analysed. For what must know whether an undeclared call changes files."""
+        if self.command is None:
+            return False
+        from codeloop.policy.approval_modes import is_read_only_line  # that module imports this one
+
+        return is_read_only_line(self.command)
+
 
 class ToolPolicy(Protocol):
     """Decides on each call. Must not raise."""

@@ -46,8 +46,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from codeloop.environments.errors import WorkspaceError
+from codeloop.environments.owned_files import read_owned_file
 from codeloop.environments.resolver import resolve_workspace_path
-from codeloop.environments.safe_open import atomic_write_beneath, read_owned_file
+from codeloop.environments.safe_open import atomic_write_beneath
 from codeloop.policy.approval import ToolCallRequest, ToolPolicy
 from codeloop.policy.model import Decision
 from codeloop.policy.shell import is_read_only

@@ -1,9 +1,9 @@
 """The relay's policy: may this command of a reply run now? (issue 18; docs/relay.md "Policy").
 
 Each session keeps a :mod:`codeloop.policy` preset (default ``permissive``, chosen when the
-session starts). Right before a command would run, :func:`gate` judges it: ``allow`` runs
-it; ``deny`` gives a FAILED result saying why, and the command never runs; ``ask`` holds
-it. A held command stops the reply there: the session file records a
+session starts). Each command runs through the relay's pipeline, whose POLICY step judges it
+(``tools/relay_tools.py``, paths where their links lead): ``allow`` runs it; ``deny`` gives a
+FAILED result saying why, and the command never runs; ``ask`` holds it (:func:`hold`). A held command stops the reply there: the session file records a
 :class:`HeldCommand`, the next outbox says it is waiting, and nothing else runs until the
 person answers with ``codeloop relay approve ID`` or ``deny ID``. The answer is saved in
 the session file before the reply continues, and the step journal records the command
@@ -15,8 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from codeloop.policy import Decision, Policy, evaluate_command, evaluate_path, preset
-from codeloop.relay.commands import CreateFile, DeleteFile, EditFile, ReadFile, RelayCommand, RunCommand
+from codeloop.relay.commands import RelayCommand, RunCommand
 from codeloop.relay.results import CommandResult
 
 
@@ -57,40 +56,22 @@ class HeldCommand:
                            data["note"])
 
 
-def judge(cmd: RelayCommand, policy: Policy) -> Decision:
-    """The policy's decision on one command (MESSAGE, DONE and parse errors always pass)."""
-    match cmd:
-        case RunCommand():
-            return evaluate_command(cmd.command, policy.shell, policy.network)
-        case CreateFile():
-            return evaluate_path(cmd.path, "write", policy.filesystem, len(cmd.content.encode("utf-8")))
-        case EditFile():
-            return evaluate_path(cmd.path, "write", policy.filesystem)
-        case DeleteFile():
-            return evaluate_path(cmd.path, "delete", policy.filesystem)
-        case ReadFile():
-            return evaluate_path(cmd.path, "read", policy.filesystem)
-    return Decision.allow()
+def answered(cmd: RelayCommand, index: int, held: HeldCommand | None) -> CommandResult | bool:
+    """The person's answer for command ``index`` of the reply: True runs it without asking the
+    policy again (approved), a result replaces it (denied), False means no answer (the
+    pipeline's POLICY step judges it)."""
+    if held is None or held.index != index or held.answer is None:
+        return False
+    if held.answer == "approved":
+        return True
+    why = f": {held.note}" if held.note else ""
+    return CommandResult(cmd.name, False, f"Not run: the person relaying for you denied it{why}")
 
 
-def gate(cmd: RelayCommand, index: int, sequence: int, policy_name: str,
-         held: HeldCommand | None) -> CommandResult | HeldCommand | None:
-    """Called right before command ``index`` of the reply to outbox ``sequence`` runs:
-    ``None`` runs it, a result replaces it (refused), a :class:`HeldCommand` holds it."""
-    if held is not None and held.index == index and held.answer is not None:
-        if held.answer == "approved":
-            return None
-        why = f": {held.note}" if held.note else ""
-        return CommandResult(cmd.name, False, f"Not run: the person relaying for you denied it{why}")
-    decision = judge(cmd, preset(policy_name))
-    if decision.action == "allow":
-        return None
-    if decision.action == "deny":
-        fix = f" ({decision.suggestion})" if decision.suggestion else ""
-        return CommandResult(cmd.name, False,
-                             f"Not run: the relay policy '{policy_name}' refuses it: {decision.reason}{fix}")
+def hold(cmd: RelayCommand, index: int, sequence: int, reason: str) -> HeldCommand:
+    """The record of command ``index`` of the reply to outbox ``sequence``, held for approval."""
     shown = cmd.command if isinstance(cmd, RunCommand) else f"{cmd.name} {getattr(cmd, 'path', '')!r}"
-    return HeldCommand(f"{sequence}-{index + 1}", index, shown, decision.reason)
+    return HeldCommand(f"{sequence}-{index + 1}", index, shown, reason)
 
 
 def waiting_result(cmd: RelayCommand, held: HeldCommand, after: int) -> CommandResult:

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from codeloop.environments.errors import WorkspaceError
-from codeloop.environments.safe_open import read_owned_file
+from codeloop.environments.owned_files import read_owned_file
 from codeloop.policy import PRESET_NAMES
 
 N = TypeVar("N", int, float)

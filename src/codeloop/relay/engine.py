@@ -50,13 +50,12 @@ from pathlib import Path
 from typing import Literal
 
 from codeloop.environments.atomic import atomic_write
-from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import WorkspaceError
-from codeloop.environments.safe_open import read_owned_file
-from codeloop.relay.approvals import HeldCommand, gate, waiting_result
+from codeloop.environments.owned_files import read_owned_file
+from codeloop.relay.approvals import HeldCommand, answered, hold, waiting_result
 from codeloop.relay.commands import Done, Message, ReadFile, RelayCommand
 from codeloop.relay.config import RelayConfig
-from codeloop.relay.executor import ExecutionLimits, execute_command, recover_effect
+from codeloop.relay.executor import ExecutionLimits, Held, execute_command, recover_effect
 from codeloop.relay.journal import JournalError, StepJournal, journal_path
 from codeloop.relay.limits import SessionLimits, not_run, reached, set_aside_reason, spent, time_left_ms
 from codeloop.relay.limits import notice as limit_notice
@@ -84,6 +83,7 @@ from codeloop.relay.session import (
     utc_now,
 )
 from codeloop.relay.workspace import list_workspace, open_workspace, read_requested
+from codeloop.tools.call_path import Pipeline
 
 LOCK_WAIT_S = 60.0
 """How long a step waits for another step on the same root to finish."""
@@ -264,10 +264,10 @@ def _check_layout(config: RelayConfig, workspace: Path) -> None:
                              "choose a workspace outside them (the default is ROOT/workspace)")
 
 
-async def write_outbox(config: RelayConfig, state: SessionState, env: ExecutionEnvironment) -> Path:
+async def write_outbox(config: RelayConfig, state: SessionState, pipeline: Pipeline) -> Path:
     """Write the session's newest outbox atomically and return its path."""
-    listing = await list_workspace(env, config.max_listed_files)
-    requested = await read_requested(env, state.read_file_requests, config.max_read_chars)
+    listing = await list_workspace(pipeline.env, config.max_listed_files)
+    requested = await read_requested(pipeline, state.read_file_requests, config.max_read_chars)
     path = outbox_path(config, state)
     config.outbox_dir.mkdir(parents=True, exist_ok=True)
     atomic_write(path, render_outbox(state, listing, requested).encode("utf-8"))
@@ -288,8 +288,7 @@ async def start_session(config: RelayConfig, task: str, workspace: Path | None =
     with _root_lock(config):
         state = SessionState(session_id=new_session_id(config.sessions_dir), task=task, workspace=str(ws),
                              policy=config.policy, limits=limits)
-        env = open_workspace(ws, config)
-        path = await write_outbox(config, state, env)
+        path = await write_outbox(config, state, open_workspace(ws, config, state.policy))
         save_session(config.sessions_dir, state)
     return state, path
 
@@ -332,7 +331,7 @@ def _claim_next(config: RelayConfig, state: SessionState, emit: EventSink) -> Pa
     return None
 
 
-async def _apply_reply(config: RelayConfig, state: SessionState, env: ExecutionEnvironment, claim: Path,
+async def _apply_reply(config: RelayConfig, state: SessionState, pipeline: Pipeline, claim: Path,
                        emit: EventSink) -> SessionState:
     source = claim.name[len(_claim_prefix(state)) :]
     commands = parse_inbox(decode_reply(await asyncio.to_thread(read_owned_file, claim)))
@@ -351,20 +350,22 @@ async def _apply_reply(config: RelayConfig, state: SessionState, env: ExecutionE
         result = entry.result if entry else None
         replayed = result is not None
         if result is None:
-            result = await recover_effect(entry.effect, env) if entry and entry.effect else None
+            result = await recover_effect(entry.effect, pipeline.env) if entry and entry.effect else None
             left = time_left_ms(state)
             if result is None and left == 0 and not isinstance(cmd, Message | Done | ReadFile):
                 result = not_run(cmd.name)  # the time is used up: nothing more of the reply changes the workspace
-            gated = None if result else gate(cmd, index, state.sequence_number, state.policy, state.held)
-            if isinstance(gated, HeldCommand):
-                rest = len(commands) - index - 1
-                return await _hold(config, state, env, gated, (cmd, rest), results, reads, emit)
             if result is None:
+                answer = answered(cmd, index, state.held)
                 began = time.monotonic()
-                result = gated or await execute_command(
-                    cmd, env, _within_time(limits, left), functools.partial(journal.begin, index),
-                    marker=f"{state.session_id}-seq{state.sequence_number:04d}-cmd{index}")
+                ran = answer if isinstance(answer, CommandResult) else await execute_command(
+                    cmd, pipeline, state.policy, _within_time(limits, left), functools.partial(journal.begin, index),
+                    marker=f"{state.session_id}-seq{state.sequence_number:04d}-cmd{index}", approved=answer is True)
                 state = spent(state, time.monotonic() - began)
+                if isinstance(ran, Held):
+                    held = hold(cmd, index, state.sequence_number, ran.reason)
+                    rest = len(commands) - index - 1
+                    return await _hold(config, state, pipeline, held, (cmd, rest), results, reads, emit)
+                result = ran
                 if left is not None and left < limits.timeout_ms and time_left_ms(state) == 0 and not result.success:
                     result = replace(result, summary=f"{result.summary} (the session's time limit, --max-time, "
                                                      "was used up)")
@@ -380,7 +381,7 @@ async def _apply_reply(config: RelayConfig, state: SessionState, env: ExecutionE
             skipped = len(commands) - index - 1
             break
     new_state = state.advanced(tuple(results) if commands else (NO_COMMANDS,), tuple(reads), summary)
-    path = None if new_state.is_complete else await write_outbox(config, new_state, env)
+    path = None if new_state.is_complete else await write_outbox(config, new_state, pipeline)
     save_session(config.sessions_dir, new_state)
     _archive(config, claim)
     if path is not None:
@@ -409,7 +410,7 @@ def _set_aside_over_limit(config: RelayConfig, state: SessionState, emit: EventS
         emit(ReplySkipped(moved, f"{path.name} was not applied: {why}; it was moved to {moved}", blocking=False))
 
 
-async def _hold(config: RelayConfig, state: SessionState, env: ExecutionEnvironment, held: HeldCommand,
+async def _hold(config: RelayConfig, state: SessionState, pipeline: Pipeline, held: HeldCommand,
                 cmd_and_rest: tuple[RelayCommand, int], results: list[CommandResult], reads: list[str],
                 emit: EventSink) -> SessionState:
     """Stop the reply at a held command: the next outbox says it waits, then the session
@@ -418,7 +419,7 @@ async def _hold(config: RelayConfig, state: SessionState, env: ExecutionEnvironm
     emit(CommandFinished(held.index, waiting))
     # The waiting outbox never says a limit is reached: the reply is not finished.
     preview = replace(state.advanced((*results, waiting), tuple(reads), None), limits=SessionLimits())
-    path = await write_outbox(config, preview, env)
+    path = await write_outbox(config, preview, pipeline)
     state = replace(state, held=held, updated_at=utc_now())
     save_session(config.sessions_dir, state)
     emit(OutboxWritten(preview.session_id, preview.sequence_number, path))
@@ -433,7 +434,7 @@ def waiting_for_answer(state: SessionState) -> HeldCommand | None:
 async def _step_locked(config: RelayConfig, state: SessionState, emit: EventSink, *,
                        take_new: bool) -> tuple[SessionState, int, bool]:
     _require_workspace(state)
-    env = open_workspace(Path(state.workspace), config)
+    pipeline = open_workspace(Path(state.workspace), config, state.policy)
     applied = 0
     for stale in _claims(config, state):
         if not stale.name.startswith(_claim_prefix(state)):
@@ -452,7 +453,7 @@ async def _step_locked(config: RelayConfig, state: SessionState, emit: EventSink
         if not isinstance(claim, Path):
             break
         try:
-            state = await _apply_reply(config, state, env, claim, emit)
+            state = await _apply_reply(config, state, pipeline, claim, emit)
         except Exception as exc:  # whatever failed, the reply must not block every later step
             saved = load_session(config.sessions_dir, state.session_id)
             if saved.sequence_number != state.sequence_number:  # committed: only the archive move failed
@@ -544,7 +545,7 @@ async def resume(config: RelayConfig, session_id: str | None = None,
         if waiting_for_answer(state) is not None:  # the outbox saying what waits
             path = config.outbox_dir / state.outbox_name(state.sequence_number + 1)
         if not path.is_file():
-            path = await write_outbox(config, state, open_workspace(Path(state.workspace), config))
+            path = await write_outbox(config, state, open_workspace(Path(state.workspace), config, state.policy))
         if not state.is_complete:
             state = replace(state, updated_at=utc_now())
             save_session(config.sessions_dir, state)
@@ -567,6 +568,6 @@ async def set_limits(config: RelayConfig, session_id: str | None, *, max_steps: 
             path = config.outbox_dir / state.outbox_name(state.sequence_number + 1)
         else:
             _require_workspace(state)
-            path = await write_outbox(config, state, open_workspace(Path(state.workspace), config))
+            path = await write_outbox(config, state, open_workspace(Path(state.workspace), config, state.policy))
         save_session(config.sessions_dir, state)
     return state, path

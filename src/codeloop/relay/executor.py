@@ -19,23 +19,15 @@ from typing import Any, Literal
 
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import WorkspaceError
+from codeloop.policy import Decision
+from codeloop.policy.approval import PendingApproval, ToolCallRequest
 from codeloop.relay import commands as c
 from codeloop.relay.orphans import MARKER_VARIABLE, kill_marked
 from codeloop.relay.results import CommandResult
-from codeloop.tools import workspace_ops as ops
-from codeloop.tools.effects import ALL_EFFECTS, ToolEffects, reads, shell_line, writes
-from codeloop.tools.pipeline import execute_tool_call
-from codeloop.tools.registry import (
-    Executor,
-    RegisteredTool,
-    ToolCallOutcome,
-    ToolContext,
-    ToolOutput,
-    ToolRegistry,
-    make_tool,
-)
+from codeloop.tools import outcomes as ops
+from codeloop.tools.call_path import Pipeline, PipelineCall
+from codeloop.tools.registry import ToolCallOutcome
 from codeloop.tools.text_endings import split_keeping_ends
-from codeloop.tools.truncation import TruncationConfig
 
 
 @dataclass(frozen=True)
@@ -100,66 +92,6 @@ sha256_hex = ops.fingerprint
 """Hex SHA-256, the fingerprint journaled for writes."""
 
 
-# -- the relay's tools: each runs one workspace operation -----------------------------------
-
-
-async def _create(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:
-    written = await ops.create_file(env, args["path"], args["content"], before_change=ctx.before_change)
-    return ToolOutput(f"wrote {written.bytes_written} bytes", data=written)
-
-
-async def _edit(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:
-    written = await ops.replace_lines_in_file(env, args["path"], args["start_line"], args["end_line"],
-                                              args["content"], before_change=ctx.before_change)
-    return ToolOutput(f"wrote {written.bytes_written} bytes", data=written)
-
-
-async def _delete(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:
-    await ops.delete_file(env, args["path"], before_change=ctx.before_change)
-    return ToolOutput("deleted", data=args["path"])
-
-
-async def _check_readable(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:
-    # Only checked now: the contents are read when the next outbox is written.
-    info = await ops.stat_file(env, args["path"])
-    return ToolOutput(f"{info.size} bytes", data=info)
-
-
-async def _run(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:
-    marker = args.get("marker")
-    outcome = await ops.run_command(env, args["command"], timeout_ms=args["timeout_ms"],
-                                    env_vars={MARKER_VARIABLE: marker} if marker else None,
-                                    before_change=ctx.before_change)
-    return ToolOutput(outcome.output, is_error=outcome.status != "ok", data=outcome)
-
-
-def _tool(name: str, run: Executor, fields: dict[str, Any], effects: ToolEffects,
-          optional: tuple[str, ...] = ()) -> RegisteredTool:
-    required = [f for f in fields if f not in optional]
-    return make_tool(name, f"The relay's {name} command.", fields, required, run, effects)
-
-
-_TEXT, _LINE = {"type": "string"}, {"type": "integer"}
-RELAY_TOOLS = ToolRegistry.of([
-    _tool("CREATE_FILE", _create, {"path": _TEXT, "content": _TEXT}, writes("path")),
-    _tool("EDIT_FILE", _edit, {"path": _TEXT, "start_line": _LINE, "end_line": _LINE, "content": _TEXT},
-          writes("path")),
-    _tool("DELETE_FILE", _delete, {"path": _TEXT}, writes("path")),
-    _tool("READ_FILE", _check_readable, {"path": _TEXT}, reads("path")),
-    _tool("RUN_COMMAND", _run, {"command": _TEXT, "timeout_ms": _LINE, "marker": _TEXT},
-          ToolEffects(ALL_EFFECTS, None, shell_line()), optional=("marker",)),
-])
-"""The relay's commands that touch the workspace, as tools; ``ToolOutput.data`` holds the
-typed outcome the relay words its results from."""
-
-
-def _truncation(limits: ExecutionLimits) -> TruncationConfig:
-    """The relay's output cut (spec: head and tail within ``output_limit_chars``)."""
-    return TruncationConfig(tool_output_limits={"RUN_COMMAND": limits.output_limit_chars},
-                            tool_line_limits={"RUN_COMMAND": None},
-                            tool_truncation_modes={"RUN_COMMAND": "head_tail_counted"})
-
-
 def _arguments(cmd: c.RelayCommand, limits: ExecutionLimits, marker: str | None) -> dict[str, Any]:
     match cmd:
         case c.CreateFile():
@@ -167,7 +99,8 @@ def _arguments(cmd: c.RelayCommand, limits: ExecutionLimits, marker: str | None)
         case c.EditFile():
             return {"path": cmd.path, "start_line": cmd.start_line, "end_line": cmd.end_line, "content": cmd.content}
         case c.RunCommand():
-            return {"command": cmd.command, "timeout_ms": limits.timeout_ms} | ({"marker": marker} if marker else {})
+            marked = {"env": {MARKER_VARIABLE: marker}} if marker else {}
+            return {"command": cmd.command, "timeout_ms": limits.timeout_ms} | marked
     return {"path": getattr(cmd, "path", "")}
 
 
@@ -244,18 +177,33 @@ def _translate(cmd: c.RelayCommand, result: ToolCallOutcome) -> CommandResult:
     return _succeeded(cmd, isinstance(data, ops.Written) and data.replaced)
 
 
-async def execute_command(cmd: c.RelayCommand, env: ExecutionEnvironment, limits: ExecutionLimits,
-                          before_effect: BeforeEffect, marker: str | None = None) -> CommandResult:
+@dataclass(frozen=True)
+class Held:
+    """The policy sent the command for approval: it did not run."""
+
+    reason: str
+    """Why the policy asks."""
+
+
+def _refused(cmd: c.RelayCommand, policy_name: str, decision: Decision) -> CommandResult:
+    fix = f" ({decision.suggestion})" if decision.suggestion else ""
+    return _failure(cmd, f"Not run: the relay policy '{policy_name}' refuses it: {decision.reason}{fix}")
+
+
+async def execute_command(cmd: c.RelayCommand, pipeline: Pipeline, policy_name: str, limits: ExecutionLimits,
+                          before_effect: BeforeEffect, marker: str | None = None,
+                          approved: bool = False) -> CommandResult | Held:
     """Run one command and describe its outcome; never raises for model mistakes.
 
-    Workspace commands run as tool calls through the one pipeline
-    (:func:`~codeloop.tools.pipeline.execute_tool_call`) on :data:`RELAY_TOOLS`, with the
-    relay's timeout and output cut. Each change is journaled with ``before_effect`` before
-    it happens; a journal that cannot be written stops the step (its error is raised).
+    Workspace commands run as tool calls through the relay's pipeline
+    (:func:`relay_pipeline`): the session's policy judges each first (a refusal is a FAILED
+    result naming ``policy_name``; an "ask" comes back as :class:`Held`, unless the person
+    already ``approved`` it). Each change is journaled with ``before_effect`` before it
+    happens; a journal that cannot be written stops the step (its error is raised).
     ``marker`` tags a RUN_COMMAND's processes (:mod:`codeloop.relay.orphans`).
 
     READ_FILE only checks the file here; its contents are read when the next outbox is
-    written, so they reflect the later commands of the same reply too.
+    written (:func:`read_contents`), so they reflect the later commands of the same reply too.
     """
     match cmd:
         case c.ParseError():
@@ -279,11 +227,33 @@ async def execute_command(cmd: c.RelayCommand, env: ExecutionEnvironment, limits
             journal_failures.append(exc)
             raise
 
-    result = await execute_tool_call(RELAY_TOOLS, cmd.name, _arguments(cmd, limits, marker), env,
-                                     config=_truncation(limits), ctx=ToolContext(before_change=journal))
+    call = PipelineCall(cmd.name, _arguments(cmd, limits, marker), before_change=journal)
+    if approved:  # the person's answer is this call's POLICY step
+        request = ToolCallRequest(cmd.name, _arguments(cmd, limits, marker))
+        result = await pipeline.resume(PendingApproval(request, Decision.ask("approved")), approved=True, call=call)
+    else:
+        result = await pipeline.run(call)
     if journal_failures:
         raise journal_failures[0]
+    if result.pending is not None:
+        return Held(result.pending.decision.reason)
+    if isinstance(result.data, Decision):
+        return _refused(cmd, policy_name, result.data)
     return _translate(cmd, result)
+
+
+async def read_contents(pipeline: Pipeline, path: str) -> bytes | str:
+    """The bytes of a READ_FILE's file as they are now, read through the pipeline (judged
+    again: a link swapped in after the command was checked is judged where it leads); else
+    why it cannot be shown."""
+    result = await pipeline.run(PipelineCall("READ_FILE", {"path": path, "contents": True}))
+    if isinstance(result.data, bytes) and not result.is_error:
+        return result.data
+    if isinstance(result.data, Decision):
+        return f"not shown: the relay policy refuses it: {result.data.reason}"
+    if isinstance(result.data, ops.OperationError) and result.data.kind == "not_found":
+        return "this file no longer exists"
+    return f"cannot be read: {result.full_output}"
 
 
 async def recover_effect(effect: Effect, env: ExecutionEnvironment) -> CommandResult | None:

@@ -25,7 +25,7 @@ from typing import Any
 
 from codeloop.environments.atomic import atomic_write
 from codeloop.environments.errors import WorkspaceError
-from codeloop.environments.safe_open import read_owned_file
+from codeloop.environments.owned_files import read_owned_file
 from codeloop.policy import PRESET_NAMES
 from codeloop.relay.approvals import HeldCommand
 from codeloop.relay.limits import SessionLimits

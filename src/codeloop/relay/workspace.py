@@ -1,9 +1,9 @@
-"""The relay's view of a workspace: one ExecutionEnvironment, the listing and the
-requested file contents of an outbox.
+"""The relay's view of a workspace: its pipeline (over one ExecutionEnvironment), the
+listing and the requested file contents of an outbox.
 
-Every workspace access goes through :func:`open_workspace`'s environment, so paths are
-judged by the one resolver and RUN_COMMAND runs through the one process runner with
-``/bin/sh -c`` (spec "RUN_COMMAND").
+Every workspace access goes through :func:`open_workspace`'s pipeline and its environment,
+so paths are judged by the session's policy and the one resolver, and RUN_COMMAND runs
+through the one process runner with ``/bin/sh -c`` (spec "RUN_COMMAND").
 """
 
 from __future__ import annotations
@@ -12,9 +12,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from codeloop.environments.base import ExecLimits, ExecutionEnvironment
-from codeloop.environments.errors import FileNotFoundInWorkspaceError, WorkspaceError
 from codeloop.relay.config import RelayConfig
+from codeloop.relay.executor import read_contents
 from codeloop.relay.outbox import RequestedFile, WorkspaceListing
+from codeloop.tools.call_path import Pipeline, open_environment
+from codeloop.tools.relay_tools import relay_pipeline
 
 HIDDEN_DIRS = frozenset({".git", ".hg", ".svn"})
 """Version-control internals: never listed (thousands of files nobody edits by hand)."""
@@ -22,13 +24,13 @@ LISTING_DEPTH = 64
 """Directory levels walked for the listing."""
 
 
-def open_workspace(workspace: Path, config: RelayConfig) -> ExecutionEnvironment:
-    """A local environment on ``workspace`` whose commands use ``/bin/sh`` and may run for
-    ``config.timeout_ms`` (the environment's maximum is raised to allow it)."""
-    from codeloop.environments.factory import open_environment
-
+def open_workspace(workspace: Path, config: RelayConfig, policy_name: str) -> Pipeline:
+    """The relay's pipeline under the session's policy ``policy_name``, on a local environment
+    on ``workspace`` whose commands use ``/bin/sh`` and may run for ``config.timeout_ms`` (the
+    environment's maximum is raised to allow it)."""
     limits = ExecLimits(default_timeout_ms=config.timeout_ms, max_timeout_ms=max(config.timeout_ms, 600_000))
-    return open_environment(workspace, sandbox="off", network=True, shell="/bin/sh", limits=limits)
+    env = open_environment(workspace, sandbox="off", network=True, shell="/bin/sh", limits=limits)
+    return relay_pipeline(env, policy_name, config.output_limit_chars)
 
 
 async def list_workspace(env: ExecutionEnvironment, max_files: int) -> WorkspaceListing:
@@ -50,20 +52,17 @@ async def list_workspace(env: ExecutionEnvironment, max_files: int) -> Workspace
     return WorkspaceListing(shown, len(files) - len(shown), sorted(hidden))
 
 
-async def read_requested(env: ExecutionEnvironment, paths: Sequence[str],
-                         max_chars: int) -> list[RequestedFile]:
-    """Contents of the READ_FILE paths, as they are now; a file that vanished, became
-    binary or is too long gets a note instead of (or after) its text."""
-    return [await _requested(env, path, max_chars) for path in paths]
+async def read_requested(pipeline: Pipeline, paths: Sequence[str], max_chars: int) -> list[RequestedFile]:
+    """Contents of the READ_FILE paths, as they are now, each read through the pipeline (the
+    policy judges it again); a file that vanished, became binary, is refused or is too long
+    gets a note instead of (or after) its text."""
+    return [await _requested(pipeline, path, max_chars) for path in paths]
 
 
-async def _requested(env: ExecutionEnvironment, path: str, max_chars: int) -> RequestedFile:
-    try:
-        data = await env.read_bytes(path)
-    except FileNotFoundInWorkspaceError:
-        return RequestedFile(path, None, "(this file no longer exists)")
-    except (WorkspaceError, OSError) as exc:
-        return RequestedFile(path, None, f"(cannot be read: {exc})")
+async def _requested(pipeline: Pipeline, path: str, max_chars: int) -> RequestedFile:
+    data = await read_contents(pipeline, path)
+    if isinstance(data, str):
+        return RequestedFile(path, None, f"({data})")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

@@ -36,7 +36,6 @@ from codeloop.environments.errors import WorkspaceError
 from codeloop.environments.resolver import resolve_workspace_path
 from codeloop.environments.safe_open import open_regular, read_bytes_beneath
 from codeloop.policy.approval import Effect, ToolCallRequest
-from codeloop.policy.approval_modes import is_read_only_line
 from codeloop.sessions.log import LoggedEvent
 from codeloop.sessions.state_dir import checkpoints_path
 
@@ -186,7 +185,7 @@ class Checkpoints:
         an MCP tool) is marked uncovered instead, before it runs, so a rewind across it refuses."""
         turn = self._turn(step)
         try:
-            if paths is None and call.command is not None and is_read_only_line(call.command):
+            if paths is None and call.line_only_reads:
                 return  # every command of the line only reads (the approval modes' judgement): nothing to undo
             if paths is None:
                 self._mark_uncovered(turn, call)

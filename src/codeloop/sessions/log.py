@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from codeloop.agent.events import EventKind, SessionEvent, event_to_json
-from codeloop.environments.safe_open import read_owned_file
+from codeloop.environments.owned_files import read_owned_file
 from codeloop.sessions.state_dir import check_session_id, existing_log_path, log_path
 
 DELTA_KINDS = frozenset({EventKind.ASSISTANT_TEXT_DELTA.value, EventKind.TOOL_CALL_OUTPUT_DELTA.value})

@@ -17,22 +17,18 @@ Contract of :func:`execute_run`:
   either stop is an ``error`` event with ``details.code`` ``budgetExceeded`` and the outcome
   ``limit_reached`` (see :mod:`codeloop.spaces.limits`).
 
-Each file operation and command is a tool call through
-:func:`~codeloop.tools.pipeline.execute_tool_call` (policy, approval, execution) on the
-space's registry (:func:`space_registry`), whose tools run the workspace operations of
-:mod:`codeloop.tools.workspace_ops` with the policy's limits; this module only turns the
+Each file operation and command is a call of the space's pipeline
+(:func:`codeloop.tools.space_tools.space_pipeline`: policy, approval, execution), whose
+tools run the workspace operations with the policy's limits; this module only turns the
 typed outcomes into the protocol's events and texts.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
-import functools
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -40,31 +36,15 @@ from pydantic import BaseModel
 
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import WorkspaceError
-from codeloop.policy import (
-    Decision,
-    Policy,
-    evaluate_command,
-    evaluate_path,
-    is_read_only_line,
-    judge_env,
-    strictest,
-)
-from codeloop.policy.approval import ToolCallRequest, ToolPolicy
+from codeloop.policy import Decision, Policy
+from codeloop.policy.approval import ToolCallRequest
 from codeloop.spaces import operations as wire
 from codeloop.spaces.limits import LIMIT_REACHED, NO_LIMITS, RunLimits, budget_event, exceeded
-from codeloop.tools import workspace_ops as ops
-from codeloop.tools.effects import ALL_EFFECTS, ToolEffects, reads, shell_line, writes
+from codeloop.tools import outcomes as ops
+from codeloop.tools.call_path import Pipeline, PipelineCall
 from codeloop.tools.errors import ToolError
-from codeloop.tools.pipeline import execute_tool_call
-from codeloop.tools.registry import (
-    Executor,
-    RegisteredTool,
-    ToolCallOutcome,
-    ToolContext,
-    ToolOutput,
-    ToolRegistry,
-    make_tool,
-)
+from codeloop.tools.registry import ToolCallOutcome
+from codeloop.tools.space_tools import space_pipeline
 
 Emit = Callable[[BaseModel, int], Awaitable[None]]
 """Called with each event and the index of the next operation to run (for persistence)."""
@@ -113,39 +93,6 @@ def _op_type(op: Any) -> str:
     return str(op.type)
 
 
-_PATH_ACCESS: dict[str, Literal["read", "write", "delete"]] = {
-    "createFile": "write", "readFile": "read", "editFile": "write", "deleteFile": "delete"}
-
-
-def decide(name: str, args: Mapping[str, Any], policy: Policy, root: str | None = None) -> Decision:
-    """The policy's verdict on one operation (its type and its arguments). ``root``, the
-    workspace on this host, lets paths be judged where their links lead."""
-    if name == "shell":
-        verdict = strictest([evaluate_command(args["command"], policy.shell, policy.network),
-                             judge_env(args.get("env") or {}, policy.shell, policy.network, root)])
-        if verdict.action == "allow" and policy.unsandboxed and not is_read_only_line(args["command"]):
-            verdict = Decision.ask("commands run without the bubblewrap sandbox here, so a command that is "
-                                   "not read-only needs approval", "sandbox.unavailable")
-        if args.get("cwd") and verdict.action != "deny":
-            cwd_verdict = evaluate_path(args["cwd"], "read", policy.filesystem, root=root)
-            if cwd_verdict.action == "deny":
-                return cwd_verdict
-        return verdict
-    return evaluate_path(args["path"], _PATH_ACCESS[name], policy.filesystem, root=root)
-
-
-def space_policy(policy: Policy, verdicts: list[Decision]) -> ToolPolicy:
-    """The pipeline's POLICY step for a space: ``policy``'s verdict, also appended to
-    ``verdicts`` (the events need its rule and suggestion)."""
-
-    async def check(call: ToolCallRequest, env: ExecutionEnvironment) -> Decision:
-        verdict = decide(call.name, call.arguments, policy, env.working_directory())
-        verdicts.append(verdict)
-        return verdict
-
-    return check
-
-
 async def execute_run(operations: list[Any], env: ExecutionEnvironment, policy: Policy, emit: Emit, *,
                       start: int = 0, approval: wire.Approval | None = None,
                       should_stop: Callable[[], bool] = lambda: False, limits: RunLimits = NO_LIMITS,
@@ -157,6 +104,7 @@ async def execute_run(operations: list[Any], env: ExecutionEnvironment, policy: 
     """
     index = start
     used_ms = run_time_ms
+    pipeline = space_pipeline(env, policy)
     if approval is not None:
         if index >= len(operations) or operation_id(operations[index], index) != approval.operationId:
             raise ApprovalMismatchError(f"operation {approval.operationId!r} is not the one awaiting "
@@ -184,7 +132,7 @@ async def execute_run(operations: list[Any], env: ExecutionEnvironment, policy: 
                                    else max(limits.max_run_time_ms - used_ms, 0) / 1000)
         try:
             async with deadline:  # cancelling the operation kills its process group
-                event = await _one(op, op_id, env, policy, approved)
+                event = await _one(op, op_id, pipeline, approved)
         except Exception as exc:  # the runtime itself failed: report it, stop the run
             used_ms += (time.monotonic() - began) * 1000
             if isinstance(exc, TimeoutError) and deadline.expired():
@@ -204,32 +152,31 @@ async def execute_run(operations: list[Any], env: ExecutionEnvironment, policy: 
     return RunOutcome("completed", index, run_time_ms=used_ms)
 
 
-async def _one(op: Any, op_id: str, env: ExecutionEnvironment, policy: Policy, approved: bool) -> BaseModel:
+async def _one(op: Any, op_id: str, pipeline: Pipeline, approved: bool) -> BaseModel:
     ts = now_iso()
     if isinstance(op, wire.InvalidOperation):
         return wire.ErrorEvent(timestamp=ts, operationId=op.id, category="validation", message=op.error)
     if isinstance(op, wire.MessageOperation):
         return wire.MessageEvent(timestamp=ts, operationId=op.id)
-    verdicts: list[Decision] = []
-
-    async def approver(call: ToolCallRequest, reason: str) -> bool:
-        return approved
-
-    result = await execute_tool_call(
-        space_registry(policy), op.type, op.model_dump(exclude={"type", "id"}, exclude_none=True), env,
-        policy=space_policy(policy, verdicts), approver=approver)
-    verdict = verdicts[-1] if verdicts else None
-    if verdict is not None and verdict.action == "deny":
-        return wire.PolicyDeniedEvent(timestamp=ts, operationId=op.id, operationType=op.type,
-                                      reason=verdict.reason, suggestion=verdict.suggestion)
-    if verdict is not None and verdict.action == "ask" and not approved:
+    if approved:  # the user's "approved" answers this operation's ask (a deny still holds)
+        pipeline = replace(pipeline, approver=_approved)
+    result = await pipeline.run(PipelineCall(op.type, op.model_dump(exclude={"type", "id"}, exclude_none=True)))
+    if result.pending is not None:
+        verdict = result.pending.decision
         return wire.ApprovalRequiredEvent(
             timestamp=ts, operationId=op_id, operationType=op.type, reason=verdict.reason,
             details=wire.ApprovalDetails(command=getattr(op, "command", None), path=getattr(op, "path", None),
                                          policy=verdict.rule))
+    if isinstance(result.data, Decision):
+        return wire.PolicyDeniedEvent(timestamp=ts, operationId=op.id, operationType=op.type,
+                                      reason=result.data.reason, suggestion=result.data.suggestion)
     if isinstance(op, wire.ShellOperation):
         return _shell_event(op, ts, result)
     return _file_event(op, ts, result)
+
+
+async def _approved(call: ToolCallRequest, reason: str) -> bool:
+    return True
 
 
 def _error_of(result: ToolCallOutcome) -> Exception:
@@ -304,83 +251,3 @@ def _shell_event(op: wire.ShellOperation, ts: str, result: ToolCallOutcome) -> B
                  stderr=outcome.stderr, durationMs=outcome.duration_ms)
 
 
-# -- the space's tools: each runs one workspace operation, with the policy's limits ------------
-
-
-async def run_file_operation(name: str, args: dict[str, Any], env: ExecutionEnvironment,
-                             policy: Policy) -> ToolCallOutcome:
-    """One file operation outside a run (the HTTP file endpoints), through the same tools and
-    POLICY step as a run's; an operation the policy would ask about is not run (nobody can
-    approve it there)."""
-    return await execute_tool_call(space_registry(policy), name, args, env,
-                                   policy=space_policy(policy, []))
-
-
-def _within(change: ops.PlannedChange, max_bytes: int) -> None:
-    """maxFileSize holds for what an edit would write, not only for what it read."""
-    if change.data is not None and len(change.data) > max_bytes:
-        raise ops.OperationError("too_large", f"the edited {change.path!r} would be {len(change.data)} bytes, "
-                                 f"over the {max_bytes}-byte limit", change.path or "", size=len(change.data),
-                                 limit=max_bytes)
-
-
-@functools.lru_cache(maxsize=64)
-def space_registry(policy: Policy) -> ToolRegistry:
-    """The tools of a space's operations; ``ToolOutput.data`` holds the typed outcome. Built
-    once per policy (every operation of every run asks for it)."""
-    max_bytes = policy.filesystem.max_file_size
-
-    async def create(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:
-        if args.get("encoding") == "base64":
-            try:
-                data = base64.b64decode(args["content"], validate=True)
-            except (binascii.Error, ValueError):
-                raise ToolError("content is not valid base64") from None
-        else:
-            data = args["content"].encode("utf-8", "surrogatepass")
-        # Base64 content is binary: written exactly; UTF-8 text over a CRLF/BOM file keeps them.
-        written = await ops.create_file(env, args["path"], data, overwrite=bool(args.get("overwrite")),
-                                        max_bytes=max_bytes, keep_format=args.get("encoding") != "base64")
-        return ToolOutput(f"wrote {written.bytes_written} bytes", data=written)
-
-    async def read(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:
-        data = await ops.read_bytes(env, args["path"], max_bytes=max_bytes)
-        if args.get("encoding") == "base64":
-            content = base64.b64encode(data).decode("ascii")
-        else:
-            content = ops.decode_text(data, args["path"])
-        return ToolOutput(f"read {len(data)} bytes", data=(content, len(data)))
-
-    async def edit(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:
-        edits = [ops.TextEdit(e["oldContent"], e["newContent"]) for e in args["edits"]]
-        changed = await ops.replace_text_in_file(env, args["path"], edits, match="first", max_bytes=max_bytes,
-                                                 before_change=lambda change: _within(change, max_bytes))
-        return ToolOutput(f"applied {changed} edits", data=changed)
-
-    async def delete(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:
-        await ops.delete_file(env, args["path"])
-        return ToolOutput("deleted", data=args["path"])
-
-    async def shell(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> ToolOutput:
-        timeout = min(args.get("timeout") or policy.shell.default_timeout_ms, policy.shell.max_timeout_ms)
-        outcome = await ops.run_command(env, args["command"], timeout_ms=timeout,
-                                        working_dir=args.get("cwd") or None, env_vars=args.get("env") or None)
-        return ToolOutput(f"command {outcome.status}", is_error=outcome.status != "ok", data=outcome)
-
-    def tool(name: str, run: Executor, fields: dict[str, Any], required: list[str],
-             effects: ToolEffects) -> RegisteredTool:
-        return make_tool(name, f"The spaces {name} operation.", fields, required, run, effects)
-
-    text, flag = {"type": "string"}, {"type": "boolean"}
-    encoding = {"enum": ["utf-8", "base64"]}
-    edits = {"type": "array", "items": {"type": "object"}}
-    return ToolRegistry.of([
-        tool("createFile", create, {"path": text, "content": text, "encoding": encoding, "overwrite": flag},
-             ["path", "content"], writes("path")),
-        tool("readFile", read, {"path": text, "encoding": encoding}, ["path"], reads("path")),
-        tool("editFile", edit, {"path": text, "edits": edits}, ["path", "edits"], writes("path")),
-        tool("deleteFile", delete, {"path": text}, ["path"], writes("path")),
-        tool("shell", shell, {"command": text, "cwd": text, "timeout": {"type": "integer"},
-                              "env": {"type": "object", "additionalProperties": text}}, ["command"],
-             ToolEffects(ALL_EFFECTS, None, shell_line())),
-    ])

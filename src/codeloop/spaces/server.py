@@ -31,22 +31,18 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from codeloop.environments.errors import (
-    FileNotFoundInWorkspaceError,
-    FileTooLargeError,
-    NotAFileError,
-    WorkspaceError,
-)
-from codeloop.policy import Policy, evaluate_path
+from codeloop.environments.errors import FileNotFoundInWorkspaceError, NotAFileError
+from codeloop.policy import Decision
 from codeloop.policy.input_limits import InputLimitError, loads_limited
 from codeloop.spaces.database import RunRecord, SpaceRecord, SpacesStore, open_store
-from codeloop.spaces.engine import run_file_operation
 from codeloop.spaces.operations import Approval, EventsMessage, OperationsMessage, path_problem
 from codeloop.spaces.policy_config import PolicyConfigError
 from codeloop.spaces.runs import MessageRejectedError
 from codeloop.spaces.service import DEFAULT_TTL_S, MAX_TTL_S, ServiceError, SpacesService
 from codeloop.spaces.workspace import UNSANDBOXED_WARNING
+from codeloop.tools.call_path import PipelineCall
 from codeloop.tools.registry import ToolCallOutcome
+from codeloop.tools.space_tools import space_pipeline
 
 log = logging.getLogger(__name__)
 MAX_BODY_BYTES = 16 * 1024 * 1024
@@ -254,50 +250,41 @@ class SpacesAPI:
                 # Woken by this process's runs; the timeout covers runs executed by another server.
                 await asyncio.wait_for(wake.wait(), timeout=0.5)
 
-    async def _space_path(self, request: Request,
-                          access: Literal["read", "write", "delete"]) -> tuple[Any, str, Policy]:
+    async def _file_call(self, request: Request, name: str, args: dict[str, Any]) -> tuple[str, ToolCallOutcome]:
+        """One pipeline call of the space for a file endpoint: judged once by the space's
+        policy (where links lead), with its ``maxFileSize``; a call the policy would ask about
+        is not run (nobody can approve it here)."""
         space = await self.space(request)
         path = request.path_params["path"]
         why = path_problem(path)
         if why:
             raise ServiceError(400, "invalid_path", f"path {path[:80]!r} {why}")
         policy, env = await self.service.environment(space)
-        verdict = evaluate_path(path, access, policy.filesystem, root=env.env.working_directory())
-        if verdict.action != "allow":
+        result = await space_pipeline(env.env, policy).run(PipelineCall(name, {"path": path, **args}))
+        verdict = result.pending.decision if result.pending is not None else result.data
+        if isinstance(verdict, Decision):
             extra = "; send it as an operation in a run to ask for approval" if verdict.action == "ask" else ""
             raise ServiceError(403, "policy_denied", verdict.reason + extra)
-        return env.env, path, policy
+        _raise_for(result, path)
+        return path, result
 
     async def get_file(self, request: Request) -> Response:
-        env, path, _ = await self._space_path(request, "read")
-        try:
-            info = await env.stat(path)
-            if info.is_dir:
-                entries = await env.list_directory(path)
-                return JSONResponse({"path": path, "entries": [
-                    {"name": e.name, "isDir": e.is_dir, "size": e.size} for e in entries]})
-            return Response(await env.read_bytes(path), media_type="application/octet-stream")
-        except FileNotFoundInWorkspaceError:
-            raise ServiceError(404, "file_not_found", f"no file {path!r} in the space") from None
-        except FileTooLargeError as exc:  # over the environment's read bound, refused before reading
-            raise ServiceError(413, "file_too_large", str(exc)) from None
-        except WorkspaceError as exc:
-            raise ServiceError(400, "invalid_path", str(exc)) from None
+        path, result = await self._file_call(request, "getFile", {})
+        if isinstance(result.data, bytes):
+            return Response(result.data, media_type="application/octet-stream")
+        return JSONResponse({"path": path, "entries": [
+            {"name": e.name, "isDir": e.is_dir, "size": e.size} for e in result.data]})
 
     async def put_file(self, request: Request) -> Response:
-        env, path, policy = await self._space_path(request, "write")
         data = await request.body()
         if len(data) > MAX_BODY_BYTES:
             raise ServiceError(413, "body_too_large", f"file over {MAX_BODY_BYTES} bytes")
-        args = {"path": path, "content": base64.b64encode(data).decode("ascii"), "encoding": "base64",
-                "overwrite": True}
-        result = await run_file_operation("createFile", args, env, policy)
-        _raise_for(result, path)
+        args = {"content": base64.b64encode(data).decode("ascii"), "encoding": "base64", "overwrite": True}
+        path, result = await self._file_call(request, "createFile", args)
         return JSONResponse({"path": path, "bytesWritten": result.data.bytes_written})
 
     async def delete_file(self, request: Request) -> Response:
-        env, path, policy = await self._space_path(request, "delete")
-        _raise_for(await run_file_operation("deleteFile", {"path": path}, env, policy), path)
+        await self._file_call(request, "deleteFile", {})
         return Response(status_code=204)
 
 

@@ -45,15 +45,15 @@ class SpaceEnvironment:
 
 async def open_environment(root: Path | str, policy: Policy, *, sandbox: bool = True) -> SpaceEnvironment:
     """An initialized environment for ``root`` under ``policy`` (sandboxed when possible)."""
-    from codeloop.environments import factory
     from codeloop.environments.errors import SandboxUnavailableError
+    from codeloop.tools.call_path import open_environment as open_env
 
     Path(root).mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - one cheap mkdir before any I/O
     limits = ExecLimits(default_timeout_ms=policy.shell.default_timeout_ms,
                         max_timeout_ms=policy.shell.max_timeout_ms)
     network = policy.network.enabled
     if sandbox:
-        env = factory.open_environment(root, sandbox="workspace-write", network=network, limits=limits,
+        env = open_env(root, sandbox="workspace-write", network=network, limits=limits,
                                        env_policy="core-only")
         try:
             await env.initialize()
@@ -61,6 +61,6 @@ async def open_environment(root: Path | str, policy: Policy, *, sandbox: bool = 
         except SandboxUnavailableError as exc:
             log.warning("bubblewrap sandbox unavailable (%s); network-off is enforced by command policy only. %s",
                         exc, UNSANDBOXED_WARNING)
-    env = factory.open_environment(root, sandbox="off", network=True, limits=limits, env_policy="core-only")
+    env = open_env(root, sandbox="off", network=True, limits=limits, env_policy="core-only")
     await env.initialize()
     return SpaceEnvironment(env, "allowed" if network else "policy-only", replace(policy, unsandboxed=True))

@@ -1,7 +1,9 @@
 """Tools: the registry, the execution pipeline, truncation and the core tool families.
 
-Public entry points: :func:`execute_tool_call` (loop spec §3.8) and
-:func:`resume_tool_call` (a call held for approval), :class:`ToolRegistry`,
+Public entry points: :func:`build_pipeline`, the one factory of a face's :class:`Pipeline`
+(``await pipeline.run(PipelineCall(name, arguments))``, issue 30); underneath it
+:func:`execute_tool_call` (the steps of loop spec §3.8) and :func:`resume_tool_call` (a call
+held for approval), :class:`ToolRegistry`,
 :func:`truncate_tool_output` (spec §5), and the tool sets in ``codeloop.tools.sets``.
 Policies answer with :class:`codeloop.policy.Decision`; tools are described by ``codeloop.llm``'s
 ``ToolDefinition`` (one family of tool types).
@@ -10,6 +12,7 @@ Policies answer with :class:`codeloop.policy.Decision`; tools are described by `
 from __future__ import annotations
 
 from codeloop.policy.approval import Approver, PendingApproval, ToolCallRequest, ToolPolicy
+from codeloop.tools.call_path import Pipeline, PipelineCall, build_pipeline
 from codeloop.tools.errors import PatchError, ToolError
 from codeloop.tools.pipeline import execute_tool_call, resume_tool_call
 from codeloop.tools.registry import (
@@ -32,6 +35,8 @@ __all__ = [
     "Executor",
     "PatchError",
     "PendingApproval",
+    "Pipeline",
+    "PipelineCall",
     "RegisteredTool",
     "ToolCallOutcome",
     "ToolCallRequest",
@@ -41,6 +46,7 @@ __all__ = [
     "ToolPolicy",
     "ToolRegistry",
     "TruncationConfig",
+    "build_pipeline",
     "execute_tool_call",
     "resume_tool_call",
     "truncate_lines",

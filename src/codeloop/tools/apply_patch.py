@@ -55,7 +55,8 @@ async def apply_patch_text(
     session = ctx if ctx is not None and ctx.session_id is not None else None
     check = None if session is None else partial_call(SEEN_FILES.check_unchanged, session, env)
     try:
-        outcome = await apply_hunks(env, parse_patch(text).hunks, partial=partial, check=check)
+        outcome = await apply_hunks(env, parse_patch(text).hunks, partial=partial, check=check,
+                                    before_change=ctx.before_change if ctx is not None else None)
     except PatchApplyError as exc:
         _saw_written(session, env, exc.partial)
         raise

@@ -116,13 +116,13 @@ async def _to_add(env: ExecutionEnvironment, path: str, wanted: str) -> str:
 
 
 async def _write(env: ExecutionEnvironment, ctx: ToolContext, path: str, text: str) -> None:
-    written = await ops.write_file(env, path, text)
+    written = await ops.write_file(env, path, text, before_change=ctx.before_change)
     SEEN_FILES.saw(ctx, env, path, written.sha256)
 
 
 async def _create(env: ExecutionEnvironment, ctx: ToolContext, path: str, new: str) -> str:
     try:
-        written = await ops.create_file(env, path, new, overwrite=False)
+        written = await ops.create_file(env, path, new, overwrite=False, before_change=ctx.before_change)
         SEEN_FILES.saw(ctx, env, path, written.sha256)
     except ops.OperationError as exc:
         if exc.kind != "exists":

@@ -232,7 +232,7 @@ async def write_file(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolC
                 "keeping what should stay (or change just a part with edit_file).")
         if not (await env.stat(path)).is_dir:
             SEEN_FILES.check_unchanged(ctx, env, path, await ops.read_bytes(env, path))
-    written = await ops.create_file(env, path, args["content"])
+    written = await ops.create_file(env, path, args["content"], before_change=ctx.before_change)
     SEEN_FILES.saw(ctx, env, path, written.sha256)
     return f"Wrote {written.bytes_written} bytes to {path}"
 

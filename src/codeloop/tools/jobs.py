@@ -15,27 +15,27 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from codeloop.environments.base import ExecutionEnvironment
-from codeloop.environments.local import LocalExecutionEnvironment
+from codeloop.environments.base import BackgroundJobs, ExecutionEnvironment, background_jobs
 from codeloop.environments.runner import Job
 from codeloop.tools.effects import WIDEST, Effect, ToolEffects, argument_paths, reads
 from codeloop.tools.registry import ToolContext, ToolOutput, ToolRegistry, make_tool
+from codeloop.tools.workspace_ops import PlannedChange
 
 
 @dataclass
 class JobTable:
     """One session's background jobs by id (``job1``, ``job2``, ...)."""
 
-    jobs: dict[str, tuple[Job, str, LocalExecutionEnvironment]] = field(default_factory=dict)
+    jobs: dict[str, tuple[Job, str, BackgroundJobs]] = field(default_factory=dict)
     started: int = 0
 
-    def add(self, job: Job, command: str, env: LocalExecutionEnvironment) -> str:
+    def add(self, job: Job, command: str, env: BackgroundJobs) -> str:
         self.started += 1
         job_id = f"job{self.started}"
         self.jobs[job_id] = (job, command, env)
         return job_id
 
-    def get(self, job_id: str) -> tuple[Job, str, LocalExecutionEnvironment]:
+    def get(self, job_id: str) -> tuple[Job, str, BackgroundJobs]:
         """The job called ``job_id``; KeyError with a message naming the known ones."""
         if job_id not in self.jobs:
             known = ", ".join(self.jobs) or "none (start one with shell and background: true)"
@@ -58,7 +58,7 @@ def status(job: Job) -> str:
     return "running" if code is None else f"exited with code {code}"
 
 
-def _report(job_id: str, job: Job, env: LocalExecutionEnvironment, text: str) -> str:
+def _report(job_id: str, job: Job, env: BackgroundJobs, text: str) -> str:
     shown = env.redact(text).rstrip("\n")
     return (shown + "\n" if shown else "") + f"[{job_id} {status(job)}]"
 
@@ -73,17 +73,20 @@ def add_job_tools(registry: ToolRegistry, table: JobTable) -> None:
     async def shell_or_job(args: dict[str, Any], env: ExecutionEnvironment, ctx: ToolContext) -> Any:
         if not args.get("background"):
             return await run_in_foreground({k: v for k, v in args.items() if k != "background"}, env, ctx)
-        if not isinstance(env, LocalExecutionEnvironment):
+        jobs = background_jobs(env)
+        if jobs is None:
             return ToolOutput("background commands need a workspace on this machine; run it without "
                               "background", is_error=True)
+        if ctx.before_change is not None:
+            ctx.before_change(PlannedChange("process", command=args["command"]))
         try:
-            job = env.start_job(args["command"])
+            job = jobs.start_job(args["command"])
         except OSError as exc:
             return ToolOutput(f"the command did not start: {exc.strerror or exc}", is_error=True)
-        job_id = table.add(job, args["command"], env)
+        job_id = table.add(job, args["command"], jobs)
         first = await job.first_output()
         return ToolOutput(f"Started background job {job_id}. Read its new output with job_output, send it "
-                          f"input with job_input, stop it with job_stop.\n{_report(job_id, job, env, first)}")
+                          f"input with job_input, stop it with job_stop.\n{_report(job_id, job, jobs, first)}")
 
     schema = shell.definition.parameters
     properties = {**schema["properties"], "background": {

@@ -121,20 +121,22 @@ refuse the patch (the tool's check that the session saw this version)."""
 
 
 async def apply_hunks(
-    env: ExecutionEnvironment, hunks: Sequence[Hunk], *, partial: bool = False, check: CheckRead | None = None
+    env: ExecutionEnvironment, hunks: Sequence[Hunk], *, partial: bool = False, check: CheckRead | None = None,
+    before_change: ops.BeforeChange | None = None,
 ) -> PatchOutcome:
     """Apply ``hunks`` as one change; raise :class:`PatchApplyError` naming the first
-    refused hunk with nothing written. ``partial=True``: hunk by hunk, like codex's binary."""
+    refused hunk with nothing written. ``partial=True``: hunk by hunk, like codex's binary.
+    ``before_change`` hears each write and delete (restores included) right before it."""
     if not hunks:
         raise PatchApplyError("No files were modified.", PatchOutcome())
     if not partial:
-        plan = await _Plan.of(env, hunks, NOTHING_WRITTEN, check)
+        plan = await _Plan.of(env, hunks, NOTHING_WRITTEN, check, before_change)
         await plan.commit()
         return plan.outcome
     outcome = PatchOutcome()
     for hunk in hunks:
         try:
-            plan = await _Plan.of(env, (hunk,), "", check)
+            plan = await _Plan.of(env, (hunk,), "", check, before_change)
             await plan.commit()
         except PatchApplyError as exc:
             raise PatchApplyError(exc.message, outcome) from exc
@@ -155,16 +157,19 @@ class _File:
 class _Plan:
     """The whole patch, computed in memory before anything is written."""
 
-    def __init__(self, env: ExecutionEnvironment, check: CheckRead | None) -> None:
+    def __init__(self, env: ExecutionEnvironment, check: CheckRead | None,
+                 before_change: ops.BeforeChange | None = None) -> None:
         self.env = env
         self.check = check
+        self.before_change = before_change
         self.files: dict[str, _File] = {}
         """By resolved workspace path, so ``m.txt`` and ``./m.txt`` are one file."""
         self.outcome = PatchOutcome()
 
     @classmethod
-    async def of(cls, env: ExecutionEnvironment, hunks: Sequence[Hunk], note: str, check: CheckRead | None) -> _Plan:
-        plan = cls(env, check)
+    async def of(cls, env: ExecutionEnvironment, hunks: Sequence[Hunk], note: str, check: CheckRead | None,
+                 before_change: ops.BeforeChange | None = None) -> _Plan:
+        plan = cls(env, check, before_change)
         for hunk in hunks:
             try:
                 await plan.add(hunk)
@@ -277,9 +282,9 @@ class _Plan:
     async def _put(self, path: str, data: bytes | None) -> None:
         """Make ``path`` hold ``data`` (None: delete it)."""
         if data is None:
-            await ops.delete_file(self.env, path)
+            await ops.delete_file(self.env, path, before_change=self.before_change)
         else:
-            await ops.write_file(self.env, path, data)
+            await ops.write_file(self.env, path, data, before_change=self.before_change)
 
 
 def _failure_text(hunk: Hunk, exc: Exception) -> str:

@@ -26,16 +26,14 @@ from typing import Any, Protocol
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import WorkspaceError
 from codeloop.policy.approval import Approver, Effect, PendingApproval, ToolCallRequest, ToolPolicy, allow_all
+from codeloop.policy.model import Decision
 from codeloop.tools.arguments import ArgumentError, parse_arguments, validate_arguments
 from codeloop.tools.errors import ToolError
 from codeloop.tools.registry import RegisteredTool, ToolCallOutcome, ToolContext, ToolOutput, ToolRegistry
 from codeloop.tools.suggestions import equivalent_call
+from codeloop.tools.tool_events import ToolCallEnded, ToolCallStarted, ToolEventSink
 from codeloop.tools.truncation import TruncationConfig, truncate_tool_output
 
-ToolEventSink = Callable[[str, dict[str, Any]], None]
-"""EVENT: ``(kind, data)`` with kind ``tool_call_start`` (data: ``tool_name``, ``call_id``,
-``arguments``) before LOOKUP, and ``tool_call_end`` (``call_id``, ``tool_name``, ``output``
-or ``error`` — the full text — and ``duration_ms``) after TRUNCATE; must not raise."""
 
 class Checkpoint(Protocol):
     """CHECKPOINT, the seam every change passes: ``before`` right before EXECUTE and ``after``
@@ -69,9 +67,10 @@ as it was before the call: the diagnostics after edits read the files an edit na
 class _CallFailed(Exception):
     """Internal: a step ended the call with an error text for the model."""
 
-    def __init__(self, message: str, pending: PendingApproval | None = None) -> None:
+    def __init__(self, message: str, pending: PendingApproval | None = None, decision: Decision | None = None) -> None:
         super().__init__(message)
         self.pending = pending
+        self.decision = decision
 
 
 async def execute_tool_call(
@@ -105,7 +104,7 @@ async def execute_tool_call(
         else:
             produced = await run_call(tool, call, env, ctx, checkpoint, watch, after)
     except _CallFailed as failure:
-        produced, pending = ToolOutput(str(failure), is_error=True), failure.pending
+        produced, pending = ToolOutput(str(failure), is_error=True, data=failure.decision), failure.pending
     return emit_end(on_event, truncate(name, produced, config, ctx, started, pending))
 
 
@@ -131,27 +130,26 @@ async def resume_tool_call(
     emit_start(on_event, name, pending.call.arguments, ctx)
     try:
         if not approved:
-            raise _CallFailed(_not_approved(name, pending.decision.reason))
+            raise _CallFailed(_not_approved(name, pending.decision.reason), decision=pending.decision)
         tool = lookup(registry, name, pending.call.arguments)
         call = tool.effects.request(name, validate(tool, pending.call.arguments), ctx.call_id)
         produced = await run_call(tool, call, env, ctx, checkpoint, watch, after)
     except _CallFailed as failure:
-        produced = ToolOutput(str(failure), is_error=True)
+        produced = ToolOutput(str(failure), is_error=True, data=failure.decision)
     return emit_end(on_event, truncate(name, produced, config, ctx, started))
 
 
 def emit_start(on_event: ToolEventSink | None, name: str, arguments: Mapping[str, Any] | str | None,
                ctx: ToolContext) -> None:
     if on_event is not None:
-        given = arguments if isinstance(arguments, Mapping) else {}
-        on_event("tool_call_start", {"tool_name": name, "call_id": ctx.call_id, "arguments": given})
+        on_event(ToolCallStarted(name, ctx.call_id, arguments if isinstance(arguments, Mapping) else {}))
 
 
 def emit_end(on_event: ToolEventSink | None, outcome: ToolCallOutcome) -> ToolCallOutcome:
     if on_event is not None:
-        text = "error" if outcome.is_error else "output"
-        on_event("tool_call_end", {"call_id": outcome.call_id, "tool_name": outcome.tool_name,
-                                   text: outcome.full_output, "duration_ms": outcome.duration_ms})
+        error = outcome.is_error
+        on_event(ToolCallEnded(outcome.tool_name, outcome.call_id, None if error else outcome.full_output,
+                               outcome.full_output if error else None, outcome.duration_ms))
     return outcome
 
 
@@ -196,18 +194,18 @@ async def check_policy(
     if decision.action == "allow":
         return
     if decision.action == "deny":
-        raise _CallFailed(f"Tool call '{call.name}' denied by policy: {decision.reason}")
+        raise _CallFailed(f"Tool call '{call.name}' denied by policy: {decision.reason}", decision=decision)
     if approver is None:
         raise _CallFailed(
             f"Tool call '{call.name}' needs approval ({decision.reason}) and no approver is "
-            "available, so it was not run.", PendingApproval(call, decision)
+            "available, so it was not run.", PendingApproval(call, decision), decision
         )
     try:
         approved = await approver(call, decision.reason)
     except Exception as exc:
         raise _CallFailed(f"Tool call '{call.name}' not run: asking for approval failed ({exc}).") from None
     if not approved:
-        raise _CallFailed(_not_approved(call.name, decision.reason))
+        raise _CallFailed(_not_approved(call.name, decision.reason), decision=decision)
 
 
 def _not_approved(name: str, reason: str) -> str:

@@ -85,8 +85,10 @@ class ToolCallOutcome:
     """Set when the policy asked and no approver was there: the call did not run, and
     ``codeloop.tools.pipeline.resume_tool_call`` runs it once approved."""
     data: Any = None
-    """The executor's typed outcome or typed error (``ToolOutput.data``); None when it did
-    not run (unknown tool, invalid arguments, denied) or failed unexpectedly."""
+    """The executor's typed outcome or typed error (``ToolOutput.data``); for a call the POLICY
+    step stopped (denied, held, not approved), the policy's ``Decision`` (its rule and
+    suggestion are the faces' to word); None when it did not run for another reason (unknown
+    tool, invalid arguments) or failed unexpectedly."""
 
     @property
     def truncated(self) -> bool:

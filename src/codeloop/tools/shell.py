@@ -81,7 +81,8 @@ def shell_tool(default_timeout_ms: int = OPENAI_SHELL_TIMEOUT_MS, description: s
         if is_apply_patch_command(args["command"]):
             return await _apply_patch_via_shell(args["command"], env, ctx)
         timeout_ms = min(args.get("timeout_ms") or default_timeout_ms, MAX_SHELL_TIMEOUT_MS)
-        return format_outcome(await run_command(env, args["command"], timeout_ms=timeout_ms, on_output=ctx.on_output))
+        return format_outcome(await run_command(env, args["command"], timeout_ms=timeout_ms, on_output=ctx.on_output,
+                                                before_change=ctx.before_change))
 
     return make_tool(
         SHELL,

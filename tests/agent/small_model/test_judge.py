@@ -16,6 +16,7 @@ from codeloop.environments.local import LocalExecutionEnvironment
 from codeloop.environments.sandbox import find_bwrap, supports_overlay
 from codeloop.environments.scratch import ScratchExecutionEnvironment
 from codeloop.policy.model import Decision
+from codeloop.tools.tool_events import ToolCallStarted, ToolEvent
 
 BWRAP = find_bwrap()
 PROJECT = {
@@ -43,7 +44,7 @@ def snapshot(root: Path) -> dict[str, bytes]:
 async def test_candidates_are_judged_in_the_overlay_and_the_checked_one_is_chosen(tmp_path: Path) -> None:
     ws = workspace(tmp_path)
     before = snapshot(ws)
-    events: list[tuple[str, dict[str, Any]]] = []
+    events: list[ToolEvent] = []
     candidates = []
     for index, changes in enumerate([BAD, RENAMED, GOOD, {}]):
         env = ScratchExecutionEnvironment(ws)
@@ -51,7 +52,7 @@ async def test_candidates_are_judged_in_the_overlay_and_the_checked_one_is_chose
         try:
             await env.stage(changes)
             results = await judge(env, PROJECT, changes, ran=["python3 report.py"],
-                                  on_event=lambda kind, data: events.append((kind, data)))
+                                  on_event=events.append)
         finally:
             await env.cleanup()
         candidates.append(Candidate(index, changes, tuple(results)))
@@ -66,7 +67,7 @@ async def test_candidates_are_judged_in_the_overlay_and_the_checked_one_is_chose
     assert nothing.results == ()
     assert choose(candidates) is good
     # Each command ran as a shell call through the pipeline, announced like any other.
-    assert [d["arguments"]["command"] for k, d in events if k == "tool_call_start"][:2] == [
+    assert [e.arguments["command"] for e in events if isinstance(e, ToolCallStarted)][:2] == [
         "python3 test_stats.py", "python3 report.py"]
 
 

@@ -22,9 +22,10 @@ from codeloop.agent.small_model.checks import (
 )
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.policy.approval import Approver, ToolPolicy
-from codeloop.tools.pipeline import ToolEventSink, execute_tool_call
+from codeloop.tools.call_path import PipelineCall, build_pipeline
 from codeloop.tools.registry import ToolRegistry
-from codeloop.tools.shell import shell_tool
+from codeloop.tools.shell import SHELL, shell_tool
+from codeloop.tools.tool_events import ToolEventSink
 
 CHECK_TIMEOUT_MS = 60_000
 """How long one check command may run."""
@@ -36,13 +37,13 @@ async def run_command_checks(env: ExecutionEnvironment, checks: Sequence[Check],
                              on_event: ToolEventSink | None = None) -> list[CheckResult]:
     """Run each check's command as a ``shell`` call through the pipeline in ``env``; a check
     passes when its command exits 0 within ``timeout_ms``."""
-    registry = ToolRegistry.of([shell_tool(timeout_ms)])
+    pipeline = build_pipeline(ToolRegistry.of([shell_tool(timeout_ms)]), env, policy=policy, approver=approver,
+                              events=on_event)
     results = []
     for check in checks:
         if check.command is None:
             continue
-        outcome = await execute_tool_call(registry, "shell", {"command": check.command, "timeout_ms": timeout_ms},
-                                          env, policy=policy, approver=approver, on_event=on_event)
+        outcome = await pipeline.run(PipelineCall(SHELL, {"command": check.command, "timeout_ms": timeout_ms}))
         results.append(CheckResult(check, not outcome.is_error, outcome.output if outcome.is_error else ""))
     return results
 

@@ -1,0 +1,145 @@
+"""The one call path: a :class:`Pipeline` per face, built by :func:`build_pipeline` (issue 30).
+
+Every face (the agent's ``Session``, the relay, spaces and its HTTP file endpoints, codali's
+builder and critic, ``codeloop tool``) builds one ``Pipeline`` from its resolved settings and
+sends each call through ``pipeline.run(call)``; what differs between faces is only what it
+was built with:
+
+- ``registry``: the face's tools (a model's tool set, the relay's commands, spaces'
+  operations);
+- ``policy`` and ``approver``: the POLICY step (``tools/pipeline.py`` ``check_policy``);
+  with no approver an "ask" comes back as ``ToolCallOutcome.pending`` and
+  :meth:`Pipeline.resume` runs it once answered;
+- ``hooks``: the user's ``pre_tool_call`` hooks wrap the policy and ``post_tool_call``
+  hooks become the AFTER step (:mod:`codeloop.tools.hooks`);
+- ``checkpoint``: an opaque component entered around EXECUTE (the session recorder's file
+  snapshots); the pipeline passes it through and knows nothing of what it keeps;
+- ``truncation``: the face's output cuts (the relay's 4000-character head and tail);
+- ``events``: a :data:`~codeloop.tools.tool_events.ToolEventSink` getting typed events,
+  from which the face builds its wire form once; with a sink, a command's streamed output
+  is announced too (:class:`~codeloop.tools.tool_events.ToolCallOutput`).
+
+Faces import this module (and the policy seam), never ``environments/`` implementations or
+``tools/workspace_ops.py`` (``lint-imports``, contract ``faces-use-the-pipeline``): the
+environment a pipeline runs in is opened here too (:func:`open_environment`, with the
+sandbox rules of ``environments/factory.py``: ``settle_sandbox``, ``probe_bwrap``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from codeloop.environments.base import ExecutionEnvironment
+from codeloop.environments.factory import (
+    SandboxOptionError,
+    check_sandbox_options,
+    open_environment,
+    settle_sandbox,
+)
+from codeloop.environments.sandbox import SandboxMode, probe_bwrap
+from codeloop.policy.approval import Approver, PendingApproval, ToolPolicy
+from codeloop.tools.hooks import Hooks, Warn
+from codeloop.tools.pipeline import AfterCall, Answer, Checkpoint, Watch, execute_tool_call, resume_tool_call
+from codeloop.tools.registry import ToolCallOutcome, ToolContext, ToolRegistry
+from codeloop.tools.tool_events import ToolCallOutput, ToolEventSink
+from codeloop.tools.truncation import TruncationConfig
+from codeloop.tools.workspace_ops import BeforeChange
+
+__all__ = [
+    "Pipeline", "PipelineCall", "SandboxMode", "SandboxOptionError", "build_pipeline", "check_sandbox_options",
+    "open_environment", "probe_bwrap", "settle_sandbox",
+]
+
+
+@dataclass(frozen=True)
+class PipelineCall:
+    """One call as a face hands it to :meth:`Pipeline.run`."""
+
+    name: str
+    """The tool's name, as the caller wrote it (an unknown one becomes an error outcome)."""
+    arguments: Mapping[str, Any] | str | None = None
+    """An object, or JSON text of one (a model's raw arguments)."""
+    call_id: str | None = None
+    """The provider's id of the call, if any (copied to the outcome and the events)."""
+    session_id: str | None = None
+    """The session whose reads a write must follow (``write_file``'s read-first rule)."""
+    lenient: bool = False
+    """The call comes from a small local model (``ToolContext.lenient``)."""
+    before_change: BeforeChange | None = None
+    """Called right before this call changes the workspace or starts a process, with what it
+    is about to do (the relay's crash journal); raising stops the change."""
+    step: int | str | None = None
+    """The face's unit of work the call belongs to (``ToolContext.step``), for the checkpoint
+    seam: the agent's turn, a relay reply, a spaces operation."""
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """A face's settings of the one call path; built once by :func:`build_pipeline`."""
+
+    registry: ToolRegistry
+    env: ExecutionEnvironment
+    policy: ToolPolicy | None = None
+    approver: Approver | None = None
+    truncation: TruncationConfig | None = None
+    events: ToolEventSink | None = None
+    checkpoint: Checkpoint | None = None
+    after: AfterCall | None = None
+    watch: Watch | None = None
+    answer: Answer | None = None
+
+    def _context(self, call: PipelineCall) -> ToolContext:
+        sink = self.events
+        on_output = None
+        if sink is not None:
+            call_id = call.call_id
+
+            def on_output(stream: str, text: str) -> None:
+                sink(ToolCallOutput(call_id, stream, text))
+
+        return ToolContext(call.call_id, call.session_id, on_output, call.before_change, call.lenient, call.step)
+
+    async def run(self, call: PipelineCall) -> ToolCallOutcome:
+        """EVENT → LOOKUP → VALIDATE → POLICY → ANSWER → WATCH → CHECKPOINT → EXECUTE → AFTER →
+        TRUNCATE → EVENT (``tools/pipeline.py``); never raises for what a model or a tool did."""
+        return await execute_tool_call(
+            self.registry, call.name, call.arguments, self.env, policy=self.policy, approver=self.approver,
+            config=self.truncation, ctx=self._context(call), on_event=self.events, checkpoint=self.checkpoint,
+            after=self.after, watch=self.watch, answer=self.answer)
+
+    async def resume(self, pending: PendingApproval, *, approved: bool,
+                     call: PipelineCall | None = None) -> ToolCallOutcome:
+        """Finish a call held for approval (its POLICY is the human's answer); runs it at most once."""
+        call = call or PipelineCall(pending.call.name, pending.call.arguments, pending.call.call_id)
+        return await resume_tool_call(
+            self.registry, pending, self.env, approved=approved, config=self.truncation, ctx=self._context(call),
+            on_event=self.events, checkpoint=self.checkpoint, after=self.after, watch=self.watch)
+
+
+def build_pipeline(
+    registry: ToolRegistry,
+    env: ExecutionEnvironment,
+    *,
+    policy: ToolPolicy | None = None,
+    approver: Approver | None = None,
+    hooks: Hooks | None = None,
+    session_id: str = "",
+    hook_warning: Warn | None = None,
+    checkpoint: Checkpoint | None = None,
+    truncation: TruncationConfig | None = None,
+    events: ToolEventSink | None = None,
+    watch: Watch | None = None,
+    answer: Answer | None = None,
+) -> Pipeline:
+    """The one factory of a face's :class:`Pipeline`. ``hooks`` (when it holds any) wrap
+    ``policy`` (their deny ends a call, their ask goes to ``approver``) and add their
+    ``post_tool_call`` texts; their failures go to ``hook_warning``."""
+    after = None
+    if hooks:
+        warn = hook_warning or (lambda _message: None)
+        policy = hooks.policy(policy, session_id, warn)
+        after = partial(hooks.after_call, session_id=session_id, warn=warn)
+    return Pipeline(registry, env, policy, approver, truncation, events, checkpoint, after, watch, answer)
