@@ -131,3 +131,17 @@ def test_bad_limits_are_one_line_errors_and_start_nothing(relay: Run, tmp_path: 
     assert not (tmp_path / "root" / "sessions").exists() or not list((tmp_path / "root" / "sessions").glob("*.json"))
     proc = relay("limits", "--max-steps", "4", check=False)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
+
+
+def test_a_command_held_for_approval_at_the_last_step_waits_without_the_notice(relay: Run, tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    sid = as_json(relay("new", "tidy", "--policy", "standard", "--max-steps", "1", "--json"))["sessionId"]
+    (root / "workspace" / "build").mkdir()
+    _reply(root, "r1.txt", "[RUN_COMMAND]\nrm -rf build\n[/RUN_COMMAND]\n" + _create("after.txt"))
+    held = as_json(relay("step", "--json"))["held"]
+    assert held is not None
+    # The reply is not finished: its waiting outbox asks for nothing and says no limit is reached.
+    assert not _prompt(root / "outbox" / f"{sid}_seq0002.txt").startswith("LIMIT REACHED")
+    relay("approve", held["id"])
+    assert not (root / "workspace" / "build").exists() and (root / "workspace" / "after.txt").exists()
+    assert _prompt(root / "outbox" / f"{sid}_seq0002.txt").startswith("LIMIT REACHED")
