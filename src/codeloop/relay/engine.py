@@ -350,7 +350,8 @@ async def _apply_reply(config: RelayConfig, state: SessionState, pipeline: Pipel
                 answer = answered(cmd, index, state.held)
                 ran = answer if isinstance(answer, CommandResult) else await execute_command(
                     cmd, pipeline, state.policy, limits, functools.partial(journal.begin, index),
-                    marker=f"{state.session_id}-seq{state.sequence_number:04d}-cmd{index}", approved=answer is True)
+                    marker=f"{state.session_id}-seq{state.sequence_number:04d}-cmd{index}", approved=answer is True,
+                    step=state.sequence_number)
                 if isinstance(ran, Held):
                     held = hold(cmd, index, state.sequence_number, ran.reason)
                     rest = len(commands) - index - 1
