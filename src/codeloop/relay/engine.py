@@ -359,7 +359,8 @@ async def _apply_reply(config: RelayConfig, state: SessionState, pipeline: Pipel
                 began = time.monotonic()
                 ran = answer if isinstance(answer, CommandResult) else await execute_command(
                     cmd, pipeline, state.policy, _within_time(limits, left), functools.partial(journal.begin, index),
-                    marker=f"{state.session_id}-seq{state.sequence_number:04d}-cmd{index}", approved=answer is True)
+                    marker=f"{state.session_id}-seq{state.sequence_number:04d}-cmd{index}", approved=answer is True,
+                    step=state.sequence_number)
                 state = spent(state, time.monotonic() - began)
                 if isinstance(ran, Held):
                     held = hold(cmd, index, state.sequence_number, ran.reason)

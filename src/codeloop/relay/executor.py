@@ -192,7 +192,7 @@ def _refused(cmd: c.RelayCommand, policy_name: str, decision: Decision) -> Comma
 
 async def execute_command(cmd: c.RelayCommand, pipeline: Pipeline, policy_name: str, limits: ExecutionLimits,
                           before_effect: BeforeEffect, marker: str | None = None,
-                          approved: bool = False) -> CommandResult | Held:
+                          approved: bool = False, step: int | None = None) -> CommandResult | Held:
     """Run one command and describe its outcome; never raises for model mistakes.
 
     Workspace commands run as tool calls through the relay's pipeline
@@ -200,7 +200,8 @@ async def execute_command(cmd: c.RelayCommand, pipeline: Pipeline, policy_name: 
     result naming ``policy_name``; an "ask" comes back as :class:`Held`, unless the person
     already ``approved`` it). Each change is journaled with ``before_effect`` before it
     happens; a journal that cannot be written stops the step (its error is raised).
-    ``marker`` tags a RUN_COMMAND's processes (:mod:`codeloop.relay.orphans`).
+    ``marker`` tags a RUN_COMMAND's processes (:mod:`codeloop.relay.orphans`); ``step`` is
+    the reply's sequence number, the relay's unit of work at the pipeline's checkpoint seam.
 
     READ_FILE only checks the file here; its contents are read when the next outbox is
     written (:func:`read_contents`), so they reflect the later commands of the same reply too.
@@ -227,7 +228,7 @@ async def execute_command(cmd: c.RelayCommand, pipeline: Pipeline, policy_name: 
             journal_failures.append(exc)
             raise
 
-    call = PipelineCall(cmd.name, _arguments(cmd, limits, marker), before_change=journal)
+    call = PipelineCall(cmd.name, _arguments(cmd, limits, marker), before_change=journal, step=step)
     if approved:  # the person's answer is this call's POLICY step
         request = ToolCallRequest(cmd.name, _arguments(cmd, limits, marker))
         result = await pipeline.resume(PendingApproval(request, Decision.ask("approved")), approved=True, call=call)

@@ -160,7 +160,9 @@ async def _one(op: Any, op_id: str, pipeline: Pipeline, approved: bool) -> BaseM
         return wire.MessageEvent(timestamp=ts, operationId=op.id)
     if approved:  # the user's "approved" answers this operation's ask (a deny still holds)
         pipeline = replace(pipeline, approver=_approved)
-    result = await pipeline.run(PipelineCall(op.type, op.model_dump(exclude={"type", "id"}, exclude_none=True)))
+    # The operation is the space's unit of work at the pipeline's checkpoint seam.
+    result = await pipeline.run(PipelineCall(op.type, op.model_dump(exclude={"type", "id"}, exclude_none=True),
+                                             step=op.id))
     if result.pending is not None:
         verdict = result.pending.decision
         return wire.ApprovalRequiredEvent(
