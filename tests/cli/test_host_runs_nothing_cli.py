@@ -129,7 +129,8 @@ def test_without_a_sandbox_on_risk_asks_before_writing_what_the_host_runs(server
 
 def test_sandbox_full_is_the_deprecated_name_of_off(tmp_path: Path) -> None:
     done = subprocess.run([CODELOOP, "tool", "shell", "--args", json.dumps({"command": "echo ran > ran.txt"}),
-                           "--cwd", str(tmp_path), "--sandbox", "full"], capture_output=True, text=True, timeout=60,
+                           "--cwd", str(tmp_path), "--sandbox", "full", "--approval", "never-ask"],
+                          capture_output=True, text=True, timeout=60,
                           check=False)
     assert done.returncode == 0, done.stderr
     assert "--sandbox full is deprecated: it means NO sandbox" in done.stderr and "--sandbox off" in done.stderr

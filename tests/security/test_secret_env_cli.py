@@ -39,7 +39,8 @@ def test_secret_shapes_never_reach_a_command_and_ordinary_settings_do(tmp_path: 
     env.update(KEPT)
     seen = tmp_path / "seen.env"
     done = subprocess.run([CODELOOP, "tool", "shell", "--args", json.dumps({"command": f"env > {seen}"}),
-                           "--cwd", str(tmp_path)], capture_output=True, text=True, env=env, timeout=60)
+                           "--cwd", str(tmp_path), "--approval", "never-ask"], capture_output=True, text=True, env=env,
+                          timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
     lines = seen.read_text().splitlines()
     names = {line.split("=", 1)[0] for line in lines if "=" in line}

@@ -488,7 +488,7 @@ def register(app: typer.Typer) -> None:
             help="Serve this local GGUF model with llama-server (as the embedded model is) and use it; "
                  "no API key or --base-url is used. Config: model_file."),
         gpu_layers: int | None = typer.Option(
-            None, "--gpu-layers", min=0, max=10_000, metavar="N",
+            None, "--gpu-layers", max=10_000, metavar="N",
             help="Layers the local llama-server offloads to a GPU (its --n-gpu-layers); needs a llama-server "
                  "built with GPU support. Config: gpu_layers."),
         provider: str | None = typer.Option(None, "--provider",
