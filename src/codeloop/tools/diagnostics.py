@@ -256,8 +256,8 @@ class Diagnostics:
     async def watch(self, call: ToolCallRequest, env: ExecutionEnvironment) -> AfterCall | None:
         """The after-step of ``call`` with the files it names as they are now, or None when the
         call edits no checked file."""
-        if Effect.WRITE not in call.effects:  # the files a shell line changes are not named: not checked
-            return None
+        if Effect.WRITE not in call.effects or call.paths is None:
+            return None  # the files a shell line (or an undeclared tool) changes are not named: not checked
         paths = [p for p in dict.fromkeys(call_paths(call, Path(env.working_directory()))) if self.checked(p)]
         if not paths:
             return None
