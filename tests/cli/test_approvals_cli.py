@@ -89,7 +89,7 @@ def test_a_denial_from_another_shell_reaches_the_model_with_who_and_why(server: 
     entry = first_waiting(workspace)
     denied = approvals(workspace, "deny", entry["id"], "--as", "carol", "--reason", "not on main")
     assert denied.returncode == 0 and denied.stdout.startswith("denied: touch made"), denied.stderr
-    stdout, stderr = run.communicate(timeout=WAIT)
+    _, stderr = run.communicate(timeout=WAIT)
     assert run.returncode == 0, stderr
     assert not (workspace / "made").exists()
     told = [str(m["content"]) for m in server.requests[1]["messages"] if m["role"] == "tool"]
@@ -149,7 +149,7 @@ def test_killed_between_the_decision_and_the_run_the_call_never_runs_twice(
     resumed.communicate(timeout=WAIT)
     server.replies.extend([text_reply("finished")])
     last = start_run(server, workspace, "and now?", "--resume", session)
-    stdout, stderr = last.communicate(timeout=WAIT)
+    _, stderr = last.communicate(timeout=WAIT)
     assert last.returncode == 0, stderr
     assert "was interrupted; it is not run" in stderr
     stored = {e["id"]: e for e in waiting_calls(workspace, "--all")}
