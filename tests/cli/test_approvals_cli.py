@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
+import jsonschema
+import pytest
 from chat_server import ChatServer, text_reply, tool_reply
-from test_run_cli import CODELOOP, isolated_env
+from test_run_cli import CODELOOP, SCHEMA, isolated_env
 
 HEADLESS = ["--profile", "anthropic", "--approval", "on-risk", "--sandbox", "off", "--approval-from", "store"]
 WAIT = 60.0
@@ -66,6 +69,8 @@ def test_a_headless_run_is_answered_twice_at_once_from_other_shells_and_runs_onc
     results = [(a.wait(timeout=WAIT), *a.communicate()) for a in answers]
     stdout, stderr = run.communicate(timeout=WAIT)
     assert run.returncode == 0, stderr
+    for line in stdout.splitlines():
+        jsonschema.validate(json.loads(line), SCHEMA)
     assert sorted(code for code, *_ in results) == [0, 1]
     winner = ("alice", "bob")[[code for code, *_ in results].index(0)]
     loser_err = next(err for code, _, err in results if code == 1)
@@ -164,3 +169,38 @@ def test_approvals_cli_errors_are_one_line(workspace: Path) -> None:
     assert approvals(workspace, "list").stdout == "nothing waits for an answer\n"
     helped = approvals(workspace, "approve", "--help")
     assert "Example: codeloop approvals approve" in helped.stdout and "--always" in helped.stdout
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_the_terminal_prompt_also_takes_an_answer_given_in_another_shell(server: ChatServer, tmp_path: Path) -> None:
+    """--approval-from terminal (the default): the question is on the terminal, and an answer
+    given with codeloop approvals counts too; the question is then withdrawn."""
+    from test_interactive_tmux import launch
+
+    workspace = tmp_path / "ws"
+    server.replies.extend([tool_reply("shell", {"command": "touch yes.txt"}), text_reply("made it")])
+    pane = launch(server, tmp_path, "make yes.txt")
+    try:
+        pane.wait_for("Approve?")
+        entry = first_waiting(workspace)
+        assert entry["id"] in pane.screen()  # the question names the id another shell can answer
+        assert approvals(workspace, "approve", entry["id"], "--as", "dave").returncode == 0
+        pane.wait_for("EXITED=0")
+        assert (workspace / "yes.txt").exists() and "approved by dave" in pane.screen()
+    finally:
+        pane.close()
+
+
+def test_codeloop_tool_waits_in_the_store_and_runs_once_answered(workspace: Path) -> None:
+    tool = subprocess.Popen([CODELOOP, "tool", "shell", "--args", json.dumps({"command": "echo ran >> made.txt"}),
+                             "--cwd", str(workspace), "--approval", "on-risk", "--approval-from", "store"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=isolated_env(workspace),
+                            stdin=subprocess.DEVNULL)
+    entry = first_waiting(workspace)
+    assert (entry["face"], entry["command"]) == ("tool", "echo ran >> made.txt")
+    assert approvals(workspace, "approve", entry["id"]).returncode == 0
+    _, stderr = tool.communicate(timeout=WAIT)
+    assert tool.returncode == 0, stderr
+    assert f"codeloop approvals approve|deny {entry['id']}" in stderr
+    assert (workspace / "made.txt").read_text() == "ran\n"
+    assert waiting_calls(workspace, "--all")[0]["status"] == "ran"

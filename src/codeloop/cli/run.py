@@ -124,6 +124,7 @@ class Runner:
         self.settings, self.renderer, self.err = settings, renderer, err
         self.terminal = Terminal(err)
         self.terminal.before_output = renderer.pause
+        renderer.pending_lines = settings.approval_from == "store"  # else the terminal's question says it
         self.session: Any = None
         self.recording: Any = None
         self.client: Any = None
