@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +23,29 @@ WAIT = 60.0
 """How long to wait for another process before the test gives up (not a measured threshold)."""
 
 
+STARTED: list[subprocess.Popen[str]] = []
+"""Processes a test started, killed at its end if still running (a failed test leaves none)."""
+
+
+@pytest.fixture(autouse=True)
+def _no_leftovers() -> Iterator[None]:
+    yield
+    while STARTED:
+        process = STARTED.pop()
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+
+
 def start_run(server: ChatServer, workspace: Path, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([CODELOOP, "run", *args, "--json", "--base-url", server.base_url, *HEADLESS,
+    return started(subprocess.Popen([CODELOOP, "run", *args, "--json", "--base-url", server.base_url, *HEADLESS,
                              "--cwd", str(workspace)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=isolated_env(workspace), stdin=subprocess.DEVNULL)
+                            env=isolated_env(workspace), stdin=subprocess.DEVNULL))
+
+
+def started(process: subprocess.Popen[str]) -> subprocess.Popen[str]:
+    STARTED.append(process)
+    return process
 
 
 def approvals(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -192,10 +212,10 @@ def test_the_terminal_prompt_also_takes_an_answer_given_in_another_shell(server:
 
 
 def test_codeloop_tool_waits_in_the_store_and_runs_once_answered(workspace: Path) -> None:
-    tool = subprocess.Popen([CODELOOP, "tool", "shell", "--args", json.dumps({"command": "echo ran >> made.txt"}),
+    tool = started(subprocess.Popen([CODELOOP, "tool", "shell", "--args", json.dumps({"command": "echo ran >> made.txt"}),
                              "--cwd", str(workspace), "--approval", "on-risk", "--approval-from", "store"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=isolated_env(workspace),
-                            stdin=subprocess.DEVNULL)
+                            stdin=subprocess.DEVNULL))
     entry = first_waiting(workspace)
     assert (entry["face"], entry["command"]) == ("tool", "echo ran >> made.txt")
     assert approvals(workspace, "approve", entry["id"]).returncode == 0
@@ -204,3 +224,14 @@ def test_codeloop_tool_waits_in_the_store_and_runs_once_answered(workspace: Path
     assert f"codeloop approvals approve|deny {entry['id']}" in stderr
     assert (workspace / "made.txt").read_text() == "ran\n"
     assert waiting_calls(workspace, "--all")[0]["status"] == "ran"
+
+
+def test_a_run_whose_time_is_up_while_a_call_waits_withdraws_it(server: ChatServer, workspace: Path) -> None:
+    server.replies.extend([tool_reply("shell", {"command": "touch made"}), text_reply("never")])
+    run = start_run(server, workspace, "make it", "--max-time", "2s")
+    stdout, stderr = run.communicate(timeout=WAIT)
+    assert run.returncode == 3, stderr  # the time limit stopped it
+    entry = waiting_calls(workspace, "--all")[0]
+    assert (entry["status"], entry["decided_by"]) == ("withdrawn", "codeloop")
+    assert "time limit" in entry["decision_reason"] and not (workspace / "made").exists()
+    assert [d["status"] for d in events(stdout, "approval_decided")] == ["withdrawn"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import threading
 from pathlib import Path
 from typing import Any
@@ -77,7 +78,7 @@ def answer_later(path: Path, verdict: str, who: str, reason: str = "", scope: st
 
 async def test_a_waiting_call_runs_once_after_an_answer_given_elsewhere(store: SqlitePendingStore,
                                                                         tmp_path: Path) -> None:
-    counter, events = Counter(tmp_path), []
+    counter, events = Counter(tmp_path), list[ToolEvent]()
     pipeline = pipeline_of(counter, store, tmp_path, events, wait_for_answer=True)
     thread = answer_later(store.path, "approve", "alice", "fine")
     result = await pipeline.run(PipelineCall("mark", {"name": "a"}, "c1", step=4))
@@ -145,7 +146,7 @@ async def test_a_broken_prompt_denies_the_call(store: SqlitePendingStore, tmp_pa
 
 async def test_always_stores_what_the_entry_may_remember_and_once_does_not(store: SqlitePendingStore,
                                                                            tmp_path: Path) -> None:
-    counter, remembered = Counter(tmp_path), []
+    counter, remembered = Counter(tmp_path), list[PendingCall]()
     pipeline = pipeline_of(counter, store, tmp_path, wait_for_answer=True, remember=remembered.append)
     for scope in ("once", "always"):
         thread = answer_later(store.path, "approve", "alice", scope=scope)
@@ -187,7 +188,7 @@ async def test_a_call_claimed_when_the_process_died_is_reported_interrupted_neve
 
 
 async def test_cancelling_a_waiting_call_withdraws_it(store: SqlitePendingStore, tmp_path: Path) -> None:
-    counter, events = Counter(tmp_path), []
+    counter, events = Counter(tmp_path), list[ToolEvent]()
     task = asyncio.ensure_future(pipeline_of(counter, store, tmp_path, events, wait_for_answer=True).run(
         PipelineCall("mark", {"name": "a"})))
     while not store.list():
@@ -204,3 +205,19 @@ async def test_cancelling_a_waiting_call_withdraws_it(store: SqlitePendingStore,
 async def test_resuming_an_unknown_id_says_so(store: SqlitePendingStore, tmp_path: Path) -> None:
     with pytest.raises(UnknownPendingCallError, match="no pending call 'nope'"):
         await pipeline_of(Counter(tmp_path), store, tmp_path).resume("nope")
+
+
+async def test_a_wait_past_the_sessions_time_limit_withdraws_the_call(store: SqlitePendingStore,
+                                                                      tmp_path: Path) -> None:
+    """--max-time: nobody answered before the session's time was up; the call is withdrawn."""
+    counter, events = Counter(tmp_path), list[ToolEvent]()
+    pipeline = pipeline_of(counter, store, tmp_path, events, wait_for_answer=True)
+    assert pipeline.approvals is not None
+    pipeline = dataclasses.replace(pipeline, approvals=dataclasses.replace(pipeline.approvals, time_left=lambda: 0.05))
+    result = await pipeline.run(PipelineCall("mark", {"name": "a"}))
+    assert result.is_error and "the session's time limit was reached while it waited" in result.output
+    entry = store.list(status=None)[0]
+    assert entry.status == "withdrawn" and counter.runs == []
+    assert [e.entry.status for e in events if isinstance(e, ToolCallDecided)] == ["withdrawn"]
+    late = store.decide(entry.id, "approve", "alice")
+    assert isinstance(late, AlreadyDecided) and counter.runs == []

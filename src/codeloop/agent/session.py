@@ -651,11 +651,17 @@ class Session:
                 watch = Diagnostics(self.config.diagnostic_commands, self._diagnostics_warning).watch
             pipeline = build_pipeline(
                 registry, self.environment, policy=self.policy, hooks=self.hooks, session=self.step_of.id,
-                approvals=self.approvals,
+                approvals=self._approvals(),
                 session_id=self.id, hook_warning=self._hook_warning, checkpoint=self.checkpoint,
                 truncation=self._truncation, events=self._tool_event, watch=watch, answer=self._answer_now)
             self._built = (key, pipeline)
         return pipeline
+
+    def _approvals(self) -> Approvals | None:
+        """``approvals``, waiting no longer than ``--max-time`` leaves (then withdrawn)."""
+        if self.approvals is None or self.budget is None or self.budget.limits.seconds is None:
+            return self.approvals
+        return dataclasses.replace(self.approvals, time_left=self.budget.seconds_left)
 
     async def _answer_now(self, call: ToolCallRequest) -> ToolOutput | None:
         """The pipeline's ANSWER step: the running input's guards (``_answer``), if any."""

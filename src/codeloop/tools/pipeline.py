@@ -112,6 +112,9 @@ class Approvals:
     """Stores an "always" answer."""
     poll_interval: float = DEFAULT_POLL_INTERVAL
     """Seconds between two reads of the store while waiting."""
+    time_left: Callable[[], float | None] | None = None
+    """Seconds the session may still work (``--max-time``; None: no limit): a wait longer than
+    that times out, and the session's waiting calls are withdrawn."""
 
 
 class _CallFailed(Exception):
@@ -342,20 +345,24 @@ async def _answer_of(approvals: Approvals, entry: PendingCall, on_event: ToolEve
     store = approvals.store
     waiting = asyncio.ensure_future(store.wait(entry.id, approvals.poll_interval))
     asking = asyncio.ensure_future(approvals.client(entry, store)) if approvals.client is not None else None
+    left = approvals.time_left() if approvals.time_left is not None else None
     try:
-        if asking is not None:
-            await asyncio.wait({waiting, asking}, return_when=asyncio.FIRST_COMPLETED)
-            if not waiting.done():
-                failed = None if asking.cancelled() else asking.exception()
-                if failed is not None:  # a broken prompt refuses (others may have answered first)
-                    store.decide(entry.id, "deny", "codeloop", f"asking for approval failed ({failed})")
-                answered = store.get(entry.id)  # the client's answer: no need to wait for the next poll
-                if answered.status != "pending":
-                    return answered
-        return await waiting
+        async with asyncio.timeout(left):
+            return await _first_answer(store, entry, waiting, asking)
+    except TimeoutError:
+        # The session's time is up: nobody may answer for it any more (an answer given in the
+        # same instant wins the compare-and-set and is what counts).
+        store.withdraw(approvals.session, "the session's time limit was reached while the call waited")
+        answered = store.get(entry.id)
+        if answered.status != "withdrawn":
+            return answered
+        if on_event is not None:
+            on_event(ToolCallDecided(answered.call_id, answered))
+        raise _CallFailed(f"Tool call '{entry.tool}' was not run: the session's time limit was reached "
+                          f"while it waited for an answer (pending call {entry.id}).", decision=entry.decision) from None
     except asyncio.CancelledError:
-        # Nobody waits for the answer any more (the session was cancelled or timed out): an
-        # answer given now must not look as if it could still run anything.
+        # Nobody waits for the answer any more (the session was cancelled): an answer given
+        # now must not look as if it could still run anything.
         for withdrawn in store.withdraw(approvals.session, "the session stopped waiting for an answer (cancelled)"):
             if on_event is not None:
                 on_event(ToolCallDecided(withdrawn.call_id, withdrawn))
@@ -366,6 +373,22 @@ async def _answer_of(approvals: Approvals, entry: PendingCall, on_event: ToolEve
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
+
+
+async def _first_answer(store: PendingStore, entry: PendingCall, waiting: asyncio.Future[Any],
+                        asking: asyncio.Future[Any] | None) -> PendingCall:
+    """The client's answer as soon as it gave one (no wait for the next poll), else the store's."""
+    if asking is not None:
+        await asyncio.wait({waiting, asking}, return_when=asyncio.FIRST_COMPLETED)
+        if not waiting.done():
+            failed = None if asking.cancelled() else asking.exception()
+            if failed is not None:  # a broken prompt refuses (others may have answered first)
+                store.decide(entry.id, "deny", "codeloop", f"asking for approval failed ({failed})")
+            answered = store.get(entry.id)
+            if answered.status != "pending":
+                return answered
+    answered_elsewhere: PendingCall = await waiting
+    return answered_elsewhere
 
 
 def _settle(approvals: Approvals, entry: PendingCall, on_event: ToolEventSink | None) -> PendingCall:
