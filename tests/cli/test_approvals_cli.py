@@ -112,6 +112,8 @@ def test_a_denial_from_another_shell_reaches_the_model_with_who_and_why(server: 
     server.replies.extend([tool_reply("shell", {"command": "touch made"}), text_reply("ok")])
     run = start_run(server, workspace, "make it")
     entry = first_waiting(workspace)
+    listed = approvals(workspace, "list").stdout
+    assert listed.startswith(entry["id"]) and "touch made" in listed and "(runs touch (may change files))" in listed
     denied = approvals(workspace, "deny", entry["id"], "--as", "carol", "--reason", "not on main")
     assert denied.returncode == 0 and denied.stdout.startswith("denied: touch made"), denied.stderr
     _, stderr = run.communicate(timeout=WAIT)
