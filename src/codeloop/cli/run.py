@@ -279,18 +279,13 @@ class Runner:
         waiting calls are withdrawn (nobody waits for them), and calls approved or running when
         it died are reported interrupted and never run (the conversation went on without them:
         the model may ask again)."""
-        from codeloop.policy.pending import PendingCallError
-
         store = self.pending
         left = store.withdraw(session_id, "the process that asked ended before an answer")
         left += store.interrupt(session_id)
         for entry in store.list(session_id, "approved"):
-            try:
-                if store.claim(entry.id):
-                    store.finish(entry.id, "interrupted")
-                    left.append(store.get(entry.id))
-            except PendingCallError:
-                continue
+            if store.claim(entry.id):  # claimed here so that no other owner runs it either
+                store.finish(entry.id, "interrupted")
+                left.append(store.get(entry.id))
         for entry in left:
             self.err.print(f"[yellow]warning: pending call {entry.id} ({escape(entry.summary(120))}) of the earlier "
                            f"run was {entry.status}; it is not run[/]", highlight=False)

@@ -153,15 +153,24 @@ async def execute_tool_call(
         tool = lookup(registry, name, arguments)
         call = tool.effects.request(name, validate(tool, arguments), ctx.call_id)
         claimed = await check_policy(call, env, policy, approver, approvals, ctx.step, on_event)
-        with _finishing(approvals, claimed):
-            answered = None if answer is None else await answer(call)
-            if answered is not None:
-                produced = answered
-            else:
-                produced = await run_call(tool, call, env, ctx, checkpoint, watch, after)
+        if claimed is None:  # the usual case: allowed, nothing to mark in the store
+            produced = await _answer_or_run(tool, call, env, ctx, checkpoint, watch, after, answer)
+        else:
+            with _finishing(approvals, claimed):
+                produced = await _answer_or_run(tool, call, env, ctx, checkpoint, watch, after, answer)
     except _CallFailed as failure:
         produced, pending = ToolOutput(str(failure), is_error=True, data=failure.decision), failure.pending
     return emit_end(on_event, truncate(name, produced, config, ctx, started, pending))
+
+
+async def _answer_or_run(tool: RegisteredTool, call: ToolCallRequest, env: ExecutionEnvironment, ctx: ToolContext,
+                         checkpoint: Checkpoint | None, watch: Watch | None, after: AfterCall | None,
+                         answer: Answer | None) -> ToolOutput:
+    """ANSWER, else WATCH → CHECKPOINT → EXECUTE → AFTER."""
+    answered = None if answer is None else await answer(call)
+    if answered is not None:
+        return answered
+    return await run_call(tool, call, env, ctx, checkpoint, watch, after)
 
 
 @contextlib.contextmanager
