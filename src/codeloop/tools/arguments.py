@@ -3,12 +3,20 @@
 Models send arguments as a JSON string or an already-decoded object; both land here.
 Every problem becomes one :class:`ArgumentError` whose message names the argument, what
 was expected and what arrived, so a small model can fix its call in one try.
+
+Two validators, one verdict. ``jsonschema`` (draft 2020-12) is the judge: it decides every
+call it sees and words every error. It costs ~30 µs a call, a seventh of an agent round, so a
+schema made only of keywords whose meaning is the same in draft 7 and 2020-12
+(:data:`_SAME_IN_DRAFT_7`) also gets a ``fastjsonschema`` check compiled to Python (~1 µs):
+arguments it accepts are accepted; whatever it rejects, or cannot compile, goes to
+``jsonschema``. So the fast check can only save time, never let through what the judge would
+refuse: a property-based test over every built-in tool's schema holds it to that.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -63,7 +71,13 @@ def parse_arguments(tool_name: str, arguments: Mapping[str, Any] | str | None) -
 
 def validate_arguments(tool_name: str, schema: Mapping[str, Any], arguments: dict[str, Any]) -> None:
     """Raise :class:`ArgumentError` listing every schema violation of ``arguments``."""
-    validator = _validator_of(schema)
+    validator, fast = _validators_of(schema)
+    if fast is not None:
+        try:
+            fast(arguments)
+            return
+        except Exception:  # JsonSchemaException, or anything odd: the judge decides, and words the errors
+            pass
     errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
     if not errors:
         return
@@ -109,21 +123,81 @@ def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-_BY_IDENTITY: dict[int, tuple[Mapping[str, Any], Draft202012Validator]] = {}
+FastCheck = Callable[[Any], Any]
+"""A compiled ``fastjsonschema`` check: returns when valid, raises ``JsonSchemaException``."""
+
+_BY_IDENTITY: dict[int, tuple[Mapping[str, Any], Draft202012Validator, FastCheck | None]] = {}
 """Validators by the schema object they were built for: a tool's schema is the same object on
 every call, so the hot path skips serializing it (the entry holds the schema, so its id
 cannot be reused while cached). Tool schemas are not changed after registration."""
 
 
 def _validator_of(schema: Mapping[str, Any]) -> Draft202012Validator:
+    return _validators_of(schema)[0]
+
+
+def _validators_of(schema: Mapping[str, Any]) -> tuple[Draft202012Validator, FastCheck | None]:
     hit = _BY_IDENTITY.get(id(schema))
     if hit is not None and hit[0] is schema:
-        return hit[1]
-    validator = _validator(json.dumps(schema, sort_keys=True))
+        return hit[1], hit[2]
+    schema_json = json.dumps(schema, sort_keys=True)
+    validator, fast = _validator(schema_json), _fast_check(schema_json)
     if len(_BY_IDENTITY) >= 1024:
         _BY_IDENTITY.clear()
-    _BY_IDENTITY[id(schema)] = (schema, validator)
-    return validator
+    _BY_IDENTITY[id(schema)] = (schema, validator, fast)
+    return validator, fast
+
+
+_SAME_IN_DRAFT_7 = frozenset({
+    "type", "properties", "required", "additionalProperties", "patternProperties", "propertyNames",
+    "minProperties", "maxProperties", "items", "minItems", "maxItems", "uniqueItems", "enum", "const",
+    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minLength",
+    "maxLength", "pattern", "anyOf", "oneOf", "allOf", "not", "title", "description", "default",
+    "examples", "$comment",
+})
+"""Keywords that mean the same in draft 7 (``fastjsonschema``'s newest) and 2020-12. Left out on
+purpose: ``items`` as a list and ``prefixItems`` (changed meaning), ``$ref``/``$defs`` and the
+``unevaluated*``/``dependent*`` keywords (2020-12 only), and ``format`` (draft 7 checks it,
+2020-12 only annotates)."""
+
+_VALUE_KEYWORDS = frozenset({"enum", "const", "default", "examples", "title", "description", "$comment",
+                             "required", "type"})
+"""Keywords whose value is data, not a schema to look into."""
+
+
+def _same_in_draft_7(schema: Any) -> bool:
+    """True when ``schema`` (and every schema inside it) uses only :data:`_SAME_IN_DRAFT_7`."""
+    if isinstance(schema, bool):
+        return True
+    if not isinstance(schema, dict) or not set(schema) <= _SAME_IN_DRAFT_7:
+        return False
+    for key, value in schema.items():
+        if key in _VALUE_KEYWORDS:
+            continue
+        if key in ("properties", "patternProperties"):
+            if not isinstance(value, dict) or not all(_same_in_draft_7(v) for v in value.values()):
+                return False
+        elif key in ("anyOf", "oneOf", "allOf"):
+            if not isinstance(value, list) or not all(_same_in_draft_7(v) for v in value):
+                return False
+        elif key in ("additionalProperties", "items", "not", "propertyNames"):
+            if not _same_in_draft_7(value):  # ``items`` as a list is not a schema: refused here
+                return False
+    return True
+
+
+@lru_cache(maxsize=256)
+def _fast_check(schema_json: str) -> FastCheck | None:
+    schema = json.loads(schema_json)
+    if not _same_in_draft_7(schema):
+        return None
+    import fastjsonschema  # on the first validation, not at start (cold start), as jsonschema
+
+    try:
+        check: FastCheck = fastjsonschema.compile({**schema, "$schema": "http://json-schema.org/draft-07/schema#"})
+    except Exception:  # whatever it cannot compile, the judge handles alone
+        return None
+    return check
 
 
 @lru_cache(maxsize=256)

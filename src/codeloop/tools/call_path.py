@@ -98,6 +98,9 @@ class PipelineCall:
     step: int | str | None = None
     """The face's unit of work the call belongs to (``ToolContext.step``), for the checkpoint
     seam: the agent's turn, a relay reply, a spaces operation."""
+    answer: Answer | None = None
+    """The ANSWER step for this call (the running input's guards of an agent session), tried
+    before the pipeline's own ``answer``; it belongs to what is running now, not to the face."""
 
 
 @dataclass(frozen=True)
@@ -134,7 +137,7 @@ class Pipeline:
         return await execute_tool_call(
             self.registry, call.name, call.arguments, self.env, policy=self.policy, approver=self.approver,
             config=self.truncation, ctx=self._context(call), on_event=self.events, checkpoint=self.checkpoint,
-            after=self.after, watch=self.watch, answer=self.answer, approvals=self.approvals)
+            after=self.after, watch=self.watch, answer=call.answer or self.answer, approvals=self.approvals)
 
     async def resume(self, pending: str | PendingApproval, *, approved: bool | None = None,
                      call: PipelineCall | None = None) -> ToolCallOutcome:

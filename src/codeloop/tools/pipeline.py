@@ -153,8 +153,10 @@ async def execute_tool_call(
         tool = lookup(registry, name, arguments)
         call = tool.effects.request(name, validate(tool, arguments), ctx.call_id)
         claimed = await check_policy(call, env, policy, approver, approvals, ctx.step, on_event)
-        if claimed is None:  # the usual case: allowed, nothing to mark in the store
-            produced = await _answer_or_run(tool, call, env, ctx, checkpoint, watch, after, answer)
+        if claimed is None:  # the usual case (allowed): as lean as before the store (loop_overhead)
+            answered = None if answer is None else await answer(call)
+            produced = answered if answered is not None else await run_call(tool, call, env, ctx, checkpoint, watch,
+                                                                            after)
         else:
             with _finishing(approvals, claimed):
                 produced = await _answer_or_run(tool, call, env, ctx, checkpoint, watch, after, answer)

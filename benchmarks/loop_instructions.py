@@ -1,0 +1,79 @@
+"""Instructions per agent round on two commits, counted by valgrind: a figure load cannot move.
+
+``side_by_side.py`` times the benchmarks, and on a shared 2-core machine a 5 % goal sits inside
+the noise (one loop_overhead median moved 1.05 ↔ 1.12 between runs of the same commits). This
+counts what the CPU executes instead: each commit runs the loop_overhead session (instant tool,
+``complete()``) under ``valgrind --tool=callgrind`` with 2 and with 2 + ROUNDS rounds, and the
+difference divided by ROUNDS is the harness's instructions per round, start-up and imports
+cancelled out. Deterministic up to hash seeds (fixed here), so one run per side is enough.
+
+It does not see cache misses or a larger heap, which time does: read it beside the timed
+ratio, not instead of it.
+
+Needs ``valgrind`` (Debian package; not part of ``scripts/system-deps``, benchmarks only).
+Usage: ``.venv/bin/python benchmarks/loop_instructions.py --old 51cb17f --new HEAD [--rounds 300]``
+(about 2 minutes a side).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SESSION = """
+import asyncio, sys
+sys.path.insert(0, sys.argv[1])
+import loop_overhead
+asyncio.run(loop_overhead.run_session(int(sys.argv[2]), shell=False, stream=False, trace=False))
+"""
+
+
+def instructions(tree: Path, rounds: int, out: Path) -> int:
+    env = {**os.environ, "PYTHONPATH": str(tree / "src"), "PYTHONHASHSEED": "0"}
+    done = subprocess.run(
+        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, "-c", SESSION,
+         str(tree / "benchmarks"), str(rounds)], cwd=tree, env=env, capture_output=True, text=True, timeout=3600)
+    found = re.search(r"Collected : (\d+)", done.stderr)
+    if done.returncode != 0 or found is None:
+        raise SystemExit(f"valgrind on {tree} ({rounds} rounds) failed (exit {done.returncode}):\n{done.stderr[-1500:]}")
+    return int(found.group(1))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--old", required=True)
+    parser.add_argument("--new", default="HEAD")
+    parser.add_argument("--rounds", type=int, default=300)
+    options = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="loop-instructions-") as tmp:
+        trees = {}
+        for side in ("old", "new"):
+            trees[side] = Path(tmp, side)
+            subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", "-q", str(trees[side]),
+                            getattr(options, side)], check=True)
+        try:
+            # Two valgrind processes at once: one per core, and the counts do not depend on load.
+            jobs = {(side, n): (trees[side], n, Path(tmp, f"{side}-{n}.out"))
+                    for side in ("old", "new") for n in (2, 2 + options.rounds)}
+            with ThreadPoolExecutor(2) as pool:
+                counts = dict(zip(jobs, pool.map(lambda job: instructions(*job), jobs.values()), strict=True))
+        finally:
+            for tree in trees.values():
+                subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)], check=False)
+    per_round = {side: (counts[side, 2 + options.rounds] - counts[side, 2]) / options.rounds for side in ("old", "new")}
+    start = {side: counts[side, 2] for side in ("old", "new")}
+    print(f"old {options.old}  new {options.new}  rounds {options.rounds}")
+    print(f"instructions per round   old {per_round['old']:,.0f}  new {per_round['new']:,.0f}  "
+          f"new/old {per_round['new'] / per_round['old']:.3f}")
+    print(f"start-up + 2 rounds      old {start['old']:,}  new {start['new']:,}  new/old {start['new'] / start['old']:.3f}")
+
+
+if __name__ == "__main__":
+    main()
