@@ -12,6 +12,7 @@ Public API::
     is_read_only_line(line) -> bool                     every command of a line is read-only
     approval_policy(mode, ApprovalStore, ask)           the CLI's never-ask | on-risk | always-ask
     PendingApproval(ToolCallRequest, Decision)          a call held until a human answers
+    PendingStore / SqlitePendingStore                   the one durable store of calls waiting for an answer
 """
 
 from codeloop.policy.approval import PendingApproval, ToolCallRequest
@@ -33,6 +34,14 @@ from codeloop.policy.model import (
     strictest,
 )
 from codeloop.policy.paths import evaluate_path
+from codeloop.policy.pending import (
+    AlreadyDecided,
+    Decided,
+    PendingCall,
+    PendingStore,
+    SqlitePendingStore,
+    UnknownPendingCallError,
+)
 from codeloop.policy.presets import PRESET_NAMES, preset
 from codeloop.policy.shell import (
     READ_ONLY_COMMANDS,
@@ -50,9 +59,11 @@ __all__ = [
     "PRESET_NAMES",
     "READ_ONLY_COMMANDS",
     "Action",
+    "AlreadyDecided",
     "ApprovalRequest",
     "ApprovalStore",
     "ApprovalsFileError",
+    "Decided",
     "Decision",
     "FilesystemPolicy",
     "Judgement",
@@ -60,11 +71,15 @@ __all__ = [
     "ParsedCommand",
     "PathUse",
     "PendingApproval",
+    "PendingCall",
+    "PendingStore",
     "Policy",
     "Redirect",
     "ShellParseError",
     "ShellPolicy",
+    "SqlitePendingStore",
     "ToolCallRequest",
+    "UnknownPendingCallError",
     "approval_policy",
     "evaluate_command",
     "evaluate_path",

@@ -62,3 +62,9 @@ def existing_log_path(session_id: str) -> Path:
             f"no session {session_id!r} in {sessions_dir()} (list them with 'codeloop sessions list')"
         )
     return path
+
+
+def approvals_db_path() -> Path:
+    """The pending-call store of ``codeloop run``, ``codeloop tool`` and the relay (issue 34):
+    ``approvals.sqlite3`` beside ``sessions/``, shared by every process of the user."""
+    return sessions_dir().parent / "approvals.sqlite3"
