@@ -114,7 +114,6 @@ def test_an_answer_given_through_the_store_is_applied_by_the_next_step(relay: Ru
 def test_approve_killed_between_decision_and_run_runs_the_command_once_on_the_next_step(
         relay: Run, tmp_path: Path) -> None:
     sid, workspace = _held(relay, tmp_path)
-    [entry] = _listed(tmp_path, sid)
     # Hold the root's lock: "approve" records its decision, then waits for the lock to run the command.
     fd = os.open(tmp_path / "root" / "sessions" / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
     fcntl.flock(fd, fcntl.LOCK_EX)
