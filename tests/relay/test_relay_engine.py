@@ -189,18 +189,16 @@ def test_missing_workspace_stops_before_taking_the_reply(tmp_path: Path) -> None
 
 
 def test_an_approval_saved_before_a_crash_runs_the_held_command_once_on_the_next_step(tmp_path: Path) -> None:
-    from dataclasses import replace
+    from codeloop.relay.approvals import approvals_store
 
-    from codeloop.relay.session import load_session, save_session
-
-    config, sid = _start(tmp_path, policy="standard")
+    config, _ = _start(tmp_path, policy="standard")
     ws = tmp_path / "root" / "workspace"
     (config.inbox_dir / "r.txt").write_text("[RUN_COMMAND]\necho ran >> log.txt; rm -rf build\n[/RUN_COMMAND]\n")
     held = asyncio.run(step(config)).session.held
-    assert held is not None and held.answer is None and not (ws / "log.txt").exists()
-    # `relay approve` saves the answer first; here the process died right after that.
-    state = load_session(config.sessions_dir, sid)
-    save_session(config.sessions_dir, replace(state, held=replace(held, answer="approved")))
+    assert held is not None and approvals_store().get(held.pending).status == "pending"
+    assert not (ws / "log.txt").exists()
+    # `relay approve` decides in the store first; here the process died right after that.
+    approvals_store().decide(held.pending, "approve", "alice")
     after = asyncio.run(step(config)).session
     assert after.held is None and after.sequence_number == 2
     asyncio.run(step(config))

@@ -373,8 +373,7 @@ async def _apply_reply(config: RelayConfig, state: SessionState, pipeline: Pipel
                 began = time.monotonic()
                 ran = answer if isinstance(answer, CommandResult) else await execute_command(
                     cmd, pipeline, state.policy, _within_time(limits, left), functools.partial(journal.begin, index),
-                    Approvals(store, state.session_id),
-                    marker=f"{state.session_id}-seq{state.sequence_number:04d}-cmd{index}",
+                    approvals=Approvals(store, state.session_id), marker=f"{state.session_id}-seq{state.sequence_number:04d}-cmd{index}",
                     approved=held.pending if answer is True and held is not None else None, step=state.sequence_number)
                 state = spent(state, time.monotonic() - began)
                 if isinstance(ran, Held):

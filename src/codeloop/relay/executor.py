@@ -203,7 +203,7 @@ def _refused(cmd: c.RelayCommand, policy_name: str, decision: Decision) -> Comma
 
 
 async def execute_command(cmd: c.RelayCommand, pipeline: Pipeline, policy_name: str, limits: ExecutionLimits,
-                          before_effect: BeforeEffect, approvals: Approvals, marker: str | None = None,
+                          before_effect: BeforeEffect, approvals: Approvals | None = None, marker: str | None = None,
                           approved: str | None = None, step: int | None = None) -> CommandResult | Held:
     """Run one command and describe its outcome; never raises for model mistakes.
 
@@ -243,7 +243,7 @@ async def execute_command(cmd: c.RelayCommand, pipeline: Pipeline, policy_name: 
             raise
 
     call = PipelineCall(cmd.name, _arguments(cmd, limits, marker), before_change=journal, step=step)
-    if approved is not None:  # the store's answer is this call's POLICY step
+    if approved is not None and approvals is not None:  # the store's answer is this call's POLICY step
         ran = await _run_approved(pipeline, approvals.store, approved, call)
         if ran is None:
             return interrupted(cmd)
@@ -252,7 +252,9 @@ async def execute_command(cmd: c.RelayCommand, pipeline: Pipeline, policy_name: 
         result = await pipeline.run(call)
     if journal_failures:
         raise journal_failures[0]
-    if result.pending is not None:
+    if result.pending is not None and approvals is None:
+        return _failure(cmd, f"Not run: it needs approval ({result.pending.decision.reason}) and nobody can give it here")
+    if result.pending is not None and approvals is not None:
         entry = approvals.store.add(PendingCall.raise_for(result.pending.call, result.pending.decision,
                                                           session=approvals.session, face="relay", step=step))
         return Held(entry.reason, entry.id)
