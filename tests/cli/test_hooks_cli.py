@@ -96,7 +96,8 @@ command = "sleep 300 & echo $! >> {pids}; setsid sleep 300 & echo $! >> {pids}; 
     warnings = [e["data"] for e in events_of(done.stdout, "warning")]
     assert any(w["code"] == "hook" and "timeout of 1 s and was killed" in w["message"] for w in warnings), warnings
     assert not (workspace / "made").exists()
-    assert "not run" in tool_results(server, 1)[0]
+    assert "was not approved" in tool_results(server, 1)[0]  # denied through the pending store (issue 34)
+    assert "denied by codeloop: no terminal to ask for approval" in tool_results(server, 1)[0]
     assert_all_dead(pids, 3)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -12,11 +13,14 @@ from hypothesis import strategies as st
 from codeloop.environments.local import LocalExecutionEnvironment
 from codeloop.llm.types import ToolDefinition
 from codeloop.policy import (
-    ApprovalRequest,
     ApprovalsFileError,
     ApprovalStore,
     approval_policy,
+    remembering,
 )
+from codeloop.policy.model import Decision
+from codeloop.policy.pending import PendingCall, PendingStore, SqlitePendingStore
+from codeloop.tools.call_path import PipelineCall, build_pipeline
 from codeloop.tools.effects import writes
 from codeloop.tools.files import read_file_tool, write_file_tool
 from codeloop.tools.index_tools import index_tools
@@ -34,13 +38,17 @@ MCP_TOOL = RegisteredTool(ToolDefinition("srv__do", "an MCP tool", {"type": "obj
 
 
 class Asker:
+    """A client of the pending store answering y, n or always, as the terminal prompt does."""
+
     def __init__(self, *answers: str) -> None:
         self.answers = list(answers)
-        self.asked: list[ApprovalRequest] = []
+        self.asked: list[PendingCall] = []
 
-    def __call__(self, request: ApprovalRequest) -> str:
-        self.asked.append(request)
-        return self.answers.pop(0)
+    async def __call__(self, entry: PendingCall, store: PendingStore) -> None:
+        self.asked.append(entry)
+        answer = self.answers.pop(0)
+        store.decide(entry.id, "deny" if answer == "n" else "approve", "test", "declined" if answer == "n" else "",
+                     "always" if answer == "always" else "once")
 
 
 @pytest.fixture
@@ -49,11 +57,16 @@ def ws(tmp_path: Path) -> Path:
     return tmp_path
 
 
-async def run(ws: Path, mode: str, asker: Asker, name: str, args: dict[str, object]) -> tuple[bool, str]:
+async def run(ws: Path, mode: str, asker: Asker, name: str, args: dict[str, object],
+              warn: Callable[[str], None] | None = None, store: ApprovalStore | None = None) -> tuple[bool, str]:
+    """One call through a pipeline whose asks wait in a pending store, answered by ``asker``."""
     env = LocalExecutionEnvironment(ws)
     registry = ToolRegistry.of([shell_tool(), read_file_tool(), write_file_tool(), MCP_TOOL])
-    policy = approval_policy(mode, ApprovalStore(ws), asker)  # type: ignore[arg-type]
-    result = await execute_tool_call(registry, name, args, env, policy=policy)
+    remembered = store or ApprovalStore(ws)
+    pipeline = build_pipeline(registry, env, policy=approval_policy(mode, remembered),
+                              pending=SqlitePendingStore(ws.parent / f"{ws.name}-pending.db"), wait_for_answer=True,
+                              ask_client=asker, remember=remembering(remembered, warn))
+    result = await pipeline.run(PipelineCall(name, args))
     return result.is_error, result.output
 
 
@@ -66,7 +79,7 @@ async def test_on_risk_runs_read_only_lines_without_asking(ws: Path) -> None:
 async def test_on_risk_asks_before_a_writing_command_and_n_denies(ws: Path) -> None:
     asker = Asker("n")
     failed, out = await run(ws, "on-risk", asker, "shell", {"command": "ls && rm a.txt"})
-    assert failed and "declined" in out
+    assert failed and "denied by test: declined" in out
     assert (ws / "a.txt").exists()
     assert asker.asked[0].remember_as == ("rm",) and "rm" in asker.asked[0].reason
 
@@ -108,22 +121,20 @@ async def test_never_ask_runs_everything_and_always_ask_asks_for_reads_too(ws: P
 
 
 async def test_always_ask_runs_index_searches_without_asking_but_not_writes(ws: Path) -> None:
-    asker = Asker("n")
-    policy = approval_policy("always-ask", ApprovalStore(ws), asker)  # type: ignore[arg-type]
+    policy = approval_policy("always-ask", ApprovalStore(ws))
     env = LocalExecutionEnvironment(ws)
     registry = ToolRegistry.of([*all_tools(), *index_tools(ws)])
     for name in ("search_code", "find_symbol", "impact", "grep"):
         decision = await policy(registry.request(name, {"query": "x"}, "c1"), env)
         assert decision.action == "allow", name
-    assert asker.asked == []
     decision = await policy(registry.request("write_file", {"file_path": "b.txt", "content": "b"}, "c2"), env)
-    assert decision.action == "deny" and len(asker.asked) == 1
+    assert decision.action == "ask" and decision.remember_as == ("write_file",)
 
 
 async def test_on_risk_asks_for_mcp_tools_but_not_file_tools(ws: Path) -> None:
     asker = Asker("n")
     failed, _ = await run(ws, "on-risk", asker, "srv__do", {})
-    assert failed and asker.asked[0].remember_as == ("srv__do",)
+    assert failed and asker.asked[0].remember_as == ("srv__do",) and asker.asked[0].grants == ("once", "always")
     failed, _ = await run(ws, "on-risk", Asker(), "write_file", {"file_path": "c.txt", "content": "c"})
     assert not failed
 
@@ -134,33 +145,31 @@ async def test_on_risk_reads_the_declarations_not_the_names(ws: Path) -> None:
 
     registry = ToolRegistry.of(all_tools())
     add_job_tools(registry, JobTable())
-    asker = Asker("n")
-    policy = approval_policy("on-risk", ApprovalStore(ws), asker)  # type: ignore[arg-type]
+    policy = approval_policy("on-risk", ApprovalStore(ws))
     env = LocalExecutionEnvironment(ws)
     feeds = await policy(registry.request("job_input", {"job_id": "job1", "text": "rm -rf .\n"}), env)
-    assert feeds.action == "deny" and [a.tool_name for a in asker.asked] == ["job_input"]  # may do anything: asked
+    assert feeds.action == "ask" and feeds.remember_as == ("job_input",)  # may do anything: asked
     for name, args in (("job_stop", {"job_id": "job1"}), ("job_output", {}),
                        ("apply_patch", {"patch": "*** Begin Patch\n*** Add File: n.txt\n+n\n*** End Patch"})):
         assert (await policy(registry.request(name, args), env)).action == "allow", name
-    assert len(asker.asked) == 1
     renamed = make_tool("notes_save", "d", {"path": {"type": "string"}}, ["path"], _noop, writes("path"))
     assert (await policy(renamed.effects.request("notes_save", {"path": "n.md"}), env)).action == "allow"
     undeclared = make_tool("notes_sync", "d", {}, [], _noop)  # says nothing: the widest, asked
-    assert (await policy(undeclared.effects.request("notes_sync", {}), env)).action == "deny"
+    assert (await policy(undeclared.effects.request("notes_sync", {}), env)).action == "ask"
 
 
 async def _noop(args: object, env: object, ctx: object) -> str:
     return ""
 
 
-async def test_a_failing_prompt_denies_the_call(ws: Path) -> None:
-    def broken(request: ApprovalRequest) -> str:
-        raise RuntimeError("no tty")
-
+async def test_the_policy_decides_and_never_prompts(ws: Path) -> None:
+    """An ask is a decision naming what "always" would remember; nobody is asked here."""
     env = LocalExecutionEnvironment(ws)
-    policy = approval_policy("on-risk", ApprovalStore(ws), broken)  # type: ignore[arg-type]
-    result = await execute_tool_call(ToolRegistry.of([shell_tool()]), "shell", {"command": "rm a.txt"}, env, policy=policy)
-    assert result.is_error and "no tty" in result.output and (ws / "a.txt").exists()
+    policy = approval_policy("on-risk", ApprovalStore(ws))
+    result = await execute_tool_call(ToolRegistry.of([shell_tool()]), "shell", {"command": "rm a.txt"}, env,
+                                     policy=policy)
+    assert result.is_error and result.pending is not None and (ws / "a.txt").exists()
+    assert result.pending.decision == Decision.ask("runs rm (may change files)", "approval.on-risk", ("rm",))
 
 
 def test_malformed_approvals_file_is_a_clear_error(ws: Path) -> None:
@@ -172,7 +181,7 @@ def test_malformed_approvals_file_is_a_clear_error(ws: Path) -> None:
 
 def test_unknown_mode_is_refused(ws: Path) -> None:
     with pytest.raises(ValueError, match="never-ask, on-risk, always-ask"):
-        approval_policy("sometimes", ApprovalStore(ws), Asker())  # type: ignore[arg-type]
+        approval_policy("sometimes", ApprovalStore(ws))
 
 
 @settings(max_examples=100, deadline=None)
@@ -189,12 +198,10 @@ def test_judging_any_line_never_raises(tmp_path_factory: pytest.TempPathFactory,
     ws = tmp_path_factory.mktemp("ws")
     store = ApprovalStore(ws)
     store.remember(prefix)
-    asker = Asker("n")
-    policy = approval_policy("on-risk", store, asker)  # type: ignore[arg-type]
+    policy = approval_policy("on-risk", store)
     call = all_tools_registry().request("shell", {"command": line})
     decision = asyncio.run(policy(call, LocalExecutionEnvironment(ws)))
-    assert decision.action in ("allow", "deny")
-    assert (decision.action == "deny") == bool(asker.asked)
+    assert decision.action in ("allow", "ask")
 
 
 async def test_always_never_writes_through_a_codeloop_dir_linked_out_of_the_workspace(
@@ -204,11 +211,9 @@ async def test_always_never_writes_through_a_codeloop_dir_linked_out_of_the_work
     # After the store was opened, the agent replaces .codeloop with a link leaving the workspace.
     (ws / ".codeloop").symlink_to(outside, target_is_directory=True)
     warnings: list[str] = []
-    policy = approval_policy("on-risk", store, Asker("always"), warn=warnings.append)  # type: ignore[arg-type]
-    registry = ToolRegistry.of([shell_tool()])
-    result = await execute_tool_call(registry, "shell", {"command": "touch one.txt"}, LocalExecutionEnvironment(ws),
-                                     policy=policy)
-    assert not result.is_error and (ws / "one.txt").exists()  # the user said always: it runs
+    failed, _ = await run(ws, "on-risk", Asker("always"), "shell", {"command": "touch one.txt"},
+                          warn=warnings.append, store=store)
+    assert not failed and (ws / "one.txt").exists()  # the user said always: it runs
     assert list(outside.iterdir()) == []  # nothing written outside
     assert len(warnings) == 1 and "holds for this session only" in warnings[0]
     assert store.is_allowed("touch two.txt")  # remembered for the session

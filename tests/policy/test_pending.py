@@ -196,7 +196,12 @@ def test_wait_returns_the_answer_given_elsewhere(store: SqlitePendingStore) -> N
     assert (got.status, got.decided_by, got.decision_reason) == ("denied", "bob", "why")
 
 
-def test_the_file_is_in_wal_mode(store: SqlitePendingStore) -> None:
+def test_nothing_is_written_until_a_call_is_added_and_then_in_wal_mode(store: SqlitePendingStore) -> None:
+    assert store.list() == [] and store.withdraw("s1", "x") == [] and store.interrupt("s1") == []
+    assert not store.path.exists()
+    deeper = SqlitePendingStore(store.path.parent / "state" / "approvals.sqlite3")
+    assert deeper.list(status=None) == [] and not deeper.path.parent.exists()  # a read creates nothing
+    raise_one(store)
     with sqlite3.connect(store.path) as db:
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 

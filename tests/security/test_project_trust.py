@@ -16,11 +16,12 @@ import pytest
 from codeloop.config import load_config
 from codeloop.environments.local import LocalExecutionEnvironment
 from codeloop.environments.sandbox import SandboxedExecutionEnvironment
-from codeloop.policy import ApprovalRequest, ApprovalStore, approval_policy
+from codeloop.policy import ApprovalStore, approval_policy, remembering
+from codeloop.policy.pending import PendingCallError, SqlitePendingStore
 from codeloop.policy.trust import trust, trust_file
 from codeloop.tools.apply_patch import apply_patch_tool
+from codeloop.tools.call_path import PipelineCall, build_pipeline
 from codeloop.tools.files import read_file_tool, write_file_tool
-from codeloop.tools.pipeline import execute_tool_call
 from codeloop.tools.registry import ToolRegistry
 from codeloop.tools.sets import all_tools_registry
 from codeloop.tools.shell import shell_tool
@@ -90,16 +91,6 @@ def test_an_always_answer_keeps_untrusted_prefixes_unapplied(ws: Path) -> None:
     assert '"rm"' in path.read_text() and not again.is_allowed("rm x") and not again.is_allowed("touch x")
 
 
-class Asker:
-    def __init__(self, answer: str = "y") -> None:
-        self.answer = answer
-        self.asked: list[ApprovalRequest] = []
-
-    def __call__(self, request: ApprovalRequest) -> str:
-        self.asked.append(request)
-        return self.answer
-
-
 PATCH = "*** Begin Patch\n*** Add File: .codeloop/config.toml\n+approval = \"never-ask\"\n*** End Patch\n"
 
 
@@ -116,21 +107,29 @@ PATCH = "*** Begin Patch\n*** Add File: .codeloop/config.toml\n+approval = \"nev
 async def test_agent_writes_to_codeloop_dir_always_ask_and_are_never_remembered(
         ws: Path, mode: str, name: str, args: dict[str, object]) -> None:
     (ws / "sub").mkdir()
-    asker = Asker("always")
     registry = ToolRegistry.of([shell_tool(), write_file_tool(), apply_patch_tool(), read_file_tool()])
-    policy = approval_policy(mode, ApprovalStore(ws), asker)  # type: ignore[arg-type]
+    remembered = ApprovalStore(ws)
+    policy = approval_policy(mode, remembered)
     decision = await policy(registry.request(name, dict(args)), LocalExecutionEnvironment(ws))
     if mode == "never-ask":
         # Issue 32: no sandbox keeps .codeloop/ read-only here and nobody is asked: refused.
-        assert decision.action == "deny" and asker.asked == [] and "no sandbox protects" in decision.reason
+        assert decision.action == "deny" and "no sandbox protects" in decision.reason
         # In a sandbox (where commands cannot write it) it still asks, as before.
         decision = await policy(registry.request(name, dict(args)), SandboxedExecutionEnvironment(ws))
-    assert decision.action == "allow" and len(asker.asked) == 1  # asked, and the user said yes
-    assert asker.asked[0].remember_as == () and ".codeloop" in asker.asked[0].reason
-    assert not (ws / ".codeloop" / "approvals.toml").exists()  # "always" remembered nothing
-    denied = approval_policy(mode, ApprovalStore(ws), Asker("n"))  # type: ignore[arg-type]
-    result = await execute_tool_call(registry, name, args, LocalExecutionEnvironment(ws), policy=denied)
+    assert decision.action == "ask" and decision.remember_as == () and ".codeloop" in decision.reason
+    # Nothing to remember: the answer can only be "once", and "always" is refused by the store.
+    pending = SqlitePendingStore(ws.parent / "pending.db")
+    env = SandboxedExecutionEnvironment(ws) if mode == "never-ask" else LocalExecutionEnvironment(ws)
+    pipeline = build_pipeline(registry, env, policy=policy, pending=pending,
+                              remember=remembering(remembered))
+    held = await pipeline.run(PipelineCall(name, dict(args)))
+    assert held.pending is not None and held.pending.grants == ("once",)
+    with pytest.raises(PendingCallError, match="once only"):
+        pending.decide(held.pending.id, "approve", "user", scope="always")
+    pending.decide(held.pending.id, "deny", "user")
+    result = await pipeline.resume(held.pending.id)
     assert result.is_error and sorted(p.name for p in (ws / ".codeloop").iterdir()) == []
+    assert not (ws / ".codeloop" / "approvals.toml").exists()  # nothing remembered
 
 
 @pytest.mark.parametrize(("name", "args"), [
@@ -140,10 +139,9 @@ async def test_agent_writes_to_codeloop_dir_always_ask_and_are_never_remembered(
     ("write_file", {"file_path": "a.codeloop", "content": "x"}),
 ])
 async def test_reading_codeloop_dir_and_similar_names_do_not_ask(ws: Path, name: str, args: dict[str, object]) -> None:
-    asker = Asker()
-    policy = approval_policy("never-ask", ApprovalStore(ws), asker)  # type: ignore[arg-type]
+    policy = approval_policy("never-ask", ApprovalStore(ws))
     decision = await policy(all_tools_registry().request(name, dict(args)), LocalExecutionEnvironment(ws))
-    assert decision.action == "allow" and asker.asked == []
+    assert decision.action == "allow"
 
 
 def _trust_cli(ws: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:

@@ -20,6 +20,7 @@ from codeloop.llm.errors import ConfigurationError
 from codeloop.llm.types import ToolDefinition
 from codeloop.policy import Decision, PendingApproval
 from codeloop.policy.approval import Effect
+from codeloop.policy.pending import SqlitePendingStore
 from codeloop.tools import (
     RegisteredTool,
     ToolCallRequest,
@@ -30,6 +31,7 @@ from codeloop.tools import (
     execute_tool_call,
     resume_tool_call,
 )
+from codeloop.tools.call_path import PipelineCall, build_pipeline
 from codeloop.tools.sets import all_tools_registry
 from codeloop.tools.tool_events import ToolCallEnded, ToolCallStarted, ToolEvent
 
@@ -190,28 +192,31 @@ async def _ask(call: ToolCallRequest, env: ExecutionEnvironment) -> Decision:
     return Decision.ask("writes outside src/", "test.rule")
 
 
-async def test_policy_ask_without_approver_holds_the_call_until_approved() -> None:
+async def test_policy_ask_without_waiting_holds_the_call_in_the_store_until_approved(tmp_path: Path) -> None:
     calls: list[dict[str, Any]] = []
     registry = ToolRegistry.of([_counting_tool(calls)])
-    held = await execute_tool_call(registry, "echo", {"file_path": "a"}, ENV, policy=_ask,
-                                   ctx=ToolContext(call_id="c7"))
+    pipeline = build_pipeline(registry, ENV, policy=_ask, pending=SqlitePendingStore(tmp_path / "p.db"), session="s1")
+    held = await pipeline.run(PipelineCall("echo", {"file_path": "a"}, "c7"))
     assert held.is_error and calls == [] and held.pending is not None
-    assert held.pending.call == ToolCallRequest("echo", {"file_path": "a"}, "c7")
+    assert (held.pending.tool, held.pending.arguments, held.pending.call_id) == ("echo", {"file_path": "a"}, "c7")
     assert held.pending.decision == Decision.ask("writes outside src/", "test.rule")
-    # A keeper stores it as JSON and resumes after a restart.
-    stored = PendingApproval.from_json(held.pending.to_json())
-    done = await resume_tool_call(registry, stored, ENV, approved=True)
+    # Another process answers it; the keeper resumes it after a restart.
+    SqlitePendingStore(tmp_path / "p.db").decide(held.pending.id, "approve", "alice")
+    done = await pipeline.resume(held.pending.id)
     assert (done.is_error, done.output, done.call_id, done.pending) == (False, "ran a (c7)", "c7", None)
     assert calls == [{"file_path": "a"}]
 
 
-async def test_a_denied_pending_call_never_runs() -> None:
+async def test_a_denied_pending_call_never_runs(tmp_path: Path) -> None:
     calls: list[dict[str, Any]] = []
-    registry = ToolRegistry.of([_counting_tool(calls)])
-    held = await execute_tool_call(registry, "echo", {"file_path": "a"}, ENV, policy=_ask)
+    store = SqlitePendingStore(tmp_path / "p.db")
+    pipeline = build_pipeline(ToolRegistry.of([_counting_tool(calls)]), ENV, policy=_ask, pending=store)
+    held = await pipeline.run(PipelineCall("echo", {"file_path": "a"}))
     assert held.pending is not None
-    refused = await resume_tool_call(registry, held.pending, ENV, approved=False)
-    assert refused.is_error and refused.output == "Tool call 'echo' was not approved (writes outside src/)."
+    store.decide(held.pending.id, "deny", "bob", "not there")
+    refused = await pipeline.resume(held.pending.id)
+    assert refused.is_error and refused.output == (
+        "Tool call 'echo' was not approved (writes outside src/): denied by bob: not there.")
     assert calls == []
 
 
@@ -397,15 +402,17 @@ async def test_the_seam_sees_only_changing_calls_with_their_declaration_and_step
     assert rec.seen[2][1].command == "rm n.txt" and not (tmp_path / "n.txt").exists()
 
 
-async def test_a_resumed_call_has_its_events_and_checkpoint() -> None:
+async def test_a_resumed_call_has_its_events_and_checkpoint(tmp_path: Path) -> None:
     calls: list[dict[str, Any]] = []
     rec = _Recorder()
+    store = SqlitePendingStore(tmp_path / "p.db")
     registry = ToolRegistry.of([_counting_tool(calls)])
-    held = await execute_tool_call(registry, "echo", {"file_path": "a"}, ENV, policy=_ask,
-                                   ctx=ToolContext(call_id="c9"))
+    pipeline = build_pipeline(registry, ENV, policy=_ask, pending=store, events=rec.on_event, checkpoint=rec.checkpoint)
+    held = await pipeline.run(PipelineCall("echo", {"file_path": "a"}, "c9"))
     assert held.pending is not None
-    await resume_tool_call(registry, held.pending, ENV, approved=True, on_event=rec.on_event,
-                           checkpoint=rec.checkpoint)
+    store.decide(held.pending.id, "approve", "alice")
+    rec.seen.clear()
+    await pipeline.resume(held.pending.id)
     assert rec.seen == [
         ("tool_call_start", {"tool_name": "echo", "call_id": "c9", "arguments": {"file_path": "a"}}),
         ("before", ToolCallRequest("echo", {"file_path": "a"}, "c9")),

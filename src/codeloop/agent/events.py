@@ -17,6 +17,8 @@ apart from ``ERROR`` so a host can tell "informational" from "something failed".
 ``RETRY`` (issue 23) says a model call is being asked again after a transient failure.
 ``BUDGET`` (issue 36) reports what a run with limits has used, and which limit stopped it;
 ``CONTEXT_COMPACTED`` (issue 36) says what was shortened to fit the context window.
+``APPROVAL_PENDING`` and ``APPROVAL_DECIDED`` (issue 34) say that a call waits in the pending
+store and how it was answered (or withdrawn), by whom and why: the session log keeps them.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ class EventKind(StrEnum):
     TOOL_CALL_START = "tool_call_start"
     TOOL_CALL_OUTPUT_DELTA = "tool_call_output_delta"
     TOOL_CALL_END = "tool_call_end"
+    APPROVAL_PENDING = "approval_pending"
+    APPROVAL_DECIDED = "approval_decided"
     STEERING_INJECTED = "steering_injected"
     TURN_LIMIT = "turn_limit"
     LOOP_DETECTION = "loop_detection"
@@ -170,6 +174,42 @@ class ToolCallEnd(_Event, kind=EventKind.TOOL_CALL_END):
 
 
 @dataclass(frozen=True, kw_only=True)
+class ApprovalPending(_Event, kind=EventKind.APPROVAL_PENDING):
+    """A call waits for an answer in the pending store (``codeloop approvals approve ID``)."""
+
+    call_id: str
+    """The tool call that waits."""
+    pending_id: str
+    """Its id in the store: what an answer names."""
+    tool_name: str
+    summary: str
+    """What runs: the command line, or the tool and its arguments."""
+    reason: str
+    """Why it asks."""
+    grants: list[str] = field(default_factory=lambda: ["once"])
+    """What an answer may grant: ``once``, and ``always`` when something can be remembered."""
+    remember_as: list[str] = field(default_factory=list)
+    """What an "always" answer stores."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ApprovalDecided(_Event, kind=EventKind.APPROVAL_DECIDED):
+    """A waiting call was answered or withdrawn."""
+
+    call_id: str
+    pending_id: str
+    tool_name: str
+    status: str
+    """``approved``, ``denied`` or ``withdrawn``."""
+    decided_by: str
+    """Who answered (``terminal``, the user of ``codeloop approvals``), ``codeloop`` for a withdrawal."""
+    reason: str = ""
+    """Why, as they said."""
+    scope: str | None = None
+    """``once`` or ``always`` for an approval."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class SteeringInjected(_Event, kind=EventKind.STEERING_INJECTED):
     """A steering message (or loop warning) was added to the history."""
 
@@ -281,6 +321,8 @@ SessionEvent = (
     | ToolCallStart
     | ToolCallOutputDelta
     | ToolCallEnd
+    | ApprovalPending
+    | ApprovalDecided
     | SteeringInjected
     | TurnLimit
     | LoopDetection

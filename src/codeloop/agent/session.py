@@ -58,7 +58,7 @@ from codeloop.llm import constrained
 from codeloop.llm.catalog import get_model_info
 from codeloop.llm.errors import AuthenticationError, ContextLengthError, NotFoundError, SDKError
 from codeloop.llm.types import ImageData, Message, Request, Response, ToolCall, Usage
-from codeloop.policy.approval import Approver, ToolCallRequest
+from codeloop.policy.approval import ToolCallRequest
 from codeloop.profiles.base import ProviderProfile
 from codeloop.profiles.prompts import NATIVE_COMPACT
 from codeloop.tools import ToolPolicy, ToolRegistry, TruncationConfig
@@ -66,9 +66,16 @@ from codeloop.tools.call_path import Pipeline, PipelineCall, build_pipeline
 from codeloop.tools.diagnostics import Diagnostics
 from codeloop.tools.files import READ_FILE, READ_MANY_FILES
 from codeloop.tools.hooks import Hooks
-from codeloop.tools.pipeline import Answer, Checkpoint
+from codeloop.tools.pipeline import Answer, Approvals, Checkpoint
 from codeloop.tools.registry import ToolOutput
-from codeloop.tools.tool_events import ToolCallEnded, ToolCallOutput, ToolCallStarted, ToolEvent
+from codeloop.tools.tool_events import (
+    ToolCallDecided,
+    ToolCallEnded,
+    ToolCallOutput,
+    ToolCallPending,
+    ToolCallStarted,
+    ToolEvent,
+)
 from codeloop.tools.truncation import DEFAULT_TOOL_LIMITS, FALLBACK_CHAR_LIMIT
 
 CHARS_PER_TOKEN = 4
@@ -119,7 +126,7 @@ class Session:
         client: LLMClient | None = None,
         *,
         policy: ToolPolicy | None = None,
-        approver: Approver | None = None,
+        approvals: Approvals | None = None,
         checkpoint: Checkpoint | None = None,
         hooks: Hooks | None = None,
         depth: int = 0,
@@ -137,7 +144,10 @@ class Session:
         self.config = config or SessionConfig()
         self.client = client
         self.policy = policy
-        self.approver = approver
+        self.approvals = approvals
+        """Where this session's asks wait for an answer (the pending store; issue 34), as entries
+        of the root session's id (a subagent's asks are its parent's); None: an ask is held and
+        the model is told so."""
         self.checkpoint = checkpoint
         """The pipeline's CHECKPOINT seam (``codeloop.sessions`` sets it to snapshot file writes)."""
         self.step = 0
@@ -633,14 +643,15 @@ class Session:
         it holds was replaced (the recorder sets ``checkpoint``, ``codeloop run --resume`` the
         ``id`` its hooks are told)."""
         registry = self._tools()
-        key = (registry, self.environment, self.policy, self.approver, self.checkpoint, self.hooks, self.id)
+        key = (registry, self.environment, self.policy, self.approvals, self.checkpoint, self.hooks, self.id)
         cached, pipeline = self._built
         if pipeline is None or len(cached) != len(key) or any(a is not b for a, b in zip(cached, key, strict=True)):
             watch = None
             if self.config.diagnostics:
                 watch = Diagnostics(self.config.diagnostic_commands, self._diagnostics_warning).watch
             pipeline = build_pipeline(
-                registry, self.environment, policy=self.policy, approver=self.approver, hooks=self.hooks,
+                registry, self.environment, policy=self.policy, hooks=self.hooks, session=self.step_of.id,
+                approvals=self.approvals,
                 session_id=self.id, hook_warning=self._hook_warning, checkpoint=self.checkpoint,
                 truncation=self._truncation, events=self._tool_event, watch=watch, answer=self._answer_now)
             self._built = (key, pipeline)
@@ -673,6 +684,14 @@ class Session:
                 ended = {"error": event.error} if event.error is not None else {"output": event.output}
                 self._emit(ev.ToolCallEnd, call_id=event.call_id, tool_name=event.tool_name,
                            duration_ms=event.duration_ms, **ended)
+            case ToolCallPending(entry=entry):
+                self._emit(ev.ApprovalPending, call_id=event.call_id, pending_id=entry.id, tool_name=entry.tool,
+                           summary=entry.summary(), reason=entry.reason, grants=list(entry.grants),
+                           remember_as=list(entry.remember_as))
+            case ToolCallDecided(entry=entry):
+                self._emit(ev.ApprovalDecided, call_id=event.call_id, pending_id=entry.id, tool_name=entry.tool,
+                           status=entry.status, decided_by=entry.decided_by or "", reason=entry.decision_reason,
+                           scope=entry.scope)
             case _:
                 assert_never(event)
 
@@ -776,10 +795,26 @@ class Session:
             return
         if kill_processes and self.depth == 0:
             await self.environment.cleanup()
+        if self.depth == 0:
+            self.withdraw_pending(f"the session ended ({reason})")
         self.end_reason = reason
         self.state = SessionState.CLOSED
         self._emit(ev.SessionEnd, state=self.state.value, reason=reason, final_text=self.last_text)
         await self.subagents.close_all()
+
+    def withdraw_pending(self, why: str) -> None:
+        """Withdraw this session's calls still waiting for an answer (each an APPROVAL_DECIDED
+        event, status ``withdrawn``): nobody waits for them any more. A store that cannot be
+        written is a WARNING event (what stays pending can no longer run: nothing claims it)."""
+        if self.approvals is None:
+            return
+        try:
+            withdrawn = self.approvals.store.withdraw(self.id, why)
+        except Exception as exc:
+            self._emit(ev.WarningEvent, message=f"could not withdraw the pending calls: {exc}", code="approvals")
+            return
+        for entry in withdrawn:
+            self._tool_event(ToolCallDecided(entry.call_id, entry))
 
     def _emit(self, kind: type[Any], **data: Any) -> None:
         event = kind(session_id=self.id, timestamp=time.time(), **data)

@@ -75,7 +75,7 @@ class SubagentManager:
             parent.config, max_turns=max_turns or parent.config.subagent_max_turns)
         try:  # the parent's budget (issue 36): what a child spends, the parent has spent
             child = Session(profile, parent.environment, config, parent.client, policy=parent.policy,
-                            approver=parent.approver, checkpoint=parent.checkpoint, hooks=parent.hooks,
+                            approvals=parent.approvals, checkpoint=parent.checkpoint, hooks=parent.hooks,
                             depth=parent.depth + 1, working_subdir=working_dir or parent.working_subdir,
                             budget=parent.budget)
         except BudgetPriceError as exc:

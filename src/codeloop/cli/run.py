@@ -23,7 +23,6 @@ would pass all of them across.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,6 +105,9 @@ class RunSettings:
     """``--max-tokens``: input + output tokens of every model call (None: no limit)."""
     max_time: float | None = None
     """``--max-time`` in seconds (None: no limit)."""
+    approval_from: str = "terminal"
+    """Who answers an ask (issue 34): ``terminal`` (the prompt, and the store too) or ``store``
+    (only ``codeloop approvals`` and other clients of the pending store)."""
 
     @property
     def budgeted(self) -> bool:
@@ -141,6 +143,11 @@ class Runner:
         """The custom command of the input running now: its allowed-tools hold (POLICY step)."""
         self.budget: Any = None
         """The run's ``codeloop.agent.budget.Budget`` (one for every Session of a chat), None without limits."""
+        from codeloop.policy.pending import SqlitePendingStore
+        from codeloop.sessions.state_dir import approvals_db_path
+
+        self.pending = SqlitePendingStore(approvals_db_path())
+        """Where every ask of the run waits for an answer (``codeloop approvals`` reads it too)."""
 
     async def start(self, resume: str | None) -> None:
         """Model, environment and the first Session (resuming ``resume`` when given)."""
@@ -179,7 +186,7 @@ class Runner:
         from codeloop.agent.config import SessionConfig
         from codeloop.agent.events import SessionEnd
         from codeloop.agent.session import Session
-        from codeloop.policy import ApprovalStore, approval_policy
+        from codeloop.policy import ApprovalStore, approval_policy, remembering
         from codeloop.policy.model import Decision
         from codeloop.policy.plan_mode import plan_mode_policy
         from codeloop.profiles import create_profile
@@ -188,11 +195,10 @@ class Runner:
         from codeloop.tools.jobs import JobTable, add_job_tools
 
         s = self.settings
-        store = ApprovalStore(s.root)
-        if store.warning:
-            self.err.print(f"[yellow]warning: {escape(store.warning)}[/]")
-        approve = approval_policy(s.approval, store, self.terminal.ask,
-                                  warn=lambda message: self.err.print(f"[yellow]warning: {escape(message)}[/]"))
+        remembered = ApprovalStore(s.root)
+        if remembered.warning:
+            self.err.print(f"[yellow]warning: {escape(remembered.warning)}[/]")
+        approve = approval_policy(s.approval, remembered)
         environment = self.environment
         if self.plan:
             approve = plan_mode_policy(approve, shell_sandboxed=await self.check_plan_shell())
@@ -225,22 +231,24 @@ class Runner:
                                user_instructions=PLAN_INSTRUCTIONS if self.plan else "",
                                diagnostics=s.diagnostics, diagnostic_commands=s.diagnostic_commands,
                                small_model_rescues=s.rescues)
-        from codeloop.policy.approval_modes import ApprovalRequest
+        from codeloop.tools.call_path import Approvals
         from codeloop.tools.hooks import Hooks
 
-        async def confirm(call: Any, reason: str) -> bool:
-            # A pre_tool_call hook's "ask" (the approval modes ask through self.terminal themselves).
-            summary = f"{call.name} {json.dumps(call.arguments, ensure_ascii=False)[:300]}"
-            return await self.terminal.ask(ApprovalRequest(call.name, summary, reason, ())) in ("y", "always")
-
+        # Every ask (the approval mode's, a hook's) waits in the pending store; the terminal
+        # prompt is one client of it (--approval-from terminal), never the only way to answer.
+        approvals = Approvals(self.pending, face="run", wait=True,
+                              client=self.terminal.client() if s.approval_from == "terminal" else None,
+                              remember=remembering(remembered, lambda message: self.err.print(
+                                  f"[yellow]warning: {escape(message)}[/]")))
         if s.budgeted and self.budget is None:
             from codeloop.agent.budget import Budget, BudgetLimits
 
             self.budget = Budget(BudgetLimits(s.max_cost, s.max_tokens, s.max_time))
-        session = Session(profile, environment, config, self.client, policy=policy, approver=confirm,
+        session = Session(profile, environment, config, self.client, policy=policy, approvals=approvals,
                           hooks=Hooks(s.hooks, s.root), budget=self.budget)
         if resume is not None:
             session.id = resume  # events (--json, the log) carry the id --resume and rewind take
+            self.settle_earlier_asks(resume)
         def log_failed(exc: Exception) -> None:
             # Going on unrecorded would let a resume run again what the log cannot tell.
             self.log_error = exc
@@ -263,6 +271,27 @@ class Runner:
             for problem in await self.mcp.register_tools(session.profile.tool_registry):
                 self.err.print(f"[yellow]warning: {escape(problem)}[/]")
         self.session = session
+
+    def settle_earlier_asks(self, session_id: str) -> None:
+        """What an earlier process of this session left in the pending store (it was killed):
+        waiting calls are withdrawn (nobody waits for them), and calls approved or running when
+        it died are reported interrupted and never run (the conversation went on without them:
+        the model may ask again)."""
+        from codeloop.policy.pending import PendingCallError
+
+        store = self.pending
+        left = store.withdraw(session_id, "the process that asked ended before an answer")
+        left += store.interrupt(session_id)
+        for entry in store.list(session_id, "approved"):
+            try:
+                if store.claim(entry.id):
+                    store.finish(entry.id, "interrupted")
+                    left.append(store.get(entry.id))
+            except PendingCallError:
+                continue
+        for entry in left:
+            self.err.print(f"[yellow]warning: pending call {entry.id} ({escape(entry.summary(120))}) of the earlier "
+                           f"run was {entry.status}; it is not run[/]", highlight=False)
 
     async def set_plan(self, plan: bool) -> None:
         """Enter or leave plan mode: the Session closes and the next input reopens the same
@@ -318,7 +347,7 @@ class Runner:
         """Close the Session, the log, MCP servers and the client (each even if one fails)."""
         try:
             if self.session is not None:
-                await self.session.close()
+                await self.session.close()  # withdraws what still waits for an answer
         finally:
             if self.recording is not None:
                 self.recording.close()

@@ -30,7 +30,10 @@ class NoTerminalError(Exception):
 
 
 NO_TERMINAL = ("no terminal to ask for approval: pass --approval never-ask to allow such calls, "
-               "or run codeloop in a terminal and answer the prompt")
+               "or run codeloop in a terminal and answer the prompt, or pass --approval-from store and "
+               "answer with codeloop approvals approve|deny ID")
+TERMINAL = "terminal"
+"""Who an answer typed at the prompt was given by, in the store and the session log."""
 
 
 def take_lines(buffer: bytes) -> tuple[list[str], bytes]:
@@ -104,26 +107,49 @@ class Terminal:
         else:
             self.lines.put_nowait(line)
 
-    async def ask(self, request: Any) -> Any:
-        """The approval prompt of ``approval_policy``: y / n / always."""
+    async def ask(self, entry: Any) -> str:
+        """Ask about a pending call (``codeloop.policy.pending.PendingCall``): ``y``, ``n`` or
+        ``always``. NoTerminalError when nobody can answer here."""
         import asyncio
 
         if self.before_output is not None:
             self.before_output()
         if not self.interactive:
             self.unanswered += 1
-            self.err.print(f"[yellow]not run:[/] {escape(request.summary[:200])} ({escape(request.reason)}); "
+            self.err.print(f"[yellow]not run:[/] {escape(entry.summary(200))} ({escape(entry.reason)}); "
                            f"{escape(NO_TERMINAL)}")
             raise NoTerminalError(NO_TERMINAL)
-        remember = ", ".join(request.remember_as) or "this call"
-        self.err.print(f"\n[bold yellow]Approve?[/] {escape(request.summary[:500])}\n  [dim]{escape(request.reason)}[/]\n"
-                       f"  [y] yes  [n] no  [a] always ({escape(remember)}) > ", end="")
+        always = (f"  [a] always ({escape(', '.join(entry.remember_as))})" if "always" in entry.grants else "")
+        self.err.print(f"\n[bold yellow]Approve?[/] {escape(entry.summary(500))}\n  [dim]{escape(entry.reason)}"
+                       f" (or from another shell: codeloop approvals approve|deny {entry.id})[/]\n"
+                       f"  [y] yes  [n] no{always} > ", end="")
         self._question = asyncio.get_running_loop().create_future()
         try:
             answer = (await self._question).strip().lower()
         finally:
             self._question = None
         return {"y": "y", "yes": "y", "a": "always", "always": "always"}.get(answer, "n")
+
+    def client(self) -> Any:
+        """This terminal as a client of the pending store (``tools/pipeline.py`` ``AskClient``):
+        asks about each new pending call and answers it through the store, as ``terminal``;
+        an answer given elsewhere first wins (the question is then withdrawn). With no terminal
+        to ask, the call is denied, by ``codeloop``, saying so."""
+        from codeloop.policy.pending import AlreadyDecided
+
+        async def ask(entry: Any, store: Any) -> None:
+            try:
+                answer = await self.ask(entry)
+            except NoTerminalError:
+                store.decide(entry.id, "deny", "codeloop", NO_TERMINAL)
+                return
+            scope = "always" if answer == "always" and "always" in entry.grants else "once"
+            verdict = "deny" if answer == "n" else "approve"
+            decided = store.decide(entry.id, verdict, TERMINAL, "" if verdict == "approve" else "the user declined", scope)
+            if isinstance(decided, AlreadyDecided):
+                self.err.print(f"[yellow]{escape(decided.describe(entry.id))}[/]")
+
+        return ask
 
 
 class Renderer:
@@ -241,6 +267,14 @@ class Renderer:
             style = "red" if event.is_error else "dim"
             self.out.print(f"[{style}]{more}{escape(tail)}[/]", highlight=False)
             self._activity(WAITING)
+        elif isinstance(event, ev.ApprovalPending):
+            self.err.print(f"[yellow]waiting for approval:[/] {escape(event.summary[:200])} ({escape(event.reason)}); "
+                           f"pending call {event.pending_id}", highlight=False)
+        elif isinstance(event, ev.ApprovalDecided):
+            why = f": {event.reason}" if event.reason else ""
+            scope = " (always)" if event.scope == "always" else ""
+            self.err.print(f"[dim]{escape(event.status)}{scope} by {escape(event.decided_by)}{escape(why)}[/]",
+                           highlight=False)
         elif isinstance(event, ev.WarningEvent | ev.LoopDetection | ev.TurnLimit | ev.SteeringInjected):
             self.err.print(f"[yellow]{escape(_describe(event))}[/]")
         elif isinstance(event, ev.ErrorEvent):

@@ -20,7 +20,6 @@ from codeloop.cli.errors import fail
 
 if TYPE_CHECKING:
     from codeloop.environments.base import ExecutionEnvironment
-    from codeloop.policy.approval import ToolCallRequest
     from codeloop.tools.hooks import Hook
     from codeloop.tools.registry import ToolCallOutcome
 
@@ -99,6 +98,10 @@ def tool_command(
         None, "--approval",
         help="never-ask, on-risk (default) or always-ask, as for codeloop run; without a terminal a call that "
              "needs approval is refused."),
+    approval_from: str | None = typer.Option(
+        None, "--approval-from",
+        help="terminal (default with a terminal): ask there, and take an answer given with codeloop approvals "
+             "too; store: wait for codeloop approvals approve|deny ID (from any shell)."),
 ) -> None:
     """Run one tool through the full pipeline, as a model's call would: the configured policy,
     approval mode, hooks and the repository's trust gate included.
@@ -122,6 +125,8 @@ def tool_command(
     mode = approval or config.approval or "on-risk"
     if mode not in APPROVAL_MODES:
         raise fail(f"unknown --approval {mode!r}: use one of {', '.join(APPROVAL_MODES)}")
+    if approval_from not in (None, "terminal", "store"):
+        raise fail(f"unknown --approval-from {approval_from!r}: use terminal or store")
     try:  # the rules of codeloop.environments.factory; a refusal is one line and exit 1
         box = settle_sandbox(sandbox or config.sandbox or "off", network, default="off")
     except (SandboxOptionError, SandboxUnavailableError) as exc:
@@ -130,7 +135,7 @@ def tool_command(
         typer.echo(f"warning: {box.warning}", err=True)
     env = open_environment(root, sandbox=box.mode, network=box.network)
     try:
-        result = asyncio.run(_with_env(env, _run_tool(name, args, env, root, mode, config.hooks)))
+        result = asyncio.run(_with_env(env, _run_tool(name, args, env, root, mode, config.hooks, approval_from or "terminal")))
     except WorkspaceError as exc:
         raise fail(str(exc)) from None
     except Exception as exc:
@@ -146,42 +151,54 @@ def tool_command(
 
 
 async def _run_tool(name: str, args: str, env: ExecutionEnvironment, root: Path, mode: str,
-                    hooks: tuple[Hook, ...]) -> ToolCallOutcome:
-    """The one call, through this face's pipeline: ``codeloop run``'s approval policy (asked on
-    the terminal) with the trusted hooks around it."""
+                    hooks: tuple[Hook, ...], approval_from: str) -> ToolCallOutcome:
+    """The one call, through this face's pipeline: ``codeloop run``'s approval policy with the
+    trusted hooks around it; an ask waits in the pending store, answered on the terminal
+    (``approval_from`` terminal) or by ``codeloop approvals`` from any shell."""
+    import uuid
+
     from rich.console import Console
 
     from codeloop.cli.run_terminal import Terminal
-    from codeloop.policy import ApprovalStore, approval_policy
-    from codeloop.policy.approval_modes import ApprovalRequest
+    from codeloop.policy import ApprovalStore, approval_policy, remembering
+    from codeloop.policy.pending import SqlitePendingStore
+    from codeloop.sessions.state_dir import approvals_db_path
     from codeloop.tools.call_path import PipelineCall, build_pipeline
     from codeloop.tools.hooks import Hooks
     from codeloop.tools.sets import all_tools_registry
+    from codeloop.tools.tool_events import ToolCallPending, ToolEvent
 
     err = Console(stderr=True)
     terminal = Terminal(err)
     terminal.start()
-    store = ApprovalStore(root)
-    if store.warning:
-        typer.echo(f"warning: {store.warning}", err=True)
+    remembered = ApprovalStore(root)
+    if remembered.warning:
+        typer.echo(f"warning: {remembered.warning}", err=True)
 
     def warn(message: str) -> None:
         typer.echo(f"warning: {message}", err=True)
 
-    async def confirm(call: ToolCallRequest, reason: str) -> bool:
-        # A pre_tool_call hook's "ask" (the approval mode asks through the terminal itself).
-        summary = f"{call.name} {json.dumps(call.arguments, ensure_ascii=False)[:300]}"
-        try:
-            return await terminal.ask(ApprovalRequest(call.name, summary, reason, ())) in ("y", "always")
-        except Exception:
-            return False
+    asked = []
 
-    pipeline = build_pipeline(all_tools_registry(), env, policy=approval_policy(mode, store, terminal.ask, warn=warn),
-                              approver=confirm, hooks=Hooks(hooks, root), hook_warning=warn)
+    def announce(event: ToolEvent) -> None:
+        if isinstance(event, ToolCallPending):
+            asked.append(event.entry)
+        if isinstance(event, ToolCallPending) and approval_from == "store":
+            typer.echo(f"waiting for approval: {event.entry.summary(200)} ({event.entry.reason}); answer with "
+                       f"codeloop approvals approve|deny {event.entry.id}", err=True)
+
+    session = f"tool-{uuid.uuid4().hex[:12]}"
+    pending = SqlitePendingStore(approvals_db_path())
+    pipeline = build_pipeline(
+        all_tools_registry(), env, policy=approval_policy(mode, remembered), hooks=Hooks(hooks, root),
+        hook_warning=warn, session_id=session, events=announce, pending=pending, face="tool", wait_for_answer=True,
+        ask_client=terminal.client() if approval_from == "terminal" else None, remember=remembering(remembered, warn))
     try:
         return await pipeline.run(PipelineCall(name, args))
     finally:
         terminal.stop()
+        if asked:  # (a call that never asked leaves the store untouched)
+            pending.withdraw(session, "codeloop tool ended")
 
 
 def register(app: typer.Typer) -> None:

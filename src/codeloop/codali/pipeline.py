@@ -65,7 +65,14 @@ from codeloop.tools.call_path import PipelineCall, build_pipeline, open_environm
 from codeloop.tools.outcomes import CommandOutcome
 from codeloop.tools.registry import ToolRegistry
 from codeloop.tools.shell import MAX_SHELL_TIMEOUT_MS, shell_tool
-from codeloop.tools.tool_events import ToolCallEnded, ToolCallOutput, ToolCallStarted, ToolEvent
+from codeloop.tools.tool_events import (
+    ToolCallDecided,
+    ToolCallEnded,
+    ToolCallOutput,
+    ToolCallPending,
+    ToolCallStarted,
+    ToolEvent,
+)
 
 OVERVIEW_CHARS = 3000
 """Most characters of the file tree that starts every run (about 750 tokens)."""
@@ -578,8 +585,8 @@ class RolesPipeline:
         """The critic pipeline's events as codali's ``tool_call`` lines (the builder's say
         ``name`` and ``is_error`` too)."""
         match event:
-            case ToolCallStarted() | ToolCallOutput():
-                pass
+            case ToolCallStarted() | ToolCallOutput() | ToolCallPending() | ToolCallDecided():
+                pass  # the critic's pipeline has no pending store: nothing waits
             case ToolCallEnded():
                 self._emit("tool_call", {"role": "critic", "name": event.tool_name, "is_error": event.is_error})
             case _:

@@ -10,7 +10,7 @@ Public API::
     preset("restrictive"|"standard"|"permissive") -> Policy
     is_read_only(ParsedCommand) -> bool                 READ_ONLY_COMMANDS, judged with arguments
     is_read_only_line(line) -> bool                     every command of a line is read-only
-    approval_policy(mode, ApprovalStore, ask)           the CLI's never-ask | on-risk | always-ask
+    approval_policy(mode, ApprovalStore)                the CLI's never-ask | on-risk | always-ask (never prompts)
     PendingApproval(ToolCallRequest, Decision)          a call held until a human answers
     PendingStore / SqlitePendingStore                   the one durable store of calls waiting for an answer
 """
@@ -23,6 +23,7 @@ from codeloop.policy.approval_modes import (
     ApprovalStore,
     approval_policy,
     is_read_only_line,
+    remembering,
 )
 from codeloop.policy.model import (
     Action,
@@ -88,6 +89,7 @@ __all__ = [
     "judge_env",
     "judge_line",
     "preset",
+    "remembering",
     "split_commands",
     "strictest",
 ]

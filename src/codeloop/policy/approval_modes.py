@@ -1,8 +1,10 @@
 """Approval modes of ``codeloop run --approval`` and the per-project "always" answers (issue 9).
 
 :func:`approval_policy` builds the POLICY step of the tool pipeline
-(:class:`~codeloop.policy.approval.ToolPolicy`); it asks the user at once through ``ask``
-and answers allow or deny. Modes:
+(:class:`~codeloop.policy.approval.ToolPolicy`); it decides and never prompts: allow, deny,
+or ask, an ask naming what an "always" answer would remember (``Decision.remember_as``). The
+pipeline turns the ask into a pending call that the terminal prompt, ``codeloop approvals`` or
+any other surface answers (:mod:`codeloop.policy.pending`, issue 34). Modes:
 
 - ``never-ask``: every call runs (a trusted setup, or a sandbox does the protecting);
 - ``on-risk`` (default): shell lines run without asking when every command in them is
@@ -17,7 +19,7 @@ puts on the :class:`~codeloop.policy.approval.ToolCallRequest`: ``read_only`` (o
 ``read`` effect), ``command`` (the shell line it runs), ``paths`` (None: unknown). No tool is
 known here by its name.
 
-The answer ``always`` is stored in ``.codeloop/approvals.toml`` of the workspace as a
+The answer ``always`` (:func:`remembering`) is stored in ``.codeloop/approvals.toml`` of the workspace as a
 command prefix (``git commit``) or an MCP tool name, and applies to later sessions. That
 file comes with the repository, so its prefixes apply only when the user trusted its exact
 content (:mod:`codeloop.policy.trust`; saving an answer trusts what was saved).
@@ -36,14 +38,13 @@ keeps these read-only itself (:mod:`codeloop.environments.host_guard`).
 
 from __future__ import annotations
 
-import inspect
 import json
 import re
 import tomllib
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from codeloop.environments.errors import WorkspaceError
 from codeloop.environments.owned_files import read_owned_file
@@ -51,6 +52,7 @@ from codeloop.environments.resolver import resolve_workspace_path
 from codeloop.environments.safe_open import atomic_write_beneath
 from codeloop.policy.approval import ToolCallRequest, ToolPolicy
 from codeloop.policy.model import Decision
+from codeloop.policy.pending import PendingCall
 from codeloop.policy.shell import is_read_only
 from codeloop.policy.shell_parse import ParsedCommand, ShellParseError, split_commands
 from codeloop.policy.trust import is_trusted, trust, untrusted_warning
@@ -60,10 +62,6 @@ if TYPE_CHECKING:
 
 APPROVAL_MODES = ("never-ask", "on-risk", "always-ask")
 """Values of ``--approval`` and of ``approval`` in config.toml."""
-
-Answer = Literal["y", "n", "always"]
-
-
 
 MAX_APPROVALS_BYTES = 1024 * 1024
 """Largest ``approvals.toml`` read (a bigger one is refused unread)."""
@@ -176,7 +174,7 @@ class ApprovalStore:
 
 @dataclass(frozen=True)
 class ApprovalRequest:
-    """What the user is asked about."""
+    """Why a call asks (what :func:`approval_policy` puts in its ``Decision.ask``)."""
 
     tool_name: str
     """The tool called."""
@@ -186,10 +184,6 @@ class ApprovalRequest:
     """Why approval is needed."""
     remember_as: tuple[str, ...]
     """What ``always`` will remember (command prefixes or the tool name)."""
-
-
-Ask = Callable[[ApprovalRequest], "Answer | Awaitable[Answer]"]
-"""Asks the user; returns ``"y"``, ``"n"`` or ``"always"``. Anything else counts as ``n``."""
 
 
 def _parsed(line: str) -> list[ParsedCommand] | None:
@@ -271,10 +265,9 @@ def writes_host_run_path(call: ToolCallRequest) -> bool:
     return _names_host_run_path(call.arguments)
 
 
-def approval_policy(mode: str, store: ApprovalStore, ask: Ask,
-                    warn: Callable[[str], None] | None = None) -> ToolPolicy:
-    """The ToolPolicy of an approval mode; ValueError for an unknown mode. ``warn`` hears
-    when an "always" answer could not be saved (it still holds for this session)."""
+def approval_policy(mode: str, store: ApprovalStore) -> ToolPolicy:
+    """The ToolPolicy of an approval mode; ValueError for an unknown mode. It never prompts:
+    an ask is ``Decision.ask(reason, "approval.<mode>", remember_as)``."""
     if mode not in APPROVAL_MODES:
         raise ValueError(f"unknown approval mode {mode!r}; use one of {', '.join(APPROVAL_MODES)}")
 
@@ -308,36 +301,36 @@ def approval_policy(mode: str, store: ApprovalStore, ask: Ask,
         args = json.dumps(call.arguments, ensure_ascii=False)
         return ApprovalRequest(call.name, f"{call.name} {args[:200]}", "tool call", (call.name,))
 
+    rule = f"approval.{mode}"
+
     async def policy(call: ToolCallRequest, env: ExecutionEnvironment) -> Decision:
         if not getattr(env, "protects_host_files", False) and writes_host_run_path(call):
-            summary = f"{call.name} {json.dumps(call.arguments, ensure_ascii=False)[:200]}"
             why = ("it may change what the host runs (git's configuration or hooks, .envrc, editor or "
                    ".codeloop settings) and no sandbox protects them")
             if mode == "never-ask":
                 return Decision.deny(f"refused: {why}; with --approval never-ask nobody can be asked. Run it "
                                      "in a sandbox (--sandbox workspace-write) or make this change yourself")
-            request: ApprovalRequest | None = ApprovalRequest(call.name, summary, why, ())
-        else:
-            request = needs(call)
+            return Decision.ask(why, rule)
+        request = needs(call)
         if request is None:
             return Decision.allow()
-        try:
-            answer = ask(request)
-            if inspect.isawaitable(answer):
-                answer = await answer
-        except Exception as exc:  # a broken prompt must deny, not crash the session
-            return Decision.deny(f"approval prompt failed ({exc}); the call was not run")
-        if answer == "always":
-            for prefix in request.remember_as:
-                try:
-                    store.remember(prefix)
-                except (WorkspaceError, OSError) as exc:
-                    if warn is not None:
-                        warn(f"could not save the approval of {prefix!r} to {store.path} ({exc}); "
-                             "it holds for this session only")
-            return Decision.allow()
-        if answer == "y":
-            return Decision.allow()
-        return Decision.deny(f"the user declined: {request.summary[:200]}")
+        return Decision.ask(request.reason, rule, request.remember_as)
 
     return policy
+
+
+def remembering(store: ApprovalStore, warn: Callable[[str], None] | None = None) -> Callable[[PendingCall], None]:
+    """What the pipeline calls when a pending call was approved "always": each of its
+    ``remember_as`` goes to ``store`` (``approvals.toml``). ``warn`` hears when one could not
+    be saved (it still holds for this session)."""
+
+    def remember(entry: PendingCall) -> None:
+        for prefix in entry.remember_as:
+            try:
+                store.remember(prefix)
+            except (WorkspaceError, OSError) as exc:
+                if warn is not None:
+                    warn(f"could not save the approval of {prefix!r} to {store.path} ({exc}); "
+                         "it holds for this session only")
+
+    return remember

@@ -26,6 +26,9 @@ class Decision:
     """The policy rule that decided (``shell.blockedCommands``), ``None`` for a plain allow."""
     suggestion: str | None = None
     """How the caller could get the operation through, when there is a way."""
+    remember_as: tuple[str, ...] = ()
+    """For an ``ask``: what an "always" answer would store (command prefixes, a tool's name);
+    empty when the call may be approved once only."""
 
     @staticmethod
     def allow() -> Decision:
@@ -38,9 +41,10 @@ class Decision:
         return Decision("deny", reason, rule, suggestion)
 
     @staticmethod
-    def ask(reason: str, rule: str | None = None) -> Decision:
-        """Hold for a human's approval; ``reason`` is what the human is shown."""
-        return Decision("ask", reason, rule)
+    def ask(reason: str, rule: str | None = None, remember_as: tuple[str, ...] = ()) -> Decision:
+        """Hold for a human's approval; ``reason`` is what the human is shown, ``remember_as``
+        what an "always" answer may store."""
+        return Decision("ask", reason, rule, None, tuple(remember_as))
 
 
 _SEVERITY = {"allow": 0, "ask": 1, "deny": 2}

@@ -33,6 +33,7 @@ import asyncio
 import builtins
 import json
 import math
+import os
 import sqlite3
 import time
 import uuid
@@ -42,7 +43,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol, get_args
 
-from codeloop.policy.approval import ToolCallRequest
+from codeloop.policy.approval import Effect, ToolCallRequest
 from codeloop.policy.model import Decision
 
 Face = Literal["run", "relay", "spaces", "tool", "codali"]
@@ -57,6 +58,8 @@ STATUSES: tuple[str, ...] = get_args(Status)
 SCOPES: tuple[str, ...] = get_args(Scope)
 FINISHED: tuple[str, ...] = ("ran", "interrupted")
 """Statuses ``finish`` may set."""
+
+_EFFECTS = frozenset(str(e) for e in Effect)
 
 DEFAULT_POLL_INTERVAL = 0.2
 """Seconds between two reads of an entry by :meth:`PendingStore.wait`."""
@@ -134,6 +137,23 @@ class PendingCall:
             effects=tuple(sorted(str(e) for e in call.effects)), reason=decision.reason, rule=decision.rule,
             grants=("once", "always") if remember_as else ("once",), remember_as=tuple(remember_as),
             created_at=time.time(), call_id=call.call_id)
+
+    @property
+    def decision(self) -> Decision:
+        """The ``ask`` that held it."""
+        return Decision.ask(self.reason, self.rule, self.remember_as)
+
+    @property
+    def request(self) -> ToolCallRequest:
+        """The call as a policy saw it (arguments as stored, effects and paths as declared)."""
+        return ToolCallRequest(self.tool, dict(self.arguments), self.call_id,
+                               frozenset(Effect(e) for e in self.effects if e in _EFFECTS), self.paths, self.command)
+
+    def summary(self, limit: int = 300) -> str:
+        """One line of what runs: the command line, or the tool and its arguments."""
+        if self.command is not None:
+            return self.command[:limit]
+        return f"{self.tool} {json.dumps(self.arguments, ensure_ascii=False)[:limit]}"
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form (:meth:`from_json` reads it back); what ``--json`` prints."""
@@ -286,17 +306,28 @@ class SqlitePendingStore:
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with self._connect() as db:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.executescript(_SCHEMA)
+        self._ready = False
+        """The file and its table exist (made on first use: a run that never asks writes nothing)."""
 
     @contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
+    def _connect(self, create: bool = False) -> Iterator[sqlite3.Connection]:
         # One connection per operation: nothing is shared between threads or across a fork.
-        with closing(sqlite3.connect(self.path, timeout=self.BUSY_TIMEOUT_MS / 1000,
-                                     isolation_level=None)) as db:
+        where: Path | str = self.path
+        if not self._ready:
+            if create:
+                self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            elif not os.path.exists(self.path):  # (False too when it cannot be looked at)
+                where = ":memory:"  # nothing was ever asked: read (and change) an empty table, create no file
+        with closing(sqlite3.connect(where, timeout=self.BUSY_TIMEOUT_MS / 1000, isolation_level=None)) as db:
+            if where != self.path:
+                db.executescript(_SCHEMA)
+                yield db
+                return
             db.execute(f"PRAGMA busy_timeout={self.BUSY_TIMEOUT_MS}")
+            if not self._ready:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.executescript(_SCHEMA)
+                self._ready = True
             yield db
 
     @staticmethod
@@ -308,7 +339,7 @@ class SqlitePendingStore:
     def add(self, call: PendingCall) -> PendingCall:
         """Store ``call`` (status pending, whatever it says) and return it as stored."""
         call = replace(call, status="pending", decided_by=None, decided_at=None, decision_reason="", scope=None)
-        with self._connect() as db:
+        with self._connect(create=True) as db:
             db.execute("INSERT INTO pending_calls (id, session, status, may_always, created_at, body) "
                        "VALUES (?, ?, 'pending', ?, ?, ?)",
                        (call.id, call.session, int("always" in call.grants), call.created_at,

@@ -7,9 +7,11 @@ was built with:
 
 - ``registry``: the face's tools (a model's tool set, the relay's commands, spaces'
   operations);
-- ``policy`` and ``approver``: the POLICY step (``tools/pipeline.py`` ``check_policy``);
-  with no approver an "ask" comes back as ``ToolCallOutcome.pending`` and
-  :meth:`Pipeline.resume` runs it once answered;
+- ``policy`` and ``pending``: the POLICY step (``tools/pipeline.py`` ``check_policy``); an
+  "ask" is a :class:`~codeloop.policy.pending.PendingCall` in the ``pending`` store (issue 34),
+  answered by whoever reads the store. With ``wait_for_answer`` the call waits for it (and
+  ``ask_client``, the terminal prompt, is told at once); without, it comes back as
+  ``ToolCallOutcome.pending`` and :meth:`Pipeline.resume` (its id) runs it once approved;
 - ``hooks``: the user's ``pre_tool_call`` hooks wrap the policy and ``post_tool_call``
   hooks become the AFTER step (:mod:`codeloop.tools.hooks`);
 - ``checkpoint``: an opaque component entered around EXECUTE (the session recorder's file
@@ -28,7 +30,7 @@ sandbox rules of ``environments/factory.py``: ``settle_sandbox``, ``probe_bwrap`
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -41,16 +43,38 @@ from codeloop.environments.factory import (
 )
 from codeloop.environments.sandbox import SandboxMode, probe_bwrap
 from codeloop.policy.approval import Approver, PendingApproval, ToolPolicy
+from codeloop.policy.pending import DEFAULT_POLL_INTERVAL, PendingStore
 from codeloop.tools.hooks import Hooks, Warn
-from codeloop.tools.pipeline import AfterCall, Answer, Checkpoint, Watch, execute_tool_call, resume_tool_call
+from codeloop.tools.pipeline import (
+    AfterCall,
+    Answer,
+    Approvals,
+    AskClient,
+    Checkpoint,
+    Remember,
+    Watch,
+    execute_tool_call,
+    resume_pending,
+    resume_tool_call,
+)
 from codeloop.tools.registry import ToolCallOutcome, ToolContext, ToolRegistry
 from codeloop.tools.tool_events import ToolCallOutput, ToolEventSink
 from codeloop.tools.truncation import TruncationConfig
 from codeloop.tools.workspace_ops import BeforeChange
 
 __all__ = [
-    "Pipeline", "PipelineCall", "SandboxMode", "SandboxOptionError", "build_pipeline", "check_sandbox_options",
-    "open_environment", "probe_bwrap", "settle_sandbox",
+    "Approvals",
+    "AskClient",
+    "Pipeline",
+    "PipelineCall",
+    "Remember",
+    "SandboxMode",
+    "SandboxOptionError",
+    "build_pipeline",
+    "check_sandbox_options",
+    "open_environment",
+    "probe_bwrap",
+    "settle_sandbox",
 ]
 
 
@@ -90,6 +114,8 @@ class Pipeline:
     after: AfterCall | None = None
     watch: Watch | None = None
     answer: Answer | None = None
+    approvals: Approvals | None = None
+    """Where asks wait for an answer (None: the earlier approver / held-call form)."""
 
     def _context(self, call: PipelineCall) -> ToolContext:
         sink = self.events
@@ -108,11 +134,27 @@ class Pipeline:
         return await execute_tool_call(
             self.registry, call.name, call.arguments, self.env, policy=self.policy, approver=self.approver,
             config=self.truncation, ctx=self._context(call), on_event=self.events, checkpoint=self.checkpoint,
-            after=self.after, watch=self.watch, answer=self.answer)
+            after=self.after, watch=self.watch, answer=self.answer, approvals=self.approvals)
 
-    async def resume(self, pending: PendingApproval, *, approved: bool,
+    async def resume(self, pending: str | PendingApproval, *, approved: bool | None = None,
                      call: PipelineCall | None = None) -> ToolCallOutcome:
-        """Finish a call held for approval (its POLICY is the human's answer); runs it at most once."""
+        """Finish a call held for approval. Given its pending id: as the store says (approved
+        and claimed here, it runs once; refused, withdrawn or claimed before, the outcome says
+        so and nothing runs; ``tools/pipeline.py`` ``resume_pending``); ``call`` adds what the
+        face attaches to the call (its journal, its step).
+        :class:`~codeloop.policy.pending.UnknownPendingCallError` for an unknown id.
+
+        Given a :class:`PendingApproval` and ``approved`` (a pipeline without a store), the
+        caller's answer is its POLICY and the caller keeps it from running twice."""
+        if isinstance(pending, str):
+            if self.approvals is None:
+                raise ValueError("this pipeline has no pending store to resume a call from")
+            ctx = self._context(call) if call is not None else None
+            return await resume_pending(
+                self.registry, pending, self.env, self.approvals, config=self.truncation, ctx=ctx,
+                on_event=self.events, checkpoint=self.checkpoint, after=self.after, watch=self.watch)
+        if approved is None:
+            raise ValueError("resuming a PendingApproval needs approved=True or False")
         call = call or PipelineCall(pending.call.name, pending.call.arguments, pending.call.call_id)
         return await resume_tool_call(
             self.registry, pending, self.env, approved=approved, config=self.truncation, ctx=self._context(call),
@@ -133,13 +175,33 @@ def build_pipeline(
     events: ToolEventSink | None = None,
     watch: Watch | None = None,
     answer: Answer | None = None,
+    pending: PendingStore | None = None,
+    session: str | None = None,
+    face: str = "tool",
+    wait_for_answer: bool = False,
+    ask_client: AskClient | None = None,
+    remember: Remember | None = None,
+    poll_interval: float = DEFAULT_POLL_INTERVAL,
+    approvals: Approvals | None = None,
 ) -> Pipeline:
     """The one factory of a face's :class:`Pipeline`. ``hooks`` (when it holds any) wrap
-    ``policy`` (their deny ends a call, their ask goes to ``approver``) and add their
-    ``post_tool_call`` texts; their failures go to ``hook_warning``."""
+    ``policy`` (their deny ends a call, their ask is an ask like the policy's) and add their
+    ``post_tool_call`` texts; their failures go to ``hook_warning``.
+
+    ``pending`` is the store every ask of this pipeline goes to, as entries of ``session``
+    (default ``session_id``) raised by ``face``; ``wait_for_answer``, ``ask_client``,
+    ``remember`` and ``poll_interval`` are :class:`Approvals`' fields, which ``approvals`` gives
+    at once instead (its empty ``session`` becomes ``session_id``). ``approver`` is only for a
+    pipeline without a store (the faces not yet on it)."""
     after = None
     if hooks:
         warn = hook_warning or (lambda _message: None)
         policy = hooks.policy(policy, session_id, warn)
         after = partial(hooks.after_call, session_id=session_id, warn=warn)
-    return Pipeline(registry, env, policy, approver, truncation, events, checkpoint, after, watch, answer)
+    if approvals is not None:
+        if not approvals.session:
+            approvals = replace(approvals, session=session if session is not None else session_id)
+    elif pending is not None:
+        approvals = Approvals(pending, session_id if session is None else session, face, wait_for_answer,
+                              ask_client, remember, poll_interval)
+    return Pipeline(registry, env, policy, approver, truncation, events, checkpoint, after, watch, answer, approvals)

@@ -11,27 +11,45 @@ ANSWER, WATCH, CHECKPOINT and AFTER are optional steps of the caller (the agent'
 :mod:`codeloop.tools.diagnostics`, file snapshots and ``post_tool_call`` hooks,
 :mod:`codeloop.tools.hooks`).
 
-"Needs approval" is a result, not a blocking callback (STYLE §9): when the policy asks and
-no approver is given, the call does not run and ``result.pending`` holds it; the caller
-stores it as it likes and later calls ``resume_tool_call`` with the human's answer.
+"Needs approval" is a pending call, not a prompt (STYLE §9, issue 34): when the policy asks,
+the call is added to the face's :class:`~codeloop.policy.pending.PendingStore` (:class:`Approvals`)
+and announced (:class:`~codeloop.tools.tool_events.ToolCallPending`). A face that waits
+(``codeloop run``) awaits the store's answer, given by its own client (the terminal prompt) or
+by anyone else; a face that does not (the relay, spaces) gets ``result.pending`` and later
+calls :func:`resume_pending`. Either way the call runs only after its one ``claim`` succeeded
+(approved → running), so it runs once whatever races; ``finish`` marks it ran.
+
+A pipeline built without a store (``approvals=None``) keeps the earlier form for the faces not
+yet on the store: an approver asked at once, or ``result.pending`` resumed with
+``resume_tool_call``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import WorkspaceError
 from codeloop.policy.approval import Approver, Effect, PendingApproval, ToolCallRequest, ToolPolicy, allow_all
 from codeloop.policy.model import Decision
+from codeloop.policy.pending import DEFAULT_POLL_INTERVAL, PendingCall, PendingStore
 from codeloop.tools.arguments import ArgumentError, parse_arguments, validate_arguments
 from codeloop.tools.errors import ToolError
 from codeloop.tools.registry import RegisteredTool, ToolCallOutcome, ToolContext, ToolOutput, ToolRegistry
 from codeloop.tools.suggestions import equivalent_call
-from codeloop.tools.tool_events import ToolCallEnded, ToolCallStarted, ToolEventSink
+from codeloop.tools.tool_events import (
+    ToolCallDecided,
+    ToolCallEnded,
+    ToolCallPending,
+    ToolCallStarted,
+    ToolEventSink,
+)
 from codeloop.tools.truncation import TruncationConfig, truncate_tool_output
 
 
@@ -64,10 +82,42 @@ as it was before the call: the diagnostics after edits read the files an edit na
 (:class:`codeloop.tools.diagnostics.Diagnostics`). Must not raise."""
 
 
+AskClient = Callable[[PendingCall, PendingStore], Awaitable[None]]
+"""A client of the store told at once of each new pending call, while the pipeline waits for
+its answer (``codeloop run``'s terminal prompt): it answers through ``store.decide`` like any
+other surface. It is cancelled when the answer came from elsewhere first. Must not raise."""
+
+Remember = Callable[[PendingCall], None]
+"""Stores what an "always" answer grants (``entry.remember_as``: ``approvals.toml``'s prefixes).
+Must not raise."""
+
+
+@dataclass(frozen=True)
+class Approvals:
+    """How a pipeline's asks are answered: through ``store``, the one record of what waits."""
+
+    store: PendingStore
+    """Where each ask is added and answered."""
+    session: str = ""
+    """The session the entries belong to (what ``withdraw`` takes back when it ends); an agent's
+    ``Session`` sets its own id."""
+    face: str = "tool"
+    """Which face raised them (``PendingCall.face``)."""
+    wait: bool = False
+    """True: the call waits for the answer and then runs or fails (``codeloop run``); False: the
+    outcome carries the entry (``result.pending``) and :func:`resume_pending` finishes it."""
+    client: AskClient | None = None
+    """Told of each new entry while the pipeline waits (the terminal prompt)."""
+    remember: Remember | None = None
+    """Stores an "always" answer."""
+    poll_interval: float = DEFAULT_POLL_INTERVAL
+    """Seconds between two reads of the store while waiting."""
+
+
 class _CallFailed(Exception):
     """Internal: a step ended the call with an error text for the model."""
 
-    def __init__(self, message: str, pending: PendingApproval | None = None, decision: Decision | None = None) -> None:
+    def __init__(self, message: str, pending: PendingCall | None = None, decision: Decision | None = None) -> None:
         super().__init__(message)
         self.pending = pending
         self.decision = decision
@@ -88,8 +138,10 @@ async def execute_tool_call(
     after: AfterCall | None = None,
     watch: Watch | None = None,
     answer: Answer | None = None,
+    approvals: Approvals | None = None,
 ) -> ToolCallOutcome:
-    """Run one tool call through the whole pipeline; never raises for model or tool errors."""
+    """Run one tool call through the whole pipeline; never raises for model or tool errors
+    (a store that fails while the call waits is the face's failure and propagates)."""
     ctx = ctx or ToolContext()
     started = time.monotonic()
     emit_start(on_event, name, arguments, ctx)
@@ -97,15 +149,70 @@ async def execute_tool_call(
     try:
         tool = lookup(registry, name, arguments)
         call = tool.effects.request(name, validate(tool, arguments), ctx.call_id)
-        await check_policy(call, env, policy, approver)
-        answered = None if answer is None else await answer(call)
-        if answered is not None:
-            produced = answered
-        else:
-            produced = await run_call(tool, call, env, ctx, checkpoint, watch, after)
+        claimed = await check_policy(call, env, policy, approver, approvals, ctx.step, on_event)
+        with _finishing(approvals, claimed):
+            answered = None if answer is None else await answer(call)
+            if answered is not None:
+                produced = answered
+            else:
+                produced = await run_call(tool, call, env, ctx, checkpoint, watch, after)
     except _CallFailed as failure:
         produced, pending = ToolOutput(str(failure), is_error=True, data=failure.decision), failure.pending
     return emit_end(on_event, truncate(name, produced, config, ctx, started, pending))
+
+
+@contextlib.contextmanager
+def _finishing(approvals: Approvals | None, claimed: PendingCall | None) -> Any:
+    """Marks a claimed entry ``ran`` once its call returned (``interrupted`` when it was
+    cancelled or failed inside); a process killed meanwhile leaves it ``running``, which its
+    owner reports as interrupted on restart (``PendingStore.interrupt``), never runs again."""
+    if approvals is None or claimed is None:
+        yield
+        return
+    status = "interrupted"
+    try:
+        yield
+        status = "ran"
+    finally:
+        approvals.store.finish(claimed.id, status)
+
+
+async def resume_pending(
+    registry: ToolRegistry,
+    pending_id: str,
+    env: ExecutionEnvironment,
+    approvals: Approvals,
+    *,
+    config: TruncationConfig | None = None,
+    ctx: ToolContext | None = None,
+    on_event: ToolEventSink | None = None,
+    checkpoint: Checkpoint | None = None,
+    after: AfterCall | None = None,
+    watch: Watch | None = None,
+) -> ToolCallOutcome:
+    """Finish the pending call ``pending_id`` as its store says: approved, it runs once (the
+    ``claim`` decides; LOOKUP and VALIDATE again, POLICY is the human's answer); denied or
+    withdrawn, the result says who and why; still pending, the result says so and holds it
+    (``result.pending``); already claimed, the result says it ran, runs elsewhere or was
+    interrupted, and nothing runs. :class:`~codeloop.policy.pending.UnknownPendingCallError`
+    for an id the store does not have."""
+    entry = approvals.store.get(pending_id)
+    ctx = ctx or ToolContext(call_id=entry.call_id, step=entry.step)
+    started = time.monotonic()
+    emit_start(on_event, entry.tool, entry.arguments, ctx)
+    pending = None
+    try:
+        if entry.status == "pending":
+            raise _CallFailed(f"Tool call '{entry.tool}' still waits for an answer (pending call {entry.id}).",
+                              entry, entry.decision)
+        claimed = _settle(approvals, entry, on_event)
+        with _finishing(approvals, claimed):
+            tool = lookup(registry, entry.tool, entry.arguments)
+            call = tool.effects.request(entry.tool, validate(tool, entry.arguments), ctx.call_id)
+            produced = await run_call(tool, call, env, ctx, checkpoint, watch, after)
+    except _CallFailed as failure:
+        produced, pending = ToolOutput(str(failure), is_error=True, data=failure.decision), failure.pending
+    return emit_end(on_event, truncate(entry.tool, produced, config, ctx, started, pending))
 
 
 async def resume_tool_call(
@@ -184,21 +291,42 @@ async def check_policy(
     env: ExecutionEnvironment,
     policy: ToolPolicy | None,
     approver: Approver | None,
-) -> None:
-    """POLICY: allow, deny with the policy's reason, or ask the approver; with no approver
-    the call fails with a :class:`PendingApproval` the caller may resume."""
+    approvals: Approvals | None = None,
+    step: int | str | None = None,
+    on_event: ToolEventSink | None = None,
+) -> PendingCall | None:
+    """POLICY: allow, deny with the policy's reason, or ask. An ask becomes a pending call in
+    ``approvals.store``; waiting, the answer decides (the entry, claimed, is returned: the
+    caller finishes it); not waiting, the call fails holding the entry. Without a store, the
+    approver is asked, or the call fails holding an entry nobody stored."""
     try:
         decision = await (policy or allow_all)(call, env)
     except Exception as exc:
         raise _CallFailed(f"Tool call '{call.name}' denied: the policy check failed ({exc}).") from None
     if decision.action == "allow":
-        return
+        return None
     if decision.action == "deny":
         raise _CallFailed(f"Tool call '{call.name}' denied by policy: {decision.reason}", decision=decision)
+    if approvals is not None:
+        try:
+            entry = approvals.store.add(PendingCall.raise_for(
+                call, decision, session=approvals.session, face=approvals.face, step=step,
+                remember_as=decision.remember_as))
+        except Exception as exc:  # nobody could answer an ask that is not stored
+            raise _CallFailed(f"Tool call '{call.name}' needs approval ({decision.reason}) and was not run: the "
+                              f"pending store cannot be written ({exc}).", decision=decision) from None
+        if on_event is not None:
+            on_event(ToolCallPending(call.call_id, entry))
+        if not approvals.wait:
+            raise _CallFailed(f"Tool call '{call.name}' needs approval ({decision.reason}); it waits as "
+                              f"pending call {entry.id}.", entry, decision)
+        return _settle(approvals, await _answer_of(approvals, entry, on_event), on_event)
     if approver is None:
+        held = PendingCall.raise_for(call, decision, session="", face="tool", step=step,
+                                     remember_as=decision.remember_as)
         raise _CallFailed(
             f"Tool call '{call.name}' needs approval ({decision.reason}) and no approver is "
-            "available, so it was not run.", PendingApproval(call, decision), decision
+            "available, so it was not run.", held, decision
         )
     try:
         approved = await approver(call, decision.reason)
@@ -206,6 +334,62 @@ async def check_policy(
         raise _CallFailed(f"Tool call '{call.name}' not run: asking for approval failed ({exc}).") from None
     if not approved:
         raise _CallFailed(_not_approved(call.name, decision.reason), decision=decision)
+    return None
+
+
+async def _answer_of(approvals: Approvals, entry: PendingCall, on_event: ToolEventSink | None) -> PendingCall:
+    """The entry once answered: by the client (told at once) or by anyone else through the store."""
+    store = approvals.store
+    waiting = asyncio.ensure_future(store.wait(entry.id, approvals.poll_interval))
+    asking = asyncio.ensure_future(approvals.client(entry, store)) if approvals.client is not None else None
+    try:
+        if asking is not None:
+            await asyncio.wait({waiting, asking}, return_when=asyncio.FIRST_COMPLETED)
+            if not waiting.done():
+                failed = asking.exception()
+                if failed is not None:  # a broken prompt refuses (others may have answered first)
+                    store.decide(entry.id, "deny", "codeloop", f"asking for approval failed ({failed})")
+                answered = store.get(entry.id)  # the client's answer: no need to wait for the next poll
+                if answered.status != "pending":
+                    return answered
+        return await waiting
+    except asyncio.CancelledError:
+        # Nobody waits for the answer any more (the session was cancelled or timed out): an
+        # answer given now must not look as if it could still run anything.
+        for withdrawn in store.withdraw(approvals.session, "the session stopped waiting for an answer (cancelled)"):
+            if on_event is not None:
+                on_event(ToolCallDecided(withdrawn.call_id, withdrawn))
+        raise
+    finally:
+        for task in (waiting, asking):
+            if task is not None and not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+
+
+def _settle(approvals: Approvals, entry: PendingCall, on_event: ToolEventSink | None) -> PendingCall:
+    """What an answered entry means for its call: the entry, claimed (it runs now, here, once),
+    or a failure saying who refused it and why, or that it ran or runs elsewhere."""
+    name = entry.tool
+    if on_event is not None:
+        on_event(ToolCallDecided(entry.call_id, entry))
+    who = entry.decided_by or "?"
+    why = f": {entry.decision_reason}" if entry.decision_reason else ""
+    if entry.status == "denied":
+        raise _CallFailed(f"Tool call '{name}' was not approved ({entry.reason}): denied by {who}{why}.",
+                          decision=entry.decision)
+    if entry.status == "withdrawn":
+        raise _CallFailed(f"Tool call '{name}' was not run: its approval was withdrawn{why}.", decision=entry.decision)
+    if entry.status == "approved" and approvals.store.claim(entry.id):
+        if entry.scope == "always" and approvals.remember is not None:
+            approvals.remember(entry)
+        return entry
+    now = approvals.store.get(entry.id).status
+    what = {"ran": "it already ran", "running": "it is running elsewhere",
+            "interrupted": "it was interrupted by a crash after its approval and is never run again"}
+    raise _CallFailed(f"Tool call '{name}' was approved by {who} but not run again here: "
+                      f"{what.get(now, 'it is ' + now)} (pending call {entry.id}).")
 
 
 def _not_approved(name: str, reason: str) -> str:
@@ -262,7 +446,7 @@ async def execute(
 
 def truncate(
     name: str, produced: ToolOutput, config: TruncationConfig | None, ctx: ToolContext, started: float,
-    pending: PendingApproval | None = None,
+    pending: PendingCall | None = None,
 ) -> ToolCallOutcome:
     """TRUNCATE: characters then lines (spec §5.3); keep the full text beside it."""
     return ToolCallOutcome(

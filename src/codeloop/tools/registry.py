@@ -15,7 +15,8 @@ from typing import Any
 
 from codeloop.environments.base import ExecutionEnvironment, OutputCallback
 from codeloop.llm.types import ImageData, ToolDefinition
-from codeloop.policy.approval import PendingApproval, ToolCallRequest
+from codeloop.policy.approval import ToolCallRequest
+from codeloop.policy.pending import PendingCall
 from codeloop.tools.effects import WIDEST, ToolEffects
 from codeloop.tools.workspace_ops import PlannedChange
 
@@ -81,9 +82,9 @@ class ToolCallOutcome:
     """Images produced by the tool."""
     duration_ms: int = 0
     """Time spent in the pipeline."""
-    pending: PendingApproval | None = None
-    """Set when the policy asked and no approver was there: the call did not run, and
-    ``codeloop.tools.pipeline.resume_tool_call`` runs it once approved."""
+    pending: PendingCall | None = None
+    """Set when the policy asked and nobody waited for the answer: the call did not run; its
+    entry in the pending store (``.id``), which ``Pipeline.resume(id)`` runs once approved."""
     data: Any = None
     """The executor's typed outcome or typed error (``ToolOutput.data``); for a call the POLICY
     step stopped (denied, held, not approved), the policy's ``Decision`` (its rule and

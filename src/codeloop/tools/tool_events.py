@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from codeloop.policy.pending import PendingCall
+
 
 @dataclass(frozen=True)
 class ToolCallStarted:
@@ -59,7 +61,28 @@ class ToolCallEnded:
         return self.error is not None
 
 
-ToolEvent = ToolCallStarted | ToolCallOutput | ToolCallEnded
+@dataclass(frozen=True)
+class ToolCallPending:
+    """After POLICY asked: the call waits in the pending store (``entry.id`` is what an answer names)."""
+
+    call_id: str | None
+    """The provider's id of the call, if any."""
+    entry: PendingCall
+    """The stored entry: what runs, why it asks, what may be granted."""
+
+
+@dataclass(frozen=True)
+class ToolCallDecided:
+    """A pending call was answered or withdrawn: ``entry.status`` (approved, denied, withdrawn),
+    ``decided_by`` and ``decision_reason`` say how, by whom and why."""
+
+    call_id: str | None
+    """The provider's id of the call, if any."""
+    entry: PendingCall
+    """The entry as decided."""
+
+
+ToolEvent = ToolCallStarted | ToolCallPending | ToolCallDecided | ToolCallOutput | ToolCallEnded
 """Every kind the pipeline emits, in lifecycle order."""
 
 ToolEventSink = Callable[[ToolEvent], None]

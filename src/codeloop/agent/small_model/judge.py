@@ -21,8 +21,8 @@ from codeloop.agent.small_model.checks import (
     parse_checks,
 )
 from codeloop.environments.base import ExecutionEnvironment
-from codeloop.policy.approval import Approver, ToolPolicy
-from codeloop.tools.call_path import PipelineCall, build_pipeline
+from codeloop.policy.approval import ToolPolicy
+from codeloop.tools.call_path import Approvals, PipelineCall, build_pipeline
 from codeloop.tools.registry import ToolRegistry
 from codeloop.tools.shell import SHELL, shell_tool
 from codeloop.tools.tool_events import ToolEventSink
@@ -32,12 +32,12 @@ CHECK_TIMEOUT_MS = 60_000
 
 
 async def run_command_checks(env: ExecutionEnvironment, checks: Sequence[Check], *,
-                             policy: ToolPolicy | None = None, approver: Approver | None = None,
+                             policy: ToolPolicy | None = None, approvals: Approvals | None = None,
                              timeout_ms: int = CHECK_TIMEOUT_MS,
                              on_event: ToolEventSink | None = None) -> list[CheckResult]:
     """Run each check's command as a ``shell`` call through the pipeline in ``env``; a check
     passes when its command exits 0 within ``timeout_ms``."""
-    pipeline = build_pipeline(ToolRegistry.of([shell_tool(timeout_ms)]), env, policy=policy, approver=approver,
+    pipeline = build_pipeline(ToolRegistry.of([shell_tool(timeout_ms)]), env, policy=policy, approvals=approvals,
                               events=on_event)
     results = []
     for check in checks:
@@ -49,7 +49,7 @@ async def run_command_checks(env: ExecutionEnvironment, checks: Sequence[Check],
 
 
 async def judge(env: ExecutionEnvironment, before: Mapping[str, str], changes: Mapping[str, str | None],
-                ran: Sequence[str] = (), *, policy: ToolPolicy | None = None, approver: Approver | None = None,
+                ran: Sequence[str] = (), *, policy: ToolPolicy | None = None, approvals: Approvals | None = None,
                 timeout_ms: int = CHECK_TIMEOUT_MS, on_event: ToolEventSink | None = None) -> list[CheckResult]:
     """Every check of a candidate: ``before`` is the project's files (path → text),
     ``changes`` the candidate's (path → new text, None: deleted), already staged in ``env``;
@@ -58,5 +58,5 @@ async def judge(env: ExecutionEnvironment, before: Mapping[str, str], changes: M
     after = {path: text for path, text in {**before, **changes}.items() if text is not None}
     results = parse_checks(changes) + import_checks(after, changes)
     checks = command_checks(before, after, changes, ran)
-    return results + await run_command_checks(env, checks, policy=policy, approver=approver,
+    return results + await run_command_checks(env, checks, policy=policy, approvals=approvals,
                                               timeout_ms=timeout_ms, on_event=on_event)
