@@ -59,7 +59,7 @@ from codeloop.policy.pending import AlreadyDecided, PendingCall, PendingStore, U
 from codeloop.relay.approvals import HeldCommand, answered, approvals_store, hold, waiting_result
 from codeloop.relay.commands import Done, Message, ReadFile, RelayCommand
 from codeloop.relay.config import RelayConfig
-from codeloop.relay.executor import Approvals, ExecutionLimits, Held, execute_command, recover_effect
+from codeloop.relay.executor import ExecutionLimits, Held, execute_command, recover_effect
 from codeloop.relay.journal import JournalError, StepJournal, journal_path
 from codeloop.relay.limits import SessionLimits, not_run, reached, set_aside_reason, spent, time_left_ms
 from codeloop.relay.limits import notice as limit_notice
@@ -373,7 +373,7 @@ async def _apply_reply(config: RelayConfig, state: SessionState, pipeline: Pipel
                 began = time.monotonic()
                 ran = answer if isinstance(answer, CommandResult) else await execute_command(
                     cmd, pipeline, state.policy, _within_time(limits, left), functools.partial(journal.begin, index),
-                    approvals=Approvals(store, state.session_id), marker=f"{state.session_id}-seq{state.sequence_number:04d}-cmd{index}",
+                    marker=f"{state.session_id}-seq{state.sequence_number:04d}-cmd{index}",
                     approved=held.pending if answer is True and held is not None else None, step=state.sequence_number)
                 state = spent(state, time.monotonic() - began)
                 if isinstance(ran, Held):
@@ -462,8 +462,8 @@ def waiting_for_answer(state: SessionState, store: PendingStore | None = None) -
 async def _step_locked(config: RelayConfig, state: SessionState, emit: EventSink, *,
                        take_new: bool) -> tuple[SessionState, int, bool]:
     _require_workspace(state)
-    pipeline = open_workspace(Path(state.workspace), config, state.policy)
     store = approvals_store()
+    pipeline = open_workspace(Path(state.workspace), config, state.policy, store, state.session_id)
     applied = 0
     for stale in _claims(config, state):
         if not stale.name.startswith(_claim_prefix(state)):

@@ -20,10 +20,7 @@ from typing import Any, Literal
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import WorkspaceError
 from codeloop.policy import Decision
-from codeloop.policy.approval import PendingApproval, ToolCallRequest
-from codeloop.policy.pending import PendingCall, PendingStore
 from codeloop.relay import commands as c
-from codeloop.relay.approvals import interrupted
 from codeloop.relay.orphans import MARKER_VARIABLE, kill_marked
 from codeloop.relay.results import CommandResult
 from codeloop.tools import outcomes as ops
@@ -189,30 +186,22 @@ class Held:
     """The id of its entry in the approvals store."""
 
 
-@dataclass(frozen=True)
-class Approvals:
-    """Where the relay's asks wait: the store, and the session they belong to."""
-
-    store: PendingStore
-    session: str
-
-
 def _refused(cmd: c.RelayCommand, policy_name: str, decision: Decision) -> CommandResult:
     fix = f" ({decision.suggestion})" if decision.suggestion else ""
     return _failure(cmd, f"Not run: the relay policy '{policy_name}' refuses it: {decision.reason}{fix}")
 
 
 async def execute_command(cmd: c.RelayCommand, pipeline: Pipeline, policy_name: str, limits: ExecutionLimits,
-                          before_effect: BeforeEffect, approvals: Approvals | None = None, marker: str | None = None,
+                          before_effect: BeforeEffect, marker: str | None = None,
                           approved: str | None = None, step: int | None = None) -> CommandResult | Held:
     """Run one command and describe its outcome; never raises for model mistakes.
 
     Workspace commands run as tool calls through the relay's pipeline
     (:func:`relay_pipeline`): the session's policy judges each first (a refusal is a FAILED
-    result naming ``policy_name``; an "ask" becomes an entry of ``approvals.store`` and comes
-    back as :class:`Held`). ``approved`` is the id of an approved entry for this command: it
-    runs once its claim succeeds (None when another step claimed it first: it is not run
-    again). Each change is journaled with ``before_effect`` before it
+    result naming ``policy_name``; an "ask" becomes an entry of the pipeline's pending store and
+    comes back as :class:`Held`). ``approved`` is the id of an approved entry for this command:
+    it runs once its claim succeeds (``Pipeline.resume``; claimed before, by a step that
+    stopped, it is not run again). Each change is journaled with ``before_effect`` before it
     happens; a journal that cannot be written stops the step (its error is raised).
     ``marker`` tags a RUN_COMMAND's processes (:mod:`codeloop.relay.orphans`); ``step`` is
     the reply's sequence number, the relay's unit of work at the pipeline's checkpoint seam.
@@ -243,37 +232,19 @@ async def execute_command(cmd: c.RelayCommand, pipeline: Pipeline, policy_name: 
             raise
 
     call = PipelineCall(cmd.name, _arguments(cmd, limits, marker), before_change=journal, step=step)
-    if approved is not None and approvals is not None:  # the store's answer is this call's POLICY step
-        ran = await _run_approved(pipeline, approvals.store, approved, call)
-        if ran is None:
-            return interrupted(cmd)
-        result = ran
+    if approved is not None:  # the store's answer is this call's POLICY step
+        result = await pipeline.resume(approved, call=call)
     else:
         result = await pipeline.run(call)
     if journal_failures:
         raise journal_failures[0]
-    if result.pending is not None and approvals is None:
-        return _failure(cmd, f"Not run: it needs approval ({result.pending.decision.reason}) and nobody can give it here")
-    if result.pending is not None and approvals is not None:
-        entry = approvals.store.add(PendingCall.raise_for(result.pending.call, result.pending.decision,
-                                                          session=approvals.session, face="relay", step=step))
-        return Held(entry.reason, entry.id)
+    if result.pending is not None and pipeline.approvals is None:  # nothing stored it: nobody can answer
+        return _failure(cmd, f"Not run: it needs approval ({result.pending.reason}) and nobody can give it here")
+    if result.pending is not None:
+        return Held(result.pending.reason, result.pending.id)
     if isinstance(result.data, Decision):
         return _refused(cmd, policy_name, result.data)
     return _translate(cmd, result)
-
-
-async def _run_approved(pipeline: Pipeline, store: PendingStore, pending_id: str,
-                        call: PipelineCall) -> ToolCallOutcome | None:
-    """Run the approved entry ``pending_id`` once: after its claim, which only one caller wins."""
-    if not store.claim(pending_id):
-        return None
-    entry = store.get(pending_id)
-    pending = PendingApproval(ToolCallRequest(entry.tool, entry.arguments), Decision.ask(entry.reason, entry.rule))
-    try:
-        return await pipeline.resume(pending, approved=True, call=call)
-    finally:
-        store.finish(pending_id)
 
 
 async def read_contents(pipeline: Pipeline, path: str) -> bytes | str:

@@ -13,6 +13,7 @@ transition is one ``UPDATE ... WHERE id = ? AND status = ?`` whose row count say
 from __future__ import annotations
 
 import asyncio
+import builtins
 import json
 import time
 from dataclasses import replace
@@ -74,7 +75,7 @@ class SpacesPendingStore:
             raise UnknownPendingCallError(pending_id)
         return self._entry(rows[0])
 
-    def list(self, session: str | None = None, status: str | None = "pending") -> list[PendingCall]:
+    def list(self, session: str | None = None, status: str | None = "pending") -> builtins.list[PendingCall]:
         """Entries, oldest first; of one run and one status when given (None: any)."""
         where, args = ["1 = 1"], []
         if session is not None:
@@ -127,18 +128,18 @@ class SpacesPendingStore:
                               status, pending_id) != 1:
             self.get(pending_id)
 
-    def _move(self, session: str, old: str, new: str, why: str | None) -> list[PendingCall]:
+    def _move(self, session: str, old: str, new: str, why: str | None) -> builtins.list[PendingCall]:
         decided = ", decided_by = 'codeloop', decided_at = ?, decision_reason = ?" if why is not None else ""
         extra: tuple[Any, ...] = (time.time(), why) if why is not None else ()
         rows = self._store.execute(f"UPDATE pending_calls SET status = ?{decided} WHERE session = ? AND status = ? "
                                    "RETURNING id", new, *extra, session, old)
         return [self.get(r[0]) for r in rows]
 
-    def withdraw(self, session: str, why: str) -> list[PendingCall]:
+    def withdraw(self, session: str, why: str) -> builtins.list[PendingCall]:
         """pending → withdrawn for every entry of run ``session`` (cancelled, stopped or ended)."""
         return self._move(session, "pending", "withdrawn", why)
 
-    def interrupt(self, session: str) -> list[PendingCall]:
+    def interrupt(self, session: str) -> builtins.list[PendingCall]:
         """running → interrupted for every entry of run ``session``: its server died while the
         call ran; reported, never run again."""
         return self._move(session, "running", "interrupted", None)
