@@ -11,7 +11,13 @@ import pytest
 
 from codeloop.policy.approval import Effect, ToolCallRequest
 from codeloop.policy.model import Decision
-from codeloop.policy.pending import AlreadyDecided, Decided, PendingCall, PendingCallError, UnknownPendingCallError
+from codeloop.policy.pending import (
+    AlreadyDecided,
+    Decided,
+    PendingCall,
+    PendingCallError,
+    UnknownPendingCallError,
+)
 from codeloop.spaces.database import SpacesStore, open_store
 from codeloop.spaces.pending_calls import SpacesPendingStore
 
