@@ -7,7 +7,9 @@ read the source with ``ast`` and check what a module *does*:
 - a face (cli, relay, spaces, codali) changes the workspace only through the tool pipeline,
   never by calling an ``ExecutionEnvironment``'s write/delete/exec methods itself, and reads a
   file only through it too;
-- the command and path policy is evaluated only in the pipeline's POLICY step modules.
+- the command and path policy is evaluated only in the pipeline's POLICY step modules;
+- no approval state beside the pending store: no approver built outside the pipeline's factory,
+  no held calls or verdicts kept by a face (issue 34).
 """
 
 from __future__ import annotations
@@ -246,3 +248,65 @@ def test_the_architecture_doc_names_every_exception() -> None:
     listed = {RUNNER, *PROCESS_EXCEPTIONS, *FACE_EFFECT_EXCEPTIONS, *FACE_READ_EXCEPTIONS, *POLICY_STEP_MODULES}
     missing = sorted(rel for rel in listed if f"`{rel}`" not in doc)
     assert not missing, f"docs/architecture.md does not name these exceptions; add them with their reason: {missing}"
+
+
+APPROVAL_NAMES = {"Approver", "PendingApproval", "resume_tool_call", "verdicts"}
+"""An approval callback, a held call kept outside the pending store, its resume with a verdict the
+caller holds, and a face's list of verdicts: each a second record of approvals beside the store."""
+
+APPROVAL_MODULES = {"policy/approval.py", "policy/__init__.py", "tools/pipeline.py", "tools/call_path.py",
+                    "tools/__init__.py"}
+"""Where those names are defined and built: the seam's types and the pipeline with its one factory."""
+
+APPROVAL_STATE_EXCEPTIONS = {
+    "tools/space_tools.py": "spaces' pipeline still takes an approver for a run's approved operation "
+    "(issue 34: spaces moves to the pending store)",
+    "spaces/engine.py": "spaces still answers a run's ask with an approver that says yes (issue 34: "
+    "spaces moves to the pending store and Pipeline.resume(id))",
+    "relay/executor.py": "the relay still resumes an approved RUN_COMMAND from its own held command with a "
+    "PendingApproval (issue 34: the relay moves to the pending store and Pipeline.resume(id))",
+}
+"""Modules that still keep approval state beside the pending store, each with its reason."""
+
+POLICY_ONLY_NAMES = {"verdicts"}
+"""Names the command policy itself may use for its own judgements (policy/ decides, it keeps no answers)."""
+
+
+def approval_state(tree: ast.Module) -> list[str]:
+    """Each use in ``tree`` of an approval callback, a held call or verdicts kept beside the
+    pending store, and each ``approver=`` argument, as ``line: what``."""
+    found: list[str] = []
+    for node in ast.walk(tree):
+        name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+        if name in APPROVAL_NAMES:
+            found.append(f"{node.lineno}: {name}")  # type: ignore[attr-defined]
+        elif isinstance(node, ast.ImportFrom):
+            found += [f"{node.lineno}: import {a.name}" for a in node.names if a.name in APPROVAL_NAMES]
+        elif isinstance(node, ast.Call):
+            found += [f"{node.lineno}: approver=" for k in node.keywords if k.arg == "approver"]
+        elif isinstance(node, ast.arg) and node.arg == "approver":
+            found.append(f"{node.lineno}: parameter approver")
+    return sorted(set(found), key=_line)
+
+
+def test_no_approval_state_beside_the_pending_store() -> None:
+    """Every ask is a pending call in the one store (docs/architecture.md, 'Where a call is
+    approved'): no approver is built or passed outside the pipeline's factory, and no face keeps
+    held calls or verdicts of its own."""
+    found = {rel: approval_state(tree) for rel, tree in _modules() if rel not in APPROVAL_MODULES}
+    found = {rel: [w for w in where if not (rel.startswith("policy/") and w.split(": ", 1)[1] in POLICY_ONLY_NAMES)]
+             for rel, where in found.items()}
+    _only_allowed(
+        found, APPROVAL_STATE_EXCEPTIONS,
+        "approval state outside the pending store; raise an ask (Decision.ask) and answer it through the "
+        "PendingStore the face's pipeline was built with (build_pipeline(pending=...), Pipeline.resume(id))",
+        "these modules keep no approval state of their own any more; remove them from APPROVAL_STATE_EXCEPTIONS")
+
+
+def test_the_approval_scanner_sees_callbacks_held_calls_and_verdicts() -> None:
+    tree = ast.parse("from codeloop.policy.approval import Approver, PendingApproval\n"
+                     "def f(p, approver: Approver):\n    build(approver=yes); p.resume(PendingApproval(c, d));"
+                     " v = run.verdicts[-1]; resume_tool_call(r, p, e, approved=True)\n")
+    assert {w.split(": ", 1)[1] for w in approval_state(tree)} == {
+        "Approver", "PendingApproval", "import Approver", "import PendingApproval", "parameter approver",
+        "approver=", "resume_tool_call", "verdicts"}

@@ -147,6 +147,19 @@ def test_markdown_export_shows_inputs_replies_and_tool_calls() -> None:
     assert "## Assistant (turn 1)\n\nLet me look." in md and "## Assistant (turn 2)\n\nDone." in md
 
 
+
+def test_markdown_export_shows_who_answered_a_waiting_call_and_why() -> None:
+    """Decisions are events of the session log (issue 34), and the export says them."""
+    with SessionLog(SID) as log:
+        log.append(ev.ApprovalPending(session_id=SID, call_id="c1", pending_id="p1", tool_name="shell",
+                                      summary="rm a", reason="runs rm", grants=["once", "always"], remember_as=["rm"]))
+        log.append(ev.ApprovalDecided(session_id=SID, call_id="c1", pending_id="p1", tool_name="shell",
+                                      status="denied", decided_by="alice@host", reason="keep it"))
+    md = to_markdown(SID, load_events(SID))
+    assert "> waiting for approval (runs rm): pending call p1" in md
+    assert "> denied by alice@host: keep it" in md
+
+
 WRITER = textwrap.dedent("""
     import sys
     from codeloop.agent import events as ev

@@ -36,7 +36,7 @@ def version() -> None:
 
 def register() -> None:
     # Imports are explicit (no plugin strings) so "what runs here?" has one answer.
-    from codeloop.cli import codali, index, relay, run, sessions, spaces, tool, trust, worktrees
+    from codeloop.cli import approvals, codali, index, relay, run, sessions, spaces, tool, trust, worktrees
 
     tool.register(app)
     run.register(app)
@@ -47,6 +47,7 @@ def register() -> None:
     sessions.register(app)
     trust.register(app)
     worktrees.register(app)
+    approvals.register(app)
 
 
 def run_app() -> None:

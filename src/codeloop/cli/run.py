@@ -12,7 +12,8 @@ Without TASK: a chat on the terminal (``cli/chat.py``; keys in docs/agent.md).
 Exit codes (stable; docs/cli.md "Exit codes"): 0 completed, 1 the session failed
 (provider/auth/model error), 2 bad usage or configuration, 3 a turn or round limit (or a loop
 ignored after two warnings) stopped the agent, 4 completed but a call needing approval was not run because no terminal could
-answer, 130 interrupted. Plan mode (``--plan``, ``/plan``, ``/go``) and
+answer, 130 interrupted. Calls needing approval wait in the pending store (issue 34):
+``--approval-from terminal`` asks on the terminal, ``store`` waits for ``codeloop approvals``. Plan mode (``--plan``, ``/plan``, ``/go``) and
 ``--output-last-message``: ``cli/plan.py``; the chat: ``cli/chat.py``. Custom commands
 (``/NAME args``) and ``@path``: ``cli/commands.py``; images (``--image``, ``@shot.png``):
 ``cli/images.py``; worktrees: ``cli/worktrees.py``. Just over 500 lines: the Runner wires one
@@ -123,6 +124,7 @@ class Runner:
         self.settings, self.renderer, self.err = settings, renderer, err
         self.terminal = Terminal(err)
         self.terminal.before_output = renderer.pause
+        renderer.pending_lines = settings.approval_from == "store"  # else the terminal's question says it
         self.session: Any = None
         self.recording: Any = None
         self.client: Any = None
@@ -538,6 +540,11 @@ def register(app: typer.Typer) -> None:
             help="on or off for commands (default: off in a sandbox, on with --sandbox off). "
                  "off holds in every mode, or the run refuses."),
         approval: str | None = typer.Option(None, "--approval", help="never-ask, on-risk (default) or always-ask."),
+        approval_from: str | None = typer.Option(
+            None, "--approval-from",
+            help="Who answers a call that needs approval: terminal (default) asks here and also takes an answer "
+                 "given with codeloop approvals (with no terminal, such calls are refused); store waits for "
+                 "codeloop approvals approve|deny ID from any shell (a headless run answered from elsewhere)."),
         resume: str | None = typer.Option(None, "--resume", help="Continue the session with this id."),
         continue_: bool = typer.Option(False, "--continue", help="Continue the latest session of this workspace."),
         plan: bool | None = typer.Option(
@@ -598,6 +605,8 @@ def register(app: typer.Typer) -> None:
         In CI (no terminal: calls needing approval are refused, exit code 4):
           codeloop run "fix the failing test" --json --approval never-ask \\
             --output-last-message answer.md > events.jsonl
+        On a server, answered from another shell (codeloop approvals list; approve ID):
+          codeloop run "upgrade the dependencies" --approval-from store
 
         Exit codes: 0 completed, 1 model/provider error, 2 bad usage or configuration, 3 turn
         limit, 4 a call needed approval and no terminal could answer, 130 interrupted.
@@ -624,6 +633,9 @@ def register(app: typer.Typer) -> None:
                      "rescues": rescues, "max_cost": max_cost, "max_tokens": max_tokens, "max_time": max_time,
                      "model_file": None if model_file is None else str(model_file), "gpu_layers": gpu_layers}
             settings = settle_options(root, flags, network, err, constrained, plan)
+            if approval_from not in (None, "terminal", "store"):
+                raise UsageError(f"unknown --approval-from {approval_from!r}: use terminal or store")
+            settings = dataclasses.replace(settings, approval_from=approval_from or "terminal")
             resume_id = resume_target(root, resume, continue_)
             if task is None and mode == "json" and not (resume_id and resumes_paused(resume_id)):
                 raise UsageError("--json needs a TASK: codeloop run \"TASK\" --json")

@@ -177,6 +177,9 @@ class Renderer:
         if live_status is None:
             live_status = mode == "rich" and err.is_terminal and not err.is_dumb_terminal
         self.status = StatusLine(err, lambda: self.usage, lambda: self.model) if live_status else None
+        self.pending_lines = True
+        """Print a line for each call that starts waiting in the pending store (off when the
+        terminal's own question shows it)."""
         self.hints: dict[str, str] = {}
         """Fix for an error type (``AuthenticationError``: which variable to set ...)."""
 
@@ -267,9 +270,9 @@ class Renderer:
             style = "red" if event.is_error else "dim"
             self.out.print(f"[{style}]{more}{escape(tail)}[/]", highlight=False)
             self._activity(WAITING)
-        elif isinstance(event, ev.ApprovalPending):
+        elif isinstance(event, ev.ApprovalPending) and self.pending_lines:
             self.err.print(f"[yellow]waiting for approval:[/] {escape(event.summary[:200])} ({escape(event.reason)}); "
-                           f"pending call {event.pending_id}", highlight=False)
+                           f"answer with codeloop approvals approve|deny {event.pending_id}", highlight=False)
         elif isinstance(event, ev.ApprovalDecided):
             why = f": {event.reason}" if event.reason else ""
             scope = " (always)" if event.scope == "always" else ""

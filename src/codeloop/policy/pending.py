@@ -237,7 +237,9 @@ class AlreadyDecided:
     def describe(self, pending_id: str) -> str:
         """One line for a user: ``pending call ID was already approved by X at T``."""
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.at)) if self.at is not None else "?"
-        return f"pending call {pending_id} was already {self.verdict} by {self.by or '?'} at {when}"
+        answer = "approved" if self.verdict in ("running", "ran", "interrupted") else self.verdict
+        now = f" (it {'is running' if self.verdict == 'running' else self.verdict})" if answer != self.verdict else ""
+        return f"pending call {pending_id} was already {answer} by {self.by or '?'} at {when}{now}"
 
 
 class PendingStore(Protocol):

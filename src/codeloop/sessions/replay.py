@@ -151,6 +151,12 @@ def to_markdown(session_id: str, events: Iterable[LoggedEvent]) -> str:
             out += [f"> paused: the {d.get('limit')} limit was reached (used: {json.dumps(d.get('used'))})", ""]
         elif e.kind in ("error", "warning"):
             out += [f"> {e.kind}: {d.get('message', '')}", ""]
+        elif e.kind == "approval_pending":
+            out += [f"> waiting for approval ({d.get('reason', '')}): pending call {d.get('pending_id', '')}", ""]
+        elif e.kind == "approval_decided":
+            why = f": {d.get('reason')}" if d.get("reason") else ""
+            scope = " (always)" if d.get("scope") == "always" else ""
+            out += [f"> {d.get('status', '')}{scope} by {d.get('decided_by', '')}{why}", ""]
         elif e.kind == "session_end" and d.get("state") == "closed":
             out += [f"- ended {e.timestamp}: {d.get('reason', '')}", ""]
     return "\n".join(out)
