@@ -153,3 +153,19 @@ def test_relay_killed_while_the_approved_command_runs_reports_it_interrupted_nev
     assert (workspace / "log.txt").read_text() == "ran\n" and (workspace / "after.txt").exists()
     [done] = _listed(tmp_path, sid, "interrupted")
     assert done["id"] == entry["id"]
+
+
+def test_codeloop_approvals_lists_and_denies_a_relay_ask_and_the_next_step_says_so(
+        relay: Run, tmp_path: Path) -> None:
+    sid, workspace = _held(relay, tmp_path)
+    [entry] = _listed(tmp_path, sid)
+    approvals = [*CODELOOP, "approvals"]
+    listed = subprocess.run([*approvals, "list", "--json"], capture_output=True, text=True, check=True,
+                            env=_env(tmp_path), timeout=60)
+    assert [e["id"] for e in json.loads(listed.stdout) if e["face"] == "relay"] == [entry["id"]]
+    subprocess.run([*approvals, "deny", entry["id"], "--reason", "not on this machine"], capture_output=True,
+                   text=True, check=True, env=_env(tmp_path), timeout=60)
+    relay("step")
+    outbox = (tmp_path / "root" / "outbox" / f"{sid}_seq0002.txt").read_text()
+    assert "[FAILED] RUN_COMMAND: Not run: the person relaying for you denied it: not on this machine\n" in outbox
+    assert not (workspace / "log.txt").exists() and (workspace / "after.txt").exists()
