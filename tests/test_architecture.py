@@ -258,14 +258,7 @@ APPROVAL_MODULES = {"policy/approval.py", "policy/__init__.py", "tools/pipeline.
                     "tools/__init__.py"}
 """Where those names are defined and built: the seam's types and the pipeline with its one factory."""
 
-APPROVAL_STATE_EXCEPTIONS = {
-    "tools/space_tools.py": "spaces' pipeline still takes an approver for a run's approved operation "
-    "(issue 34: spaces moves to the pending store)",
-    "spaces/engine.py": "spaces still answers a run's ask with an approver that says yes (issue 34: "
-    "spaces moves to the pending store and Pipeline.resume(id))",
-    "relay/executor.py": "the relay still resumes an approved RUN_COMMAND from its own held command with a "
-    "PendingApproval (issue 34: the relay moves to the pending store and Pipeline.resume(id))",
-}
+APPROVAL_STATE_EXCEPTIONS: dict[str, str] = {}
 """Modules that still keep approval state beside the pending store, each with its reason."""
 
 POLICY_ONLY_NAMES = {"verdicts"}

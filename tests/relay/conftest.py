@@ -10,6 +10,13 @@ import pytest
 from relay_helpers import CODELOOP, Run, clean_env
 
 
+@pytest.fixture(autouse=True)
+def _own_state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The approvals store lives in the state directory (``approvals.sqlite3``): each test has
+    its own, and so have the ``codeloop`` processes it starts (``clean_env`` copies it)."""
+    monkeypatch.setenv("CODELOOP_STATE_DIR", str(tmp_path / "state"))
+
+
 @pytest.fixture
 def relay(tmp_path: Path) -> Run:
     """``relay("step", "--json")`` runs ``codeloop relay step --json --root TMP/root``."""

@@ -189,20 +189,36 @@ def test_missing_workspace_stops_before_taking_the_reply(tmp_path: Path) -> None
 
 
 def test_an_approval_saved_before_a_crash_runs_the_held_command_once_on_the_next_step(tmp_path: Path) -> None:
-    from dataclasses import replace
+    from codeloop.relay.approvals import approvals_store
 
-    from codeloop.relay.session import load_session, save_session
-
-    config, sid = _start(tmp_path, policy="standard")
+    config, _ = _start(tmp_path, policy="standard")
     ws = tmp_path / "root" / "workspace"
     (config.inbox_dir / "r.txt").write_text("[RUN_COMMAND]\necho ran >> log.txt; rm -rf build\n[/RUN_COMMAND]\n")
     held = asyncio.run(step(config)).session.held
-    assert held is not None and held.answer is None and not (ws / "log.txt").exists()
-    # `relay approve` saves the answer first; here the process died right after that.
-    state = load_session(config.sessions_dir, sid)
-    save_session(config.sessions_dir, replace(state, held=replace(held, answer="approved")))
+    assert held is not None and approvals_store().get(held.pending).status == "pending"
+    assert not (ws / "log.txt").exists()
+    # `relay approve` decides in the store first; here the process died right after that.
+    approvals_store().decide(held.pending, "approve", "alice")
     after = asyncio.run(step(config)).session
     assert after.held is None and after.sequence_number == 2
     asyncio.run(step(config))
     asyncio.run(resume(config))
     assert (ws / "log.txt").read_text() == "ran\n"
+
+
+def test_an_approved_command_claimed_by_a_step_that_died_before_journaling_is_never_run(tmp_path: Path) -> None:
+    from codeloop.relay.approvals import approvals_store
+
+    config, sid = _start(tmp_path, policy="standard")
+    ws = tmp_path / "root" / "workspace"
+    (config.inbox_dir / "r.txt").write_text("[RUN_COMMAND]\necho ran >> log.txt; rm -rf build\n[/RUN_COMMAND]\n")
+    held = asyncio.run(step(config)).session.held
+    assert held is not None
+    store = approvals_store()
+    store.decide(held.pending, "approve", "alice")
+    assert store.claim(held.pending)  # the step that took it to run died before its journal said so
+    after = asyncio.run(step(config)).session
+    assert after.held is None and not (ws / "log.txt").exists()
+    assert "Not run again: the relay stopped after this approved command was taken to run" in (
+        config.outbox_dir / f"{sid}_seq0002.txt").read_text()
+    assert store.get(held.pending).status == "interrupted"

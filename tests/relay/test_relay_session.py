@@ -64,12 +64,22 @@ def test_any_json_gives_a_session_or_a_value_error(data: object) -> None:
 def test_a_held_command_and_the_policy_round_trip_and_are_checked(tmp_path: Path) -> None:
     from codeloop.relay.approvals import HeldCommand
 
-    held = HeldCommand("3-2", 1, "rm -rf build", "Destructive command requires approval", "denied", "no")
+    held = HeldCommand("3-2", 1, "rm -rf build", "Destructive command requires approval", "0f" * 16)
     state = SessionState(session_id="a1b2c3d4", task="t", workspace="/w", policy="standard", held=held)
     save_session(tmp_path, state)
     assert load_session(tmp_path, "a1b2c3d4") == state
     data = json.loads((tmp_path / "a1b2c3d4.json").read_text())
-    data["heldCommand"]["answer"] = "maybe"
+    data["heldCommand"]["pending"] = 7
     (tmp_path / "a1b2c3d4.json").write_text(json.dumps(data))
-    with pytest.raises(SessionFileError, match=r"heldCommand\.answer must be approved, denied or null"):
+    with pytest.raises(SessionFileError, match=r"heldCommand\.pending is missing or has the wrong type"):
         load_session(tmp_path, "a1b2c3d4")
+
+
+def test_a_command_held_before_the_approvals_store_is_asked_again(tmp_path: Path) -> None:
+    """A session file written before issue 34 kept the answer itself: the held command is
+    dropped, so the step applies the reply again and the policy asks through the store."""
+    state = SessionState(session_id="a1b2c3d4", task="t", workspace="/w", policy="standard")
+    data = state.to_json() | {"heldCommand": {"id": "3-2", "index": 1, "command": "rm -rf build",
+                                              "reason": "r", "answer": None, "note": None}}
+    (tmp_path / "a1b2c3d4.json").write_text(json.dumps(data))
+    assert load_session(tmp_path, "a1b2c3d4").held is None

@@ -12,6 +12,13 @@ from codeloop.environments.local import LocalExecutionEnvironment
 from .postgres_cluster import PostgresUnavailableError, create_database, postgres_cluster
 
 
+@pytest.fixture(autouse=True)
+def _own_state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run without a server files its asks in the approvals store of the state directory
+    (``codeloop spaces exec``, ``run_message``): each test has its own."""
+    monkeypatch.setenv("CODELOOP_STATE_DIR", str(tmp_path / "state"))
+
+
 @pytest.fixture
 async def local_env(tmp_path: Path) -> AsyncIterator[LocalExecutionEnvironment]:
     env = LocalExecutionEnvironment(tmp_path / "ws", env_policy="core-only")

@@ -220,9 +220,9 @@ async def test_approval_pause_then_approved_runs_that_operation_once_and_continu
 
 async def test_denied_approval_emits_policy_denied_and_continues(local_env: LocalExecutionEnvironment) -> None:
     ops = _msg({"type": "shell", "command": "rm -rf build"}, {"type": "shell", "command": "echo after"})
-    _, outcome = await run_message(ops, local_env, STANDARD)
+    _, outcome = await run_message(ops, local_env, STANDARD, run_id="run_2")
     assert outcome.pending_operation_id == "op-1"
-    resumed, _ = await run_message(ops, local_env, STANDARD, start=outcome.cursor,
+    resumed, _ = await run_message(ops, local_env, STANDARD, run_id="run_2", start=outcome.cursor,
                                    approval=Approval(operationId="op-1", decision="denied", reason="no"))
     out = events_message_to_json(resumed)
     assert out["events"][0] == {**out["events"][0], "type": "policyDenied", "operationId": "op-1",

@@ -81,3 +81,25 @@ def test_a_postgresql_run_is_orphaned_only_once_its_server_is_gone(tmp_path: Pat
         assert other.orphaned_runs() == []
     finally:
         other.close()
+
+
+async def test_a_run_taken_after_its_approval_by_a_server_that_died_runs_it_once_on_resume(tmp_path: Path) -> None:
+    store = open_store(None, tmp_path)
+    service = SpacesService(store)
+    try:
+        space = await service.create_space("k", "s", {}, ttl_s=3600)
+        paused = await service.start_run(space, {"protocolVersion": "1.0", "operations": [
+            {"type": "shell", "id": "x", "command": "rm -rf nothing; echo once >> count"}]})
+        [asked] = store.pending.list(session=paused["runId"])
+        store.pending.decide(asked.id, "approve", "alice")
+        dead = open_store(None, tmp_path)  # a server that took the run, then died before running anything
+        assert dead.claim_run(paused["runId"], "awaiting_approval")
+        dead.close()
+        assert await service.recover_interrupted_runs() == 1
+        assert store.get_run(paused["runId"]).state == "awaiting_approval"  # type: ignore[union-attr]
+        done = await service.continue_run("k", paused["runId"])
+        assert done["status"] == "completed" and (Path(space.workspace) / "count").read_text() == "once\n"
+        assert store.pending.get(asked.id).status == "ran"
+    finally:
+        await service.close()
+        store.close()

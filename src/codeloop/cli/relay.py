@@ -50,7 +50,7 @@ def _option(decls: str, help: str, kind: Any = str | None) -> Any:
 
 
 _SESSION_HELP = "Session id (default: the active session)."
-_HELD_HELP = "The id 'relay step' printed (e.g. 3-2)."
+_HELD_HELP = "The id 'relay step' printed (e.g. 3-2), or its pending-call id (codeloop approvals list)."
 _PARAMS: dict[str, Any] = {
     "task": Annotated[str, typer.Argument(help="What the model should do, in plain words.")],
     "session_id": Annotated[str | None, typer.Argument(help=_SESSION_HELP)],
@@ -227,6 +227,8 @@ def _print_held(config: RelayConfig, state: SessionState) -> None:
     typer.echo(_indent(held.command))
     typer.echo(f"  Run it:      codeloop relay approve {held.id}{_root_flag(config)}")
     typer.echo(f"  Refuse it:   codeloop relay deny {held.id} --reason \"why\"{_root_flag(config)}")
+    typer.echo(f"  Pending call {held.pending} in the approvals store: any shell may answer it "
+               "(codeloop approvals list)")
     typer.echo("  The rest of the reply runs after your answer; paste the next outbox only then.")
 
 
@@ -237,7 +239,10 @@ def _skipped(report: StepReport) -> int:
 
 
 def _held_json(state: SessionState) -> dict[str, Any] | None:
-    return None if state.held is None or state.held.answer is not None else state.held.to_json()
+    from codeloop.relay.engine import waiting_for_answer
+
+    held = waiting_for_answer(state)
+    return None if held is None else held.to_json()
 
 
 async def _copy(config: RelayConfig, path: Path) -> str | None:
@@ -550,7 +555,7 @@ def status_command(config: RelayConfig, as_json: bool) -> None:
     for s in states:
         mark = "*" if s.session_id == active else " "
         where = "complete" if s.is_complete else f"waiting for the reply to {outbox_path(config, s).name}"
-        if s.held is not None and s.held.answer is None:
+        if _held_json(s) is not None and s.held is not None:
             where = f"waiting for your approval of {s.held.id} (codeloop relay approve|deny {s.held.id})"
         task = s.task.splitlines()[0] if s.task else ""
         typer.echo(f"{mark} {s.session_id}  #{s.sequence_number:<4} {where}  {task[:60]}")

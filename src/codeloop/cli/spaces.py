@@ -79,6 +79,8 @@ def exec_command(
 
 async def _exec(raw: Any, workspace: Path, policy: Any, approve: set[str], sandbox: bool,
                 limits: Any) -> dict[str, Any]:
+    from codeloop.policy.pending import SqlitePendingStore
+    from codeloop.sessions.state_dir import approvals_db_path
     from codeloop.spaces.operations import Approval, events_message_to_json
     from codeloop.spaces.runs import new_run_id, run_message
     from codeloop.spaces.workspace import UNSANDBOXED_WARNING, open_environment
@@ -90,16 +92,21 @@ async def _exec(raw: Any, workspace: Path, policy: Any, approve: set[str], sandb
                    "(network tools are refused, programs opening sockets are not stopped)", err=True)
     run_id = new_run_id()
     events: list[Any] = []
+    store = SqlitePendingStore(approvals_db_path())  # where its asks wait, as codeloop run's do
+    who = "codeloop spaces exec --approve"
     try:
-        message, outcome = await run_message(raw, space.env, policy, run_id=run_id, limits=limits)
+        message, outcome = await run_message(raw, space.env, policy, run_id=run_id, limits=limits, pending=store)
         events += message.events
         while outcome.state == "awaiting_approval" and outcome.pending_operation_id in approve:
             approval = Approval(operationId=outcome.pending_operation_id or "", decision="approved")
             message, outcome = await run_message(raw, space.env, policy, run_id=run_id, start=outcome.cursor,
-                                                 approval=approval, limits=limits, run_time_ms=outcome.run_time_ms)
+                                                 approval=approval, limits=limits, run_time_ms=outcome.run_time_ms,
+                                                 pending=store, who=who)
             events += message.events
     finally:
         await space.env.cleanup()
+        # Nobody answers once this process ends: what still waits is taken back.
+        store.withdraw(run_id, "codeloop spaces exec ended; approve the operation with --approve ID")
     message = message.model_copy(update={"events": events})
     return events_message_to_json(message)
 

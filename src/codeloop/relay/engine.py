@@ -19,11 +19,12 @@ The same text saved later as the answer to a newer outbox is a new reply: claims
 journals are keyed by sequence number, never by content.
 
 A command the session's policy sends for approval (:mod:`codeloop.relay.approvals`) pauses
-step 2: the next outbox is written saying it waits, the session file records the held
-command, and the claim stays in ``inbox/processing``. :func:`answer_held` saves the
-person's answer in the session file, then finishes the same claimed reply (the journal
-replays what already ran), so the held command runs at most once, and no later reply is
-taken before it is answered.
+step 2: it becomes an entry of the approvals store, the next outbox is written saying it
+waits, the session file records where the reply stopped, and the claim stays in
+``inbox/processing``. Once the store has an answer (:func:`answer_held`, or any other
+process deciding through the store), the next step finishes the same claimed reply (the
+journal replays what already ran; an approved entry runs only after its claim), so the held
+command runs at most once, and no later reply is taken before it is answered.
 
 Steps on one root are serialised with an advisory lock on ``sessions/.lock`` (released by
 the kernel if the process dies).
@@ -42,17 +43,20 @@ import asyncio
 import contextlib
 import fcntl
 import functools
+import getpass
 import os
+import re
+import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
 
 from codeloop.environments.atomic import atomic_write
 from codeloop.environments.errors import WorkspaceError
 from codeloop.environments.owned_files import read_owned_file
-from codeloop.relay.approvals import HeldCommand, answered, hold, waiting_result
+from codeloop.policy.pending import AlreadyDecided, PendingCall, PendingStore, UnknownPendingCallError
+from codeloop.relay.approvals import HeldCommand, answered, approvals_store, hold, waiting_result
 from codeloop.relay.commands import Done, Message, ReadFile, RelayCommand
 from codeloop.relay.config import RelayConfig
 from codeloop.relay.executor import ExecutionLimits, Held, execute_command, recover_effect
@@ -332,8 +336,10 @@ def _claim_next(config: RelayConfig, state: SessionState, emit: EventSink) -> Pa
 
 
 async def _apply_reply(config: RelayConfig, state: SessionState, pipeline: Pipeline, claim: Path,
-                       emit: EventSink) -> SessionState:
+                       emit: EventSink, store: PendingStore) -> SessionState:
     source = claim.name[len(_claim_prefix(state)) :]
+    if state.held is None:  # an ask left behind by a step that stopped before recording it: asked anew
+        store.withdraw(state.session_id, "the relay stopped before it recorded this ask; the command is asked again")
     commands = parse_inbox(decode_reply(await asyncio.to_thread(read_owned_file, claim)))
     try:
         journal = StepJournal.open(config.journal_dir, state.session_id, state.sequence_number, source)
@@ -352,18 +358,26 @@ async def _apply_reply(config: RelayConfig, state: SessionState, pipeline: Pipel
         if result is None:
             result = await recover_effect(entry.effect, pipeline.env) if entry and entry.effect else None
             left = time_left_ms(state)
+            held = state.held if state.held is not None and state.held.index == index else None
+            asked = _entry(store, held)
+            if result is not None and asked is not None and asked.status == "running":
+                store.finish(asked.id, "ran" if result.success else "interrupted")  # its effect was journaled
             if result is None and left == 0 and not isinstance(cmd, Message | Done | ReadFile):
                 result = not_run(cmd.name)  # the time is used up: nothing more of the reply changes the workspace
             if result is None:
-                answer = answered(cmd, index, state.held)
+                answer = False if held is None else answered(cmd, asked)
+                if answer is None:  # still waiting (never so after the step's check): the reply stays held
+                    return state
+                if isinstance(answer, CommandResult) and asked is not None and asked.status == "running":
+                    store.finish(asked.id, "interrupted")  # claimed by a step that stopped: never run again
                 began = time.monotonic()
                 ran = answer if isinstance(answer, CommandResult) else await execute_command(
                     cmd, pipeline, state.policy, _within_time(limits, left), functools.partial(journal.begin, index),
-                    marker=f"{state.session_id}-seq{state.sequence_number:04d}-cmd{index}", approved=answer is True,
-                    step=state.sequence_number)
+                    marker=f"{state.session_id}-seq{state.sequence_number:04d}-cmd{index}",
+                    approved=held.pending if answer is True and held is not None else None, step=state.sequence_number)
                 state = spent(state, time.monotonic() - began)
                 if isinstance(ran, Held):
-                    held = hold(cmd, index, state.sequence_number, ran.reason)
+                    held = hold(cmd, index, state.sequence_number, ran.reason, ran.pending)
                     rest = len(commands) - index - 1
                     return await _hold(config, state, pipeline, held, (cmd, rest), results, reads, emit)
                 result = ran
@@ -427,20 +441,34 @@ async def _hold(config: RelayConfig, state: SessionState, pipeline: Pipeline, he
     return state
 
 
-def waiting_for_answer(state: SessionState) -> HeldCommand | None:
-    """The held command nobody has answered yet, if any."""
-    return state.held if state.held is not None and state.held.answer is None else None
+def _entry(store: PendingStore, held: HeldCommand | None) -> PendingCall | None:
+    """The store's entry of a held command (None when nothing is held, or the store lost it)."""
+    if held is None:
+        return None
+    try:
+        return store.get(held.pending)
+    except UnknownPendingCallError:
+        return None
+
+
+def waiting_for_answer(state: SessionState, store: PendingStore | None = None) -> HeldCommand | None:
+    """The held command the store has no answer for yet, if any."""
+    if state.held is None:
+        return None
+    entry = _entry(store or approvals_store(), state.held)
+    return state.held if entry is not None and entry.status == "pending" else None
 
 
 async def _step_locked(config: RelayConfig, state: SessionState, emit: EventSink, *,
                        take_new: bool) -> tuple[SessionState, int, bool]:
     _require_workspace(state)
-    pipeline = open_workspace(Path(state.workspace), config, state.policy)
+    store = approvals_store()
+    pipeline = open_workspace(Path(state.workspace), config, state.policy, store, state.session_id)
     applied = 0
     for stale in _claims(config, state):
         if not stale.name.startswith(_claim_prefix(state)):
             _archive(config, stale)  # committed before the crash; only the move was missing
-    while not state.is_complete and waiting_for_answer(state) is None:
+    while not state.is_complete and waiting_for_answer(state, store) is None:
         current = [c for c in _claims(config, state) if c.name.startswith(_claim_prefix(state))]
         claim: Path | bool | None = current[0] if current else None
         if claim is None and take_new:
@@ -454,7 +482,7 @@ async def _step_locked(config: RelayConfig, state: SessionState, emit: EventSink
         if not isinstance(claim, Path):
             break
         try:
-            state = await _apply_reply(config, state, pipeline, claim, emit)
+            state = await _apply_reply(config, state, pipeline, claim, emit, store)
         except Exception as exc:  # whatever failed, the reply must not block every later step
             saved = load_session(config.sessions_dir, state.session_id)
             if saved.sequence_number != state.sequence_number:  # committed: only the archive move failed
@@ -464,7 +492,7 @@ async def _step_locked(config: RelayConfig, state: SessionState, emit: EventSink
                 continue
             _reject_claim(config, state, claim, exc, emit)
             continue
-        applied += waiting_for_answer(state) is None
+        applied += waiting_for_answer(state, store) is None
     return state, applied, False
 
 
@@ -474,28 +502,59 @@ async def step(config: RelayConfig, session_id: str | None = None,
     next outbox after each; return what happened. Stops at a command held for approval
     (``report.session.held``). Raises :class:`RelayError` only for problems of the root
     itself (no session, damaged session file, lock held)."""
-    return await _locked(config, session_id, on_event, None)
+    return await _locked(config, session_id, on_event)
 
 
 async def answer_held(config: RelayConfig, held_id: str, approved: bool, note: str | None = None,
                       session_id: str | None = None, on_event: EventSink | None = None) -> StepReport:
-    """Approve or deny the held command ``held_id`` and finish the reply it belongs to
-    (the answer is saved first). :class:`RelayError` when nothing waits under that id."""
-    answer: Literal["approved", "denied"] = "approved" if approved else "denied"
+    """Answer the held command ``held_id`` (``{sequence}-{n}`` as the outbox names it, or the id
+    of its entry in the approvals store) through the store, then finish the reply it belongs
+    to. :class:`RelayError` when nothing waits under that id, or when it was answered already
+    (saying who answered, and when)."""
+    store = approvals_store()
+    session_id, pending = _pending_of(config, store, held_id, session_id)
+    verdict = "approve" if approved else "deny"
+    decided = store.decide(pending, verdict, f"{_user()} (codeloop relay {verdict})", note or "")
+    if isinstance(decided, AlreadyDecided):
+        if decided.verdict in ("running", "ran", "interrupted"):  # what was decided: it was approved
+            decided = replace(decided, verdict="approved")
+        raise RelayError(decided.describe(pending))
+    return await _locked(config, session_id, on_event, take_new=False)
 
-    def record(state: SessionState) -> SessionState:
+
+HELD_ID = re.compile(r"[0-9]+-[0-9]+")
+"""The form of a held command's id in the outbox (``{sequence}-{n}``)."""
+
+
+def _pending_of(config: RelayConfig, store: PendingStore, held_id: str, session_id: str | None) -> tuple[str, str]:
+    """The session and the store entry ``held_id`` names; :class:`RelayError` when none waits."""
+    if HELD_ID.fullmatch(held_id):
+        state = find_session(config, session_id)
         held = state.held
         if held is None or held.id != held_id:
             waiting = f"the command waiting is {held.id}" if held else "no command is waiting for approval"
             raise RelayError(f"session {state.session_id}: nothing waits under {held_id!r} ({waiting}); "
                              f"see codeloop relay status --root {config.root}")
-        if held.answer not in (None, answer):
-            raise RelayError(f"{held_id} was already {held.answer}; it cannot be {answer} now")
-        state = replace(state, held=replace(held, answer=answer, note=note or held.note), updated_at=utc_now())
-        save_session(config.sessions_dir, state)  # answered before anything runs
-        return state
+        return state.session_id, held.pending
+    try:
+        entry = store.get(held_id)
+    except UnknownPendingCallError as exc:
+        raise RelayError(str(exc)) from None
+    if entry.face != "relay" or (session_id is not None and entry.session != session_id):
+        raise RelayError(f"pending call {held_id} belongs to codeloop {entry.face} session {entry.session}, not "
+                         f"to {'relay session ' + session_id if session_id else 'a relay session'}; answer it with "
+                         f"codeloop approvals approve|deny {held_id}")
+    find_session(config, entry.session)  # a session of this root: else nothing would run it
+    return entry.session, entry.id
 
-    return await _locked(config, session_id, on_event, record)
+
+def _user() -> str:
+    """Who answers from this shell, as the store records it."""
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = str(os.getuid())
+    return f"{user}@{socket.gethostname()}"
 
 
 @contextlib.contextmanager
@@ -511,8 +570,8 @@ def _open_session(config: RelayConfig, session_id: str | None, if_complete: str)
         yield state
 
 
-async def _locked(config: RelayConfig, session_id: str | None, on_event: EventSink | None,
-                  answer: Callable[[SessionState], SessionState] | None) -> StepReport:
+async def _locked(config: RelayConfig, session_id: str | None, on_event: EventSink | None, *,
+                  take_new: bool = True) -> StepReport:
     events: list[RelayEvent] = []
 
     def emit(event: RelayEvent) -> None:
@@ -522,10 +581,8 @@ async def _locked(config: RelayConfig, session_id: str | None, on_event: EventSi
 
     new_one = f'start a new one with codeloop relay new "TASK" --root {config.root}'
     with _open_session(config, session_id, new_one) as state:
-        if answer is not None:
-            state = answer(state)
         try:
-            state, applied, blocked = await _step_locked(config, state, emit, take_new=answer is None)
+            state, applied, blocked = await _step_locked(config, state, emit, take_new=take_new)
         except (WorkspaceError, OSError) as exc:
             raise RelayError(f"the step stopped: {exc}; fix the cause and run it again "
                              "(nothing is lost)") from None

@@ -20,7 +20,6 @@ from typing import Any, Literal
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import WorkspaceError
 from codeloop.policy import Decision
-from codeloop.policy.approval import PendingApproval, ToolCallRequest
 from codeloop.relay import commands as c
 from codeloop.relay.orphans import MARKER_VARIABLE, kill_marked
 from codeloop.relay.results import CommandResult
@@ -179,10 +178,12 @@ def _translate(cmd: c.RelayCommand, result: ToolCallOutcome) -> CommandResult:
 
 @dataclass(frozen=True)
 class Held:
-    """The policy sent the command for approval: it did not run."""
+    """The policy sent the command for approval: it did not run; it waits in the store."""
 
     reason: str
     """Why the policy asks."""
+    pending: str
+    """The id of its entry in the approvals store."""
 
 
 def _refused(cmd: c.RelayCommand, policy_name: str, decision: Decision) -> CommandResult:
@@ -192,13 +193,15 @@ def _refused(cmd: c.RelayCommand, policy_name: str, decision: Decision) -> Comma
 
 async def execute_command(cmd: c.RelayCommand, pipeline: Pipeline, policy_name: str, limits: ExecutionLimits,
                           before_effect: BeforeEffect, marker: str | None = None,
-                          approved: bool = False, step: int | None = None) -> CommandResult | Held:
+                          approved: str | None = None, step: int | None = None) -> CommandResult | Held:
     """Run one command and describe its outcome; never raises for model mistakes.
 
     Workspace commands run as tool calls through the relay's pipeline
     (:func:`relay_pipeline`): the session's policy judges each first (a refusal is a FAILED
-    result naming ``policy_name``; an "ask" comes back as :class:`Held`, unless the person
-    already ``approved`` it). Each change is journaled with ``before_effect`` before it
+    result naming ``policy_name``; an "ask" becomes an entry of the pipeline's pending store and
+    comes back as :class:`Held`). ``approved`` is the id of an approved entry for this command:
+    it runs once its claim succeeds (``Pipeline.resume``; claimed before, by a step that
+    stopped, it is not run again). Each change is journaled with ``before_effect`` before it
     happens; a journal that cannot be written stops the step (its error is raised).
     ``marker`` tags a RUN_COMMAND's processes (:mod:`codeloop.relay.orphans`); ``step`` is
     the reply's sequence number, the relay's unit of work at the pipeline's checkpoint seam.
@@ -229,15 +232,16 @@ async def execute_command(cmd: c.RelayCommand, pipeline: Pipeline, policy_name: 
             raise
 
     call = PipelineCall(cmd.name, _arguments(cmd, limits, marker), before_change=journal, step=step)
-    if approved:  # the person's answer is this call's POLICY step
-        request = ToolCallRequest(cmd.name, _arguments(cmd, limits, marker))
-        result = await pipeline.resume(PendingApproval(request, Decision.ask("approved")), approved=True, call=call)
+    if approved is not None:  # the store's answer is this call's POLICY step
+        result = await pipeline.resume(approved, call=call)
     else:
         result = await pipeline.run(call)
     if journal_failures:
         raise journal_failures[0]
+    if result.pending is not None and pipeline.approvals is None:  # nothing stored it: nobody can answer
+        return _failure(cmd, f"Not run: it needs approval ({result.pending.reason}) and nobody can give it here")
     if result.pending is not None:
-        return Held(result.pending.decision.reason)
+        return Held(result.pending.reason, result.pending.id)
     if isinstance(result.data, Decision):
         return _refused(cmd, policy_name, result.data)
     return _translate(cmd, result)

@@ -154,6 +154,10 @@ class SessionState:
         if policy not in PRESET_NAMES:
             raise ValueError(f"field policy must be one of {', '.join(PRESET_NAMES)}")
         held = data.get("heldCommand")
+        if isinstance(held, dict) and "pending" not in held:
+            # Held before issue 34, with its answer in this file: the step applies the reply
+            # again from its journal and the policy asks again, now through the store.
+            held = None
         results = []
         for i, item in enumerate(results_raw):
             try:

@@ -1,7 +1,8 @@
 """``relay watch``: wait for replies in the inbox and step each one as it arrives.
 
 Uses ``watchfiles`` on the inbox directory, and also looks every second in case an
-event was missed (network file systems, editors that rename). A file is stepped once
+event was missed (network file systems, editors that rename), or a held command was
+answered through the approvals store (issue 34). A file is stepped once
 its size and modification time have stopped changing, so a reply still being saved is
 not read half-written.
 """
@@ -14,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from watchfiles import awatch
 
 from codeloop.relay.config import RelayConfig
-from codeloop.relay.engine import StepReport, pending_replies, step
+from codeloop.relay.engine import StepReport, pending_replies, step, waiting_for_answer
 from codeloop.relay.progress import EventSink
 
 SETTLE_S = 0.3
@@ -44,6 +45,12 @@ async def _settled(config: RelayConfig) -> Snapshot | None:
     return before if _snapshot(config) == before else None
 
 
+def _answered(last: StepReport | None) -> bool:
+    """True when the last step stopped at a held command that has been answered since (from
+    any shell, through the approvals store): the next step finishes its reply."""
+    return last is not None and last.session.held is not None and waiting_for_answer(last.session) is None
+
+
 async def watch(config: RelayConfig, session_id: str | None, on_event: EventSink,
                 on_step: Callable[[StepReport], Awaitable[None]],
                 stop: asyncio.Event | None = None) -> StepReport | None:
@@ -60,7 +67,7 @@ async def watch(config: RelayConfig, session_id: str | None, on_event: EventSink
     async for _changes in awatch(config.inbox_dir, stop_event=stop, recursive=False, debounce=300, step=50,
                                  rust_timeout=1000, yield_on_timeout=True):
         ready = await _settled(config)
-        if ready is None or ready == left_over:
+        if (ready is None or ready == left_over) and not _answered(last):
             continue
         last = await step(config, session_id, on_event)
         left_over = _snapshot(config)

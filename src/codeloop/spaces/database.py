@@ -28,6 +28,8 @@ from typing import Any, Protocol
 
 import platformdirs
 
+from codeloop.spaces import pending_calls
+
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS api_keys (
         id TEXT PRIMARY KEY, name TEXT NOT NULL, key_hash TEXT NOT NULL UNIQUE, created_at DOUBLE PRECISION NOT NULL)""",
@@ -44,6 +46,7 @@ SCHEMA = (
     "CREATE INDEX IF NOT EXISTS runs_space ON runs (space_id)",
     """CREATE TABLE IF NOT EXISTS run_events (
         run_id TEXT NOT NULL, seq INTEGER NOT NULL, event TEXT NOT NULL, PRIMARY KEY (run_id, seq))""",
+    *pending_calls.SCHEMA,  # CREATE ... IF NOT EXISTS: a store made before issue 34 gains it on open
 )
 
 
@@ -247,6 +250,22 @@ class SpacesStore:
             cur.execute(self._sql(statement), params)
             return list(cur.fetchall()) if cur.description else []
 
+    def execute(self, statement: str, *params: Any) -> list[tuple[Any, ...]]:
+        """Run one statement (``?`` placeholders) in its own transaction; the rows it returns."""
+        return self._exec(statement, *params)
+
+    def update(self, statement: str, *params: Any) -> int:
+        """Run one UPDATE in its own transaction; how many rows it changed (a compare-and-set's
+        answer)."""
+        with self._db.cursor() as cur:
+            cur.execute(self._sql(statement), params)
+            return int(cur.rowcount)
+
+    @functools.cached_property
+    def pending(self) -> pending_calls.SpacesPendingStore:
+        """The runs' calls waiting for approval (:mod:`codeloop.spaces.pending_calls`)."""
+        return pending_calls.SpacesPendingStore(self)
+
     def close(self) -> None:
         """Close connections."""
         self._db.close()
@@ -303,6 +322,8 @@ class SpacesStore:
         """Delete a space's rows (runs and events too); the caller removes the workspace."""
         with self._db.cursor() as cur:
             cur.execute(self._sql("DELETE FROM run_events WHERE run_id IN (SELECT id FROM runs WHERE space_id = ?)"),
+                        (space_id,))
+            cur.execute(self._sql("DELETE FROM pending_calls WHERE session IN (SELECT id FROM runs WHERE space_id = ?)"),
                         (space_id,))
             cur.execute(self._sql("DELETE FROM runs WHERE space_id = ?"), (space_id,))
             cur.execute(self._sql("DELETE FROM spaces WHERE id = ?"), (space_id,))

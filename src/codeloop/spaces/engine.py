@@ -6,10 +6,12 @@ Contract of :func:`execute_run`:
   ``emit`` before the next operation starts;
 - a failing operation does not stop the run; an invalid operation yields an ``error`` event
   (category ``validation``) and is skipped; a policy ``deny`` yields ``policyDenied``;
-- a policy ``ask`` yields ``approvalRequired`` and pauses: the outcome is
-  ``awaiting_approval`` with ``cursor`` on that operation. Calling again with an
-  :class:`~codeloop.spaces.operations.Approval` for it executes it once without asking
-  (``approved``) or emits ``policyDenied`` (``denied``), then continues;
+- a policy ``ask`` adds a pending call to the run's store (``pending``, session = the run's
+  id, step = the operation's id; issue 34), yields ``approvalRequired`` and pauses: the
+  outcome is ``awaiting_approval`` with ``cursor`` on that operation. Once the store has an
+  answer, calling again with ``answered`` (the entry's id) runs it once after its claim
+  (approved) or emits ``policyDenied`` (denied or withdrawn), then continues. Nothing here
+  decides or remembers an answer: the store does;
 - an unexpected failure of the runtime itself yields an ``error`` event (category
   ``system``) and ends the run with status ``error``;
 - with :class:`~codeloop.spaces.limits.RunLimits`, the limits are checked before each
@@ -18,7 +20,7 @@ Contract of :func:`execute_run`:
   ``limit_reached`` (see :mod:`codeloop.spaces.limits`).
 
 Each file operation and command is a call of the space's pipeline
-(:func:`codeloop.tools.space_tools.space_pipeline`: policy, approval, execution), whose
+(:func:`codeloop.tools.space_tools.space_pipeline`: policy, pending store, execution), whose
 tools run the workspace operations with the policy's limits; this module only turns the
 typed outcomes into the protocol's events and texts.
 """
@@ -28,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -37,7 +39,7 @@ from pydantic import BaseModel
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import WorkspaceError
 from codeloop.policy import Decision, Policy
-from codeloop.policy.approval import ToolCallRequest
+from codeloop.policy.pending import PendingCall, PendingStore
 from codeloop.spaces import operations as wire
 from codeloop.spaces.limits import LIMIT_REACHED, NO_LIMITS, RunLimits, budget_event, exceeded
 from codeloop.tools import outcomes as ops
@@ -57,7 +59,7 @@ NOT_STARTED_EXIT_CODE = -1
 
 
 class ApprovalMismatchError(ValueError):
-    """Raised when an approval names another operation than the one awaiting approval."""
+    """Raised when an answer names another operation than the one awaiting approval."""
 
 
 @dataclass(frozen=True)
@@ -94,21 +96,19 @@ def _op_type(op: Any) -> str:
 
 
 async def execute_run(operations: list[Any], env: ExecutionEnvironment, policy: Policy, emit: Emit, *,
-                      start: int = 0, approval: wire.Approval | None = None,
+                      pending: PendingStore, run_id: str, start: int = 0, answered: str | None = None,
                       should_stop: Callable[[], bool] = lambda: False, limits: RunLimits = NO_LIMITS,
                       run_time_ms: float = 0.0) -> RunOutcome:
-    """Run ``operations[start:]``; see the module docstring for the contract.
+    """Run ``operations[start:]`` of run ``run_id``; see the module docstring for the contract.
 
-    ``approval`` must name the operation at ``start`` (raise :class:`ApprovalMismatchError`).
-    ``run_time_ms`` is the time the run's operations already took (before a pause).
+    ``answered`` is the id of the answered entry of ``pending`` the operation at ``start`` waited
+    for (raise :class:`ApprovalMismatchError` when it is another run's or operation's, or has no
+    answer yet). ``run_time_ms`` is the time the run's operations already took (before a pause).
     """
     index = start
     used_ms = run_time_ms
-    pipeline = space_pipeline(env, policy)
-    if approval is not None:
-        if index >= len(operations) or operation_id(operations[index], index) != approval.operationId:
-            raise ApprovalMismatchError(f"operation {approval.operationId!r} is not the one awaiting "
-                                        "approval")
+    pipeline = space_pipeline(env, policy, pending, run_id)
+    entry = None if answered is None else _answered_entry(pending, answered, run_id, operations, start)
     while index < len(operations):
         if should_stop():
             await emit(wire.ErrorEvent(timestamp=now_iso(), category="execution", message="run cancelled"),
@@ -120,11 +120,9 @@ async def execute_run(operations: list[Any], env: ExecutionEnvironment, policy: 
             return RunOutcome(LIMIT_REACHED, index, run_time_ms=used_ms)
         op = operations[index]
         op_id = operation_id(op, index)
-        approved = approval is not None and index == start and approval.decision == "approved"
-        if approval is not None and index == start and approval.decision == "denied":
-            why = f"denied by the user: {approval.reason}" if approval.reason else "denied by the user"
-            await emit(wire.PolicyDeniedEvent(timestamp=now_iso(), operationId=op_id,
-                                              operationType=_op_type(op), reason=why), index + 1)
+        resumed = entry if index == start else None
+        if resumed is not None and resumed.status != "approved":
+            await emit(_not_approved(resumed, op_id, _op_type(op)), index + 1)
             index += 1
             continue
         began = time.monotonic()
@@ -132,7 +130,7 @@ async def execute_run(operations: list[Any], env: ExecutionEnvironment, policy: 
                                    else max(limits.max_run_time_ms - used_ms, 0) / 1000)
         try:
             async with deadline:  # cancelling the operation kills its process group
-                event = await _one(op, op_id, pipeline, approved)
+                event = await _one(op, op_id, pipeline, resumed)
         except Exception as exc:  # the runtime itself failed: report it, stop the run
             used_ms += (time.monotonic() - began) * 1000
             if isinstance(exc, TimeoutError) and deadline.expired():
@@ -152,33 +150,57 @@ async def execute_run(operations: list[Any], env: ExecutionEnvironment, policy: 
     return RunOutcome("completed", index, run_time_ms=used_ms)
 
 
-async def _one(op: Any, op_id: str, pipeline: Pipeline, approved: bool) -> BaseModel:
+def _answered_entry(pending: PendingStore, answered: str, run_id: str, operations: list[Any],
+                    start: int) -> PendingCall:
+    """The answered entry the operation at ``start`` waited for."""
+    entry = pending.get(answered)
+    op_id = operation_id(operations[start], start) if start < len(operations) else None
+    if entry.session != run_id or entry.step != op_id:
+        raise ApprovalMismatchError(f"pending call {answered} is not the one operation {op_id!r} of run "
+                                    f"{run_id} waits for")
+    if entry.status == "pending":
+        raise ApprovalMismatchError(f"pending call {answered} has no answer yet")
+    return entry
+
+
+def _not_approved(entry: PendingCall, op_id: str, op_type: str) -> BaseModel:
+    """The event of an operation whose ask was not approved (denied or withdrawn), or whose
+    approved run was already taken (it is never run twice)."""
+    ts = now_iso()
+    if entry.status in ("denied", "withdrawn"):
+        why = "denied by the user" if entry.status == "denied" else "its approval was withdrawn"
+        why += f": {entry.decision_reason}" if entry.decision_reason else ""
+        return wire.PolicyDeniedEvent(timestamp=ts, operationId=op_id, operationType=op_type, reason=why)
+    return wire.ErrorEvent(timestamp=ts, operationId=op_id, category="execution",
+                           message=f"operation {op_id} was not run again: its approved run was already taken "
+                                   f"(pending call {entry.id} is {entry.status})")
+
+
+async def _one(op: Any, op_id: str, pipeline: Pipeline, resumed: PendingCall | None) -> BaseModel:
     ts = now_iso()
     if isinstance(op, wire.InvalidOperation):
         return wire.ErrorEvent(timestamp=ts, operationId=op.id, category="validation", message=op.error)
     if isinstance(op, wire.MessageOperation):
         return wire.MessageEvent(timestamp=ts, operationId=op.id)
-    if approved:  # the user's "approved" answers this operation's ask (a deny still holds)
-        pipeline = replace(pipeline, approver=_approved)
-    # The operation is the space's unit of work at the pipeline's checkpoint seam.
-    result = await pipeline.run(PipelineCall(op.type, op.model_dump(exclude={"type", "id"}, exclude_none=True),
-                                             step=op.id))
+    # The operation is the space's unit of work at the pipeline's checkpoint seam, and the
+    # step its pending call is filed under.
+    call = PipelineCall(op.type, op.model_dump(exclude={"type", "id"}, exclude_none=True), step=op_id)
+    if resumed is not None:  # approved in the store: runs once its claim succeeds
+        result = await pipeline.resume(resumed.id, call=call)
+    else:
+        result = await pipeline.run(call)
     if result.pending is not None:
-        verdict = result.pending.decision
+        asked = result.pending
         return wire.ApprovalRequiredEvent(
-            timestamp=ts, operationId=op_id, operationType=op.type, reason=verdict.reason,
+            timestamp=ts, operationId=op_id, operationType=op.type, reason=asked.reason,
             details=wire.ApprovalDetails(command=getattr(op, "command", None), path=getattr(op, "path", None),
-                                         policy=verdict.rule))
+                                         policy=asked.rule))
     if isinstance(result.data, Decision):
         return wire.PolicyDeniedEvent(timestamp=ts, operationId=op.id, operationType=op.type,
                                       reason=result.data.reason, suggestion=result.data.suggestion)
     if isinstance(op, wire.ShellOperation):
         return _shell_event(op, ts, result)
     return _file_event(op, ts, result)
-
-
-async def _approved(call: ToolCallRequest, reason: str) -> bool:
-    return True
 
 
 def _error_of(result: ToolCallOutcome) -> Exception:

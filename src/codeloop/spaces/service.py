@@ -2,9 +2,18 @@
 
 Every state change is written to the :class:`~codeloop.spaces.database.SpacesStore` as it
 happens (each event, then where the run stopped), so a run paused for approval can be
-resumed after a restart, or by another server sharing a PostgreSQL store. A resume first
-moves the run atomically from ``awaiting_approval`` to ``running`` in the store, so an
-approved operation runs exactly once even when two resumes race.
+resumed after a restart, or by another server sharing a PostgreSQL store.
+
+Approvals (issue 34): the operation a run waits for is a pending call in the database's
+store (:mod:`codeloop.spaces.pending_calls`). A resume with an approval is that store's one
+compare-and-set (``decide``): of two resumes sent at once one wins, the other is told who
+answered and when (409 ``already_decided``). An answer given through the store by anything
+else (a web page, an editor) is applied by a resume with an empty body. The winner then
+moves the run atomically from ``awaiting_approval`` to ``running``, and the operation runs
+only after its entry's claim, so it runs exactly once. Cancelling a paused run withdraws its
+pending call, with an event; a server that died while an approved operation ran leaves it
+``interrupted`` (reported, never run again), and one that died after the decision but
+before the run gives the run back to ``awaiting_approval``, so the next resume runs it once.
 
 Runs of one space execute one at a time (operations share one workspace). Cancellation of
 a running run takes effect before its next operation.
@@ -20,12 +29,13 @@ import json
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
 from codeloop.policy import Policy
+from codeloop.policy.pending import AlreadyDecided, PendingCall
 from codeloop.spaces.database import RunRecord, SpaceRecord, SpacesStore, StoreFullError
 from codeloop.spaces.engine import RunOutcome, execute_run, now_iso
 from codeloop.spaces.limits import LIMIT_REACHED, exceeded
@@ -141,10 +151,33 @@ class SpacesService:
         :meth:`~codeloop.spaces.database.SpacesStore.orphaned_runs`)."""
         interrupted = await self._db(self.store.orphaned_runs, run_id)
         for run in interrupted:
-            await self._stop(run, "error", "system", "the server stopped while this run was running; "
-                             f"operations from index {run.cursor} on did not run (the one at that index may "
-                             "have run partly)")
+            asked = await self._asked(run)
+            if asked is not None and asked.status == "approved":  # decided, never claimed: runs on resume
+                await self._db(self.store.finish_step, run.id, "awaiting_approval", run.cursor, run.pending_operation)
+                self._notify(run.id)
+                continue
+            cut = [f"the approved operation {e.step} was interrupted (it may have run partly; it is not run again)"
+                   for e in await self._db(self.store.pending.interrupt, run.id)]
+            await self._stop(run, "error", "system", "; ".join([
+                "the server stopped while this run was running", *cut,
+                f"operations from index {run.cursor} on did not run (the one at that index may have run partly)"]))
         return len(interrupted)
+
+    async def _asked(self, run: RunRecord) -> PendingCall | None:
+        """The pending call of the operation the run waits for (or waited for), if any."""
+        if run.pending_operation is None:
+            return None
+        return await self._db(self.store.pending.for_step, run.id, run.pending_operation)
+
+    async def _withdraw(self, run_id: str, cursor: int, why: str) -> list[dict[str, Any]]:
+        """Take back the run's pending calls, each with an event saying so; the events."""
+        events = []
+        for entry in await self._db(self.store.pending.withdraw, run_id, why):
+            event = event_to_json(ErrorEvent(timestamp=now_iso(), operationId=str(entry.step), category="execution",
+                                             message=f"approval of operation {entry.step} withdrawn: {why}"))
+            await self._db(self.store.append_event, run_id, event, cursor)
+            events.append(event)
+        return events
 
     async def _stop(self, run: RunRecord, state: str, category: ErrorCategory, message: str) -> None:
         """End a run that is not executing here with an error event saying why."""
@@ -179,22 +212,43 @@ class SpacesService:
         return await self._execute(run_id, space, raw, 0, None)
 
     async def resume(self, owner: str, run_id: str, approval: Approval) -> dict[str, Any]:
-        """Apply an approval decision to a paused run and continue it."""
+        """Answer the operation a paused run waits for (through its pending call) and continue it."""
         run = await self.run_for(owner, run_id)
-        if run.state != "awaiting_approval":
+        asked = await self._db(self.store.pending.for_step, run_id, approval.operationId)
+        if asked is None and run.state != "awaiting_approval":
             raise ServiceError(409, "not_awaiting_approval", f"run {run_id} is {run.state}, not awaiting approval")
-        if run.pending_operation != approval.operationId:
+        if asked is None:
             raise ServiceError(409, "wrong_operation",
                                f"run {run_id} awaits approval of {run.pending_operation!r}, "
                                f"not {approval.operationId!r}")
+        if asked.status == "pending" and (run.state, run.pending_operation) != ("awaiting_approval", asked.step):
+            # Asked, but the run has not paused yet (its events are still being stored): no answer yet.
+            raise ServiceError(409, "not_awaiting_approval", f"run {run_id} is {run.state}, not awaiting approval")
+        verdict = "approve" if approval.decision == "approved" else "deny"
+        decided = await self._db(self.store.pending.decide, asked.id, verdict, f"API key {owner}",
+                                 approval.reason or "")
+        if isinstance(decided, AlreadyDecided):
+            if decided.verdict in ("running", "ran", "interrupted"):  # what was decided: it was approved
+                decided = replace(decided, verdict="approved")
+            raise ServiceError(409, "already_decided", f"operation {approval.operationId} of run {run_id}: "
+                               f"{decided.describe(asked.id)}")
+        return await self._go_on(owner, run_id, asked)
+
+    async def _go_on(self, owner: str, run_id: str, asked: PendingCall) -> dict[str, Any]:
+        """Continue a paused run whose pending call has its answer."""
         if not await self._db(self.store.claim_run, run_id, "awaiting_approval"):
             raise ServiceError(409, "not_awaiting_approval", f"run {run_id} was resumed by another request")
+        run = await self.run_for(owner, run_id)
         space = await self.space_for(owner, run.space_id)
-        return await self._execute(run_id, space, run.message, run.cursor, approval, run.run_time_ms)
+        return await self._execute(run_id, space, run.message, run.cursor, asked.id, run.run_time_ms)
 
     async def continue_run(self, owner: str, run_id: str) -> dict[str, Any]:
-        """Go on with a run stopped by the space's limits, once they allow another operation."""
+        """Go on with a run stopped by the space's limits, once they allow another operation, or
+        with a paused run whose pending call was answered through the store."""
         run = await self.run_for(owner, run_id)
+        asked = await self._asked(run) if run.state == "awaiting_approval" else None
+        if asked is not None and asked.status != "pending":
+            return await self._go_on(owner, run_id, asked)
         if run.state != LIMIT_REACHED:
             raise ServiceError(409, "not_limit_reached", f"run {run_id} is {run.state}, not stopped by a limit "
                                "(a run awaiting approval is resumed with an approval)")
@@ -213,6 +267,7 @@ class SpacesService:
         claimed = run.state == "awaiting_approval" and await self._db(self.store.claim_run, run_id,
                                                                                  "awaiting_approval")
         if claimed:
+            await self._withdraw(run.id, run.cursor, "the run was cancelled")
             await self._stop(run, "cancelled", "execution", "run cancelled")
         elif run.state == "running":
             self._cancelled.add(run_id)
@@ -220,7 +275,7 @@ class SpacesService:
         return await self.run_view(owner, run_id)
 
     async def _execute(self, run_id: str, space: SpaceRecord, raw: Any, start: int,
-                       approval: Approval | None, run_time_ms: float = 0.0) -> dict[str, Any]:
+                       answered: str | None, run_time_ms: float = 0.0) -> dict[str, Any]:
         emitted: list[dict[str, Any]] = []
 
         async def emit(event: BaseModel, cursor: int) -> None:
@@ -233,14 +288,17 @@ class SpacesService:
         async with lock:
             try:
                 policy, space_env = await self.environment(space)
-                outcome = await execute_run(parse_message(raw), space_env.env, policy, emit, start=start,
-                                            approval=approval, should_stop=lambda: run_id in self._cancelled,
+                outcome = await execute_run(parse_message(raw), space_env.env, policy, emit, pending=self.store.pending,
+                                            run_id=run_id, start=start, answered=answered,
+                                            should_stop=lambda: run_id in self._cancelled,
                                             limits=run_limits(space.policy), run_time_ms=run_time_ms)
             except Exception as exc:  # system failure: recorded on the run, never a 500 with a lost state
                 await emit(ErrorEvent(timestamp=now_iso(), category="system", message=f"run failed: {exc}"), start)
                 outcome = RunOutcome("error", start, run_time_ms=run_time_ms)
             else:
                 self._cancelled.discard(run_id)
+            if outcome.state != "awaiting_approval":  # nothing of an ended run waits any longer
+                emitted += await self._withdraw(run_id, outcome.cursor, f"the run ended ({outcome.state})")
         await self._db(self.store.finish_step, run_id, outcome.state, outcome.cursor,
                        outcome.pending_operation_id, outcome.run_time_ms)
         self._notify(run_id)

@@ -13,6 +13,7 @@ from typing import Any
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.policy import preset
 from codeloop.policy.approval import ToolCallRequest
+from codeloop.policy.pending import PendingStore
 from codeloop.tools import workspace_ops as ops
 from codeloop.tools.call_path import Pipeline, build_pipeline
 from codeloop.tools.effects import ALL_EFFECTS, ToolEffects, reads, shell_line, writes
@@ -93,12 +94,14 @@ def _judged(call: ToolCallRequest) -> CommandCall | PathCall | None:
     return None
 
 
-def relay_pipeline(env: ExecutionEnvironment, policy_name: str, output_limit_chars: int) -> Pipeline:
+def relay_pipeline(env: ExecutionEnvironment, policy_name: str, output_limit_chars: int,
+                   pending: PendingStore | None = None, session: str = "") -> Pipeline:
     """The relay's pipeline: its commands as tools, the session's preset as the POLICY step,
-    no approver (an "ask" is held for ``codeloop relay approve``) and RUN_COMMAND's output cut
-    (relay spec: head and tail within ``output_limit_chars``)."""
+    an "ask" an entry of ``pending`` for relay session ``session`` (held until somebody answers
+    it: ``codeloop relay approve``, issue 34) and RUN_COMMAND's output cut (relay spec: head
+    and tail within ``output_limit_chars``)."""
     truncation = TruncationConfig(tool_output_limits={"RUN_COMMAND": output_limit_chars},
                                   tool_line_limits={"RUN_COMMAND": None},
                                   tool_truncation_modes={"RUN_COMMAND": "head_tail_counted"})
     return build_pipeline(RELAY_TOOLS, env, policy=preset_policy(preset(policy_name), _judged),
-                          truncation=truncation)
+                          truncation=truncation, pending=pending, session=session, face="relay")

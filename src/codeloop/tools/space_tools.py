@@ -18,7 +18,8 @@ from typing import Any, Literal
 
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.policy import Policy
-from codeloop.policy.approval import Approver, ToolCallRequest
+from codeloop.policy.approval import ToolCallRequest
+from codeloop.policy.pending import PendingStore
 from codeloop.tools import workspace_ops as ops
 from codeloop.tools.call_path import Pipeline, build_pipeline
 from codeloop.tools.effects import ALL_EFFECTS, ToolEffects, reads, shell_line, writes
@@ -38,9 +39,13 @@ def _judged(call: ToolCallRequest) -> CommandCall | PathCall:
     return PathCall(args["path"], _PATH_ACCESS[call.name])
 
 
-def space_pipeline(env: ExecutionEnvironment, policy: Policy, approver: Approver | None = None) -> Pipeline:
-    """A space's pipeline: its operations as tools under ``policy`` (also the POLICY step)."""
-    return build_pipeline(space_registry(policy), env, policy=preset_policy(policy, _judged), approver=approver)
+def space_pipeline(env: ExecutionEnvironment, policy: Policy, pending: PendingStore | None = None,
+                   run_id: str = "") -> Pipeline:
+    """A space's pipeline: its operations as tools under ``policy`` (also the POLICY step); an
+    ask is an entry of ``pending`` (the spaces database's store) for run ``run_id``, which the
+    run's resume answers. Without a store (the HTTP file endpoints) an ask is not run."""
+    return build_pipeline(space_registry(policy), env, policy=preset_policy(policy, _judged), pending=pending,
+                          session=run_id, face="spaces")
 
 
 def _within(max_bytes: int, ctx: ToolContext, change: ops.PlannedChange) -> None:
