@@ -781,6 +781,10 @@ class Session:
         self._emit(ev.SessionEnd, state=self.state.value, reason=reason, final_text=self.last_text)
         await self.subagents.close_all()
 
+    def announce(self, kind: type[Any], **data: Any) -> None:
+        """Emit an event from a part wired around the loop (the session recorder's ``checkpoint``)."""
+        self._emit(kind, **data)
+
     def _emit(self, kind: type[Any], **data: Any) -> None:
         event = kind(session_id=self.id, timestamp=time.time(), **data)
         for listener in tuple(self._listeners):

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import stat
 import subprocess
 import time
@@ -52,6 +53,11 @@ DEFAULT_EXCLUDE_DIRS: tuple[str, ...] = (
 
 DEFAULT_MAX_FILE_BYTES = 16 * 1024 * 1024
 """Files larger than this are not snapshotted (named as skipped)."""
+
+KEEP_DAYS = 30.0
+"""Snapshots older than this are pruned (at the start of a session of the same workspace)."""
+KEEP_COUNT = 5000
+"""At most this many distinct snapshots are kept per workspace (the newest)."""
 
 _ATTRIBUTES = b"* -text -eol -filter -diff -merge -ident -working-tree-encoding -export-subst\n"
 _CONFIG = (
@@ -198,6 +204,13 @@ class SnapshotStore:
             (repo / "info").mkdir(exist_ok=True)
             (repo / "info" / "attributes").write_bytes(_ATTRIBUTES)
             (repo / "info" / "exclude").write_bytes(b"")
+        index = repo / self.index
+        if not index.exists():
+            # A new session starts from the newest index of the workspace: git trusts its stat
+            # data for unchanged files, so the first snapshot does not hash the whole tree.
+            others = sorted(repo.glob("index*"), key=lambda p: p.stat().st_mtime)
+            if others:
+                shutil.copyfile(others[-1], index)
         self._ready = True
 
     def scan(self) -> tuple[list[Skipped], dict[str, int]]:
@@ -206,6 +219,7 @@ class SnapshotStore:
         skipped: list[Skipped] = []
         modes: dict[str, int] = {}
         excluded = set(self.exclude_dirs)
+        own = self._own_state()
         stack = [""]
         while stack:
             rel = stack.pop()
@@ -220,7 +234,9 @@ class SnapshotStore:
                         continue
                     try:
                         if entry.is_dir(follow_symlinks=False):
-                            if entry.name in excluded:
+                            if path in own:
+                                skipped.append(Skipped(path, "codeloop's state directory"))
+                            elif entry.name in excluded:
                                 skipped.append(Skipped(path, "excluded directory"))
                             elif os.path.lexists(os.path.join(entry.path, ".git")):
                                 skipped.append(Skipped(path, "nested repository"))
@@ -237,6 +253,16 @@ class SnapshotStore:
                     except OSError:
                         continue
         return sorted(skipped, key=lambda s: s.path), modes
+
+    def _own_state(self) -> set[str]:
+        """codeloop's own state (logs, this repository) when it lies inside the workspace:
+        snapshotting it would record every snapshot in the next one."""
+        own = set()
+        for place in (self.repository.parent.parent, self.repository):
+            rel = os.path.relpath(os.path.realpath(place), self.workspace)
+            if rel != "." and not rel.startswith(".."):
+                own.add(rel.replace(os.sep, "/"))
+        return own
 
     def snapshot(self) -> Snapshot:
         """The workspace now, stored (cost: one ``lstat`` per unchanged file, a hash per changed one)."""
