@@ -128,3 +128,21 @@ def test_checkpoint_events_undo_and_refusal_of_outside_changes(server, workspace
     assert forced.returncode == 0, forced.stderr
     assert json.loads(forced.stdout)["outside"] == ["stray.txt"]
     assert (workspace / ".env").read_text() == "TOKEN=secret\n" and not (workspace / "stray.txt").exists()
+
+
+def test_undo_and_redo_in_a_chat_take_back_a_shell_change_and_the_conversation_goes_on(server, workspace) -> None:
+    populate(workspace, False)
+    server.replies.extend([tool_reply("shell", {"command": "rm .env && echo built > out.o"}, "c1"),
+                           text_reply("cleaned"), text_reply("after undo"), text_reply("after redo")])
+    done = subprocess.run([CODELOOP, "run", "--cwd", str(workspace), "--base-url", server.base_url, *BASE],
+                          input="clean up\n/undo\nwhat now?\n/undo\n/redo\nand now?\n/exit\n",
+                          capture_output=True, text=True, env=isolated_env(workspace), timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "undone: the conversation now ends with turn 0" in done.stderr, done.stderr
+    # The second /undo took back the turn of "what now?" (no file changed: the conversation
+    # only); /redo brought it back; the model saw the conversation as it was after each.
+    assert (workspace / ".env").read_text() == "TOKEN=secret\n" and not (workspace / "out.o").exists()
+    sent_after_undo = json.dumps(server.requests[2]["messages"])
+    assert "what now?" in sent_after_undo and "clean up" not in sent_after_undo
+    sent_after_redo = json.dumps(server.requests[3]["messages"])
+    assert "what now?" in sent_after_redo and "and now?" in sent_after_redo

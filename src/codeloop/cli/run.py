@@ -314,6 +314,23 @@ class Runner:
             await self.stopping
         return "error" if self.log_error is not None else str(self.session.end_reason)
 
+    async def take_back(self, redo: bool) -> Any:
+        """``/undo`` (the last turn that changed files) or ``/redo`` (the last undo) of the chat:
+        the conversation goes on from the log as it is afterwards (a new Session resumed from
+        it). RewindRefusedError when it cannot be done (nothing changed)."""
+        import asyncio
+
+        from codeloop.agent.session import SessionState
+        from codeloop.sessions import redo as redo_, undo
+
+        self.recording.close()  # the log is rewritten: the closing session writes nothing to it
+        if self.session.state != SessionState.CLOSED:
+            await self.session.close()
+        try:
+            return await asyncio.to_thread(redo_ if redo else undo, str(self.log_id), self.settings.root)
+        finally:
+            await self.open(self.log_id)
+
     async def close(self) -> None:
         """Close the Session, the log, MCP servers and the client (each even if one fails)."""
         try:

@@ -184,9 +184,9 @@ class SnapshotStore:
         except OSError as exc:
             raise SnapshotError(f"cannot run git ({exc.strerror or exc}); snapshots need git on PATH") from None
         if done.returncode != 0:
-            message = done.stderr.decode("utf-8", "replace").strip().splitlines()
-            raise SnapshotError(f"git {args[0]} failed in {self.repository}: "
-                                f"{message[-1] if message else f'exit {done.returncode}'}")
+            said = "; ".join(line.strip() for line in done.stderr.decode("utf-8", "replace").splitlines()
+                             if line.strip())[-400:]
+            raise SnapshotError(f"git {args[0]} failed in {self.repository}: {said or f'exit {done.returncode}'}")
         return done.stdout
 
     def ensure(self) -> None:
