@@ -3,7 +3,8 @@
 
 Workspaces of 2,000 and 50,000 small files in 20-file directories; for each: a snapshot when
 nothing changed, when 10 files changed and when 1,000 changed (median of ``--runs``; files
-are changed between runs, outside the timing). Also the added time of one changing tool call
+are changed between runs, outside the timing), as a session takes it (the file watcher says
+what changed) and as a full scan (the fallback when events may have been lost). Also the added time of one changing tool call
 in a session: the snapshots before and after a ``shell`` call that changes one file
 (``Checkpoints.before``/``after``, the pipeline's checkpoint seam). Prints a table; asserts
 nothing.
@@ -62,6 +63,51 @@ def reference(root: Path) -> Callable[[], object]:
                                   capture_output=True)
 
 
+def bench_size(size: int, tmp: Path, runs: int) -> None:
+    from codeloop.policy.approval import Effect, ToolCallRequest
+    from codeloop.sessions.checkpoints import Checkpoints
+    from codeloop.sessions.rewind import store_for
+    from codeloop.sessions.watch import ChangeWatcher
+
+    ours_root, ref_root = tmp / f"ours{size}", tmp / f"ref{size}"
+    ours_root.mkdir()
+    ref_root.mkdir()
+    ours, ref = make_tree(ours_root, size), make_tree(ref_root, size)
+    store = store_for("bench", ours_root)
+    watcher = ChangeWatcher(ours_root, store.repository / "watch")
+    try:
+        watcher.take()
+        store.snapshot()  # warm index, as the reference's
+
+        def snapshot() -> object:  # what Checkpoints does before and after each changing call
+            return store.snapshot(watcher.take())
+
+        ref_action = reference(ref_root)
+        for changed in (0, 10, 1000):
+            if changed > size:
+                continue
+            r = timed(ref_action, lambda n, c=changed: touch(ref, c, n), runs)
+            s = timed(snapshot, lambda n, c=changed: touch(ours, c, n), runs)
+            full = timed(store.snapshot, lambda n, c=changed: touch(ours, c, n), runs)
+            print(f"{size:>7} {changed:>8} {r:>13.1f} {s:>12.1f} {s / r:>6.2f} {full:>13.1f}", flush=True)
+    finally:
+        watcher.close()
+    checkpoints = Checkpoints("bench", ours_root, store=store)
+    call = ToolCallRequest("shell", {"command": "echo x > f"}, "c1", frozenset({Effect.EXEC}), None, "echo x > f")
+
+    def one_call() -> None:
+        checkpoints.before(call, call.effects, None, 1)
+        ours[0].write_text("by the call\n")
+        checkpoints.after(call, call.effects, None, 1, None)  # type: ignore[arg-type]
+
+    try:
+        one_call()  # starts the watcher and takes the base snapshot
+        added = timed(one_call, lambda n: None, runs)
+    finally:
+        checkpoints.close()
+    print(f"{size:>7} per shell call changing one file: {added:.1f} ms added (snapshots before + after)", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[2000, 50000])
@@ -69,36 +115,9 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["CODELOOP_STATE_DIR"] = str(Path(tmp) / "state")
-        from codeloop.policy.approval import Effect, ToolCallRequest
-        from codeloop.sessions.checkpoints import Checkpoints
-        from codeloop.sessions.rewind import store_for
-
-        print(f"{'files':>7} {'changed':>8} {'reference ms':>13} {'snapshot ms':>12} {'ratio':>6}")
+        print(f"{'files':>7} {'changed':>8} {'reference ms':>13} {'snapshot ms':>12} {'ratio':>6} {'full scan ms':>13}")
         for size in args.sizes:
-            ours_root, ref_root = Path(tmp) / f"ours{size}", Path(tmp) / f"ref{size}"
-            ours_root.mkdir()
-            ref_root.mkdir()
-            ours, ref = make_tree(ours_root, size), make_tree(ref_root, size)
-            store = store_for("bench", ours_root)
-            store.snapshot()  # warm index, as the reference's
-            ref_action = reference(ref_root)
-            for changed in (0, 10, 1000):
-                if changed > size:
-                    continue
-                r = timed(ref_action, lambda n, c=changed: touch(ref, c, n), args.runs)
-                s = timed(store.snapshot, lambda n, c=changed: touch(ours, c, n), args.runs)
-                print(f"{size:>7} {changed:>8} {r:>13.1f} {s:>12.1f} {s / r:>6.2f}", flush=True)
-            checkpoints = Checkpoints("bench", ours_root, store=store)
-            call = ToolCallRequest("shell", {"command": "echo x > f"}, "c1", frozenset({Effect.EXEC}), None,
-                                   "echo x > f")
-
-            def one_call() -> None:
-                checkpoints.before(call, call.effects, None, 1)
-                ours[0].write_text("by the call\n")
-                checkpoints.after(call, call.effects, None, 1, None)  # type: ignore[arg-type]
-
-            added = timed(one_call, lambda n: None, args.runs)
-            print(f"{size:>7} per shell call: {added:.1f} ms added (snapshot before + after)", flush=True)
+            bench_size(size, Path(tmp), args.runs)
 
 
 if __name__ == "__main__":

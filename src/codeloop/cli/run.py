@@ -321,7 +321,8 @@ class Runner:
         import asyncio
 
         from codeloop.agent.session import SessionState
-        from codeloop.sessions import redo as redo_, undo
+        from codeloop.sessions import redo as redo_
+        from codeloop.sessions import undo
 
         self.recording.close()  # the log is rewritten: the closing session writes nothing to it
         if self.session.state != SessionState.CLOSED:

@@ -48,6 +48,7 @@ from codeloop.policy.approval import Effect, ToolCallRequest
 from codeloop.sessions.log import LoggedEvent
 from codeloop.sessions.snapshots import Snapshot, SnapshotError, SnapshotStore
 from codeloop.sessions.state_dir import checkpoints_path
+from codeloop.sessions.watch import ChangeWatcher
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,8 @@ class Checkpoints:
     def __init__(self, session_id: str, workspace: Path | str, *, turn: int = 0,
                  on_error: Callable[[str], None] = lambda message: None,
                  store: SnapshotStore | None = None,
-                 on_checkpoint: Callable[[dict[str, Any]], None] = lambda data: None) -> None:
+                 on_checkpoint: Callable[[dict[str, Any]], None] = lambda data: None,
+                 watch: bool = True) -> None:
         self.session_id = session_id
         self.on_error = on_error
         self.workspace = Path(workspace).resolve()
@@ -122,6 +124,15 @@ class Checkpoints:
         """Gets each finished call's ``checkpoint`` event data."""
         self._kept: set[str] = set()
         self._seq = 0
+        self._watch = watch
+        self.watcher: ChangeWatcher | None = None
+        """Tells the store which paths changed since its last snapshot (started with the first)."""
+
+    def close(self) -> None:
+        """Stop the file watcher (idempotent)."""
+        if self.watcher is not None:
+            self.watcher.close()
+            self.watcher = None
 
     def observe(self, event: SessionEvent) -> None:
         """Advance the turn on each ``assistant_text_end`` (tool calls follow their reply)."""
@@ -255,7 +266,14 @@ class Checkpoints:
 
     def _take(self, name: str) -> dict[str, Any]:
         assert self.store is not None
-        snap = self.store.snapshot()
+        if self._watch and self.watcher is None:
+            try:
+                self.watcher = ChangeWatcher(self.store.workspace, self.store.repository / "watch")
+                self.watcher.take()  # from here on every change is seen: the full scan below is the base
+            except Exception:  # no watcher (no inotify watch left, ...): every snapshot scans everything
+                self._watch = False
+        changed = self.watcher.take() if self.watcher is not None else None
+        snap = self.store.snapshot(changed)
         if snap.tree not in self._kept:  # one ref per distinct tree keeps it from pruning
             self.store.keep(snap.tree, f"{self.session_id}/{name}")
             self._kept.add(snap.tree)

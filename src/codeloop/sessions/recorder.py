@@ -44,6 +44,7 @@ class Recording:
         for undo in self._unsubscribe:
             undo()
         self._unsubscribe.clear()
+        self.checkpoints.close()
         self.log.close()
 
 

@@ -28,6 +28,11 @@ snapshots (``git diff-tree``): files the later one added are removed, deleted on
 back, changed ones rewritten with their mode, symlinks recreated — each write and removal
 through directory descriptors beneath the workspace (``environments.safe_open``), so a link
 swapped in cannot send it outside.
+
+One module over 500 lines on purpose: taking a snapshot (full or from the changed paths),
+telling two apart and restoring one share the same notion of what is covered (the scan's
+exclusions, the permission bits kept beside git's trees); split, each half would have to
+re-derive it.
 """
 
 from __future__ import annotations
@@ -58,6 +63,9 @@ KEEP_DAYS = 30.0
 """Snapshots older than this are pruned (at the start of a session of the same workspace)."""
 KEEP_COUNT = 5000
 """At most this many distinct snapshots are kept per workspace (the newest)."""
+
+MAX_LISTED_PATHS = 200
+"""Changed paths beyond which a snapshot scans the whole tree instead of listing them to git."""
 
 _ATTRIBUTES = b"* -text -eol -filter -diff -merge -ident -working-tree-encoding -export-subst\n"
 _CONFIG = (
@@ -150,6 +158,7 @@ class SnapshotStore:
     exclude_dirs: tuple[str, ...] = DEFAULT_EXCLUDE_DIRS
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     _ready: bool = field(default=False, repr=False)
+    _last: Snapshot | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.workspace = Path(os.path.realpath(self.workspace))
@@ -213,14 +222,14 @@ class SnapshotStore:
                 shutil.copyfile(others[-1], index)
         self._ready = True
 
-    def scan(self) -> tuple[list[Skipped], dict[str, int]]:
-        """Walk the workspace once for what a snapshot must leave out and the permission bits
-        git does not keep (no content is read)."""
+    def scan(self, under: str = "") -> tuple[list[Skipped], dict[str, int]]:
+        """Walk the workspace (or the directory ``under`` of it) for what a snapshot must leave
+        out and the permission bits git does not keep (no content is read)."""
         skipped: list[Skipped] = []
         modes: dict[str, int] = {}
         excluded = set(self.exclude_dirs)
         own = self._own_state()
-        stack = [""]
+        stack = [under + "/" if under else ""]
         while stack:
             rel = stack.pop()
             try:
@@ -243,16 +252,19 @@ class SnapshotStore:
                             else:
                                 stack.append(path + "/")
                         elif entry.is_file(follow_symlinks=False):
-                            st = entry.stat(follow_symlinks=False)
-                            if st.st_size > self.max_file_bytes:
-                                skipped.append(Skipped(path, f"larger than {self.max_file_bytes} bytes"))
-                                continue
-                            bits = stat.S_IMODE(st.st_mode)
-                            if bits != (0o755 if bits & 0o100 else 0o644):
-                                modes[path] = bits
+                            self._file(path, entry.stat(follow_symlinks=False), skipped, modes)
                     except OSError:
                         continue
         return sorted(skipped, key=lambda s: s.path), modes
+
+    def _file(self, rel: str, st: os.stat_result, skipped: list[Skipped], modes: dict[str, int]) -> None:
+        """Note a regular file as too large to cover, or its permission bits if git would lose them."""
+        if st.st_size > self.max_file_bytes:
+            skipped.append(Skipped(rel, f"larger than {self.max_file_bytes} bytes"))
+            return
+        bits = stat.S_IMODE(st.st_mode)
+        if bits != (0o755 if bits & 0o100 else 0o644):
+            modes[rel] = bits
 
     def _own_state(self) -> set[str]:
         """codeloop's own state (logs, this repository) when it lies inside the workspace:
@@ -264,18 +276,99 @@ class SnapshotStore:
                 own.add(rel.replace(os.sep, "/"))
         return own
 
-    def snapshot(self) -> Snapshot:
-        """The workspace now, stored (cost: one ``lstat`` per unchanged file, a hash per changed one)."""
+    def snapshot(self, changed: set[str] | None = None) -> Snapshot:
+        """The workspace now, stored. ``changed``: the absolute paths changed since this
+        store's last snapshot (a :class:`~codeloop.sessions.watch.ChangeWatcher`'s answer);
+        None scans the whole workspace (cost: one ``lstat`` per unchanged file, a hash per
+        changed one). With nothing changed no git runs at all."""
         self.ensure()
+        if changed is not None and self._last is not None:
+            rels = self._relevant(changed)
+            # Past a few hundred paths git's matching of one pathspec per path costs more
+            # than its own walk of the tree (benchmarks/snapshot_cost.py).
+            if rels is not None and len(rels) <= MAX_LISTED_PATHS:
+                self._last = self._update(self._last, rels)
+                return self._last
         skipped, modes = self.scan()
-        specs = [":(top)"] + [f":(top,literal,exclude){s.path}" for s in skipped]
-        self._git("add", "--all", "--force", "--ignore-errors", "--pathspec-from-file=-",
-                  "--pathspec-file-nul", input=_nul(specs))
-        if skipped:  # an entry from an earlier snapshot that is excluded now must not linger
-            self._git("rm", "--cached", "-r", "-q", "--ignore-unmatch", "--pathspec-from-file=-",
-                      "--pathspec-file-nul", input=_nul(f":(top,literal){s.path}" for s in skipped))
+        self._add([":(top)"], skipped)
         tree = self._git("write-tree").decode().strip()
-        return Snapshot(tree, tuple(skipped), modes)
+        self._last = Snapshot(tree, tuple(skipped), modes)
+        return self._last
+
+    def _existing(self, rel: str) -> str:
+        """A pathspec git accepts for ``rel``: itself when it exists, else its nearest existing
+        directory (a path created and deleted since the last snapshot matches nothing, and
+        git refuses a pathspec that matches nothing; one in the index still matches)."""
+        while rel and not os.path.lexists(self.workspace / rel):
+            rel = rel.rpartition("/")[0]
+        return f":(top,literal){rel}" if rel else ":(top)"
+
+    def _add(self, specs: list[str], skipped: list[Skipped], drop: list[Skipped] | None = None) -> None:
+        if specs:
+            self._git("add", "--all", "--force", "--ignore-errors", "--pathspec-from-file=-", "--pathspec-file-nul",
+                      input=_nul(specs + [f":(top,literal,exclude){s.path}" for s in skipped]))
+        drop = skipped if drop is None else drop
+        if drop:  # an entry from an earlier snapshot that is excluded now must not linger
+            self._git("rm", "--cached", "-r", "-q", "--ignore-unmatch", "--pathspec-from-file=-",
+                      "--pathspec-file-nul", input=_nul(f":(top,literal){s.path}" for s in drop))
+
+    def _relevant(self, changed: set[str]) -> set[str] | None:
+        """The workspace-relative paths of ``changed`` a snapshot covers; None when only a
+        full scan can tell (a nested repository may have appeared)."""
+        excluded = set(self.exclude_dirs)
+        own = self._own_state()
+        rels: set[str] = set()
+        for path in changed:
+            rel = os.path.relpath(path, self.workspace)
+            if rel == "." or rel == ".." or rel.startswith("../"):
+                continue
+            parts = rel.split(os.sep)
+            if ".git" in parts:
+                if parts[0] == ".git":
+                    continue  # the user's repository: not covered
+                return None
+            if any("/".join(parts[:n]) in own for n in range(1, len(parts) + 1)):
+                continue
+            heavy = next((n for n, p in enumerate(parts) if p in excluded), None)
+            if heavy is not None:  # only whether the excluded directory is there matters
+                parts = parts[:heavy + 1]
+            rels.add("/".join(parts))
+        return rels
+
+    def _update(self, last: Snapshot, rels: set[str]) -> Snapshot:
+        """``last`` with the paths ``rels`` taken again from the workspace."""
+        if not rels:
+            return last
+        inside = tuple(rels)
+
+        def affected(path: str) -> bool:
+            return path in rels or path.startswith(tuple(r + "/" for r in inside))
+
+        skipped = [s for s in last.skipped if not affected(s.path)]
+        modes = {p: m for p, m in last.modes.items() if not affected(p)}
+        for rel in sorted(rels):
+            try:
+                st = os.lstat(self.workspace / rel)
+            except OSError:
+                continue  # gone: git add --all removes it from the index
+            if stat.S_ISDIR(st.st_mode):
+                if rel.rpartition("/")[2] in self.exclude_dirs:
+                    skipped.append(Skipped(rel, "excluded directory"))
+                    continue
+                if os.path.lexists(self.workspace / rel / ".git"):
+                    skipped.append(Skipped(rel, "nested repository"))
+                    continue
+                more_skipped, more_modes = self.scan(rel)
+                skipped += more_skipped
+                modes.update(more_modes)
+            elif stat.S_ISREG(st.st_mode):
+                self._file(rel, st, skipped, modes)
+        left_out = tuple(s.path for s in skipped)
+        specs = sorted({self._existing(r) for r in rels
+                        if r not in left_out and not r.startswith(tuple(p + "/" for p in left_out))})
+        self._add(specs, skipped, [s for s in skipped if affected(s.path)])
+        tree = self._git("write-tree").decode().strip()
+        return Snapshot(tree, tuple(sorted(skipped, key=lambda s: s.path)), modes)
 
     def keep(self, tree: str, name: str) -> None:
         """Keep ``tree`` from pruning, under ``refs/codeloop/<nanoseconds now>/<name>`` (the
