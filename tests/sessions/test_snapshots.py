@@ -181,3 +181,16 @@ def test_prune_drops_snapshots_beyond_the_count_and_collects_their_objects(tmp_p
     objects = subprocess.run(["git", "--git-dir", str(store.repository), "cat-file", "--batch-all-objects",
                               "--batch-check"], capture_output=True, text=True, check=True).stdout
     assert trees[2] in objects and trees[0] not in objects and trees[1] not in objects
+
+
+def test_a_file_the_target_did_not_cover_is_not_removed(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "big.bin").write_bytes(b"b" * 2048)
+    store = SnapshotStore(ws, max_file_bytes=1024)
+    before = store.snapshot()
+    (ws / "big.bin").write_bytes(b"small now")  # covered from here on
+    (ws / "new.txt").write_text("n")
+    now = store.snapshot()
+    assert {c.path for c in store.restore(now, before)} == {"new.txt"}
+    assert (ws / "big.bin").read_bytes() == b"small now"

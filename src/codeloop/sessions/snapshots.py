@@ -437,7 +437,12 @@ class SnapshotStore:
     def diff(self, current: Snapshot, target: Snapshot) -> list[Change]:
         """:meth:`changes` plus the files whose permission bits alone differ (git keeps only
         the executable bit; the snapshots keep the rest)."""
-        changes = self.changes(current.tree, target.tree)
+        # A path the target did not cover (too large then, a nested repository then) is not
+        # the target's to remove.
+        unknown = tuple(s.path for s in target.skipped)
+        below = tuple(u + "/" for u in unknown)
+        changes = [c for c in self.changes(current.tree, target.tree)
+                   if not (c.action == "delete" and (c.path in unknown or c.path.startswith(below)))]
         named = {c.path for c in changes}
         extra = [Change(path, "mode", "100644") for path in set(current.modes) ^ set(target.modes)
                  | {p for p in set(current.modes) & set(target.modes) if current.modes[p] != target.modes[p]}
