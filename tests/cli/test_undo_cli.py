@@ -146,3 +146,33 @@ def test_undo_and_redo_in_a_chat_take_back_a_shell_change_and_the_conversation_g
     assert "what now?" in sent_after_undo and "clean up" not in sent_after_undo
     sent_after_redo = json.dumps(server.requests[3]["messages"])
     assert "what now?" in sent_after_redo and "and now?" in sent_after_redo
+
+
+def test_snapshots_config_names_what_is_left_out_and_a_rewind_leaves_it_alone(server, workspace) -> None:
+    (workspace.parent / "userconf").mkdir()
+    (workspace.parent / "userconf" / "config.toml").write_text(
+        '[snapshots]\nexclude_dirs = ["cache"]\nmax_file_mb = 1\n')
+    (workspace / "cache").mkdir()
+    (workspace / "cache" / "c.bin").write_text("cached")
+    (workspace / "big.bin").write_bytes(b"x" * (2 << 20))
+    (workspace / "a.txt").write_text("a")
+    server.replies.extend([tool_reply("shell", {"command": "rm a.txt cache/c.bin && echo n > n.txt"}, "c1"),
+                           text_reply("done")])
+    done = run(["go", "--base-url", server.base_url, *BASE], workspace)
+    assert done.returncode == 0, done.stderr
+    back = codeloop("rewind", session_id(done.stderr), "--to", "0", "--json", ws=workspace)
+    assert back.returncode == 0, back.stderr
+    result = json.loads(back.stdout)
+    assert {(c["path"], c["action"]) for c in result["changes"]} == {("a.txt", "create"), ("n.txt", "delete")}
+    assert {n["path"]: n["reason"] for n in result["not_covered"]} == {
+        "big.bin": "larger than 1048576 bytes", "cache": "excluded directory"}
+    assert (workspace / "a.txt").read_text() == "a" and not (workspace / "cache" / "c.bin").exists()
+    assert (workspace / "big.bin").stat().st_size == 2 << 20
+
+
+def test_a_bad_snapshots_table_is_a_one_line_error(server, workspace) -> None:
+    (workspace / ".codeloop").mkdir()
+    (workspace / ".codeloop" / "config.toml").write_text('[snapshots]\nexclude_dirs = ["a/b"]\n')
+    done = run(["go", "--base-url", server.base_url, *BASE], workspace)
+    assert done.returncode == 2 and "config.toml:2: exclude_dirs must be a list of directory names" in done.stderr
+    assert "Traceback" not in done.stderr

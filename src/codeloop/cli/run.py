@@ -106,6 +106,8 @@ class RunSettings:
     """``--max-tokens``: input + output tokens of every model call (None: no limit)."""
     max_time: float | None = None
     """``--max-time`` in seconds (None: no limit)."""
+    snapshots: Any = None
+    """``[snapshots]`` of the config files (issue 35; ``record_session``'s ``snapshot_options``)."""
 
     @property
     def budgeted(self) -> bool:
@@ -249,7 +251,7 @@ class Runner:
             self.stopping = asyncio.get_running_loop().create_task(session.abort())
 
         self.recording = record_session(
-            session, s.root, resume=resume, on_error=log_failed,
+            session, s.root, resume=resume, on_error=log_failed, snapshot_options=s.snapshots,
             on_checkpoint_error=lambda message: self.err.print(f"[yellow]warning: checkpoint: {escape(message)}[/]"))
         self.log_id = self.recording.log_id
         session.subscribe(self.renderer)
@@ -416,7 +418,7 @@ def settle_options(root: Path, flags: dict[str, Any], network: str | None, err: 
                        max_retries=DEFAULT_RETRIES if retries is None else retries,
                        plan=plan if plan is not None else cfg.mode == "plan", hooks=cfg.hooks,
                        diagnostics=merged.get("diagnostics") is not False, diagnostic_commands=cfg.diagnostic_commands,
-                       rescues=merged.get("rescues"), **limits)
+                       rescues=merged.get("rescues"), snapshots=dict(cfg.snapshots), **limits)
 
 
 def settle_limits(merged: dict[str, Any], choice: ModelChoice) -> dict[str, Any]:

@@ -12,7 +12,7 @@ checkpoint hook set before the first tool call.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,7 +72,7 @@ def _remember_seen_files(session: Session, events: list[LoggedEvent]) -> None:
 def record_session(session: Session, workspace: Path | str, *, resume: str | None = None,
                    on_error: Callable[[Exception], None] = lambda exc: None,
                    on_checkpoint_error: Callable[[str], None] = lambda message: None,
-                   snapshots: bool = True) -> Recording:
+                   snapshot_options: Mapping[str, Any] | None = None) -> Recording:
     """Attach logging and checkpoints to ``session``; with ``resume``, first load that log's
     conversation into ``session.history`` and continue its log and turn count.
 
@@ -81,9 +81,11 @@ def record_session(session: Session, workspace: Path | str, *, resume: str | Non
     decides whether the session may go on unrecorded); one of a checkpoint goes to
     ``on_checkpoint_error`` (the change was made, it cannot be rewound).
 
-    With ``snapshots`` (and git on PATH) every changing call, shell included, is covered by
-    whole-workspace snapshots (issue 35; old ones are pruned here, once per session);
-    without, only codeloop's own file tools are.
+    With git on PATH every changing call, shell included, is covered by whole-workspace
+    snapshots (issue 35; old ones are pruned here, once per session), as ``snapshot_options``
+    (the config's ``[snapshots]``: ``exclude_dirs``, ``max_file_mb``, ``keep_days``,
+    ``keep_count``, ``enabled``) say; ``enabled = false`` or no git: only codeloop's own file
+    tools are covered.
     """
     log_id = resume or session.id
     turn = 0
@@ -97,11 +99,16 @@ def record_session(session: Session, workspace: Path | str, *, resume: str | Non
             session.budget.spent = spent_in_log(events, price_of(session.profile.model))
     session.dropped.directory = compacted_path(log_id)
     log = SessionLog(log_id)
+    options = dict(snapshot_options or {})
     store = None
-    if snapshots and git_available():
-        store = store_for(log_id, Path(workspace))
+    if options.get("enabled", True) and git_available():
+        exclude = options.get("exclude_dirs")
+        megabytes = options.get("max_file_mb")
+        store = store_for(log_id, Path(workspace), exclude_dirs=None if exclude is None else tuple(exclude),
+                          max_file_bytes=None if megabytes is None else int(megabytes) * 1024 * 1024)
         try:
-            store.prune(max_age_days=KEEP_DAYS, max_count=KEEP_COUNT)
+            store.prune(max_age_days=float(options.get("keep_days", KEEP_DAYS)),
+                        max_count=int(options.get("keep_count", KEEP_COUNT)))
         except (OSError, SnapshotError) as exc:
             on_checkpoint_error(f"pruning old snapshots: {exc}")
     checkpoints = Checkpoints(log_id, workspace, turn=turn, on_error=on_checkpoint_error, store=store,

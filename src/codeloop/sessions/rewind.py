@@ -34,7 +34,7 @@ from codeloop.environments.safe_open import atomic_write_beneath, parent_fd
 from codeloop.sessions.checkpoints import Checkpoints, count_turns, sha256_of
 from codeloop.sessions.log import LoggedEvent, load_events
 from codeloop.sessions.snapshots import Change, Skipped, Snapshot, SnapshotError, SnapshotStore, git_available
-from codeloop.sessions.state_dir import existing_log_path
+from codeloop.sessions.state_dir import checkpoints_path, existing_log_path
 
 _NEXT_TURN_KINDS = frozenset({"assistant_text_start", "assistant_text_end", "user_input",
                               "steering_injected", "loop_detection"})
@@ -94,9 +94,31 @@ def _workspace(session_id: str, events: list[LoggedEvent], workspace: Path | str
     return Path(workspace).resolve()
 
 
-def store_for(session_id: str, root: Path) -> SnapshotStore:
-    """The snapshot store a session of ``root`` records into (its own index)."""
-    return SnapshotStore(root, index=f"index-{session_id}")
+def store_for(session_id: str, root: Path, *, exclude_dirs: tuple[str, ...] | None = None,
+              max_file_bytes: int | None = None) -> SnapshotStore:
+    """The snapshot store a session of ``root`` records into (its own index). Given, the
+    exclusions are saved with the session's checkpoints; left out, the saved ones apply: a
+    rewind must leave out exactly what the recording left out, or it would remove files the
+    snapshots never held."""
+    saved = checkpoints_path(session_id) / "snapshot-settings.json"
+    if exclude_dirs is None and max_file_bytes is None:
+        try:
+            data = json.loads(saved.read_text())
+            exclude_dirs, max_file_bytes = tuple(data["exclude_dirs"]), int(data["max_file_bytes"])
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+    store = SnapshotStore(root, index=f"index-{session_id}")
+    if exclude_dirs is not None:
+        store.exclude_dirs = exclude_dirs
+    if max_file_bytes is not None:
+        store.max_file_bytes = max_file_bytes
+    try:  # a full disk: the snapshots fail too, and say so
+        saved.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(saved, json.dumps({"exclude_dirs": list(store.exclude_dirs),
+                                        "max_file_bytes": store.max_file_bytes}).encode())
+    except OSError:
+        pass
+    return store
 
 
 def rewind(session_id: str, to_turn: int, workspace: Path | str | None = None, *,
