@@ -194,3 +194,18 @@ def test_a_file_the_target_did_not_cover_is_not_removed(tmp_path: Path) -> None:
     now = store.snapshot()
     assert {c.path for c in store.restore(now, before)} == {"new.txt"}
     assert (ws / "big.bin").read_bytes() == b"small now"
+
+
+def test_a_repository_cut_short_is_made_again_whole(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "crlf.txt").write_bytes(b"a\r\n")
+    (ws / ".gitattributes").write_text("* text=auto eol=lf\n")
+    store = SnapshotStore(ws)
+    store.repository.mkdir(parents=True)
+    (store.repository / "config").write_text("[core]\n")  # a disk filled up during an old init
+    snap = store.snapshot()
+    assert (store.repository / "info" / "attributes").is_file()
+    (ws / "crlf.txt").write_bytes(b"b")
+    store.restore(store.snapshot(), snap)
+    assert (ws / "crlf.txt").read_bytes() == b"a\r\n"

@@ -266,6 +266,10 @@ class Checkpoints:
 
     def _take(self, name: str) -> dict[str, Any]:
         assert self.store is not None
+        if not self._kept:  # the first snapshot: what it leaves out goes with the session
+            from codeloop.sessions.rewind import save_settings
+
+            save_settings(self.session_id, self.store)
         if self._watch and self.watcher is None:
             try:
                 self.watcher = ChangeWatcher(self.store.workspace, self.store.repository / "watch")

@@ -94,16 +94,18 @@ def _workspace(session_id: str, events: list[LoggedEvent], workspace: Path | str
     return Path(workspace).resolve()
 
 
+def _settings_path(session_id: str) -> Path:
+    return checkpoints_path(session_id) / "snapshot-settings.json"
+
+
 def store_for(session_id: str, root: Path, *, exclude_dirs: tuple[str, ...] | None = None,
               max_file_bytes: int | None = None) -> SnapshotStore:
-    """The snapshot store a session of ``root`` records into (its own index). Given, the
-    exclusions are saved with the session's checkpoints; left out, the saved ones apply: a
-    rewind must leave out exactly what the recording left out, or it would remove files the
-    snapshots never held."""
-    saved = checkpoints_path(session_id) / "snapshot-settings.json"
+    """The snapshot store a session of ``root`` records into (its own index). Left out, the
+    exclusions the session recorded with apply (:func:`save_settings`): a rewind must leave
+    out exactly what the recording left out, or it would remove files the snapshots never held."""
     if exclude_dirs is None and max_file_bytes is None:
         try:
-            data = json.loads(saved.read_text())
+            data = json.loads(_settings_path(session_id).read_text())
             exclude_dirs, max_file_bytes = tuple(data["exclude_dirs"]), int(data["max_file_bytes"])
         except (OSError, ValueError, KeyError, TypeError):
             pass
@@ -112,13 +114,15 @@ def store_for(session_id: str, root: Path, *, exclude_dirs: tuple[str, ...] | No
         store.exclude_dirs = exclude_dirs
     if max_file_bytes is not None:
         store.max_file_bytes = max_file_bytes
-    try:  # a full disk: the snapshots fail too, and say so
-        saved.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(saved, json.dumps({"exclude_dirs": list(store.exclude_dirs),
-                                        "max_file_bytes": store.max_file_bytes}).encode())
-    except OSError:
-        pass
     return store
+
+
+def save_settings(session_id: str, store: SnapshotStore) -> None:
+    """Keep the exclusions of ``store`` with the session's checkpoints (OSError: not written)."""
+    path = _settings_path(session_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, json.dumps({"exclude_dirs": list(store.exclude_dirs),
+                                   "max_file_bytes": store.max_file_bytes}).encode())
 
 
 def rewind(session_id: str, to_turn: int, workspace: Path | str | None = None, *,

@@ -42,6 +42,7 @@ import os
 import shutil
 import stat
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -207,15 +208,20 @@ class SnapshotStore:
             return
         repo = self.repository
         if not (repo / "HEAD").is_file():
+            # Made whole beside, then renamed into place: a repository cut short (a full
+            # disk) without its isolating config must never be used.
             repo.parent.mkdir(parents=True, exist_ok=True)
-            os.makedirs(repo, mode=0o700, exist_ok=True)
-            os.chmod(repo, 0o700)
-            self._git("init", "--quiet", "--bare", "--template=", str(repo))
-            for key, value in _CONFIG:
-                self._git("config", key, value)
-            (repo / "info").mkdir(exist_ok=True)
-            (repo / "info" / "attributes").write_bytes(_ATTRIBUTES)
-            (repo / "info" / "exclude").write_bytes(b"")
+            fresh = Path(tempfile.mkdtemp(prefix=".new-", dir=repo.parent))
+            try:
+                self._init(fresh)
+                if repo.is_dir() and not (repo / "HEAD").exists():
+                    shutil.rmtree(repo)  # one cut short before this rule: ours, and unusable
+                os.rename(fresh, repo)
+            except OSError as exc:
+                if not (repo / "HEAD").is_file():  # not another session's, made meanwhile
+                    raise SnapshotError(f"cannot create {repo}: {exc.strerror or exc}") from None
+            finally:
+                shutil.rmtree(fresh, ignore_errors=True)
         index = repo / self.index
         if not index.exists():
             # A new session starts from the newest index of the workspace: git trusts its stat
@@ -225,6 +231,15 @@ class SnapshotStore:
             if others:
                 shutil.copyfile(others[-1], index)
         self._ready = True
+
+    def _init(self, repo: Path) -> None:
+        os.chmod(repo, 0o700)
+        self._git("init", "--quiet", "--bare", "--template=", str(repo))
+        for key, value in _CONFIG:
+            self._git("--git-dir", str(repo), "config", key, value)
+        (repo / "info").mkdir(exist_ok=True)
+        (repo / "info" / "attributes").write_bytes(_ATTRIBUTES)
+        (repo / "info" / "exclude").write_bytes(b"")
 
     def scan(self, under: str = "") -> tuple[list[Skipped], dict[str, int]]:
         """Walk the workspace (or the directory ``under`` of it) for what a snapshot must leave
