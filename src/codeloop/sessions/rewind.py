@@ -367,3 +367,36 @@ def redo(session_id: str, workspace: Path | str | None = None, *, dry_run: bool 
     (folder / f"{numbers[-1]}.log").unlink()
     turn = count_turns(load_events(session_id))
     return _result(turn, changes, now, 0, outside, False)
+
+
+def run_checkpoints(key: str, workspace: Path | str) -> Checkpoints | None:
+    """Snapshots of a run that is no session (a spaces run, a relay session) under ``key``;
+    None without git. No file watcher: each snapshot scans the workspace."""
+    if not git_available():
+        return None
+    root = Path(workspace).resolve()
+    return Checkpoints(key, root, store=store_for(key, root), watch=False)
+
+
+def rewind_run(key: str, workspace: Path | str, *, dry_run: bool = False, force: bool = False) -> RewindResult:
+    """Put ``workspace`` back as it was before the first change of the run ``key``
+    (:func:`run_checkpoints`); refuses (unless ``force``) when files changed outside the run."""
+    root = Path(workspace).resolve()
+    checkpoints = Checkpoints(key, root)
+    calls = [c for t in checkpoints.turns() for c in checkpoints.calls(t)]
+    if not calls:
+        return _result(0, [], Snapshot(""), 0, [], dry_run)
+    store = store_for(key, root)
+    try:
+        now = store.snapshot()
+        outside = _outside_changes(store, calls, now)
+        if outside and not force:
+            _refuse_outside(key, outside, "rewind")
+        target = Snapshot.from_json(calls[0]["before"])
+        if dry_run:
+            return _result(0, store.diff(now, target), now, 0, outside, True)
+        changes = store.restore(now, target)
+    except SnapshotError as exc:
+        raise RewindRefusedError(f"cannot rewind {key}: {exc}") from None
+    checkpoints.drop_after(-1)
+    return _result(0, changes, now, 0, outside, False)

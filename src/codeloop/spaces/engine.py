@@ -43,6 +43,7 @@ from codeloop.spaces.limits import LIMIT_REACHED, NO_LIMITS, RunLimits, budget_e
 from codeloop.tools import outcomes as ops
 from codeloop.tools.call_path import Pipeline, PipelineCall
 from codeloop.tools.errors import ToolError
+from codeloop.tools.pipeline import Checkpoint
 from codeloop.tools.registry import ToolCallOutcome
 from codeloop.tools.space_tools import space_pipeline
 
@@ -96,15 +97,17 @@ def _op_type(op: Any) -> str:
 async def execute_run(operations: list[Any], env: ExecutionEnvironment, policy: Policy, emit: Emit, *,
                       start: int = 0, approval: wire.Approval | None = None,
                       should_stop: Callable[[], bool] = lambda: False, limits: RunLimits = NO_LIMITS,
-                      run_time_ms: float = 0.0) -> RunOutcome:
+                      run_time_ms: float = 0.0, checkpoint: Checkpoint | None = None) -> RunOutcome:
     """Run ``operations[start:]``; see the module docstring for the contract.
+
+    ``checkpoint``: the run's snapshots before and after each changing operation (issue 35).
 
     ``approval`` must name the operation at ``start`` (raise :class:`ApprovalMismatchError`).
     ``run_time_ms`` is the time the run's operations already took (before a pause).
     """
     index = start
     used_ms = run_time_ms
-    pipeline = space_pipeline(env, policy)
+    pipeline = space_pipeline(env, policy, checkpoint=checkpoint)
     if approval is not None:
         if index >= len(operations) or operation_id(operations[index], index) != approval.operationId:
             raise ApprovalMismatchError(f"operation {approval.operationId!r} is not the one awaiting "

@@ -23,6 +23,7 @@ from codeloop.tools import workspace_ops as ops
 from codeloop.tools.call_path import Pipeline, build_pipeline
 from codeloop.tools.effects import ALL_EFFECTS, ToolEffects, reads, shell_line, writes
 from codeloop.tools.errors import ToolError
+from codeloop.tools.pipeline import Checkpoint
 from codeloop.tools.preset_policy import CommandCall, PathCall, preset_policy
 from codeloop.tools.registry import Executor, RegisteredTool, ToolContext, ToolOutput, ToolRegistry, make_tool
 
@@ -38,9 +39,12 @@ def _judged(call: ToolCallRequest) -> CommandCall | PathCall:
     return PathCall(args["path"], _PATH_ACCESS[call.name])
 
 
-def space_pipeline(env: ExecutionEnvironment, policy: Policy, approver: Approver | None = None) -> Pipeline:
-    """A space's pipeline: its operations as tools under ``policy`` (also the POLICY step)."""
-    return build_pipeline(space_registry(policy), env, policy=preset_policy(policy, _judged), approver=approver)
+def space_pipeline(env: ExecutionEnvironment, policy: Policy, approver: Approver | None = None,
+                   checkpoint: Checkpoint | None = None) -> Pipeline:
+    """A space's pipeline: its operations as tools under ``policy`` (also the POLICY step);
+    ``checkpoint``: the run's snapshots (issue 35, ``POST /v1/runs/{id}/rewind``)."""
+    return build_pipeline(space_registry(policy), env, policy=preset_policy(policy, _judged), approver=approver,
+                          checkpoint=checkpoint)
 
 
 def _within(max_bytes: int, ctx: ToolContext, change: ops.PlannedChange) -> None:
