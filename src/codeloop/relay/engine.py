@@ -83,6 +83,7 @@ from codeloop.relay.session import (
     utc_now,
 )
 from codeloop.relay.workspace import list_workspace, open_workspace, read_requested
+from codeloop.sessions.rewind import RewindRefusedError, RewindResult, rewind_run, run_checkpoints
 from codeloop.tools.call_path import Pipeline
 
 LOCK_WAIT_S = 60.0
@@ -435,7 +436,9 @@ def waiting_for_answer(state: SessionState) -> HeldCommand | None:
 async def _step_locked(config: RelayConfig, state: SessionState, emit: EventSink, *,
                        take_new: bool) -> tuple[SessionState, int, bool]:
     _require_workspace(state)
-    pipeline = open_workspace(Path(state.workspace), config, state.policy)
+    # Each reply's changing commands are snapshotted (issue 35: codeloop relay rewind).
+    pipeline = open_workspace(Path(state.workspace), config, state.policy,
+                              run_checkpoints(f"relay-{state.session_id}", state.workspace))
     applied = 0
     for stale in _claims(config, state):
         if not stale.name.startswith(_claim_prefix(state)):
@@ -496,6 +499,24 @@ async def answer_held(config: RelayConfig, held_id: str, approved: bool, note: s
         return state
 
     return await _locked(config, session_id, on_event, record)
+
+
+def rewind_session(config: RelayConfig, session_id: str | None, to: int, *, dry_run: bool = False,
+                   force: bool = False) -> tuple[SessionState, RewindResult]:
+    """Put the session's workspace back as it was before the first reply after ``to`` (its
+    sequence number; 0: before every reply) changed it. The session's own state (its
+    sequence, the outboxes) stays: the files go back, the conversation does not."""
+    find_session(config, session_id)
+    config.ensure_dirs()
+    with _root_lock(config):
+        state = find_session(config, session_id)
+        _require_workspace(state)
+        try:
+            result = rewind_run(f"relay-{state.session_id}", state.workspace, after=to, dry_run=dry_run,
+                                force=force)
+        except RewindRefusedError as exc:
+            raise RelayError(str(exc)) from None
+    return state, result
 
 
 @contextlib.contextmanager

@@ -378,14 +378,16 @@ def run_checkpoints(key: str, workspace: Path | str) -> Checkpoints | None:
     return Checkpoints(key, root, store=store_for(key, root), watch=False)
 
 
-def rewind_run(key: str, workspace: Path | str, *, dry_run: bool = False, force: bool = False) -> RewindResult:
+def rewind_run(key: str, workspace: Path | str, *, after: int = -1, dry_run: bool = False,
+               force: bool = False) -> RewindResult:
     """Put ``workspace`` back as it was before the first change of the run ``key``
-    (:func:`run_checkpoints`); refuses (unless ``force``) when files changed outside the run."""
+    (:func:`run_checkpoints`) in a step after ``after`` (-1: every step; a spaces run has one);
+    refuses (unless ``force``) when files changed outside the run."""
     root = Path(workspace).resolve()
     checkpoints = Checkpoints(key, root)
-    calls = [c for t in checkpoints.turns() for c in checkpoints.calls(t)]
+    calls = [c for t in checkpoints.turns() if t > after for c in checkpoints.calls(t)]
     if not calls:
-        return _result(0, [], Snapshot(""), 0, [], dry_run)
+        return _result(max(after, 0), [], Snapshot(""), 0, [], dry_run)
     store = store_for(key, root)
     try:
         now = store.snapshot()
@@ -394,9 +396,9 @@ def rewind_run(key: str, workspace: Path | str, *, dry_run: bool = False, force:
             _refuse_outside(key, outside, "rewind")
         target = Snapshot.from_json(calls[0]["before"])
         if dry_run:
-            return _result(0, store.diff(now, target), now, 0, outside, True)
+            return _result(max(after, 0), store.diff(now, target), now, 0, outside, True)
         changes = store.restore(now, target)
     except SnapshotError as exc:
         raise RewindRefusedError(f"cannot rewind {key}: {exc}") from None
-    checkpoints.drop_after(-1)
-    return _result(0, changes, now, 0, outside, False)
+    checkpoints.drop_after(after)
+    return _result(max(after, 0), changes, now, 0, outside, False)

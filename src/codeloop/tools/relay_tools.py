@@ -16,6 +16,7 @@ from codeloop.policy.approval import ToolCallRequest
 from codeloop.tools import workspace_ops as ops
 from codeloop.tools.call_path import Pipeline, build_pipeline
 from codeloop.tools.effects import ALL_EFFECTS, ToolEffects, reads, shell_line, writes
+from codeloop.tools.pipeline import Checkpoint
 from codeloop.tools.preset_policy import CommandCall, PathCall, preset_policy
 from codeloop.tools.registry import Executor, RegisteredTool, ToolContext, ToolOutput, ToolRegistry, make_tool
 from codeloop.tools.truncation import TruncationConfig
@@ -93,12 +94,14 @@ def _judged(call: ToolCallRequest) -> CommandCall | PathCall | None:
     return None
 
 
-def relay_pipeline(env: ExecutionEnvironment, policy_name: str, output_limit_chars: int) -> Pipeline:
+def relay_pipeline(env: ExecutionEnvironment, policy_name: str, output_limit_chars: int,
+                   checkpoint: Checkpoint | None = None) -> Pipeline:
     """The relay's pipeline: its commands as tools, the session's preset as the POLICY step,
     no approver (an "ask" is held for ``codeloop relay approve``) and RUN_COMMAND's output cut
-    (relay spec: head and tail within ``output_limit_chars``)."""
+    (relay spec: head and tail within ``output_limit_chars``); ``checkpoint``: the session's
+    snapshots (issue 35, ``codeloop relay rewind``)."""
     truncation = TruncationConfig(tool_output_limits={"RUN_COMMAND": output_limit_chars},
                                   tool_line_limits={"RUN_COMMAND": None},
                                   tool_truncation_modes={"RUN_COMMAND": "head_tail_counted"})
     return build_pipeline(RELAY_TOOLS, env, policy=preset_policy(preset(policy_name), _judged),
-                          truncation=truncation)
+                          truncation=truncation, checkpoint=checkpoint)
