@@ -23,22 +23,17 @@ def _private_user_config_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterat
     ``trusted.json``: never the real one. Session-scoped so hypothesis tests may use it."""
     old = os.environ.get("CODELOOP_CONFIG_DIR")
     os.environ["CODELOOP_CONFIG_DIR"] = str(tmp_path_factory.mktemp("user-config"))
+    old_state = os.environ.get("CODELOOP_STATE_DIR")
+    # Session logs, the approvals store of issue 34 (every ask of a run, the relay or a local
+    # spaces run waits there) and the snapshot repositories of issue 35 (a spaces server
+    # snapshots its runs): never the user's state directory.
+    os.environ["CODELOOP_STATE_DIR"] = str(tmp_path_factory.mktemp("state"))
     yield
     if old is None:
         os.environ.pop("CODELOOP_CONFIG_DIR", None)
     else:
         os.environ["CODELOOP_CONFIG_DIR"] = old
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _private_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Sessions and the approvals store (``approvals.sqlite3``, issue 34: every ask of a run,
-    the relay or a local spaces run waits there) live in the state directory: never the real
-    one. Tests that need their own set ``CODELOOP_STATE_DIR`` themselves."""
-    old = os.environ.get("CODELOOP_STATE_DIR")
-    os.environ["CODELOOP_STATE_DIR"] = str(tmp_path_factory.mktemp("user-state"))
-    yield
-    if old is None:
+    if old_state is None:
         os.environ.pop("CODELOOP_STATE_DIR", None)
     else:
-        os.environ["CODELOOP_STATE_DIR"] = old
+        os.environ["CODELOOP_STATE_DIR"] = old_state

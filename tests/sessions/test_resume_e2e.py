@@ -12,8 +12,6 @@ import textwrap
 import warnings
 from pathlib import Path
 
-import pytest
-
 from codeloop.agent.config import SessionConfig
 from codeloop.agent.session import Session
 from codeloop.environments.local import LocalExecutionEnvironment
@@ -23,7 +21,6 @@ from codeloop.llm.types import Role
 from codeloop.profiles import create_profile
 from codeloop.sessions import (
     Recording,
-    RewindRefusedError,
     latest_session,
     load_events,
     record_session,
@@ -99,12 +96,12 @@ async def test_resume_after_kill_9_mid_tool_call(tmp_path: Path) -> None:
     assert proc.stdout is not None
     session_id = proc.stdout.readline().decode().strip()
     log = Path(os.environ["CODELOOP_STATE_DIR"]) / "sessions" / f"{session_id}.jsonl"
-    # Killed once the shell call is under way: its uncovered mark is written right before it
-    # starts (after its tool_call_start event is logged).
+    # Killed once the shell call is under way: the snapshot before it is recorded right before
+    # it starts (after its tool_call_start event is logged).
     mark = log.parent / f"{session_id}.checkpoints" / "turns" / "2.json"
     for _ in range(600):
         if log.exists() and b'"echo started; sleep 60"' in log.read_bytes() and mark.exists() \
-                and b"uncovered" in mark.read_bytes():
+                and b'sleep 60"' in mark.read_bytes():
             break
         await asyncio.sleep(0.05)
     os.killpg(proc.pid, signal.SIGKILL)
@@ -122,9 +119,8 @@ async def test_resume_after_kill_9_mid_tool_call(tmp_path: Path) -> None:
     interrupted = [p.tool_result for m in sent for p in m.content if p.tool_result is not None][-1]
     assert interrupted is not None and interrupted.is_error and "interrupted" in str(interrupted.content)
     assert count_turns(events) == 2
-    # The killed shell call was marked uncovered before it started (issue 30): a rewind across
-    # it refuses, naming it, and changes nothing; one that stays after it works.
-    with pytest.raises(RewindRefusedError, match="turn 2 ran shell `echo started; sleep 60`"):
-        rewind(session_id, 0)
-    assert (ws / "a.txt").read_text() == "A\n"
+    # The killed shell call was snapshotted before it started (issue 35): a rewind across it
+    # works like any other, though the call never finished.
     assert rewind(session_id, 2).turn == 2
+    assert rewind(session_id, 0).deleted == ("a.txt",)
+    assert not (ws / "a.txt").exists()

@@ -54,6 +54,7 @@ class EventKind(StrEnum):
     RETRY = "retry"
     BUDGET = "budget"
     CONTEXT_COMPACTED = "context_compacted"
+    CHECKPOINT = "checkpoint"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -311,6 +312,21 @@ class ContextCompacted(_Event, kind=EventKind.CONTEXT_COMPACTED):
     """The summary that replaced turns, when one did (codeloop's loop writes none)."""
 
 
+@dataclass(frozen=True, kw_only=True)
+class CheckpointEvent(_Event, kind=EventKind.CHECKPOINT):
+    """A call that may change files finished and the workspace was snapshotted (issue 35):
+    ``codeloop rewind``/``undo`` can put it back as it was before this call."""
+
+    step: int | str | None = None
+    """The turn (the face's unit of work) the call belongs to."""
+    call_id: str | None = None
+    tool_name: str = ""
+    snapshot: str = ""
+    """The snapshot after the call (a tree id in codeloop's snapshot repository)."""
+    paths: list[str] = field(default_factory=list)
+    """Workspace paths the call changed (created, deleted, modified, mode)."""
+
+
 SessionEvent = (
     SessionStart
     | SessionEnd
@@ -331,6 +347,7 @@ SessionEvent = (
     | Retry
     | BudgetEvent
     | ContextCompacted
+    | CheckpointEvent
 )
 """The closed union of every event a session emits."""
 

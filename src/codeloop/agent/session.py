@@ -822,6 +822,10 @@ class Session:
         for entry in withdrawn:
             self._tool_event(ToolCallDecided(entry.call_id, entry))
 
+    def announce(self, kind: type[Any], **data: Any) -> None:
+        """Emit an event from a part wired around the loop (the session recorder's ``checkpoint``)."""
+        self._emit(kind, **data)
+
     def _emit(self, kind: type[Any], **data: Any) -> None:
         event = kind(session_id=self.id, timestamp=time.time(), **data)
         for listener in tuple(self._listeners):

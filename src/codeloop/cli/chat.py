@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 CHAT_HELP = ("Chat with the agent. Enter sends the message; end a line with \\ to continue it on the next "
              "line. While the agent works, Enter sends the line as steering and '>> text' queues a "
              "follow-up. /plan: plan mode (the agent only reads and answers with a plan); /go runs the plan "
-             "(/go TEXT: your edited plan). /context shows the context window's use by part. /help lists the commands, your own /NAME commands too; @shot.png "
+             "(/go TEXT: your edited plan). /undo takes back the last turn that changed files (shell commands too), "
+             "/redo the last /undo. /context shows the context window's use by part. /help lists the commands, your own /NAME commands too; @shot.png "
              "attaches an image. Ctrl-C aborts the current turn; Ctrl-C twice (or Ctrl-D, or "
              "/exit) quits.")
 
@@ -86,6 +87,9 @@ async def run_chat(runner: Runner, resume: str | None) -> tuple[str, str | None,
                 break
             if not text.strip():
                 continue
+            if text.strip() in ("/undo", "/redo"):
+                await chat_take_back(runner, text.strip() == "/redo", err)
+                continue
             command = chat_command(text)
             if command is not None:
                 text = await plan_switch(runner, command)
@@ -115,6 +119,22 @@ async def run_chat(runner: Runner, resume: str | None) -> tuple[str, str | None,
         terminal.stop()
         await runner.close()
     return ("closed" if reason in ("completed", "aborted") else reason), runner.log_id, terminal.unanswered
+
+
+async def chat_take_back(runner: Runner, redo: bool, err: Console) -> None:
+    """``/undo`` or ``/redo``: say what changed, or why nothing did."""
+    from codeloop.sessions import RewindRefusedError
+
+    try:
+        result = await runner.take_back(redo)
+    except (RewindRefusedError, OSError, ValueError) as exc:
+        err.print(f"[red]error:[/] {escape(str(exc))}")
+        return
+    verb = "redone" if redo else "undone"
+    err.print(f"{verb}: the conversation now ends with turn {result.turn}; "
+              f"{len(result.restored)} file(s) restored, {len(result.deleted)} deleted", highlight=False)
+    for change in result.changes:
+        err.print(f"  {escape(change.describe())}", highlight=False)
 
 
 def chat_prompt(text: str, runner: Runner, err: Console) -> Prompt | None:

@@ -78,11 +78,16 @@ _PARAMS: dict[str, Any] = {
     "as_json": _option("--json", "Print JSON for machines instead of text.", bool),
     "max_steps": _option("--max-steps", "Replies the session may apply; later ones are set aside until the "
                          "limit is raised (codeloop relay limits).", int | None),
+    "to": _option("--to", "Sequence number to go back to: the files as they were after that reply "
+                  "(0: before every reply).", int),
+    "dry_run": _option("--dry-run", "Only list the changes.", bool),
+    "force": _option("--force", "Overwrite files changed outside the session since.", bool),
     "max_time": _option("--max-time", "Wall time the session's commands may take in all, e.g. 90s, 10m, "
                         "1h30m; a command still running then is stopped."),
 }
 """Every parameter of the relay commands, by name."""
-_DEFAULTS = {"task": inspect.Parameter.empty, "held_id": inspect.Parameter.empty, "as_json": False}
+_DEFAULTS = {"task": inspect.Parameter.empty, "held_id": inspect.Parameter.empty, "as_json": False, "to": 0,
+             "dry_run": False, "force": False}
 """Defaults other than None (``empty``: required)."""
 _SETTINGS = ("inbox", "outbox", "sessions", "workspace", "timeout", "output_limit", "max_listed_files",
              "max_read_chars", "clipboard", "policy")
@@ -524,6 +529,32 @@ def limits_command(config: RelayConfig, session_id: str | None, max_steps: int |
                     fg=typer.colors.YELLOW)
         return
     _next_steps(config, path, copied, watching=False)
+
+
+@_command("rewind", "session_id root to dry_run force config_file as_json")
+def rewind_command(config: RelayConfig, session_id: str | None, to: int, dry_run: bool, force: bool,
+                   as_json: bool) -> None:
+    """Put the session's files back as they were after reply --to (0: before every reply):
+    what its commands changed, RUN_COMMAND's included. Refuses, listing them, when files
+    changed outside the session since (--force overwrites them).
+
+    Example: codeloop relay rewind --to 0 --dry-run --root ~/relay
+    """
+    from codeloop.relay.engine import rewind_session
+
+    if to < 0:
+        _fail(f"--to {to} is not a sequence number (0 or more)")
+    with _relay_errors():
+        state, result = rewind_session(config, session_id, to, dry_run=dry_run, force=force)
+    if as_json:
+        _json({"sessionId": state.session_id, **result.to_json()})
+        return
+    head = "Would rewind" if result.dry_run else "Rewound"
+    typer.echo(f"{head} session {state.session_id} to reply {to}: {len(result.changes)} change(s)")
+    for change in result.changes:
+        typer.echo(f"  {change.describe()}")
+    for item in result.not_covered:
+        typer.echo(f"  not covered: {item.path} ({item.reason})")
 
 
 @_command("status", "root inbox outbox sessions config_file as_json")

@@ -109,6 +109,8 @@ class RunSettings:
     approval_from: str = "terminal"
     """Who answers an ask (issue 34): ``terminal`` (the prompt, and the store too) or ``store``
     (only ``codeloop approvals`` and other clients of the pending store)."""
+    snapshots: Any = None
+    """``[snapshots]`` of the config files (issue 35; ``record_session``'s ``snapshot_options``)."""
 
     @property
     def budgeted(self) -> bool:
@@ -259,7 +261,7 @@ class Runner:
             self.stopping = asyncio.get_running_loop().create_task(session.abort())
 
         self.recording = record_session(
-            session, s.root, resume=resume, on_error=log_failed,
+            session, s.root, resume=resume, on_error=log_failed, snapshot_options=s.snapshots,
             on_checkpoint_error=lambda message: self.err.print(f"[yellow]warning: checkpoint: {escape(message)}[/]"))
         self.log_id = self.recording.log_id
         session.subscribe(self.renderer)
@@ -339,6 +341,24 @@ class Runner:
         if self.stopping is not None:
             await self.stopping
         return "error" if self.log_error is not None else str(self.session.end_reason)
+
+    async def take_back(self, redo: bool) -> Any:
+        """``/undo`` (the last turn that changed files) or ``/redo`` (the last undo) of the chat:
+        the conversation goes on from the log as it is afterwards (a new Session resumed from
+        it). RewindRefusedError when it cannot be done (nothing changed)."""
+        import asyncio
+
+        from codeloop.agent.session import SessionState
+        from codeloop.sessions import redo as redo_
+        from codeloop.sessions import undo
+
+        self.recording.close()  # the log is rewritten: the closing session writes nothing to it
+        if self.session.state != SessionState.CLOSED:
+            await self.session.close()
+        try:
+            return await asyncio.to_thread(redo_ if redo else undo, str(self.log_id), self.settings.root)
+        finally:
+            await self.open(self.log_id)
 
     async def close(self) -> None:
         """Close the Session, the log, MCP servers and the client (each even if one fails)."""
@@ -424,7 +444,7 @@ def settle_options(root: Path, flags: dict[str, Any], network: str | None, err: 
                        max_retries=DEFAULT_RETRIES if retries is None else retries,
                        plan=plan if plan is not None else cfg.mode == "plan", hooks=cfg.hooks,
                        diagnostics=merged.get("diagnostics") is not False, diagnostic_commands=cfg.diagnostic_commands,
-                       rescues=merged.get("rescues"), **limits)
+                       rescues=merged.get("rescues"), snapshots=dict(cfg.snapshots), **limits)
 
 
 def settle_limits(merged: dict[str, Any], choice: ModelChoice) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""``codeloop sessions list|show|export`` and ``codeloop rewind`` (docs/sessions.md)."""
+"""``codeloop sessions list|show|export``, ``codeloop rewind``, ``undo`` and ``redo`` (docs/sessions.md)."""
 
 from __future__ import annotations
 
@@ -85,28 +85,97 @@ def export_command(
     typer.echo(events_to_jsonl(events) if fmt == "jsonl" else to_markdown(session_id, events), nl=False)
 
 
+DryRunOption = Annotated[bool, typer.Option("--dry-run", help="Only show what would change.")]
+ForceOption = Annotated[bool, typer.Option(
+    "--force", help="Overwrite files changed outside the session since (listed otherwise, and nothing is done).")]
+WorkspaceOption = Annotated[Path | None, typer.Option("--workspace", help="Workspace (default: the session's).")]
+
+
+def _show(verb: str, session_id: str, result: object, as_json: bool) -> None:
+    from codeloop.sessions import RewindResult
+
+    assert isinstance(result, RewindResult)
+    if as_json:
+        typer.echo(json.dumps({"session": session_id, **result.to_json()}))
+        return
+    head = "would rewind" if result.dry_run else verb
+    typer.echo(f"{head} {session_id} to turn {result.turn}: {len(result.restored)} file(s) restored, "
+               f"{len(result.deleted)} deleted, {result.events_dropped} event(s) dropped")
+    if result.changes:
+        for change in result.changes:
+            typer.echo(f"  {change.describe()}")
+    else:
+        for path in result.restored:
+            typer.echo(f"  restored {path}")
+        for path in result.deleted:
+            typer.echo(f"  deleted  {path}")
+    for path in result.outside:
+        typer.echo(f"  overwrote a change made outside the session: {path}")
+    if result.not_covered:
+        typer.echo("not covered by snapshots (left as they are):")
+        for item in result.not_covered:
+            typer.echo(f"  {item.path} ({item.reason})")
+
+
+def _latest(session_id: str | None) -> str:
+    if session_id is not None:
+        return session_id
+    from codeloop.sessions import list_sessions
+
+    infos = _run(lambda: list_sessions(Path.cwd()))
+    if not infos:
+        raise fail("no session of this directory; pass a session id (codeloop sessions list)", 2)
+    return infos[-1].id
+
+
 def rewind_command(
     session_id: Annotated[str, typer.Argument(help="Session id.")],
     to: Annotated[int, typer.Option("--to", min=0, help="Turn to go back to (0: before the first reply).")],
-    workspace: Annotated[Path | None, typer.Option("--workspace", help="Workspace (default: the session's).")] = None,
+    workspace: WorkspaceOption = None,
+    dry_run: DryRunOption = False,
+    force: ForceOption = False,
     as_json: JsonOption = False,
 ) -> None:
     """Restore the files and conversation of a session to the end of a turn. Example: codeloop rewind ID --to 2"""
     from codeloop.sessions import rewind
 
-    result = _run(lambda: rewind(session_id, to, workspace))
-    if as_json:
-        typer.echo(json.dumps(dataclasses.asdict(result)))
-        return
-    typer.echo(f"rewound {session_id} to turn {result.turn}: {len(result.restored)} file(s) restored, "
-               f"{len(result.deleted)} deleted, {result.events_dropped} event(s) dropped")
-    for path in result.restored:
-        typer.echo(f"  restored {path}")
-    for path in result.deleted:
-        typer.echo(f"  deleted  {path}")
+    result = _run(lambda: rewind(session_id, to, workspace, dry_run=dry_run, force=force))
+    _show("rewound", session_id, result, as_json)
+
+
+def undo_command(
+    session_id: Annotated[str | None, typer.Argument(help="Session id (default: the latest of this directory).")] = None,
+    workspace: WorkspaceOption = None,
+    dry_run: DryRunOption = False,
+    force: ForceOption = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Take back the last turn of a session that changed files. Example: codeloop undo"""
+    from codeloop.sessions import undo
+
+    sid = _latest(session_id)
+    result = _run(lambda: undo(sid, workspace, dry_run=dry_run, force=force))
+    _show("undid the last change of", sid, result, as_json)
+
+
+def redo_command(
+    session_id: Annotated[str | None, typer.Argument(help="Session id (default: the latest of this directory).")] = None,
+    workspace: WorkspaceOption = None,
+    dry_run: DryRunOption = False,
+    force: ForceOption = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Take back the last rewind or undo of a session. Example: codeloop redo"""
+    from codeloop.sessions import redo
+
+    sid = _latest(session_id)
+    result = _run(lambda: redo(sid, workspace, dry_run=dry_run, force=force))
+    _show("redid", sid, result, as_json)
 
 
 def register(app: typer.Typer) -> None:
     """Add ``sessions`` and ``rewind`` to the root app."""
     app.add_typer(sessions_app)
     app.command("rewind")(rewind_command)
+    app.command("undo")(undo_command)
+    app.command("redo")(redo_command)

@@ -35,6 +35,13 @@ that exact content with ``codeloop trust`` (:mod:`codeloop.policy.trust`).
     [mcp_servers.web]              # streamable HTTP
     url = "http://127.0.0.1:9000/mcp"
 
+    [snapshots]                    # undo of every change, shell too (docs/sessions.md)
+    exclude_dirs = [".venv", "node_modules", "target"]   # directory names never snapshotted
+    max_file_mb = 16               # larger files are not snapshotted
+    keep_days = 30                 # snapshots pruned by age
+    keep_count = 5000              # and beyond this many per workspace
+    enabled = true                 # false: only codeloop's file tools are undoable
+
     [[hooks]]                      # docs/hooks.md; codeloop.tools.hooks
     event = "post_tool_call"       # session_start, user_prompt, pre_tool_call, post_tool_call, stop
     command = "ruff format --quiet ."
@@ -124,6 +131,8 @@ class CodeloopConfig:
     """A GGUF file the local llama-server serves (``codeloop run --model-file``; absolute or ``~/``)."""
     gpu_layers: int | None = None
     """The local llama-server's ``--n-gpu-layers`` (``--gpu-layers``)."""
+    snapshots: Mapping[str, Any] = field(default_factory=dict)
+    """``[snapshots]`` of both files, the project's winning key by key (issue 35)."""
     sources: tuple[str, ...] = ()
     """The files that were read, lowest priority first."""
     warnings: tuple[str, ...] = ()
@@ -145,7 +154,11 @@ MAX_TIMEOUT_S = 86_400
 """Longest timeout of an MCP server, hook or diagnostics command (a day)."""
 _BOOL_KEYS = ("rescues",)
 _BUDGET_KEYS = ("max_cost", "max_tokens", "max_time")
-_TOP_KEYS = (*_STRING_KEYS, *_COUNT_KEYS, *_BOOL_KEYS, *_BUDGET_KEYS, "mcp_servers", "hooks", "diagnostics")
+_TOP_KEYS = (*_STRING_KEYS, *_COUNT_KEYS, *_BOOL_KEYS, *_BUDGET_KEYS, "mcp_servers", "hooks", "diagnostics",
+             "snapshots")
+_SNAPSHOT_LIMITS = {"max_file_mb": (1, 1_000_000, "megabytes"), "keep_days": (1, 36_500, "days"),
+                    "keep_count": (1, 10_000_000, "snapshots per workspace")}
+_SNAPSHOT_KEYS = ("exclude_dirs", *_SNAPSHOT_LIMITS, "enabled")
 _SERVER_KEYS = ("command", "args", "env", "url", "timeout")
 _HOOK_KEYS = ("event", "command", "timeout", "tools", "paths")
 _DIAGNOSTIC_KEYS = ("command", "paths", "timeout")
@@ -277,6 +290,27 @@ def _patterns(given: Any) -> tuple[str, ...] | None:
     return tuple(given)
 
 
+def _parse_snapshots(path: Path, text: str, table: Any) -> dict[str, Any]:
+    """``[snapshots]``: what the undo snapshots leave out and how long they are kept."""
+    if not isinstance(table, dict):
+        raise ConfigError(f"{_where(path, text, 'snapshots')}: snapshots must be a table: [snapshots]")
+    for key, value in table.items():
+        where = _where(path, text, key, "snapshots")
+        if key not in _SNAPSHOT_KEYS:
+            raise _unknown(path, text, key, _SNAPSHOT_KEYS, "snapshots")
+        if key == "enabled" and not isinstance(value, bool):
+            raise ConfigError(f"{where}: enabled must be true or false, e.g. enabled = false")
+        if key == "exclude_dirs" and not (isinstance(value, list) and all(
+                isinstance(v, str) and v and "/" not in v and v not in (".", "..") for v in value)):
+            raise ConfigError(f"{where}: exclude_dirs must be a list of directory names (no '/'), "
+                              'e.g. exclude_dirs = [".venv", "node_modules"]')
+        if key in _SNAPSHOT_LIMITS:
+            low, high, unit = _SNAPSHOT_LIMITS[key]
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise ConfigError(f"{where}: {key} must be a whole number from {low} to {high} ({unit})")
+    return dict(table)
+
+
 def _parse_diagnostics(path: Path, text: str, value: Any) -> dict[str, Any]:
     """``diagnostics = true|false`` or a list of commands (strings or tables)."""
     where = _where(path, text, "diagnostics")
@@ -370,6 +404,8 @@ def parse_config(text: str, path: Path) -> CodeloopConfig:
         elif key == "diagnostics":
             values.update(_parse_diagnostics(path, text, value))
             continue
+        elif key == "snapshots":
+            value = _parse_snapshots(path, text, value)
         else:
             if not isinstance(value, dict):
                 raise ConfigError(f"{where}: mcp_servers must be tables: [mcp_servers.NAME]")
@@ -429,6 +465,7 @@ def merge(low: CodeloopConfig, high: CodeloopConfig) -> CodeloopConfig:
     changes: dict[str, Any] = {k: getattr(high, k) for k in (*_STRING_KEYS, *_COUNT_KEYS, *_BOOL_KEYS, *_BUDGET_KEYS,
                                                              "diagnostics") if getattr(high, k) is not None}
     return replace(low, **changes, mcp_servers={**low.mcp_servers, **high.mcp_servers},
+                   snapshots={**low.snapshots, **high.snapshots},
                    hooks=low.hooks + high.hooks, diagnostic_commands=low.diagnostic_commands + high.diagnostic_commands,
                    sources=low.sources + high.sources, warnings=low.warnings + high.warnings)
 

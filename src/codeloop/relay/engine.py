@@ -87,6 +87,7 @@ from codeloop.relay.session import (
     utc_now,
 )
 from codeloop.relay.workspace import list_workspace, open_workspace, read_requested
+from codeloop.sessions.rewind import RewindRefusedError, RewindResult, rewind_run, run_checkpoints
 from codeloop.tools.call_path import Pipeline
 
 LOCK_WAIT_S = 60.0
@@ -463,7 +464,9 @@ async def _step_locked(config: RelayConfig, state: SessionState, emit: EventSink
                        take_new: bool) -> tuple[SessionState, int, bool]:
     _require_workspace(state)
     store = approvals_store()
-    pipeline = open_workspace(Path(state.workspace), config, state.policy, store, state.session_id)
+    # Each reply's changing commands are snapshotted (issue 35: codeloop relay rewind).
+    pipeline = open_workspace(Path(state.workspace), config, state.policy, store, state.session_id,
+                              run_checkpoints(f"relay-{state.session_id}", state.workspace))
     applied = 0
     for stale in _claims(config, state):
         if not stale.name.startswith(_claim_prefix(state)):
@@ -555,6 +558,24 @@ def _user() -> str:
     except (KeyError, OSError):
         user = str(os.getuid())
     return f"{user}@{socket.gethostname()}"
+
+
+def rewind_session(config: RelayConfig, session_id: str | None, to: int, *, dry_run: bool = False,
+                   force: bool = False) -> tuple[SessionState, RewindResult]:
+    """Put the session's workspace back as it was before the first reply after ``to`` (its
+    sequence number; 0: before every reply) changed it. The session's own state (its
+    sequence, the outboxes) stays: the files go back, the conversation does not."""
+    find_session(config, session_id)
+    config.ensure_dirs()
+    with _root_lock(config):
+        state = find_session(config, session_id)
+        _require_workspace(state)
+        try:
+            result = rewind_run(f"relay-{state.session_id}", state.workspace, after=to, dry_run=dry_run,
+                                force=force)
+        except RewindRefusedError as exc:
+            raise RelayError(str(exc)) from None
+    return state, result
 
 
 @contextlib.contextmanager

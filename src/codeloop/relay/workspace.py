@@ -17,6 +17,7 @@ from codeloop.relay.config import RelayConfig
 from codeloop.relay.executor import read_contents
 from codeloop.relay.outbox import RequestedFile, WorkspaceListing
 from codeloop.tools.call_path import Pipeline, open_environment
+from codeloop.tools.pipeline import Checkpoint
 from codeloop.tools.relay_tools import relay_pipeline
 
 HIDDEN_DIRS = frozenset({".git", ".hg", ".svn"})
@@ -26,14 +27,14 @@ LISTING_DEPTH = 64
 
 
 def open_workspace(workspace: Path, config: RelayConfig, policy_name: str, pending: PendingStore | None = None,
-                   session: str = "") -> Pipeline:
+                   session: str = "", checkpoint: Checkpoint | None = None) -> Pipeline:
     """The relay's pipeline under the session's policy ``policy_name``, on a local environment
     on ``workspace`` whose commands use ``/bin/sh`` and may run for ``config.timeout_ms`` (the
     environment's maximum is raised to allow it); its asks wait in ``pending`` as entries of
     relay session ``session``."""
     limits = ExecLimits(default_timeout_ms=config.timeout_ms, max_timeout_ms=max(config.timeout_ms, 600_000))
     env = open_environment(workspace, sandbox="off", network=True, shell="/bin/sh", limits=limits)
-    return relay_pipeline(env, policy_name, config.output_limit_chars, pending, session)
+    return relay_pipeline(env, policy_name, config.output_limit_chars, pending, session, checkpoint)
 
 
 async def list_workspace(env: ExecutionEnvironment, max_files: int) -> WorkspaceListing:

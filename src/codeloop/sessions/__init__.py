@@ -9,7 +9,8 @@ Public API::
     rebuild_history(events) -> list[Turn]  the turns to continue a session
     to_markdown(id, events), events_to_jsonl(events)
     Checkpoints(id, workspace)             file snapshots per turn; around(call) (Session.checkpoint), observe(event)
-    rewind(id, to_turn, workspace=None)    restore files + cut the log; RewindRefusedError
+    rewind(id, to_turn, workspace=None, dry_run=, force=)  restore files + cut the log; RewindRefusedError
+    undo(id), redo(id)                     take back the last changing turn / the last rewind
 """
 
 from codeloop.sessions.catalog import SessionInfo, latest_session, list_sessions, session_info
@@ -17,7 +18,7 @@ from codeloop.sessions.checkpoints import Checkpoints, FileChange
 from codeloop.sessions.log import LoggedEvent, SessionLog, SessionLogWarning, events_to_jsonl, load_events
 from codeloop.sessions.recorder import Recording, record_session
 from codeloop.sessions.replay import rebuild_history, to_markdown
-from codeloop.sessions.rewind import RewindRefusedError, RewindResult, rewind
+from codeloop.sessions.rewind import RewindRefusedError, RewindResult, redo, rewind, undo
 from codeloop.sessions.state_dir import STATE_DIR_VARIABLE, SessionNotFoundError, sessions_dir
 
 __all__ = [
@@ -38,8 +39,10 @@ __all__ = [
     "load_events",
     "rebuild_history",
     "record_session",
+    "redo",
     "rewind",
     "session_info",
     "sessions_dir",
     "to_markdown",
+    "undo",
 ]

@@ -18,6 +18,14 @@ on-risk`` runs without asking) changes nothing and leaves no mark. A rewind also
 Layout under ``<state>/sessions/<id>.checkpoints/``: ``blobs/<sha256>`` (content-addressed
 file contents) and ``turns/<N>.json`` (``{"files": {path: {"before": sha|null, "after": sha|null}},
 "uncovered": [{"tool", "call_id", "command"}]}``), each written atomically.
+
+With a :class:`~codeloop.sessions.snapshots.SnapshotStore` (issue 35: ``codeloop run`` on a
+local workspace with git installed) every changing call — shell included — is covered
+instead: the whole workspace is snapshotted right before the call and right after it, and the
+turn's manifest lists the calls (``"calls": [{"tool", "call_id", "command", "seq", "before":
+snapshot, "after": snapshot|null}]``, ``after`` null when the process died during the call).
+Each finished call is a ``checkpoint`` event (its turn, call, snapshot and the paths it
+changed). The file snapshots and uncovered marks above remain for workspaces without git.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +46,9 @@ from codeloop.environments.resolver import resolve_workspace_path
 from codeloop.environments.safe_open import open_regular, read_bytes_beneath
 from codeloop.policy.approval import Effect, ToolCallRequest
 from codeloop.sessions.log import LoggedEvent
+from codeloop.sessions.snapshots import Snapshot, SnapshotError, SnapshotStore
 from codeloop.sessions.state_dir import checkpoints_path
+from codeloop.sessions.watch import ChangeWatcher
 
 
 @dataclass(frozen=True)
@@ -97,13 +108,31 @@ class Checkpoints:
     """
 
     def __init__(self, session_id: str, workspace: Path | str, *, turn: int = 0,
-                 on_error: Callable[[str], None] = lambda message: None) -> None:
+                 on_error: Callable[[str], None] = lambda message: None,
+                 store: SnapshotStore | None = None,
+                 on_checkpoint: Callable[[dict[str, Any]], None] = lambda data: None,
+                 watch: bool = True) -> None:
         self.session_id = session_id
         self.on_error = on_error
         self.workspace = Path(workspace).resolve()
         self.directory = checkpoints_path(session_id)
         self.turn = turn
         """The current turn number (0 before the first reply)."""
+        self.store = store
+        """Whole-workspace snapshots (None: only codeloop's own file tools are covered)."""
+        self.on_checkpoint = on_checkpoint
+        """Gets each finished call's ``checkpoint`` event data."""
+        self._kept: set[str] = set()
+        self._seq = 0
+        self._watch = watch
+        self.watcher: ChangeWatcher | None = None
+        """Tells the store which paths changed since its last snapshot (started with the first)."""
+
+    def close(self) -> None:
+        """Stop the file watcher (idempotent)."""
+        if self.watcher is not None:
+            self.watcher.close()
+            self.watcher = None
 
     def observe(self, event: SessionEvent) -> None:
         """Advance the turn on each ``assistant_text_end`` (tool calls follow their reply)."""
@@ -187,16 +216,26 @@ class Checkpoints:
         try:
             if paths is None and call.line_only_reads:
                 return  # every command of the line only reads (the approval modes' judgement): nothing to undo
-            if paths is None:
+            if self.store is not None:
+                self._snapshot_before(turn, call)
+            elif paths is None:
                 self._mark_uncovered(turn, call)
             else:
                 self.before_write(paths, turn)
-        except OSError as exc:
+        except (OSError, SnapshotError) as exc:
             self._failed(exc, call, paths)
 
     def after(self, call: ToolCallRequest, effects: frozenset[Effect], paths: tuple[str, ...] | None,
               step: int | str | None, outcome: object) -> None:
         """After the call (also a failed one): record the hashes of the paths it named."""
+        if self.store is not None:
+            if paths is None and call.line_only_reads:
+                return
+            try:
+                self._snapshot_after(self._turn(step), call)
+            except (OSError, SnapshotError) as exc:
+                self._failed(exc, call, paths)
+            return
         if paths is None:
             return
         try:
@@ -218,11 +257,67 @@ class Checkpoints:
         return [UncoveredCall(turn, str(u.get("tool")), u.get("call_id"), u.get("command"))
                 for u in self._load_manifest(turn).get("uncovered", [])]
 
-    def _failed(self, exc: OSError, call: ToolCallRequest, paths: tuple[str, ...] | None) -> None:
+    def _failed(self, exc: OSError | SnapshotError, call: ToolCallRequest, paths: tuple[str, ...] | None) -> None:
         # atomic_write left no partial file; what is lost is the ability to rewind this change.
         what = call.name if paths is None else ", ".join(paths)
-        self.on_error(f"{exc.strerror or exc} writing the checkpoint of {what} in {self.directory}; "
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        self.on_error(f"{reason} writing the checkpoint of {what} in {self.directory}; "
                       "`codeloop rewind` cannot undo this change")
+
+    def _take(self, name: str) -> dict[str, Any]:
+        assert self.store is not None
+        if not self._kept:  # the first snapshot: what it leaves out goes with the session
+            from codeloop.sessions.rewind import save_settings
+
+            save_settings(self.session_id, self.store)
+        if self._watch and self.watcher is None:
+            try:
+                self.watcher = ChangeWatcher(self.store.workspace, self.store.repository / "watch")
+                self.watcher.take()  # from here on every change is seen: the full scan below is the base
+            except Exception:  # no watcher (no inotify watch left, ...): every snapshot scans everything
+                self._watch = False
+        changed = self.watcher.take() if self.watcher is not None else None
+        snap = self.store.snapshot(changed)
+        if snap.tree not in self._kept:  # one ref per distinct tree keeps it from pruning
+            self.store.keep(snap.tree, f"{self.session_id}/{name}")
+            self._kept.add(snap.tree)
+        # Wall-clock order, across the processes of a resumed session: a rewind compares the
+        # snapshot after one call with the one before the next only when taken in that order.
+        self._seq = max(self._seq + 1, time.time_ns())
+        return {**snap.to_json(), "seq": self._seq}
+
+    def _snapshot_before(self, turn: int, call: ToolCallRequest) -> None:
+        snap = self._take(f"{turn}-before")
+        manifest = self._load_manifest(turn)
+        manifest.setdefault("calls", []).append(
+            {"tool": call.name, "call_id": call.call_id, "command": call.command, "before": snap, "after": None})
+        self._save_manifest(turn, manifest)
+
+    def _snapshot_after(self, turn: int, call: ToolCallRequest) -> None:
+        assert self.store is not None
+        manifest = self._load_manifest(turn)
+        entry = next((c for c in reversed(manifest.get("calls", []))
+                      if c.get("call_id") == call.call_id and c.get("after") is None), None)
+        if entry is None:  # its before failed: nothing to pair this snapshot with
+            return
+        entry["after"] = snap = self._take(f"{turn}-after")
+        self._save_manifest(turn, manifest)
+        changed = [c.path for c in self.store.diff(Snapshot.from_json(entry["before"]), Snapshot.from_json(snap))]
+        self.on_checkpoint({"step": turn, "call_id": call.call_id, "tool_name": call.name,
+                            "snapshot": snap["tree"], "paths": changed})
+
+    def calls(self, turn: int) -> list[dict[str, Any]]:
+        """The snapshotted calls of ``turn`` in the order they started (issue 35)."""
+        return list(self._load_manifest(turn).get("calls", []))
+
+    def load_manifest(self, turn: int) -> dict[str, Any] | None:
+        """The raw manifest of ``turn`` (None: none), for a rewind to keep for redo."""
+        path = self._manifest_path(turn)
+        return dict(json.loads(path.read_text())) if path.is_file() else None
+
+    def restore_manifest(self, turn: int, manifest: dict[str, Any]) -> None:
+        """Put back a manifest :meth:`load_manifest` returned (redo)."""
+        self._save_manifest(turn, manifest)
 
     def turns(self) -> list[int]:
         """Turn numbers that have a checkpoint, ascending."""

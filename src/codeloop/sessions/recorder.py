@@ -12,17 +12,20 @@ checkpoint hook set before the first tool call.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from codeloop.agent.budget import price_of
+from codeloop.agent.events import CheckpointEvent
 from codeloop.agent.session import Session
 from codeloop.policy.approval import Effect
 from codeloop.sessions.checkpoints import Checkpoints, count_turns
 from codeloop.sessions.log import LoggedEvent, SessionLog, load_events
 from codeloop.sessions.replay import rebuild_history, spent_in_log
+from codeloop.sessions.rewind import store_for
+from codeloop.sessions.snapshots import KEEP_COUNT, KEEP_DAYS, SnapshotError, git_available
 from codeloop.sessions.state_dir import compacted_path
 
 
@@ -41,6 +44,7 @@ class Recording:
         for undo in self._unsubscribe:
             undo()
         self._unsubscribe.clear()
+        self.checkpoints.close()
         self.log.close()
 
 
@@ -67,7 +71,8 @@ def _remember_seen_files(session: Session, events: list[LoggedEvent]) -> None:
 
 def record_session(session: Session, workspace: Path | str, *, resume: str | None = None,
                    on_error: Callable[[Exception], None] = lambda exc: None,
-                   on_checkpoint_error: Callable[[str], None] = lambda message: None) -> Recording:
+                   on_checkpoint_error: Callable[[str], None] = lambda message: None,
+                   snapshot_options: Mapping[str, Any] | None = None) -> Recording:
     """Attach logging and checkpoints to ``session``; with ``resume``, first load that log's
     conversation into ``session.history`` and continue its log and turn count.
 
@@ -75,6 +80,12 @@ def record_session(session: Session, workspace: Path | str, *, resume: str | Non
     write failure of the log goes to ``on_error`` once (recording stops there: the caller
     decides whether the session may go on unrecorded); one of a checkpoint goes to
     ``on_checkpoint_error`` (the change was made, it cannot be rewound).
+
+    With git on PATH every changing call, shell included, is covered by whole-workspace
+    snapshots (issue 35; old ones are pruned here, once per session), as ``snapshot_options``
+    (the config's ``[snapshots]``: ``exclude_dirs``, ``max_file_mb``, ``keep_days``,
+    ``keep_count``, ``enabled``) say; ``enabled = false`` or no git: only codeloop's own file
+    tools are covered.
     """
     log_id = resume or session.id
     turn = 0
@@ -88,7 +99,20 @@ def record_session(session: Session, workspace: Path | str, *, resume: str | Non
             session.budget.spent = spent_in_log(events, price_of(session.profile.model))
     session.dropped.directory = compacted_path(log_id)
     log = SessionLog(log_id)
-    checkpoints = Checkpoints(log_id, workspace, turn=turn, on_error=on_checkpoint_error)
+    options = dict(snapshot_options or {})
+    store = None
+    if options.get("enabled", True) and git_available():
+        exclude = options.get("exclude_dirs")
+        megabytes = options.get("max_file_mb")
+        store = store_for(log_id, Path(workspace), exclude_dirs=None if exclude is None else tuple(exclude),
+                          max_file_bytes=None if megabytes is None else int(megabytes) * 1024 * 1024)
+        try:
+            store.prune(max_age_days=float(options.get("keep_days", KEEP_DAYS)),
+                        max_count=int(options.get("keep_count", KEEP_COUNT)))
+        except (OSError, SnapshotError) as exc:
+            on_checkpoint_error(f"pruning old snapshots: {exc}")
+    checkpoints = Checkpoints(log_id, workspace, turn=turn, on_error=on_checkpoint_error, store=store,
+                              on_checkpoint=lambda data: session.announce(CheckpointEvent, **data))
     session.checkpoint = checkpoints
     session.step = turn
     recording = Recording(log_id, log, checkpoints)

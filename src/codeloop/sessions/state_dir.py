@@ -28,6 +28,12 @@ def sessions_dir() -> Path:
     return Path(base) / "sessions"
 
 
+def snapshots_dir() -> Path:
+    """Where codeloop's snapshot repositories live, one per workspace (issue 35)."""
+    base = os.environ.get(STATE_DIR_VARIABLE) or platformdirs.user_state_dir("codeloop")
+    return Path(base) / "snapshots"
+
+
 def check_session_id(session_id: str) -> str:
     """``session_id`` unchanged when it is a safe file name; ValueError naming it otherwise."""
     if not _ID.match(session_id) or ".." in session_id:

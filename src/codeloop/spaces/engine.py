@@ -45,6 +45,7 @@ from codeloop.spaces.limits import LIMIT_REACHED, NO_LIMITS, RunLimits, budget_e
 from codeloop.tools import outcomes as ops
 from codeloop.tools.call_path import Pipeline, PipelineCall
 from codeloop.tools.errors import ToolError
+from codeloop.tools.pipeline import Checkpoint
 from codeloop.tools.registry import ToolCallOutcome
 from codeloop.tools.space_tools import space_pipeline
 
@@ -98,16 +99,17 @@ def _op_type(op: Any) -> str:
 async def execute_run(operations: list[Any], env: ExecutionEnvironment, policy: Policy, emit: Emit, *,
                       pending: PendingStore, run_id: str, start: int = 0, answered: str | None = None,
                       should_stop: Callable[[], bool] = lambda: False, limits: RunLimits = NO_LIMITS,
-                      run_time_ms: float = 0.0) -> RunOutcome:
+                      run_time_ms: float = 0.0, checkpoint: Checkpoint | None = None) -> RunOutcome:
     """Run ``operations[start:]`` of run ``run_id``; see the module docstring for the contract.
 
     ``answered`` is the id of the answered entry of ``pending`` the operation at ``start`` waited
     for (raise :class:`ApprovalMismatchError` when it is another run's or operation's, or has no
     answer yet). ``run_time_ms`` is the time the run's operations already took (before a pause).
+    ``checkpoint``: the run's snapshots before and after each changing operation (issue 35).
     """
     index = start
     used_ms = run_time_ms
-    pipeline = space_pipeline(env, policy, pending, run_id)
+    pipeline = space_pipeline(env, policy, pending, run_id, checkpoint=checkpoint)
     entry = None if answered is None else _answered_entry(pending, answered, run_id, operations, start)
     while index < len(operations):
         if should_stop():

@@ -219,6 +219,15 @@ class SpacesAPI:
             approval = self.model(ResumeBody, raw).approval
         return JSONResponse(await self.service.resume(owner, run_id, approval))
 
+    async def rewind_run(self, request: Request) -> Response:
+        owner = await self.owner(request)
+        raw = await self.json_body(request)
+        if not isinstance(raw, dict) or set(raw) - {"dryRun", "force"} or \
+                not all(isinstance(v, bool) for v in raw.values()):
+            raise ServiceError(400, "invalid_request", 'the body is {"dryRun": bool, "force": bool}, both optional')
+        return JSONResponse(await self.service.rewind(owner, request.path_params["run_id"],
+                                                      dry_run=raw.get("dryRun", False), force=raw.get("force", False)))
+
     async def cancel_run(self, request: Request) -> Response:
         return JSONResponse(await self.service.cancel(await self.owner(request), request.path_params["run_id"]))
 
@@ -320,6 +329,8 @@ ROUTES = [
      "Approve or deny the paused operation (409 already_decided if answered before); an empty body goes on "
      "after a raised limit or with an answer given through the pending store"),
     ("/v1/runs/{run_id}/cancel", "POST", "cancel_run", "Cancel a run"),
+    ("/v1/runs/{run_id}/rewind", "POST", "rewind_run",
+     "Put the space's files back as they were before the run (dryRun: only list the changes)"),
     ("/v1/runs/{run_id}/events", "GET", "run_events", "Server-sent events of a run"),
     ("/v1/spaces/{space_id}/files/{path:path}", "GET", "get_file", "Read a file (or list a directory)"),
     ("/v1/spaces/{space_id}/files/{path:path}", "PUT", "put_file", "Write a file"),

@@ -36,6 +36,7 @@ from pydantic import BaseModel
 
 from codeloop.policy import Policy
 from codeloop.policy.pending import AlreadyDecided, PendingCall
+from codeloop.sessions.rewind import RewindRefusedError, rewind_run, run_checkpoints
 from codeloop.spaces.database import RunRecord, SpaceRecord, SpacesStore, StoreFullError
 from codeloop.spaces.engine import RunOutcome, execute_run, now_iso
 from codeloop.spaces.limits import LIMIT_REACHED, exceeded
@@ -291,7 +292,8 @@ class SpacesService:
                 outcome = await execute_run(parse_message(raw), space_env.env, policy, emit, pending=self.store.pending,
                                             run_id=run_id, start=start, answered=answered,
                                             should_stop=lambda: run_id in self._cancelled,
-                                            limits=run_limits(space.policy), run_time_ms=run_time_ms)
+                                            limits=run_limits(space.policy), run_time_ms=run_time_ms,
+                                            checkpoint=run_checkpoints(f"run-{run_id}", space.workspace))
             except Exception as exc:  # system failure: recorded on the run, never a 500 with a lost state
                 await emit(ErrorEvent(timestamp=now_iso(), category="system", message=f"run failed: {exc}"), start)
                 outcome = RunOutcome("error", start, run_time_ms=run_time_ms)
@@ -303,6 +305,24 @@ class SpacesService:
                        outcome.pending_operation_id, outcome.run_time_ms)
         self._notify(run_id)
         return {"protocolVersion": "1.0", "runId": run_id, "status": wire_status(outcome), "events": emitted}
+
+    async def rewind(self, owner: str, run_id: str, *, dry_run: bool, force: bool) -> dict[str, Any]:
+        """Put the space's files back as they were before the run (issue 35): the changes made
+        (or, ``dry_run``, that would be), what the snapshots do not cover, and what ``force``
+        overwrote of changes made outside the run (409 ``rewind_refused`` without it)."""
+        run = await self.run_for(owner, run_id)
+        if run.state == "running":
+            raise ServiceError(409, "run_running", f"run {run_id} is running; rewind it once it stopped")
+        space = await self.space_for(owner, run.space_id)
+        async with self._space_locks.setdefault(space.id, asyncio.Lock()):
+            try:
+                result = await asyncio.to_thread(rewind_run, f"run-{run_id}", space.workspace,
+                                                 dry_run=dry_run, force=force)
+            except RewindRefusedError as exc:
+                raise ServiceError(409, "rewind_refused", str(exc)) from None
+        body = result.to_json()
+        return {"runId": run_id, "dryRun": result.dry_run, "changes": body["changes"],
+                "notCovered": body["not_covered"], "overwritten": body["outside"]}
 
     async def run_view(self, owner: str, run_id: str) -> dict[str, Any]:
         """A run with all its events: the events message plus ``state``, ``spaceId`` and

@@ -17,6 +17,7 @@ from codeloop.policy.pending import PendingStore
 from codeloop.tools import workspace_ops as ops
 from codeloop.tools.call_path import Pipeline, build_pipeline
 from codeloop.tools.effects import ALL_EFFECTS, ToolEffects, reads, shell_line, writes
+from codeloop.tools.pipeline import Checkpoint
 from codeloop.tools.preset_policy import CommandCall, PathCall, preset_policy
 from codeloop.tools.registry import Executor, RegisteredTool, ToolContext, ToolOutput, ToolRegistry, make_tool
 from codeloop.tools.truncation import TruncationConfig
@@ -95,13 +96,16 @@ def _judged(call: ToolCallRequest) -> CommandCall | PathCall | None:
 
 
 def relay_pipeline(env: ExecutionEnvironment, policy_name: str, output_limit_chars: int,
-                   pending: PendingStore | None = None, session: str = "") -> Pipeline:
+                   pending: PendingStore | None = None, session: str = "",
+                   checkpoint: Checkpoint | None = None) -> Pipeline:
     """The relay's pipeline: its commands as tools, the session's preset as the POLICY step,
     an "ask" an entry of ``pending`` for relay session ``session`` (held until somebody answers
-    it: ``codeloop relay approve``, issue 34) and RUN_COMMAND's output cut (relay spec: head
-    and tail within ``output_limit_chars``)."""
+    it: ``codeloop relay approve``, issue 34), RUN_COMMAND's output cut (relay spec: head and
+    tail within ``output_limit_chars``); ``checkpoint``: the session's snapshots (issue 35,
+    ``codeloop relay rewind``)."""
     truncation = TruncationConfig(tool_output_limits={"RUN_COMMAND": output_limit_chars},
                                   tool_line_limits={"RUN_COMMAND": None},
                                   tool_truncation_modes={"RUN_COMMAND": "head_tail_counted"})
     return build_pipeline(RELAY_TOOLS, env, policy=preset_policy(preset(policy_name), _judged),
-                          truncation=truncation, pending=pending, session=session, face="relay")
+                          truncation=truncation, pending=pending, session=session, face="relay",
+                          checkpoint=checkpoint)

@@ -24,6 +24,7 @@ from codeloop.tools import workspace_ops as ops
 from codeloop.tools.call_path import Pipeline, build_pipeline
 from codeloop.tools.effects import ALL_EFFECTS, ToolEffects, reads, shell_line, writes
 from codeloop.tools.errors import ToolError
+from codeloop.tools.pipeline import Checkpoint
 from codeloop.tools.preset_policy import CommandCall, PathCall, preset_policy
 from codeloop.tools.registry import Executor, RegisteredTool, ToolContext, ToolOutput, ToolRegistry, make_tool
 
@@ -40,12 +41,13 @@ def _judged(call: ToolCallRequest) -> CommandCall | PathCall:
 
 
 def space_pipeline(env: ExecutionEnvironment, policy: Policy, pending: PendingStore | None = None,
-                   run_id: str = "") -> Pipeline:
+                   run_id: str = "", checkpoint: Checkpoint | None = None) -> Pipeline:
     """A space's pipeline: its operations as tools under ``policy`` (also the POLICY step); an
     ask is an entry of ``pending`` (the spaces database's store) for run ``run_id``, which the
-    run's resume answers. Without a store (the HTTP file endpoints) an ask is not run."""
+    run's resume answers. Without a store (the HTTP file endpoints) an ask is not run.
+    ``checkpoint``: the run's snapshots (issue 35, ``POST /v1/runs/{id}/rewind``)."""
     return build_pipeline(space_registry(policy), env, policy=preset_policy(policy, _judged), pending=pending,
-                          session=run_id, face="spaces")
+                          session=run_id, face="spaces", checkpoint=checkpoint)
 
 
 def _within(max_bytes: int, ctx: ToolContext, change: ops.PlannedChange) -> None:

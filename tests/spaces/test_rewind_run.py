@@ -1,0 +1,51 @@
+"""``POST /v1/runs/{id}/rewind`` (issue 35) against a real ``codeloop spaces serve`` process: a
+run's shell changes — an edit, a deleted file, a new directory, a mode — are put back."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from .server_process import ServerProcess
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    srv = ServerProcess(tmp_path_factory.mktemp("spaces-data")).start()
+    yield srv
+    srv.stop()
+
+
+def test_a_run_is_rewound_with_dry_run_and_refusal_of_outside_changes(server: ServerProcess) -> None:
+    key = server.create_key("rw")
+    with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {key}"}, timeout=60) as c:
+        space = c.post("/v1/spaces", json={"name": "rw", "policy": {"preset": "permissive"}}).json()
+        sid = space["id"]
+        assert c.put(f"/v1/spaces/{sid}/files/keep.txt", content=b"original\r\n").status_code in (200, 201)
+        assert c.put(f"/v1/spaces/{sid}/files/gone.txt", content=b"bye").status_code in (200, 201)
+        run = c.post(f"/v1/spaces/{sid}/runs", json={"protocolVersion": "1.0", "operations": [
+            {"type": "shell", "command": "sed -i 's/original/edited/' keep.txt && rm gone.txt"},
+            {"type": "shell", "command": "mkdir -p out && echo built > out/a.o && chmod 755 keep.txt"}]}).json()
+        assert run["status"] == "completed", run
+        rid = run["runId"]
+
+        preview = c.post(f"/v1/runs/{rid}/rewind", json={"dryRun": True}).json()
+        assert preview["dryRun"] is True
+        assert {(x["path"], x["action"]) for x in preview["changes"]} == {
+            ("keep.txt", "modify"), ("gone.txt", "create"), ("out/a.o", "delete")}
+        assert c.get(f"/v1/spaces/{sid}/files/out/a.o").status_code == 200  # nothing changed
+
+        assert c.put(f"/v1/spaces/{sid}/files/later.txt", content=b"someone else").status_code in (200, 201)
+        refused = c.post(f"/v1/runs/{rid}/rewind")
+        assert refused.status_code == 409 and "later.txt" in refused.json()["error"]["message"]
+        assert c.delete(f"/v1/spaces/{sid}/files/later.txt").status_code in (200, 204)
+
+        done = c.post(f"/v1/runs/{rid}/rewind", json={}).json()
+        assert {x["path"] for x in done["changes"]} == {"keep.txt", "gone.txt", "out/a.o"}
+        assert c.get(f"/v1/spaces/{sid}/files/keep.txt").content == b"original\r\n"
+        assert c.get(f"/v1/spaces/{sid}/files/gone.txt").content == b"bye"
+        assert c.get(f"/v1/spaces/{sid}/files/out/a.o").status_code == 404
+        bad = c.post(f"/v1/runs/{rid}/rewind", json={"dryRun": "yes"})
+        assert bad.status_code == 400 and "dryRun" in bad.json()["error"]["message"]
