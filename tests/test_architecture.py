@@ -41,6 +41,9 @@ PROCESS_EXCEPTIONS = {
     "policy/bash_view.py": "the policy reads a command line the way bash does by asking bash itself "
     "(`declare -f` of the line wrapped in a function), in a throw-away bubblewrap sandbox with the file "
     "system read-only and no network; nothing of the workspace runs",
+    "sessions/snapshots.py": "git plumbing on codeloop's own snapshot repository (under the state "
+    "directory, isolated from every user setting, with a timeout): codeloop's bookkeeping around a call, "
+    "not a command of the workspace; it must run whatever sandbox the session's commands have",
     "mcp/connection.py": "MCP stdio servers: the `mcp` library's stdio_client starts the server process "
     "and owns its lifetime; codeloop only hands it the configured command",
 }

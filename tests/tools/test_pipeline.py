@@ -18,9 +18,9 @@ from codeloop.environments.errors import FileNotFoundInWorkspaceError
 from codeloop.environments.local import LocalExecutionEnvironment
 from codeloop.llm.errors import ConfigurationError
 from codeloop.llm.types import ToolDefinition
-from codeloop.policy import Decision, PendingApproval
+from codeloop.policy import Decision
 from codeloop.policy.approval import Effect
-from codeloop.policy.pending import SqlitePendingStore
+from codeloop.policy.pending import PendingCall, SqlitePendingStore
 from codeloop.tools import (
     RegisteredTool,
     ToolCallRequest,
@@ -29,7 +29,6 @@ from codeloop.tools import (
     ToolRegistry,
     TruncationConfig,
     execute_tool_call,
-    resume_tool_call,
 )
 from codeloop.tools.call_path import PipelineCall, build_pipeline
 from codeloop.tools.sets import all_tools_registry
@@ -177,7 +176,7 @@ async def test_policy_ask_without_approver_denies() -> None:
 
     result = await execute_tool_call(ToolRegistry.of([_tool()]), "echo", {"file_path": "a"}, ENV, policy=policy)
     assert result.is_error
-    assert "needs approval (writes outside src/) and no approver" in result.output
+    assert "needs approval (writes outside src/) and nobody can answer here (no pending store)" in result.output
 
 
 def _counting_tool(calls: list[dict[str, Any]]) -> RegisteredTool:
@@ -220,36 +219,16 @@ async def test_a_denied_pending_call_never_runs(tmp_path: Path) -> None:
     assert calls == []
 
 
-async def test_a_resumed_call_is_validated_again() -> None:
+async def test_a_resumed_call_is_validated_again(tmp_path: Path) -> None:
+    # What the store holds is read back from disk: a call tampered with there must not run.
     calls: list[dict[str, Any]] = []
-    tampered = PendingApproval(ToolCallRequest("echo", {"file_path": 3}), Decision.ask("x"))
-    result = await resume_tool_call(ToolRegistry.of([_counting_tool(calls)]), tampered, ENV, approved=True)
+    store = SqlitePendingStore(tmp_path / "p.db")
+    tampered = store.add(PendingCall.raise_for(ToolCallRequest("echo", {"file_path": 3}), Decision.ask("x"),
+                                               session="s", face="tool"))
+    store.decide(tampered.id, "approve", "alice")
+    pipeline = build_pipeline(ToolRegistry.of([_counting_tool(calls)]), ENV, pending=store, session="s")
+    result = await pipeline.resume(tampered.id)
     assert result.is_error and "file_path" in result.output and calls == []
-
-
-@pytest.mark.parametrize("data", [None, [], {"tool": "echo"}, {"tool": "echo", "arguments": {}, "reason": 3},
-                                  {"tool": "echo", "arguments": [], "reason": "r", "call_id": None, "rule": None}])
-def test_a_malformed_stored_pending_call_is_a_clear_error(data: Any) -> None:
-    with pytest.raises(ValueError, match="pending approval"):
-        PendingApproval.from_json(data)
-
-
-async def test_policy_ask_calls_the_approver() -> None:
-    asked: list[tuple[str, str]] = []
-
-    async def policy(call: ToolCallRequest, env: ExecutionEnvironment) -> Decision:
-        return Decision.ask("risky")
-
-    async def approve(call: ToolCallRequest, reason: str) -> bool:
-        asked.append((call.name, reason))
-        return call.arguments["file_path"] == "ok"
-
-    registry = ToolRegistry.of([_tool()])
-    yes = await execute_tool_call(registry, "echo", {"file_path": "ok"}, ENV, policy=policy, approver=approve)
-    no = await execute_tool_call(registry, "echo", {"file_path": "no"}, ENV, policy=policy, approver=approve)
-    assert not yes.is_error and yes.output == "echo:ok"
-    assert no.is_error and no.output == "Tool call 'echo' was not approved (risky)."
-    assert asked == [("echo", "risky"), ("echo", "risky")]
 
 
 async def test_policy_that_raises_denies_instead_of_crashing() -> None:

@@ -11,11 +11,10 @@ Public API::
     is_read_only(ParsedCommand) -> bool                 READ_ONLY_COMMANDS, judged with arguments
     is_read_only_line(line) -> bool                     every command of a line is read-only
     approval_policy(mode, ApprovalStore)                the CLI's never-ask | on-risk | always-ask (never prompts)
-    PendingApproval(ToolCallRequest, Decision)          a call held until a human answers
     PendingStore / SqlitePendingStore                   the one durable store of calls waiting for an answer
 """
 
-from codeloop.policy.approval import PendingApproval, ToolCallRequest
+from codeloop.policy.approval import ToolCallRequest
 from codeloop.policy.approval_modes import (
     APPROVAL_MODES,
     ApprovalRequest,
@@ -71,7 +70,6 @@ __all__ = [
     "NetworkPolicy",
     "ParsedCommand",
     "PathUse",
-    "PendingApproval",
     "PendingCall",
     "PendingStore",
     "Policy",

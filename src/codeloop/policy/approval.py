@@ -1,19 +1,15 @@
-"""The POLICY step's seam: tool calls as a policy judges them, and calls held for approval.
+"""The POLICY step's seam: tool calls as a policy judges them.
 
 A :class:`ToolPolicy` looks at a validated call and answers a :class:`Decision`: allow,
-deny(reason) or ask(reason). Policies and approvers must not raise; if they do, the
-pipeline (``codeloop.tools.pipeline``) denies the call and says why.
-
-A call whose decision is ``ask`` either goes to an approver at once (the CLI's terminal) or
-comes back from the pipeline as a :class:`PendingApproval`: plain data a face may keep (in
-memory, a session file, a database) and resume later with approve or deny
-(``codeloop.tools.pipeline.resume_tool_call``). Running it exactly once is the keeper's
-contract: it must drop the pending call, durably, before it resumes it.
+deny(reason) or ask(reason). Policies must not raise; if they do, the pipeline
+(``codeloop.tools.pipeline``) denies the call and says why. A policy decides and never
+prompts: an ``ask`` becomes a pending call of the one store (:mod:`codeloop.policy.pending`,
+issue 34), answered there exactly once by whoever answers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
@@ -96,38 +92,6 @@ class ToolPolicy(Protocol):
     def __call__(self, call: ToolCallRequest, env: ExecutionEnvironment) -> Awaitable[Decision]: ...
 
 
-Approver = Callable[[ToolCallRequest, str], Awaitable[bool]]
-"""``async (call, reason) -> approved``; asked at once for "ask" decisions. Must not raise."""
-
-
 async def allow_all(call: ToolCallRequest, env: ExecutionEnvironment) -> Decision:
     """The default policy: every call is allowed."""
     return Decision.allow()
-
-
-@dataclass(frozen=True)
-class PendingApproval:
-    """A call the policy sent for approval and nobody has answered yet."""
-
-    call: ToolCallRequest
-    """What would run."""
-    decision: Decision
-    """The ``ask`` decision: its reason is what the human is shown."""
-
-    def to_json(self) -> dict[str, Any]:
-        """A JSON-ready form, read back by :meth:`from_json`."""
-        d = self.decision
-        return {"tool": self.call.name, "arguments": self.call.arguments, "call_id": self.call.call_id,
-                "reason": d.reason, "rule": d.rule}
-
-    @staticmethod
-    def from_json(data: Any) -> PendingApproval:
-        """The pending call :meth:`to_json` wrote; ``ValueError`` naming the field when malformed."""
-        if not isinstance(data, dict):
-            raise ValueError(f"a pending approval must be a JSON object, not {type(data).__name__}")
-        for key, kinds in (("tool", str), ("arguments", dict), ("reason", str),
-                           ("call_id", (str, type(None))), ("rule", (str, type(None)))):
-            if not isinstance(data.get(key), kinds):
-                raise ValueError(f"pending approval: field {key!r} is missing or has the wrong type")
-        return PendingApproval(ToolCallRequest(data["tool"], data["arguments"], data["call_id"]),
-                               Decision.ask(data["reason"], data["rule"]))

@@ -87,6 +87,10 @@ class SnapshotError(Exception):
     """codeloop's git failed (missing, a full disk, a broken repository); the message says which."""
 
 
+GIT_TIMEOUT_S = 600
+"""A git command of a snapshot that runs longer is stopped (and the snapshot reported missing):
+even 50,000 files take a few seconds; more means a tree the exclusions should cut."""
+
 @dataclass(frozen=True)
 class Skipped:
     """A path a snapshot does not cover, and why."""
@@ -193,7 +197,10 @@ class SnapshotStore:
             del env["GIT_WORK_TREE"], env["GIT_DIR"]
         try:
             done = subprocess.run(["git", *args], input=input, capture_output=True, env=env,
-                                  cwd=self.workspace, check=False)
+                                  cwd=self.workspace, check=False, timeout=GIT_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise SnapshotError(f"git {args[0]} took over {GIT_TIMEOUT_S} s in {self.repository}; the snapshot "
+                                "was not taken (exclude large generated directories in [snapshots])") from None
         except OSError as exc:
             raise SnapshotError(f"cannot run git ({exc.strerror or exc}); snapshots need git on PATH") from None
         if done.returncode != 0:

@@ -42,7 +42,7 @@ from codeloop.environments.factory import (
     settle_sandbox,
 )
 from codeloop.environments.sandbox import SandboxMode, probe_bwrap
-from codeloop.policy.approval import Approver, PendingApproval, ToolPolicy
+from codeloop.policy.approval import ToolPolicy
 from codeloop.policy.pending import DEFAULT_POLL_INTERVAL, PendingStore
 from codeloop.tools.hooks import Hooks, Warn
 from codeloop.tools.pipeline import (
@@ -55,7 +55,6 @@ from codeloop.tools.pipeline import (
     Watch,
     execute_tool_call,
     resume_pending,
-    resume_tool_call,
 )
 from codeloop.tools.registry import ToolCallOutcome, ToolContext, ToolRegistry
 from codeloop.tools.tool_events import ToolCallOutput, ToolEventSink
@@ -110,7 +109,6 @@ class Pipeline:
     registry: ToolRegistry
     env: ExecutionEnvironment
     policy: ToolPolicy | None = None
-    approver: Approver | None = None
     truncation: TruncationConfig | None = None
     events: ToolEventSink | None = None
     checkpoint: Checkpoint | None = None
@@ -118,7 +116,7 @@ class Pipeline:
     watch: Watch | None = None
     answer: Answer | None = None
     approvals: Approvals | None = None
-    """Where asks wait for an answer (None: the earlier approver / held-call form)."""
+    """Where asks wait for an answer (None: an ask is not run; its outcome says so)."""
 
     def _context(self, call: PipelineCall) -> ToolContext:
         sink = self.events
@@ -135,32 +133,21 @@ class Pipeline:
         """EVENT → LOOKUP → VALIDATE → POLICY → ANSWER → WATCH → CHECKPOINT → EXECUTE → AFTER →
         TRUNCATE → EVENT (``tools/pipeline.py``); never raises for what a model or a tool did."""
         return await execute_tool_call(
-            self.registry, call.name, call.arguments, self.env, policy=self.policy, approver=self.approver,
+            self.registry, call.name, call.arguments, self.env, policy=self.policy,
             config=self.truncation, ctx=self._context(call), on_event=self.events, checkpoint=self.checkpoint,
             after=self.after, watch=self.watch, answer=call.answer or self.answer, approvals=self.approvals)
 
-    async def resume(self, pending: str | PendingApproval, *, approved: bool | None = None,
-                     call: PipelineCall | None = None) -> ToolCallOutcome:
-        """Finish a call held for approval. Given its pending id: as the store says (approved
-        and claimed here, it runs once; refused, withdrawn or claimed before, the outcome says
-        so and nothing runs; ``tools/pipeline.py`` ``resume_pending``); ``call`` adds what the
+    async def resume(self, pending: str, *, call: PipelineCall | None = None) -> ToolCallOutcome:
+        """Finish the call held as pending call ``pending``, as the store says: approved and
+        claimed here, it runs once; refused, withdrawn or claimed before, the outcome says so
+        and nothing runs (``tools/pipeline.py`` ``resume_pending``). ``call`` adds what the
         face attaches to the call (its journal, its step).
-        :class:`~codeloop.policy.pending.UnknownPendingCallError` for an unknown id.
-
-        Given a :class:`PendingApproval` and ``approved`` (a pipeline without a store), the
-        caller's answer is its POLICY and the caller keeps it from running twice."""
-        if isinstance(pending, str):
-            if self.approvals is None:
-                raise ValueError("this pipeline has no pending store to resume a call from")
-            ctx = self._context(call) if call is not None else None
-            return await resume_pending(
-                self.registry, pending, self.env, self.approvals, config=self.truncation, ctx=ctx,
-                on_event=self.events, checkpoint=self.checkpoint, after=self.after, watch=self.watch)
-        if approved is None:
-            raise ValueError("resuming a PendingApproval needs approved=True or False")
-        call = call or PipelineCall(pending.call.name, pending.call.arguments, pending.call.call_id)
-        return await resume_tool_call(
-            self.registry, pending, self.env, approved=approved, config=self.truncation, ctx=self._context(call),
+        :class:`~codeloop.policy.pending.UnknownPendingCallError` for an unknown id."""
+        if self.approvals is None:
+            raise ValueError("this pipeline has no pending store to resume a call from")
+        ctx = self._context(call) if call is not None else None
+        return await resume_pending(
+            self.registry, pending, self.env, self.approvals, config=self.truncation, ctx=ctx,
             on_event=self.events, checkpoint=self.checkpoint, after=self.after, watch=self.watch)
 
 
@@ -169,7 +156,6 @@ def build_pipeline(
     env: ExecutionEnvironment,
     *,
     policy: ToolPolicy | None = None,
-    approver: Approver | None = None,
     hooks: Hooks | None = None,
     session_id: str = "",
     hook_warning: Warn | None = None,
@@ -194,8 +180,8 @@ def build_pipeline(
     ``pending`` is the store every ask of this pipeline goes to, as entries of ``session``
     (default ``session_id``) raised by ``face``; ``wait_for_answer``, ``ask_client``,
     ``remember`` and ``poll_interval`` are :class:`Approvals`' fields, which ``approvals`` gives
-    at once instead (its empty ``session`` becomes ``session_id``). ``approver`` is only for a
-    pipeline without a store (the faces not yet on it)."""
+    at once instead (its empty ``session`` becomes ``session_id``). Without a store, an ask
+    is not run: its outcome says it needs approval (``result.pending`` holds what would run)."""
     after = None
     if hooks:
         warn = hook_warning or (lambda _message: None)
@@ -207,4 +193,4 @@ def build_pipeline(
     elif pending is not None:
         approvals = Approvals(pending, session_id if session is None else session, face, wait_for_answer,
                               ask_client, remember, poll_interval)
-    return Pipeline(registry, env, policy, approver, truncation, events, checkpoint, after, watch, answer, approvals)
+    return Pipeline(registry, env, policy, truncation, events, checkpoint, after, watch, answer, approvals)

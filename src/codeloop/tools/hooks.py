@@ -17,7 +17,7 @@ What a hook answers (exit status, stdout):
   the approval prompt (:data:`FAILED_PRE_HOOK`; with nobody to answer the call is refused).
 
 ``pre_tool_call`` is a :class:`~codeloop.policy.approval.ToolPolicy` around the caller's
-(:meth:`Hooks.policy`): a deny ends there, an ask goes to the pipeline's approver, an allow
+(:meth:`Hooks.policy`): a deny ends there, an ask becomes a pending call of the pipeline's store, an allow
 leaves the decision to the wrapped policy (a hook cannot approve what the user's approval mode
 would ask about). ``post_tool_call`` is the pipeline's AFTER step (:meth:`Hooks.after_call`).
 """

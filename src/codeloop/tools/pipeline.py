@@ -19,9 +19,8 @@ by anyone else; a face that does not (the relay, spaces) gets ``result.pending``
 calls :func:`resume_pending`. Either way the call runs only after its one ``claim`` succeeded
 (approved → running), so it runs once whatever races; ``finish`` marks it ran.
 
-A pipeline built without a store (``approvals=None``) keeps the earlier form for the faces not
-yet on the store: an approver asked at once, or ``result.pending`` resumed with
-``resume_tool_call``.
+A pipeline built without a store (``approvals=None``) does not run an ask: its outcome says the
+call needs approval, and ``result.pending`` holds what would have run (stored nowhere).
 """
 
 from __future__ import annotations
@@ -36,7 +35,7 @@ from typing import Any, Protocol
 
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import WorkspaceError
-from codeloop.policy.approval import Approver, Effect, PendingApproval, ToolCallRequest, ToolPolicy, allow_all
+from codeloop.policy.approval import Effect, ToolCallRequest, ToolPolicy, allow_all
 from codeloop.policy.model import Decision
 from codeloop.policy.pending import DEFAULT_POLL_INTERVAL, PendingCall, PendingStore
 from codeloop.tools.arguments import ArgumentError, parse_arguments, validate_arguments
@@ -133,7 +132,6 @@ async def execute_tool_call(
     env: ExecutionEnvironment,
     *,
     policy: ToolPolicy | None = None,
-    approver: Approver | None = None,
     config: TruncationConfig | None = None,
     ctx: ToolContext | None = None,
     on_event: ToolEventSink | None = None,
@@ -152,7 +150,7 @@ async def execute_tool_call(
     try:
         tool = lookup(registry, name, arguments)
         call = tool.effects.request(name, validate(tool, arguments), ctx.call_id)
-        claimed = await check_policy(call, env, policy, approver, approvals, ctx.step, on_event)
+        claimed = await check_policy(call, env, policy, approvals, ctx.step, on_event)
         if claimed is None:  # the usual case (allowed): as lean as before the store (loop_overhead)
             answered = None if answer is None else await answer(call)
             produced = answered if answered is not None else await run_call(tool, call, env, ctx, checkpoint, watch,
@@ -229,37 +227,6 @@ async def resume_pending(
     return emit_end(on_event, truncate(entry.tool, produced, config, ctx, started, pending))
 
 
-async def resume_tool_call(
-    registry: ToolRegistry,
-    pending: PendingApproval,
-    env: ExecutionEnvironment,
-    *,
-    approved: bool,
-    config: TruncationConfig | None = None,
-    ctx: ToolContext | None = None,
-    on_event: ToolEventSink | None = None,
-    checkpoint: Checkpoint | None = None,
-    after: AfterCall | None = None,
-    watch: Watch | None = None,
-) -> ToolCallOutcome:
-    """Finish a call held for approval: approved, it runs (LOOKUP and VALIDATE again, for a
-    call read back from storage; POLICY is the human's answer); refused, the result says so.
-    Each call of this function runs the tool once: the caller drops ``pending`` first."""
-    ctx = ctx or ToolContext(call_id=pending.call.call_id)
-    started = time.monotonic()
-    name = pending.call.name
-    emit_start(on_event, name, pending.call.arguments, ctx)
-    try:
-        if not approved:
-            raise _CallFailed(_not_approved(name, pending.decision.reason), decision=pending.decision)
-        tool = lookup(registry, name, pending.call.arguments)
-        call = tool.effects.request(name, validate(tool, pending.call.arguments), ctx.call_id)
-        produced = await run_call(tool, call, env, ctx, checkpoint, watch, after)
-    except _CallFailed as failure:
-        produced = ToolOutput(str(failure), is_error=True, data=failure.decision)
-    return emit_end(on_event, truncate(name, produced, config, ctx, started))
-
-
 def emit_start(on_event: ToolEventSink | None, name: str, arguments: Mapping[str, Any] | str | None,
                ctx: ToolContext) -> None:
     if on_event is not None:
@@ -304,7 +271,6 @@ async def check_policy(
     call: ToolCallRequest,
     env: ExecutionEnvironment,
     policy: ToolPolicy | None,
-    approver: Approver | None,
     approvals: Approvals | None = None,
     step: int | str | None = None,
     on_event: ToolEventSink | None = None,
@@ -312,7 +278,7 @@ async def check_policy(
     """POLICY: allow, deny with the policy's reason, or ask. An ask becomes a pending call in
     ``approvals.store``; waiting, the answer decides (the entry, claimed, is returned: the
     caller finishes it); not waiting, the call fails holding the entry. Without a store, the
-    approver is asked, or the call fails holding an entry nobody stored."""
+    call fails holding an entry nobody stored."""
     try:
         decision = await (policy or allow_all)(call, env)
     except Exception as exc:
@@ -335,20 +301,9 @@ async def check_policy(
             raise _CallFailed(f"Tool call '{call.name}' needs approval ({decision.reason}); it waits as "
                               f"pending call {entry.id}.", entry, decision)
         return _settle(approvals, await _answer_of(approvals, entry, on_event), on_event)
-    if approver is None:
-        held = PendingCall.raise_for(call, decision, session="", face="tool", step=step,
-                                     remember_as=decision.remember_as)
-        raise _CallFailed(
-            f"Tool call '{call.name}' needs approval ({decision.reason}) and no approver is "
-            "available, so it was not run.", held, decision
-        )
-    try:
-        approved = await approver(call, decision.reason)
-    except Exception as exc:
-        raise _CallFailed(f"Tool call '{call.name}' not run: asking for approval failed ({exc}).") from None
-    if not approved:
-        raise _CallFailed(_not_approved(call.name, decision.reason), decision=decision)
-    return None
+    held = PendingCall.raise_for(call, decision, session="", face="tool", step=step, remember_as=decision.remember_as)
+    raise _CallFailed(f"Tool call '{call.name}' needs approval ({decision.reason}) and nobody can answer here "
+                      "(no pending store), so it was not run.", held, decision)
 
 
 async def _answer_of(approvals: Approvals, entry: PendingCall, on_event: ToolEventSink | None) -> PendingCall:
@@ -424,10 +379,6 @@ def _settle(approvals: Approvals, entry: PendingCall, on_event: ToolEventSink | 
             "interrupted": "it was interrupted by a crash after its approval and is never run again"}
     raise _CallFailed(f"Tool call '{name}' was approved by {who} but not run again here: "
                       f"{what.get(now, 'it is ' + now)} (pending call {entry.id}).")
-
-
-def _not_approved(name: str, reason: str) -> str:
-    return f"Tool call '{name}' was not approved ({reason})."
 
 
 async def run_call(
