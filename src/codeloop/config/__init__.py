@@ -451,11 +451,14 @@ def needs_trust(config: CodeloopConfig) -> dict[str, Any]:
     """The settings of a project file that apply only once the user trusts it: those that
     lower safety (``sandbox = "off"`` or its old name ``"full"``, ``approval = "never-ask"``), send the API key
     elsewhere (``base_url``) or start programs (``model_file``: llama-server on a file the
-    repository names; ``mcp_servers``, ``hooks``, the commands of ``diagnostics``)."""
+    repository names; ``mcp_servers``, ``hooks``, the commands of ``diagnostics``) or narrow
+    what undo covers and keeps (``[snapshots]``: a repository must not switch off the undo of
+    what its own instructions make the agent do, nor exclude the files it deletes)."""
     risky = {"sandbox": config.sandbox in ("off", "full"), "approval": config.approval == "never-ask",
              "base_url": config.base_url is not None, "model_file": config.model_file is not None,
              "mcp_servers": bool(config.mcp_servers),
-             "hooks": bool(config.hooks), "diagnostics": bool(config.diagnostic_commands)}
+             "hooks": bool(config.hooks), "diagnostics": bool(config.diagnostic_commands),
+             "snapshots": bool(config.snapshots)}
     shown = {"mcp_servers": dict(config.mcp_servers), "diagnostics": config.diagnostic_commands}
     return {key: shown.get(key, getattr(config, key)) for key, applies in risky.items() if applies}
 
@@ -471,7 +474,8 @@ def merge(low: CodeloopConfig, high: CodeloopConfig) -> CodeloopConfig:
 
 
 _UNSET: dict[str, dict[str, Any]] = {"mcp_servers": {"mcp_servers": {}}, "hooks": {"hooks": ()},
-                                     "diagnostics": {"diagnostics": None, "diagnostic_commands": ()}}
+                                     "diagnostics": {"diagnostics": None, "diagnostic_commands": ()},
+                                     "snapshots": {"snapshots": {}}}
 """The fields an untrusted key of :func:`needs_trust` resets (the others become None)."""
 
 
