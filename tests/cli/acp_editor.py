@@ -81,6 +81,13 @@ class Agent:
         self.proc.stdin.write(data)
         await self.proc.stdin.drain()
 
+    async def write_raw_request(self, method: str, params: Any) -> dict[str, Any]:
+        """One request written by hand (ids from 1000 up, apart from the SDK's), and its answer."""
+        self.raw_id = getattr(self, "raw_id", 999) + 1
+        await self.write_raw(json.dumps({"jsonrpc": "2.0", "id": self.raw_id, "method": method,
+                                         "params": params}).encode() + b"\n")
+        return await self.answer_to(self.raw_id)
+
     async def answer_to(self, request_id: Any) -> dict[str, Any]:
         """The agent's reply line to the request with this id."""
         for _ in range(int(WAIT / 0.02)):

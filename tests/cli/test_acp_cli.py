@@ -3,11 +3,19 @@ real subprocess, against the loopback scripted model server."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
+import signal
+import subprocess
 from pathlib import Path
+from typing import Any
 
+import pytest
 from acp import schema as s
-from acp_editor import Editor, codeloop_acp
+from acp_editor import WAIT, Editor, alive, codeloop_acp, descendants
 from chat_server import ChatServer, text_reply, tool_reply
+from test_run_cli import CODELOOP, isolated_env
 
 
 async def test_a_prompt_round_trip_streams_text_and_tool_calls_as_session_updates(
@@ -31,5 +39,188 @@ async def test_a_prompt_round_trip_streams_text_and_tool_calls_as_session_update
         assert [(u.tool_call_id, u.status) for u in ended] == [(started[0].tool_call_id, "completed")]
         # The prompt reached the model as the user's message.
         assert any(m.get("content") == "write hello.py" for m in server.requests[0]["messages"])
+    agent.check_protocol()
+    assert agent.proc.returncode == 0
+
+
+def _prompt(text: str) -> list[s.TextContentBlock]:
+    return [s.TextContentBlock(type="text", text=text)]
+
+
+def _store(workspace: Path) -> list[dict[str, Any]]:
+    listed = subprocess.run([CODELOOP, "approvals", "list", "--all", "--json"], capture_output=True, text=True,
+                            env=isolated_env(workspace), timeout=WAIT)
+    assert listed.returncode == 0, listed.stderr
+    return list(json.loads(listed.stdout))
+
+
+def _group_of(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except ProcessLookupError:
+        return None
+
+
+async def test_permission_requests_answered_allow_then_reject_run_once_and_not_at_all(
+        server: ChatServer, workspace: Path) -> None:
+    server.replies.extend([
+        tool_reply("shell", {"command": "echo one > one.txt"}, "call_1"),
+        tool_reply("shell", {"command": "echo two > two.txt"}, "call_2"),
+        text_reply("done"),
+    ])
+    editor = Editor(answers=["allow_once", "reject_once"])
+    async with codeloop_acp(editor, workspace, server.base_url, "--approval", "on-risk") as agent:
+        session_id = await agent.start_session(workspace)
+        answer = await agent.conn.prompt(session_id=session_id, prompt=_prompt("make the files"))
+        assert answer.stop_reason == "end_turn"
+    agent.check_protocol()
+    assert (workspace / "one.txt").read_text() == "one\n"
+    assert not (workspace / "two.txt").exists()
+    asked = [(call.tool_call_id, call.title, [o.kind for o in options]) for call, options in editor.permissions]
+    assert asked == [("call_1", "echo one > one.txt", ["allow_once", "allow_always", "reject_once"]),
+                     ("call_2", "echo two > two.txt", ["allow_once", "allow_always", "reject_once"])]
+    # The editor knew each tool call before it was asked about it.
+    started = editor.of(s.ToolCallStart)
+    assert [(c.tool_call_id, c.kind, c.title) for c in started] == [
+        ("call_1", "execute", "echo one > one.txt"), ("call_2", "execute", "echo two > two.txt")]
+    ends = {u.tool_call_id: u.status for u in editor.of(s.ToolCallProgress) if u.status in ("completed", "failed")}
+    assert ends == {"call_1": "completed", "call_2": "failed"}
+    # Each answer went to the one store, as the editor's, once; the model was told who refused.
+    entries = sorted(_store(workspace), key=lambda e: e["command"])
+    assert [(e["command"], e["status"], e["decided_by"]) for e in entries] == [
+        ("echo one > one.txt", "ran", "editor"), ("echo two > two.txt", "denied", "editor")]
+    assert "denied by editor" in json.dumps(server.requests[2]["messages"])
+    assert entries[0]["session"] == session_id
+
+
+async def test_cancel_mid_command_kills_its_process_tree_and_the_prompt_answers_cancelled(
+        server: ChatServer, workspace: Path) -> None:
+    server.replies.extend([
+        tool_reply("shell", {"command": "sleep 300 & echo $! > started; sleep 300"}),
+        text_reply("still here"),
+    ])
+    editor = Editor()
+    below: set[int] = set()
+    async with codeloop_acp(editor, workspace, server.base_url, "--approval", "never-ask") as agent:
+        try:
+            session_id = await agent.start_session(workspace)
+            prompt = asyncio.create_task(agent.conn.prompt(session_id=session_id, prompt=_prompt("wait")))
+            started = workspace / "started"
+            for _ in range(int(WAIT / 0.02)):
+                if started.exists() and started.read_text().strip():
+                    break
+                await asyncio.sleep(0.02)
+            child = int(started.read_text())
+            # The command's process group: the shell (which execs the last sleep) and its background
+            # sleep; codeloop's group guard (one per codeloop process) is not part of it.
+            group = os.getpgid(child)
+            below = {pid for pid in descendants(agent.proc.pid) if _group_of(pid) == group}
+            assert child in below and len(below) >= 2
+            await agent.conn.cancel(session_id=session_id)
+            answer = await asyncio.wait_for(prompt, WAIT)
+            assert answer.stop_reason == "cancelled"
+            for _ in range(500):  # a SIGKILL is delivered asynchronously
+                if not {pid for pid in below if alive(pid)}:
+                    break
+                await asyncio.sleep(0.02)
+            assert {pid for pid in below if alive(pid)} == set()
+            # The server keeps serving the same conversation.
+            again = await agent.conn.prompt(session_id=session_id, prompt=_prompt("are you there?"))
+            assert again.stop_reason == "end_turn"
+            assert editor.text().endswith("still here")
+        finally:
+            for pid in below:
+                if alive(pid):
+                    os.kill(pid, signal.SIGKILL)
+    agent.check_protocol()
+
+
+async def test_session_load_replays_the_history_and_the_conversation_goes_on(
+        server: ChatServer, workspace: Path) -> None:
+    server.replies.extend([
+        tool_reply("write_file", {"file_path": "hello.py", "content": "print('hi')\n"}),
+        text_reply("I wrote hello.py."),
+        text_reply("It prints hi."),
+    ])
+    first = Editor()
+    async with codeloop_acp(first, workspace, server.base_url, "--approval", "never-ask") as agent:
+        session_id = await agent.start_session(workspace)
+        await agent.conn.prompt(session_id=session_id, prompt=_prompt("write hello.py"))
+    second = Editor()
+    async with codeloop_acp(second, workspace, server.base_url, "--approval", "never-ask") as agent:
+        await agent.conn.initialize(protocol_version=1)
+        await agent.conn.load_session(cwd=str(workspace), session_id=session_id, mcp_servers=[])
+        replayed = list(second.updates)
+        kinds = [type(u).__name__ for u in replayed]
+        assert kinds == ["UserMessageChunk", "ToolCallStart", "ToolCallProgress", "AgentMessageChunk"]
+        assert replayed[0].content.text == "write hello.py"
+        assert (replayed[1].kind, replayed[2].status) == ("edit", "completed")
+        assert replayed[3].content.text == "I wrote hello.py."
+        answer = await agent.conn.prompt(session_id=session_id, prompt=_prompt("what does it do?"))
+        assert answer.stop_reason == "end_turn"
+        sent = json.dumps(server.requests[-1]["messages"])
+        assert "write hello.py" in sent and "I wrote hello.py." in sent
+        unknown = await agent.write_raw_request("session/load", {"cwd": str(workspace), "sessionId": "nope",
+                                                                 "mcpServers": []})
+        assert unknown["error"]["code"] == -32602
+    agent.check_protocol()
+
+
+@pytest.mark.parametrize("fs", [True, False], ids=["fs-on", "fs-off"])
+async def test_reads_see_the_editors_unsaved_buffer_only_when_it_offers_fs(
+        server: ChatServer, workspace: Path, fs: bool) -> None:
+    (workspace / "notes.txt").write_text("saved text\n")
+    (workspace.parent / "secret.txt").write_text("TOPSECRET-42\n")
+    server.replies.extend([
+        tool_reply("read_file", {"file_path": "notes.txt"}, "call_1"),
+        tool_reply("read_file", {"file_path": "../secret.txt"}, "call_2"),
+        text_reply("read"),
+    ])
+    notes = str((workspace / "notes.txt").resolve())
+    editor = Editor(buffers={notes: "unsaved text\n"})
+    async with codeloop_acp(editor, workspace, server.base_url, "--approval", "never-ask") as agent:
+        session_id = await agent.start_session(workspace, fs=fs)
+        await agent.conn.prompt(session_id=session_id, prompt=_prompt("read the notes"))
+    agent.check_protocol()
+    results = json.dumps(server.requests[1]["messages"])
+    if fs:
+        assert "unsaved text" in results and "saved text" not in results.replace("unsaved text", "")
+        assert editor.reads == [notes]  # the path outside was refused before the editor was asked
+    else:
+        assert "saved text" in results and "unsaved text" not in results
+        assert editor.reads == []
+    assert "TOPSECRET-42" not in json.dumps(server.requests[2]["messages"])
+
+
+async def test_bad_input_gets_json_rpc_errors_and_the_server_keeps_serving(
+        server: ChatServer, workspace: Path) -> None:
+    server.replies.extend([text_reply("fine")])
+    editor = Editor()
+    async with codeloop_acp(editor, workspace, server.base_url) as agent:
+        session_id = await agent.start_session(workspace)
+        before = len(agent.lines)
+        await agent.write_raw(b"this is not json\n")
+        await agent.write_raw(b"[1, 2]\n")
+        await agent.write_raw(b'{"jsonrpc": "2.0", "id": 900, "method": 5}\n')
+        errors = []
+        for _ in range(int(WAIT / 0.02)):
+            errors = [json.loads(line) for line in agent.lines[before:]]
+            if len(errors) == 3:
+                break
+            await asyncio.sleep(0.02)
+        assert [(e["id"], e["error"]["code"]) for e in errors] == [(None, -32700), (None, -32600), (900, -32600)]
+        assert (await agent.write_raw_request("no/such_method", {}))["error"]["code"] == -32601
+        assert (await agent.write_raw_request("session/prompt", {"sessionId": session_id}))["error"]["code"] == -32602
+        unknown = await agent.write_raw_request("session/prompt", {"sessionId": "nope", "prompt": []})
+        assert unknown["error"]["code"] == -32602 and "unknown session" in unknown["error"]["data"]["message"]
+        # A second prompt while one runs: the first waits for a permission nobody gives yet.
+        server.replies.appendleft(tool_reply("shell", {"command": "echo x > x.txt"}))
+        first = asyncio.create_task(agent.conn.prompt(session_id=session_id, prompt=_prompt("one")))
+        await asyncio.wait_for(editor.asked.wait(), WAIT)
+        second = await agent.write_raw_request("session/prompt", {"sessionId": session_id, "prompt": []})
+        assert second["error"]["code"] == -32600 and "already running" in second["error"]["data"]["message"]
+        editor.hold.set_result("reject_once")
+        assert (await asyncio.wait_for(first, WAIT)).stop_reason == "end_turn"
+        assert editor.text().endswith("fine")
     agent.check_protocol()
     assert agent.proc.returncode == 0

@@ -174,6 +174,8 @@ class EditorSession:
     mode: str
     running: bool = False
     pump: asyncio.Task[None] | None = None
+    stopping: asyncio.Task[None] | None = None
+    """The abort of a cancelled prompt (its commands are killed before the prompt answers)."""
     mode_changed: bool = False
     """The mode changed while a prompt ran: the next prompt reopens the Session with it."""
 
@@ -274,12 +276,15 @@ class CodeloopAgent:
                                                            "wait for its answer or send session/cancel"})
         text, images = prompt_parts(prompt)
         loaded = self._images(session, images)
-        session.running = True
+        session.running, session.stopping = True, None
         try:
             if session.mode_changed:
                 session.mode_changed = False
                 await self._apply_mode(session)
             reason = await session.runner.submit(Prompt(text, loaded))
+            if session.stopping is not None:  # cancelled: answer once everything it ran is dead
+                await session.stopping
+                reason = "aborted"
         finally:
             session.running = False
             await session.queue.join()
@@ -291,7 +296,9 @@ class CodeloopAgent:
         session = self.sessions.get(session_id)
         if session is None or not session.running or session.runner.session is None:
             return
-        await session.runner.session.abort()
+        if session.stopping is None:
+            session.stopping = asyncio.get_running_loop().create_task(session.runner.session.abort())
+        await asyncio.shield(session.stopping)
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -367,6 +374,8 @@ class CodeloopAgent:
         runner = Runner(settings, cast(Any, translator), self.err, ask_client=self._ask_client(editor))
         holder["runner"] = runner
         editor.runner = runner
+        if self.read_buffers:
+            runner.wrap_environment = lambda env: self._buffered(env, editor)
         try:
             await runner.start(resume)
         except Exception as exc:
@@ -375,6 +384,22 @@ class CodeloopAgent:
         editor.pump = asyncio.get_running_loop().create_task(self._pump(editor))
         self.sessions[editor.id] = editor
         return editor
+
+    def _buffered(self, env: Any, session: EditorSession) -> Any:
+        """``env`` with its text reads answered from the editor's buffers (``fs/read_text_file``),
+        after codeloop's own checks of the path (``environments/editor_buffers.py``)."""
+        from codeloop.environments.editor_buffers import EditorBuffersEnvironment
+
+        async def read_buffer(path: str) -> str | None:
+            try:
+                answer = await self.conn.read_text_file(session_id=session.id, path=path)
+            except Exception as exc:  # the editor could not read it: the disk's text is used
+                self.err.print(f"acp: fs/read_text_file {path}: {exc}; reading the file on disk",
+                               highlight=False, markup=False)
+                return None
+            return str(answer.content)
+
+        return EditorBuffersEnvironment(env, read_buffer)
 
     async def _pump(self, session: EditorSession) -> None:
         """Send the session's updates in order (events arrive synchronously; sending awaits)."""

@@ -123,6 +123,9 @@ class Runner:
     def __init__(self, settings: RunSettings, renderer: Renderer, err: Console, *, ask_client: Any = None) -> None:
         self.settings, self.renderer, self.err = settings, renderer, err
         self.ask_client = ask_client
+        self.wrap_environment: Any = None
+        """Wraps the workspace's environment once opened (``codeloop acp``: reads see the
+        editor's unsaved buffers); None: used as opened."""
         """Answers each ask instead of the terminal (``codeloop acp``: the editor's permission
         request); None: the terminal, as ``approval_from`` says."""
         self.terminal = Terminal(err)
@@ -177,6 +180,8 @@ class Runner:
                                            lambda text: self.err.print(f"[yellow]warning: {escape(text)}[/]"))
         self.environment = open_environment(self.settings.root, sandbox=self.settings.sandbox,
                                             network=self.settings.network)
+        if self.wrap_environment is not None:
+            self.environment = self.wrap_environment(self.environment)
         await self.environment.initialize()
         if self.settings.mcp_servers:
             from codeloop.mcp import McpServers
