@@ -171,9 +171,12 @@ async def test_reads_see_the_editors_unsaved_buffer_only_when_it_offers_fs(
         server: ChatServer, workspace: Path, fs: bool) -> None:
     (workspace / "notes.txt").write_text("saved text\n")
     (workspace.parent / "secret.txt").write_text("TOPSECRET-42\n")
+    # Inside the workspace by name, but a second name of a file outside: the disk read refuses it.
+    os.link(workspace.parent / "secret.txt", workspace / "linked.txt")
     server.replies.extend([
         tool_reply("read_file", {"file_path": "notes.txt"}, "call_1"),
         tool_reply("read_file", {"file_path": "../secret.txt"}, "call_2"),
+        tool_reply("read_file", {"file_path": "linked.txt"}, "call_3"),
         text_reply("read"),
     ])
     notes = str((workspace / "notes.txt").resolve())
@@ -185,11 +188,12 @@ async def test_reads_see_the_editors_unsaved_buffer_only_when_it_offers_fs(
     results = json.dumps(server.requests[1]["messages"])
     if fs:
         assert "unsaved text" in results and "saved text" not in results.replace("unsaved text", "")
-        assert editor.reads == [notes]  # the path outside was refused before the editor was asked
+        assert editor.reads == [notes]  # the paths refused on disk were refused before the editor was asked
     else:
         assert "saved text" in results and "unsaved text" not in results
         assert editor.reads == []
-    assert "TOPSECRET-42" not in json.dumps(server.requests[2]["messages"])
+    assert "TOPSECRET-42" not in json.dumps(server.requests[3]["messages"])
+    assert "hard link" in json.dumps(server.requests[3]["messages"])
 
 
 async def test_bad_input_gets_json_rpc_errors_and_the_server_keeps_serving(
