@@ -4,6 +4,7 @@ real subprocess, against the loopback scripted model server."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import signal
@@ -228,3 +229,52 @@ async def test_bad_input_gets_json_rpc_errors_and_the_server_keeps_serving(
         assert editor.text().endswith("fine")
     agent.check_protocol()
     assert agent.proc.returncode == 0
+
+
+async def test_resources_and_images_of_a_prompt_reach_the_model(server: ChatServer, workspace: Path) -> None:
+    server.replies.extend([text_reply("seen")])
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\nfake-image-bytes").decode()
+    editor = Editor()
+    async with codeloop_acp(editor, workspace, server.base_url) as agent:
+        session_id = await agent.start_session(workspace)
+        answer = await agent.conn.prompt(session_id=session_id, prompt=[
+            s.TextContentBlock(type="text", text="compare these"),
+            s.ResourceContentBlock(type="resource_link", name="app.py", uri="file:///src/app.py"),
+            s.EmbeddedResourceContentBlock(type="resource", resource=s.TextResourceContents(
+                uri="file:///src/unsaved.py", text="UNSAVED_MARKER = 1")),
+            s.ImageContentBlock(type="image", mime_type="image/png", data=png),
+        ])
+        assert answer.stop_reason == "end_turn"
+        bad = await agent.write_raw_request("session/prompt", {"sessionId": session_id, "prompt": [
+            {"type": "image", "mimeType": "image/png", "data": "not base64!"}]})
+        assert bad["error"]["code"] == -32602 and "base64" in bad["error"]["data"]["message"]
+    agent.check_protocol()
+    sent = json.dumps(server.requests[0]["messages"])
+    assert "compare these" in sent and "[app.py](file:///src/app.py)" in sent
+    assert "file:///src/unsaved.py" in sent and "UNSAVED_MARKER = 1" in sent
+    assert f"data:image/png;base64,{png}" in sent
+
+
+async def test_modes_are_the_approval_modes_and_a_switch_applies_to_the_next_prompt(
+        server: ChatServer, workspace: Path) -> None:
+    server.replies.extend([
+        tool_reply("shell", {"command": "echo x > x.txt"}), text_reply("ran"),
+        tool_reply("write_file", {"file_path": "plan.txt", "content": "no\n"}), text_reply("planned"),
+    ])
+    editor = Editor()
+    async with codeloop_acp(editor, workspace, server.base_url, "--approval", "on-risk") as agent:
+        await agent.conn.initialize(protocol_version=1)
+        new = await agent.conn.new_session(cwd=str(workspace), mcp_servers=[])
+        assert new.modes is not None and new.modes.current_mode_id == "on-risk"
+        assert [m.id for m in new.modes.available_modes] == ["on-risk", "always-ask", "never-ask", "plan"]
+        await agent.conn.set_session_mode(session_id=new.session_id, mode_id="never-ask")
+        await agent.conn.prompt(session_id=new.session_id, prompt=_prompt("make x"))
+        assert (workspace / "x.txt").read_text() == "x\n" and editor.permissions == []  # nobody was asked
+        await agent.conn.set_session_mode(session_id=new.session_id, mode_id="plan")
+        await agent.conn.prompt(session_id=new.session_id, prompt=_prompt("plan it"))
+        assert not (workspace / "plan.txt").exists()
+        assert "plan mode" in json.dumps(server.requests[3]["messages"])
+        unknown = await agent.write_raw_request("session/set_mode", {"sessionId": new.session_id, "modeId": "yolo"})
+        assert unknown["error"]["code"] == -32602
+    agent.check_protocol()
+    assert [u.current_mode_id for u in editor.of(s.CurrentModeUpdate)] == ["never-ask", "plan"]
