@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -170,32 +169,3 @@ async def codeloop_acp(editor: Editor, workspace: Path, base_url: str, *extra: s
         await conn.close()
         if proc.stderr is not None:
             agent.stderr = (await proc.stderr.read()).decode()  # type: ignore[attr-defined]
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(") ", 1)[1][0] != "Z"
-    except OSError:
-        return False
-
-
-def descendants(pid: int) -> set[int]:
-    """Every process below ``pid`` (from /proc/PID/task/*/children)."""
-    found: set[int] = set()
-    todo = [pid]
-    while todo:
-        current = todo.pop()
-        try:
-            tasks = os.listdir(f"/proc/{current}/task")
-        except OSError:
-            continue
-        for task in tasks:
-            try:
-                with open(f"/proc/{current}/task/{task}/children") as f:
-                    children = {int(c) for c in f.read().split()}
-            except OSError:
-                continue
-            todo += children - found
-            found |= children
-    return found

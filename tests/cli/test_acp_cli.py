@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 from acp import schema as s
-from acp_editor import WAIT, Editor, alive, codeloop_acp, descendants
+from acp_editor import WAIT, Editor, codeloop_acp
 from chat_server import ChatServer, text_reply, tool_reply
+from test_nothing_outlives_cli import alive, descendants
 from test_run_cli import CODELOOP, isolated_env
 
 
