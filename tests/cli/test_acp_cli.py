@@ -39,6 +39,9 @@ async def test_a_prompt_round_trip_streams_text_and_tool_calls_as_session_update
         assert started[0].locations[0].path == str(workspace / "hello.py")
         ended = [u for u in editor.of(s.ToolCallProgress) if u.status in ("completed", "failed")]
         assert [(u.tool_call_id, u.status) for u in ended] == [(started[0].tool_call_id, "completed")]
+        # Each model call's context use (the scripted server reports 10 + 5 tokens), against the window.
+        usage = editor.of(s.UsageUpdate)
+        assert [u.used for u in usage] == [15, 15] and all(u.size > 15 for u in usage)
         # The prompt reached the model as the user's message.
         assert any(m.get("content") == "write hello.py" for m in server.requests[0]["messages"])
     agent.check_protocol()
@@ -279,3 +282,24 @@ async def test_modes_are_the_approval_modes_and_a_switch_applies_to_the_next_pro
         assert unknown["error"]["code"] == -32602
     agent.check_protocol()
     assert [u.current_mode_id for u in editor.of(s.CurrentModeUpdate)] == ["never-ask", "plan"]
+
+
+async def test_a_cancelled_prompt_withdraws_the_call_its_permission_request_was_about(
+        server: ChatServer, workspace: Path) -> None:
+    server.replies.extend([tool_reply("shell", {"command": "echo late > late.txt"}), text_reply("next")])
+    editor = Editor()
+    async with codeloop_acp(editor, workspace, server.base_url, "--approval", "on-risk") as agent:
+        session_id = await agent.start_session(workspace)
+        prompt = asyncio.create_task(agent.conn.prompt(session_id=session_id, prompt=_prompt("write late")))
+        await asyncio.wait_for(editor.asked.wait(), WAIT)
+        await agent.conn.cancel(session_id=session_id)
+        assert (await asyncio.wait_for(prompt, WAIT)).stop_reason == "cancelled"
+        # The editor answers its outstanding request as cancelled (the protocol's rule for clients);
+        # an answer arriving after the cancel runs nothing.
+        editor.hold.set_result("allow_once")
+        again = await agent.conn.prompt(session_id=session_id, prompt=_prompt("go on"))
+        assert again.stop_reason == "end_turn"
+    agent.check_protocol()
+    assert not (workspace / "late.txt").exists()
+    [entry] = _store(workspace)
+    assert (entry["status"], entry["decided_by"]) == ("withdrawn", "codeloop")

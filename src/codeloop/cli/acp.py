@@ -366,7 +366,9 @@ class CodeloopAgent:
         def tools() -> ToolInfo:
             runner = holder.get("runner")
             session = runner.session if runner is not None else None
-            return ToolInfo(session.profile.tool_registry if session is not None else None)
+            if session is None:
+                return ToolInfo(None)
+            return ToolInfo(session.profile.tool_registry, session.profile.context_window_size)
 
         translator = UpdateTranslator(queue.put_nowait, tools, str(root))
         mode = "plan" if settings.plan else settings.approval
