@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -303,3 +304,18 @@ async def test_a_cancelled_prompt_withdraws_the_call_its_permission_request_was_
     assert not (workspace / "late.txt").exists()
     [entry] = _store(workspace)
     assert (entry["status"], entry["decided_by"]) == ("withdrawn", "codeloop")
+
+
+async def test_the_editors_mcp_servers_are_connected_as_tools(server: ChatServer, workspace: Path) -> None:
+    mcp_server = str(Path(__file__).parents[1] / "mcp" / "server_app.py")
+    server.replies.extend([tool_reply("calc__getenv", {"name": "FROM_EDITOR"}), text_reply("done")])
+    editor = Editor()
+    async with codeloop_acp(editor, workspace, server.base_url, "--approval", "never-ask") as agent:
+        await agent.conn.initialize(protocol_version=1)
+        new = await agent.conn.new_session(cwd=str(workspace), mcp_servers=[s.McpServerStdio(
+            name="calc", command=sys.executable, args=[mcp_server],
+            env=[s.EnvVariable(name="FROM_EDITOR", value="editor-value")])])
+        await agent.conn.prompt(session_id=new.session_id, prompt=_prompt("ask the server"))
+    agent.check_protocol()
+    assert "calc__getenv" in [t["function"]["name"] for t in server.requests[0]["tools"]]
+    assert "editor-value" in json.dumps(server.requests[1]["messages"])

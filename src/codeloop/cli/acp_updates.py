@@ -51,8 +51,10 @@ def tool_kind(effects: frozenset[str] | None) -> str:
 class ToolInfo:
     """What the translation needs of a tool: its effects, the paths and command of a call."""
 
-    def __init__(self, registry: Any) -> None:
+    def __init__(self, registry: Any, window: int = 0) -> None:
         self.registry = registry
+        self.window = window
+        """The model's context window in tokens (0: unknown; no usage update is sent)."""
 
     def describe(self, name: str, arguments: Mapping[str, Any], root: str) -> tuple[str, str, list[str]]:
         """(kind, title, absolute paths) of a call; an unknown tool is ``other``."""
@@ -97,6 +99,11 @@ class UpdateTranslator:
                 out: list[Update] = []
                 if event.reasoning:
                     out.append(s.AgentThoughtChunk(session_update="agent_thought_chunk", content=_text(event.reasoning)))
+                window = self.tools().window
+                if window > 0 and event.input_tokens + event.output_tokens > 0:
+                    # The context this call used: its prompt and its reply, against the window.
+                    out.append(s.UsageUpdate(session_update="usage_update",
+                                             used=event.input_tokens + event.output_tokens, size=window))
                 return out
             case ev.ToolCallStart():
                 kind, title, paths = self.tools().describe(event.tool_name, event.arguments, self.root)
