@@ -169,3 +169,26 @@ def test_codeloop_approvals_lists_and_denies_a_relay_ask_and_the_next_step_says_
     outbox = (tmp_path / "root" / "outbox" / f"{sid}_seq0002.txt").read_text()
     assert "[FAILED] RUN_COMMAND: Not run: the person relaying for you denied it: not on this machine\n" in outbox
     assert not (workspace / "log.txt").exists() and (workspace / "after.txt").exists()
+
+
+def test_watch_finishes_the_reply_once_the_ask_is_answered_through_the_store(relay: Run, tmp_path: Path) -> None:
+    sid = as_json(relay("new", "task", "--policy", "standard", "--json"))["sessionId"]
+    workspace = tmp_path / "root" / "workspace"
+    proc = subprocess.Popen(_relay_argv(tmp_path, "watch"), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=_env(tmp_path))
+    try:
+        (tmp_path / "root" / "inbox" / "reply.txt").write_text(
+            f"[RUN_COMMAND]\n{HELD_LINE}\n[/RUN_COMMAND]\n[DONE]\ncleaned\n[/DONE]\n")
+        assert proc.stdout is not None
+        while "Waiting for your approval (1-1)" not in (line := proc.stdout.readline()):
+            assert line, "watch ended before it held the command"
+        [entry] = _listed(tmp_path, sid)
+        subprocess.run([sys.executable, "-c", _DECIDE, str(_store_path(tmp_path)), entry["id"]], check=True,
+                       capture_output=True, env=_env(tmp_path), timeout=60)
+        rest, err = proc.communicate(timeout=120)  # watch steps once it sees the answer, then DONE ends it
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert "complete" in rest and (workspace / "log.txt").read_text() == "ran\n"

@@ -16,7 +16,7 @@ answer, 130 interrupted. Calls needing approval wait in the pending store (issue
 ``--approval-from terminal`` asks on the terminal, ``store`` waits for ``codeloop approvals``. Plan mode (``--plan``, ``/plan``, ``/go``) and
 ``--output-last-message``: ``cli/plan.py``; the chat: ``cli/chat.py``. Custom commands
 (``/NAME args``) and ``@path``: ``cli/commands.py``; images (``--image``, ``@shot.png``):
-``cli/images.py``; worktrees: ``cli/worktrees.py``. Just over 500 lines: the Runner wires one
+``cli/images.py``; worktrees: ``cli/worktrees.py``. Over 500 lines: the Runner wires one
 Session (policy, hooks, jobs, log) from the settings the command builds; apart, each half
 would pass all of them across.
 """

@@ -5,8 +5,9 @@ are JSON except the file endpoints (raw bytes; GET of a directory lists it) and 
 stream (SSE: ``id: seq``, ``event: <type>``, ``data: <event>``, ending with ``event: end`` once
 the run is not running). Errors are ``{"error": {"code", "message"}}``. A resume body is
 ``{"approval": {operationId, decision, reason?}}`` or the spec's
-``{"type": "userMessage", "content": "approved"|"denied"}``; an empty body goes on with a run
-stopped by the space's limits once they are raised.
+``{"type": "userMessage", "content": "approved"|"denied"}`` (answered through the run's pending
+call, :mod:`codeloop.spaces.pending_calls`); an empty body goes on with a run stopped by the
+space's limits once they are raised, or with one whose pending call was answered elsewhere.
 
 Auth: ``Authorization: Bearer <key>``; a key sees only the spaces it created (others' are
 404). ``--no-auth`` serves everything as owner ``local`` and is refused on a non-loopback host.
@@ -316,7 +317,8 @@ ROUTES = [
     ("/v1/spaces/{space_id}/runs", "GET", "list_runs", "List a space's runs"),
     ("/v1/runs/{run_id}", "GET", "get_run", "A run with all its events"),
     ("/v1/runs/{run_id}/resume", "POST", "resume_run",
-     "Approve or deny the paused operation; an empty body goes on after a raised limit"),
+     "Approve or deny the paused operation (409 already_decided if answered before); an empty body goes on "
+     "after a raised limit or with an answer given through the pending store"),
     ("/v1/runs/{run_id}/cancel", "POST", "cancel_run", "Cancel a run"),
     ("/v1/runs/{run_id}/events", "GET", "run_events", "Server-sent events of a run"),
     ("/v1/spaces/{space_id}/files/{path:path}", "GET", "get_file", "Read a file (or list a directory)"),

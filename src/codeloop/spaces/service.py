@@ -221,6 +221,9 @@ class SpacesService:
             raise ServiceError(409, "wrong_operation",
                                f"run {run_id} awaits approval of {run.pending_operation!r}, "
                                f"not {approval.operationId!r}")
+        if asked.status == "pending" and (run.state, run.pending_operation) != ("awaiting_approval", asked.step):
+            # Asked, but the run has not paused yet (its events are still being stored): no answer yet.
+            raise ServiceError(409, "not_awaiting_approval", f"run {run_id} is {run.state}, not awaiting approval")
         verdict = "approve" if approval.decision == "approved" else "deny"
         decided = await self._db(self.store.pending.decide, asked.id, verdict, f"API key {owner}",
                                  approval.reason or "")

@@ -346,7 +346,7 @@ async def _answer_of(approvals: Approvals, entry: PendingCall, on_event: ToolEve
         if asking is not None:
             await asyncio.wait({waiting, asking}, return_when=asyncio.FIRST_COMPLETED)
             if not waiting.done():
-                failed = asking.exception()
+                failed = None if asking.cancelled() else asking.exception()
                 if failed is not None:  # a broken prompt refuses (others may have answered first)
                     store.decide(entry.id, "deny", "codeloop", f"asking for approval failed ({failed})")
                 answered = store.get(entry.id)  # the client's answer: no need to wait for the next poll
