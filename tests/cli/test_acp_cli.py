@@ -25,6 +25,7 @@ async def test_a_prompt_round_trip_streams_text_and_tool_calls_as_session_update
         server: ChatServer, workspace: Path) -> None:
     server.replies.extend([
         tool_reply("write_file", {"file_path": "hello.py", "content": "print('hi')\n"}),
+        tool_reply("write_file", {"file_path": "hello.py", "content": "print('bye')\n"}, "call_2"),
         text_reply("I wrote hello.py."),
     ])
     editor = Editor()
@@ -33,16 +34,22 @@ async def test_a_prompt_round_trip_streams_text_and_tool_calls_as_session_update
         answer = await agent.conn.prompt(session_id=session_id, prompt=[s.TextContentBlock(type="text",
                                                                                            text="write hello.py")])
         assert answer.stop_reason == "end_turn"
-        assert (workspace / "hello.py").read_text() == "print('hi')\n"
+        assert (workspace / "hello.py").read_text() == "print('bye')\n"
         assert editor.text() == "I wrote hello.py."
         started = editor.of(s.ToolCallStart)
-        assert [(c.kind, c.status, c.raw_input["file_path"]) for c in started] == [("edit", "pending", "hello.py")]
+        assert [(c.kind, c.status, c.raw_input["file_path"]) for c in started] == [
+            ("edit", "pending", "hello.py"), ("edit", "pending", "hello.py")]
         assert started[0].locations[0].path == str(workspace / "hello.py")
         ended = [u for u in editor.of(s.ToolCallProgress) if u.status in ("completed", "failed")]
-        assert [(u.tool_call_id, u.status) for u in ended] == [(started[0].tool_call_id, "completed")]
+        assert [(u.tool_call_id, u.status) for u in ended] == [(c.tool_call_id, "completed") for c in started]
+        # Each edit is shown as a diff of the file it wrote (a new file has no old text).
+        diffs = [[(d.path, d.old_text, d.new_text) for d in u.content if isinstance(d, s.FileEditToolCallContent)]
+                 for u in ended]
+        hello = str(workspace / "hello.py")
+        assert diffs == [[(hello, None, "print('hi')\n")], [(hello, "print('hi')\n", "print('bye')\n")]]
         # Each model call's context use (the scripted server reports 10 + 5 tokens), against the window.
         usage = editor.of(s.UsageUpdate)
-        assert [u.used for u in usage] == [15, 15] and all(u.size > 15 for u in usage)
+        assert [u.used for u in usage] == [15, 15, 15] and all(u.size > 15 for u in usage)
         # The prompt reached the model as the user's message.
         assert any(m.get("content") == "write hello.py" for m in server.requests[0]["messages"])
     agent.check_protocol()

@@ -376,8 +376,7 @@ class CodeloopAgent:
         runner = Runner(settings, cast(Any, translator), self.err, ask_client=self._ask_client(editor))
         holder["runner"] = runner
         editor.runner = runner
-        if self.read_buffers:
-            runner.wrap_environment = lambda env: self._buffered(env, editor)
+        runner.wrap_environment = lambda env: self._buffered(env, editor)
         try:
             await runner.start(resume)
         except Exception as exc:
@@ -388,8 +387,9 @@ class CodeloopAgent:
         return editor
 
     def _buffered(self, env: Any, session: EditorSession) -> Any:
-        """``env`` with its text reads answered from the editor's buffers (``fs/read_text_file``),
-        after codeloop's own checks of the path (``environments/editor_buffers.py``)."""
+        """``env`` with its file changes reported as diffs and, when the editor offers
+        ``fs/read_text_file``, its text reads answered from the editor's buffers after
+        codeloop's own checks of the path (``environments/editor_buffers.py``)."""
         from codeloop.environments.editor_buffers import EditorBuffersEnvironment
 
         async def read_buffer(path: str) -> str | None:
@@ -401,7 +401,8 @@ class CodeloopAgent:
                 return None
             return str(answer.content)
 
-        return EditorBuffersEnvironment(env, read_buffer)
+        return EditorBuffersEnvironment(env, read_buffer if self.read_buffers else None,
+                                        session.translator.changed)
 
     async def _pump(self, session: EditorSession) -> None:
         """Send the session's updates in order (events arrive synchronously; sending awaits)."""

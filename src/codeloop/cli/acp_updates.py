@@ -10,6 +10,7 @@ in the editor's terminals, which are outside codeloop's sandbox).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -68,7 +69,7 @@ class ToolInfo:
             command = declared.command(arguments) if declared.command is not None else None
         except Exception:  # arguments the model got wrong: the call's own result says so
             paths, command = [], None
-        absolute = [p if p.startswith("/") else f"{root.rstrip('/')}/{p}" for p in paths if isinstance(p, str)]
+        absolute = [os.path.normpath(os.path.join(root, p)) for p in paths if isinstance(p, str)]
         title = command or (f"{name} {' '.join(paths)}" if paths else name)
         return kind, title[:200], absolute
 
@@ -81,11 +82,21 @@ class UpdateTranslator:
         self.send, self.tools, self.root = send, tools, root
         self.pending_lines = False
         self.outputs: dict[str, str] = {}
+        self.paths: dict[str, list[str]] = {}
+        """The absolute paths each running call names (its diffs are looked up by them)."""
+        self.changes: dict[str, tuple[str | None, str]] = {}
+        """Files changed and not yet shown: path → (text before, text after)."""
         self.last_error = ""
         """The message of the last fatal error (the prompt fails with it)."""
 
     def pause(self) -> None:
         """Nothing to hide: there is no status line."""
+
+    def changed(self, path: str, old: str | None, new: str) -> None:
+        """A file was written or deleted (``environments/editor_buffers.py``); shown as a diff
+        when the call naming it ends. Several writes of one call keep the first "before"."""
+        before = self.changes[path][0] if path in self.changes else old
+        self.changes[path] = (before, new)
 
     def __call__(self, event: ev.SessionEvent) -> None:
         for update in self.translate(event):
@@ -108,6 +119,7 @@ class UpdateTranslator:
             case ev.ToolCallStart():
                 kind, title, paths = self.tools().describe(event.tool_name, event.arguments, self.root)
                 self.outputs[event.call_id] = ""
+                self.paths[event.call_id] = paths
                 return [s.ToolCallStart(
                     session_update="tool_call", tool_call_id=event.call_id, title=title, kind=kind,  # type: ignore[arg-type]
                     status="pending", raw_input=event.arguments,
@@ -120,10 +132,16 @@ class UpdateTranslator:
             case ev.ToolCallEnd():
                 self.outputs.pop(event.call_id, None)
                 text = event.error if event.error is not None else (event.output or "")
+                content: list[Any] = []
+                for path in self.paths.pop(event.call_id, []):
+                    if path in self.changes:
+                        before, after = self.changes.pop(path)
+                        content.append(s.FileEditToolCallContent(type="diff", path=path, old_text=before,
+                                                                 new_text=after))
+                content += _content(text[:SHOWN_RESULT]) if text else []
                 return [s.ToolCallProgress(
                     session_update="tool_call_update", tool_call_id=event.call_id,
-                    status="failed" if event.is_error else "completed",
-                    content=_content(text[:SHOWN_RESULT]) if text else None)]
+                    status="failed" if event.is_error else "completed", content=content or None)]
             case ev.ApprovalDecided():
                 if event.status == "approved":
                     return [s.ToolCallProgress(session_update="tool_call_update", tool_call_id=event.call_id,
