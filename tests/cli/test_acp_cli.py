@@ -326,3 +326,24 @@ async def test_the_editors_mcp_servers_are_connected_as_tools(server: ChatServer
     agent.check_protocol()
     assert "calc__getenv" in [t["function"]["name"] for t in server.requests[0]["tools"]]
     assert "editor-value" in json.dumps(server.requests[1]["messages"])
+
+
+async def test_stray_output_of_the_process_goes_to_stderr_never_into_the_protocol(
+        server: ChatServer, workspace: Path, tmp_path: Path) -> None:
+    # A library that prints (here: at exit, by print and by a raw write to file descriptor 1)
+    # must not corrupt the stream the editor parses.
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "sitecustomize.py").write_text(
+        "import atexit, os\n"
+        "atexit.register(lambda: (print('STRAY-PRINT'), os.write(1, b'STRAY-WRITE\\n')))\n")
+    server.replies.extend([text_reply("fine")])
+    editor = Editor()
+    env = isolated_env(workspace, PYTHONPATH=os.pathsep.join(filter(None, [str(hooks), os.environ.get("PYTHONPATH")])))
+    async with codeloop_acp(editor, workspace, server.base_url, env=env) as agent:
+        session_id = await agent.start_session(workspace)
+        await agent.conn.prompt(session_id=session_id, prompt=_prompt("hello"))
+    agent.check_protocol()
+    stderr = agent.stderr  # type: ignore[attr-defined]
+    assert "STRAY-PRINT" in stderr and "STRAY-WRITE" in stderr
+    assert not any(b"STRAY" in line for line in agent.lines)
