@@ -347,3 +347,41 @@ async def test_stray_output_of_the_process_goes_to_stderr_never_into_the_protoco
     stderr = agent.stderr  # type: ignore[attr-defined]
     assert "STRAY-PRINT" in stderr and "STRAY-WRITE" in stderr
     assert not any(b"STRAY" in line for line in agent.lines)
+
+
+def test_bad_options_are_one_line_on_stderr_before_any_protocol(workspace: Path) -> None:
+    for args in (["--approval", "yolo"], ["--sandbox", "sideways"]):
+        done = subprocess.run([CODELOOP, "acp", *args], capture_output=True, text=True, env=isolated_env(workspace),
+                              timeout=WAIT, stdin=subprocess.DEVNULL)
+        assert done.returncode == 2 and done.stdout == ""
+        assert done.stderr.startswith("error: ") and done.stderr.count("\n") == 1, done.stderr
+
+
+async def test_an_untrusted_repository_config_cannot_lower_the_approval_mode(
+        server: ChatServer, workspace: Path) -> None:
+    (workspace / ".codeloop").mkdir()
+    (workspace / ".codeloop" / "config.toml").write_text('approval = "never-ask"\n')
+    server.replies.extend([tool_reply("shell", {"command": "echo x > x.txt"}), text_reply("done")])
+    editor = Editor(answers=["reject_once"])
+    async with codeloop_acp(editor, workspace, server.base_url) as agent:
+        session_id = await agent.start_session(workspace)
+        await agent.conn.prompt(session_id=session_id, prompt=_prompt("make x"))
+    agent.check_protocol()
+    assert len(editor.permissions) == 1 and not (workspace / "x.txt").exists()
+    assert "codeloop trust" in agent.stderr  # type: ignore[attr-defined]
+
+
+def test_requests_from_a_file_are_answered_and_dev_null_ends_at_once(workspace: Path, tmp_path: Path) -> None:
+    # What the help's by-hand example does; stdin that the event loop cannot watch is read by a thread.
+    requests = tmp_path / "requests.jsonl"
+    requests.write_text(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                                    "params": {"protocolVersion": 1}}) + "\n")
+    with requests.open() as stdin:
+        done = subprocess.run([CODELOOP, "acp"], capture_output=True, text=True, env=isolated_env(workspace),
+                              timeout=WAIT, stdin=stdin)
+    assert done.returncode == 0, done.stderr
+    [line] = done.stdout.splitlines()
+    s.InitializeResponse.model_validate(json.loads(line)["result"])
+    empty = subprocess.run([CODELOOP, "acp"], capture_output=True, text=True, env=isolated_env(workspace),
+                           timeout=WAIT, stdin=subprocess.DEVNULL)
+    assert (empty.returncode, empty.stdout, empty.stderr) == (0, "", "")

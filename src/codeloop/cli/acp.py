@@ -500,24 +500,28 @@ def merge_mcp(configured: Any, offered: list[Any]) -> Any:
 
 async def _streams(protocol_fd: int) -> tuple[asyncio.StreamReader, Any]:
     """A reader of stdin and an async ``write(bytes)`` to ``protocol_fd``. Pipes (what an editor
-    gives) are read and written by the event loop; a regular file (a saved transcript replayed
-    by hand) is read by a thread and written directly."""
+    gives) are read and written by the event loop; what the loop cannot watch (a regular file,
+    ``/dev/null``) is read by a thread and written directly."""
     import stat
     import threading
 
+    def watchable(fd: int) -> bool:  # epoll takes pipes and sockets; not files, not /dev/null
+        mode = os.fstat(fd).st_mode
+        return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=50 * 1024 * 1024)
-    if stat.S_ISREG(os.fstat(sys.stdin.fileno()).st_mode):
+    if watchable(sys.stdin.fileno()):
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    else:
         def feed() -> None:
             for line in sys.stdin.buffer:
                 loop.call_soon_threadsafe(reader.feed_data, line)
             loop.call_soon_threadsafe(reader.feed_eof)
 
         threading.Thread(target=feed, daemon=True).start()
-    else:
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
     out = os.fdopen(protocol_fd, "wb", buffering=0)
-    if stat.S_ISREG(os.fstat(protocol_fd).st_mode):
+    if not watchable(protocol_fd):
         async def write_file(data: bytes) -> None:
             out.write(data)
 
@@ -584,6 +588,19 @@ def register(app: typer.Typer) -> None:
         """
         from rich.console import Console
 
+        from codeloop.policy import APPROVAL_MODES
+        from codeloop.tools.call_path import SandboxOptionError, check_sandbox_options
+
+        # Options are checked before the editor connects: a bad one is one line and exit 2, not
+        # an error at every session/new.
+        try:
+            check_sandbox_options(sandbox or "workspace-write", network)
+        except SandboxOptionError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
+        if approval is not None and approval not in APPROVAL_MODES:
+            typer.echo(f"error: unknown --approval {approval!r}: use one of {', '.join(APPROVAL_MODES)}", err=True)
+            raise typer.Exit(2)
         # Stdout is the protocol's alone: keep the real one aside and send fd 1 to stderr, so
         # anything printed by accident (a library, a warning) cannot corrupt the stream.
         protocol_fd = os.dup(1)
