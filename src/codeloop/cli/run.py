@@ -123,11 +123,11 @@ class Runner:
     def __init__(self, settings: RunSettings, renderer: Renderer, err: Console, *, ask_client: Any = None) -> None:
         self.settings, self.renderer, self.err = settings, renderer, err
         self.ask_client = ask_client
-        self.wrap_environment: Any = None
-        """Wraps the workspace's environment once opened (``codeloop acp``: reads see the
-        editor's unsaved buffers); None: used as opened."""
         """Answers each ask instead of the terminal (``codeloop acp``: the editor's permission
         request); None: the terminal, as ``approval_from`` says."""
+        self.wrap_environment: Any = None
+        """Wraps the workspace's environment once opened (``codeloop acp``: file changes shown as
+        diffs, reads of the editor's unsaved buffers); None: used as opened."""
         self.terminal = Terminal(err)
         self.terminal.before_output = renderer.pause
         renderer.pending_lines = settings.approval_from == "store"  # else the terminal's question says it
