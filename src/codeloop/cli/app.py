@@ -36,7 +36,19 @@ def version() -> None:
 
 def register() -> None:
     # Imports are explicit (no plugin strings) so "what runs here?" has one answer.
-    from codeloop.cli import approvals, codali, index, relay, run, sessions, spaces, tool, trust, worktrees
+    from codeloop.cli import (
+        acp,
+        approvals,
+        codali,
+        index,
+        relay,
+        run,
+        sessions,
+        spaces,
+        tool,
+        trust,
+        worktrees,
+    )
 
     tool.register(app)
     run.register(app)
@@ -48,6 +60,7 @@ def register() -> None:
     trust.register(app)
     worktrees.register(app)
     approvals.register(app)
+    acp.register(app)
 
 
 def run_app() -> None:

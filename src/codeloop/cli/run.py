@@ -122,8 +122,14 @@ class Runner:
     """One workspace run: the Session, its recording and MCP servers. After an abort (which
     closes a Session) the chat goes on in a new Session resumed from the same log."""
 
-    def __init__(self, settings: RunSettings, renderer: Renderer, err: Console) -> None:
+    def __init__(self, settings: RunSettings, renderer: Renderer, err: Console, *, ask_client: Any = None) -> None:
         self.settings, self.renderer, self.err = settings, renderer, err
+        self.ask_client = ask_client
+        """Answers each ask instead of the terminal (``codeloop acp``: the editor's permission
+        request); None: the terminal, as ``approval_from`` says."""
+        self.wrap_environment: Any = None
+        """Wraps the workspace's environment once opened (``codeloop acp``: file changes shown as
+        diffs, reads of the editor's unsaved buffers); None: used as opened."""
         self.terminal = Terminal(err)
         self.terminal.before_output = renderer.pause
         renderer.pending_lines = settings.approval_from == "store"  # else the terminal's question says it
@@ -176,6 +182,8 @@ class Runner:
                                            lambda text: self.err.print(f"[yellow]warning: {escape(text)}[/]"))
         self.environment = open_environment(self.settings.root, sandbox=self.settings.sandbox,
                                             network=self.settings.network)
+        if self.wrap_environment is not None:
+            self.environment = self.wrap_environment(self.environment)
         await self.environment.initialize()
         if self.settings.mcp_servers:
             from codeloop.mcp import McpServers
@@ -241,7 +249,8 @@ class Runner:
         # Every ask (the approval mode's, a hook's) waits in the pending store; the terminal
         # prompt is one client of it (--approval-from terminal), never the only way to answer.
         approvals = Approvals(self.pending, face="run", wait=True,
-                              client=self.terminal.client() if s.approval_from == "terminal" else None,
+                              client=self.ask_client or (
+                                  self.terminal.client() if s.approval_from == "terminal" else None),
                               remember=remembering(remembered, lambda message: self.err.print(
                                   f"[yellow]warning: {escape(message)}[/]")))
         if s.budgeted and self.budget is None:
