@@ -271,7 +271,8 @@ async def test_modes_are_the_approval_modes_and_a_switch_applies_to_the_next_pro
         server: ChatServer, workspace: Path) -> None:
     server.replies.extend([
         tool_reply("shell", {"command": "echo x > x.txt"}), text_reply("ran"),
-        tool_reply("write_file", {"file_path": "plan.txt", "content": "no\n"}), text_reply("planned"),
+        tool_reply("write_file", {"file_path": "plan.txt", "content": "no\n"}),
+        text_reply("Plan:\n\n1. Read `app.py`\n2. Add a cache to `fetch_user`\n   - keyed by id\n\nThen run the tests."),
     ])
     editor = Editor()
     async with codeloop_acp(editor, workspace, server.base_url, "--approval", "on-risk") as agent:
@@ -290,6 +291,10 @@ async def test_modes_are_the_approval_modes_and_a_switch_applies_to_the_next_pro
         assert unknown["error"]["code"] == -32602
     agent.check_protocol()
     assert [u.current_mode_id for u in editor.of(s.CurrentModeUpdate)] == ["never-ask", "plan"]
+    # The plan-mode answer's numbered list is the editor's plan (the on-risk answer made none).
+    [plan] = editor.of(s.AgentPlanUpdate)
+    assert [(e.content, e.status) for e in plan.entries] == [
+        ("Read `app.py`", "pending"), ("Add a cache to `fetch_user`", "pending")]
 
 
 async def test_a_cancelled_prompt_withdraws_the_call_its_permission_request_was_about(

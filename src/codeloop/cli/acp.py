@@ -184,6 +184,7 @@ class CodeloopAgent:
         from acp import RequestError
         from acp import schema as s
 
+        from codeloop.cli.acp_updates import plan_update
         from codeloop.cli.commands import Prompt
 
         session = self._session(session_id)
@@ -201,6 +202,10 @@ class CodeloopAgent:
             if session.stopping is not None:  # cancelled: answer once everything it ran is dead
                 await session.stopping
                 reason = "aborted"
+            elif session.mode == "plan" and reason == "completed" and session.runner.session is not None:
+                plan = plan_update(session.runner.session.last_text or "")
+                if plan is not None:  # the editor shows the plan's steps as its plan
+                    session.queue.put_nowait(plan)
         finally:
             session.running = False
             await session.queue.join()

@@ -19,8 +19,39 @@ from acp import schema as s
 from codeloop.agent import events as ev
 
 Update = (s.UserMessageChunk | s.AgentMessageChunk | s.AgentThoughtChunk | s.ToolCallStart | s.ToolCallProgress
-          | s.UsageUpdate | s.CurrentModeUpdate)
+          | s.UsageUpdate | s.CurrentModeUpdate | s.AgentPlanUpdate)
 """The session updates codeloop sends."""
+
+
+def plan_update(answer: str) -> s.AgentPlanUpdate | None:
+    """The ``plan`` update of a plan-mode answer: the items of its first top-level numbered
+    list, each a pending entry (plan mode asks the model to end with exactly that list);
+    None when the answer holds no numbered list. Read with a Markdown parser (markdown-it),
+    so what counts as a list item is CommonMark's rule, not a pattern of words."""
+    from markdown_it import MarkdownIt
+
+    tokens = MarkdownIt("commonmark").parse(answer)
+    entries: list[str] = []
+    depth = 0
+    inside = False
+    for token in tokens:
+        if token.type == "ordered_list_open" and depth == 0 and not entries:
+            inside = True
+        if token.type.endswith("_list_open"):
+            depth += 1
+        elif token.type.endswith("_list_close"):
+            depth -= 1
+            if depth == 0 and inside:
+                break
+        elif inside and depth == 1 and token.type == "list_item_open":
+            entries.append("")
+        elif inside and depth == 1 and token.type == "inline" and entries and not entries[-1]:
+            entries[-1] = token.content.strip()  # the item's first paragraph
+    entries = [e for e in entries if e]
+    if not entries:
+        return None
+    return s.AgentPlanUpdate(session_update="plan", entries=[
+        s.PlanEntry(content=e, priority="medium", status="pending") for e in entries])
 
 OUTPUT_TAIL = 8000
 """Characters of a running command's output shown in its tool call (the tail: the newest)."""
