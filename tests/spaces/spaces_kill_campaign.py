@@ -15,7 +15,8 @@ while a resume is in flight. The server is restarted on the same store and data 
 the client reconnects as the protocol allows: it lists the space's runs (a run whose
 ``POST`` answer was lost is found there), follows each with ``Last-Event-ID`` set to the last
 id it saw, repeats a resume whose answer was lost (it must run nothing twice: 409 or the
-operation once), approves what still awaits approval, sends every approval it ever sent
+operation once), approves what still awaits approval (or, when that approval was stored before
+the kill and the run not yet gone on, resumes it with an empty body), sends every approval it ever sent
 once more (each must answer 409 and run nothing), then replays each run from the start.
 The trial checks:
 
@@ -300,6 +301,10 @@ def reconnect(server: ServerProcess, client: Client, trial: Trial) -> None:
                 base = received.last(run_id)
                 answer = http.post(f"/v1/runs/{run_id}/resume", json={
                     "approval": {"operationId": view["pendingOperationId"], "decision": "approved"}})
+                if answer.status_code == 409 and answer.json()["error"]["code"] == "already_decided":
+                    # Decided before the kill (the lost resume above), not yet run: the run was given
+                    # back to awaiting_approval, and a resume with an empty body carries the decision out.
+                    answer = http.post(f"/v1/runs/{run_id}/resume", json={})
                 answer.raise_for_status()
                 client.record(run_id, base, answer.json()["events"])
                 state = answer.json()["status"]
