@@ -49,3 +49,27 @@ def test_a_run_is_rewound_with_dry_run_and_refusal_of_outside_changes(server: Se
         assert c.get(f"/v1/spaces/{sid}/files/out/a.o").status_code == 404
         bad = c.post(f"/v1/runs/{rid}/rewind", json={"dryRun": "yes"})
         assert bad.status_code == 400 and "dryRun" in bad.json()["error"]["message"]
+
+
+def test_writes_through_a_linked_directory_are_put_back_with_the_rest_of_the_run(server: ServerProcess) -> None:
+    # After a call that names its paths only those are taken again (no scan of the tree): a
+    # write through a linked directory changes the link's target, which must be taken too, or
+    # the rewind would call the run's own file a change made outside it.
+    key = server.create_key("rw-link")
+    with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {key}"}, timeout=60) as c:
+        sid = c.post("/v1/spaces", json={"name": "rw", "policy": {"preset": "permissive"}}).json()["id"]
+        assert c.put(f"/v1/spaces/{sid}/files/real/old.txt", content=b"old\n").status_code in (200, 201)
+        run = c.post(f"/v1/spaces/{sid}/runs", json={"protocolVersion": "1.0", "operations": [
+            {"type": "shell", "command": "ln -s real link"},
+            {"type": "createFile", "path": "link/new.txt", "content": "new\n"},
+            {"type": "createFile", "path": "link/old.txt", "content": "changed\n", "overwrite": True},
+            {"type": "createFile", "path": "top.txt", "content": "top\n"}]}).json()
+        assert run["status"] == "completed", run
+        assert c.get(f"/v1/spaces/{sid}/files/real/new.txt").content == b"new\n"
+
+        done = c.post(f"/v1/runs/{run['runId']}/rewind", json={})
+        assert done.status_code == 200, done.text
+        assert {x["path"] for x in done.json()["changes"]} == {"link", "real/new.txt", "real/old.txt", "top.txt"}
+        assert c.get(f"/v1/spaces/{sid}/files/real/new.txt").status_code == 404
+        assert c.get(f"/v1/spaces/{sid}/files/real/old.txt").content == b"old\n"
+        assert c.get(f"/v1/spaces/{sid}/files/top.txt").status_code == 404

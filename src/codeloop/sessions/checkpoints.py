@@ -125,6 +125,9 @@ class Checkpoints:
         self._kept: set[str] = set()
         self._seq = 0
         self._watch = watch
+        self._unit = not watch
+        """Made without a watcher for one unit of work that holds the workspace while it runs (a
+        spaces run, a relay reply): later snapshots take only what each call declares it touched."""
         self.watcher: ChangeWatcher | None = None
         """Tells the store which paths changed since its last snapshot (started with the first)."""
 
@@ -264,7 +267,9 @@ class Checkpoints:
         self.on_error(f"{reason} writing the checkpoint of {what} in {self.directory}; "
                       "`codeloop rewind` cannot undo this change")
 
-    def _take(self, name: str) -> dict[str, Any]:
+    def _take(self, name: str, declared: set[str] | None = None) -> dict[str, Any]:
+        """Snapshot the workspace now. Without a watcher, ``declared`` is what the caller knows
+        changed since this instance's last snapshot (absolute paths; None: unknown, scan it all)."""
         assert self.store is not None
         if not self._kept:  # the first snapshot: what it leaves out goes with the session
             from codeloop.sessions.rewind import save_settings
@@ -276,7 +281,7 @@ class Checkpoints:
                 self.watcher.take()  # from here on every change is seen: the full scan below is the base
             except Exception:  # no watcher (no inotify watch left, ...): every snapshot scans everything
                 self._watch = False
-        changed = self.watcher.take() if self.watcher is not None else None
+        changed = self.watcher.take() if self.watcher is not None else declared if self._unit else None
         snap = self.store.snapshot(changed)
         if snap.tree not in self._kept:  # one ref per distinct tree keeps it from pruning
             self.store.keep(snap.tree, f"{self.session_id}/{name}")
@@ -286,8 +291,27 @@ class Checkpoints:
         self._seq = max(self._seq + 1, time.time_ns())
         return {**snap.to_json(), "seq": self._seq}
 
+    def _declared(self, paths: tuple[str, ...] | None) -> set[str] | None:
+        """The absolute paths a call with these declared ``paths`` may have changed: each as
+        given and as resolved (a write through a linked directory changes the link's target);
+        None when the call's tool cannot say (``shell``)."""
+        if paths is None:
+            return None
+        out: set[str] = set()
+        for raw in paths:
+            given = os.path.normpath(os.path.join(self.workspace, raw))
+            if os.path.realpath(os.path.dirname(given)) == os.path.dirname(given):
+                out.add(given)  # (through a linked directory git would refuse it: the target is taken)
+            resolved = self._resolve(raw)
+            if resolved is not None:
+                out.add(str(resolved[1]))
+        return out
+
     def _snapshot_before(self, turn: int, call: ToolCallRequest) -> None:
-        snap = self._take(f"{turn}-before")
+        # Without a watcher (a spaces run, a relay reply: one instance per unit of work, which
+        # holds the workspace meanwhile) nothing changed since this instance's last snapshot,
+        # the previous call's after; the instance's first snapshot scans the whole tree.
+        snap = self._take(f"{turn}-before", set())
         manifest = self._load_manifest(turn)
         manifest.setdefault("calls", []).append(
             {"tool": call.name, "call_id": call.call_id, "command": call.command, "before": snap, "after": None})
@@ -300,7 +324,7 @@ class Checkpoints:
                       if c.get("call_id") == call.call_id and c.get("after") is None), None)
         if entry is None:  # its before failed: nothing to pair this snapshot with
             return
-        entry["after"] = snap = self._take(f"{turn}-after")
+        entry["after"] = snap = self._take(f"{turn}-after", self._declared(call.paths))
         self._save_manifest(turn, manifest)
         changed = [c.path for c in self.store.diff(Snapshot.from_json(entry["before"]), Snapshot.from_json(snap))]
         self.on_checkpoint({"step": turn, "call_id": call.call_id, "tool_name": call.name,
