@@ -73,3 +73,15 @@ def test_writes_through_a_linked_directory_are_put_back_with_the_rest_of_the_run
         assert c.get(f"/v1/spaces/{sid}/files/real/new.txt").status_code == 404
         assert c.get(f"/v1/spaces/{sid}/files/real/old.txt").content == b"old\n"
         assert c.get(f"/v1/spaces/{sid}/files/top.txt").status_code == 404
+
+        # The rewind is taken back, once; a second redo has nothing to take back.
+        preview = c.post(f"/v1/runs/{run['runId']}/redo", json={"dryRun": True}).json()
+        assert preview["dryRun"] is True and c.get(f"/v1/spaces/{sid}/files/top.txt").status_code == 404
+        redone = c.post(f"/v1/runs/{run['runId']}/redo", json={})
+        assert redone.status_code == 200, redone.text
+        assert {x["path"] for x in redone.json()["changes"]} == {"link", "real/new.txt", "real/old.txt", "top.txt"}
+        assert c.get(f"/v1/spaces/{sid}/files/real/old.txt").content == b"changed\n"
+        assert c.get(f"/v1/spaces/{sid}/files/link/new.txt").content == b"new\n"
+        again = c.post(f"/v1/runs/{run['runId']}/redo", json={})
+        assert again.status_code == 409 and again.json()["error"]["code"] == "redo_refused"
+        assert "no rewind to redo" in again.json()["error"]["message"]

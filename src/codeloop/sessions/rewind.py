@@ -23,7 +23,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -291,14 +291,16 @@ def _redo_dir(checkpoints: Checkpoints) -> Path:
     return checkpoints.directory / "redo"
 
 
-def _save_redo(checkpoints: Checkpoints, log: Path, cut: int, to_turn: int,
+def _save_redo(checkpoints: Checkpoints, log: Path | None, cut: int, to_turn: int,
                undone: Snapshot | None, restored: Snapshot | None) -> None:
-    """Keep what a rewind takes away, so that :func:`redo` can put it back."""
+    """Keep what a rewind takes away, so that :func:`redo` (:func:`redo_run`) can put it back;
+    ``log``: the session's log cut at ``cut`` (None: a run has no conversation to cut)."""
     folder = _redo_dir(checkpoints)
     folder.mkdir(parents=True, exist_ok=True)
     number = max((int(p.stem) for p in folder.glob("*.json") if p.stem.isdigit()), default=0) + 1
     manifests = {str(t): checkpoints.load_manifest(t) for t in checkpoints.turns() if t > to_turn}
-    atomic_write(folder / f"{number}.log", log.read_bytes()[cut:])
+    if log is not None:
+        atomic_write(folder / f"{number}.log", log.read_bytes()[cut:])
     atomic_write(folder / f"{number}.json", json.dumps({
         "to_turn": to_turn, "cut": cut, "manifests": manifests,
         "undone": None if undone is None else undone.to_json(),
@@ -341,32 +343,44 @@ def redo(session_id: str, workspace: Path | str | None = None, *, dry_run: bool 
     if log.stat().st_size != int(record["cut"]):
         raise RewindRefusedError(f"session {session_id} went on after the rewind; redo would lose what came "
                                  "since, so nothing was changed")
-    undone, restored = _snap(record["undone"]), _snap(record["restored"])
-    changes: list[Change] = []
-    now = Snapshot("")
-    outside: list[str] = []
-    if undone is not None and restored is not None:
-        store = store_for(session_id, root)
-        try:
-            now = store.snapshot()
-            outside = [c.path for c in store.diff(restored, now)]
-            if outside and not force:
-                _refuse_outside(session_id, outside, "redo")
-            if dry_run:
-                return _result(count_turns(events), store.diff(now, undone), now, 0, outside, True)
-            changes = store.restore(now, undone)
-        except SnapshotError as exc:
-            raise RewindRefusedError(f"cannot redo {session_id}: {exc}") from None
-    elif dry_run:
-        return _result(count_turns(events), [], now, 0, [], True)
+    done = _redo_files(session_id, root, record, count_turns(events), dry_run=dry_run, force=force)
+    if dry_run:
+        return done
     atomic_write(log, log.read_bytes() + tail)
+    _redone(checkpoints, record, folder / f"{numbers[-1]}.json")
+    (folder / f"{numbers[-1]}.log").unlink()
+    return replace(done, turn=count_turns(load_events(session_id)))
+
+
+def _redo_files(key: str, root: Path, record: dict[str, Any], turn: int, *, dry_run: bool,
+                force: bool) -> RewindResult:
+    """Put back the files of the rewind ``record`` (for a dry run, say which): refused, unless
+    ``force``, when files changed since the rewind."""
+    undone, restored = _snap(record["undone"]), _snap(record["restored"])
+    if undone is None or restored is None:  # that rewind changed no file
+        return _result(turn, [], Snapshot(""), 0, [], dry_run)
+    store = store_for(key, root)
+    try:
+        now = store.snapshot()
+        outside = [c.path for c in store.diff(restored, now)]
+        if outside and not force:
+            _refuse_outside(key, outside, "redo")
+        if dry_run:
+            return _result(turn, store.diff(now, undone), now, 0, outside, True)
+        changes = store.restore(now, undone)
+    except SnapshotError as exc:
+        raise RewindRefusedError(f"cannot redo {key}: {exc}") from None
+    except OSError as exc:
+        raise RewindRefusedError(f"redo of {key} stopped at a file it could not write ({exc})") from None
+    return _result(turn, changes, now, 0, outside, False)
+
+
+def _redone(checkpoints: Checkpoints, record: dict[str, Any], path: Path) -> None:
+    """The rewind ``record`` (kept at ``path``) was taken back: its checkpoints return, it goes."""
     for turn, manifest in record["manifests"].items():
         if manifest is not None:
             checkpoints.restore_manifest(int(turn), manifest)
-    (folder / f"{numbers[-1]}.json").unlink()
-    (folder / f"{numbers[-1]}.log").unlink()
-    turn = count_turns(load_events(session_id))
-    return _result(turn, changes, now, 0, outside, False)
+    path.unlink()
 
 
 def run_checkpoints(key: str, workspace: Path | str) -> Checkpoints | None:
@@ -397,8 +411,35 @@ def rewind_run(key: str, workspace: Path | str, *, after: int = -1, dry_run: boo
         target = Snapshot.from_json(calls[0]["before"])
         if dry_run:
             return _result(max(after, 0), store.diff(now, target), now, 0, outside, True)
+        store.keep(now.tree, f"{key}/rewind")
+        _save_redo(checkpoints, None, 0, after, now, target)
         changes = store.restore(now, target)
     except SnapshotError as exc:
         raise RewindRefusedError(f"cannot rewind {key}: {exc}") from None
+    except OSError as exc:
+        raise RewindRefusedError(f"rewinding {key} stopped at a file it could not restore ({exc}); "
+                                 "a redo puts back what it changed") from None
     checkpoints.drop_after(after)
     return _result(max(after, 0), changes, now, 0, outside, False)
+
+
+def redo_run(key: str, workspace: Path | str, *, dry_run: bool = False, force: bool = False) -> RewindResult:
+    """Take back the last :func:`rewind_run` of the run ``key``: its files come back. Refused
+    when the run changed files again since (a resumed spaces run, a later relay reply) and,
+    unless ``force``, when files changed since the rewind."""
+    root = Path(workspace).resolve()
+    checkpoints = Checkpoints(key, root)
+    folder = _redo_dir(checkpoints)
+    numbers = sorted(int(p.stem) for p in folder.glob("*.json") if p.stem.isdigit()) if folder.is_dir() else []
+    if not numbers:
+        raise RewindRefusedError(f"{key} has no rewind to redo")
+    path = folder / f"{numbers[-1]}.json"
+    record = json.loads(path.read_text())
+    to_turn = int(record["to_turn"])
+    if any(checkpoints.calls(t) for t in checkpoints.turns() if t > to_turn):
+        raise RewindRefusedError(f"{key} changed files again after the rewind; redo would undo that, so "
+                                 "nothing was changed")
+    done = _redo_files(key, root, record, max(to_turn, 0), dry_run=dry_run, force=force)
+    if not dry_run:
+        _redone(checkpoints, record, path)
+    return done

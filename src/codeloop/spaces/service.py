@@ -36,7 +36,7 @@ from pydantic import BaseModel
 
 from codeloop.policy import Policy
 from codeloop.policy.pending import AlreadyDecided, PendingCall
-from codeloop.sessions.rewind import RewindRefusedError, rewind_run, run_checkpoints
+from codeloop.sessions.rewind import RewindRefusedError, redo_run, rewind_run, run_checkpoints
 from codeloop.spaces.database import RunRecord, SpaceRecord, SpacesStore, StoreFullError
 from codeloop.spaces.engine import RunOutcome, execute_run, now_iso
 from codeloop.spaces.limits import LIMIT_REACHED, exceeded
@@ -306,20 +306,22 @@ class SpacesService:
         self._notify(run_id)
         return {"protocolVersion": "1.0", "runId": run_id, "status": wire_status(outcome), "events": emitted}
 
-    async def rewind(self, owner: str, run_id: str, *, dry_run: bool, force: bool) -> dict[str, Any]:
+    async def rewind(self, owner: str, run_id: str, *, dry_run: bool, force: bool,
+                     redo: bool = False) -> dict[str, Any]:
         """Put the space's files back as they were before the run (issue 35): the changes made
         (or, ``dry_run``, that would be), what the snapshots do not cover, and what ``force``
-        overwrote of changes made outside the run (409 ``rewind_refused`` without it)."""
+        overwrote of changes made outside the run (409 ``rewind_refused`` without it).
+        ``redo``: take back the run's last rewind instead."""
         run = await self.run_for(owner, run_id)
         if run.state == "running":
             raise ServiceError(409, "run_running", f"run {run_id} is running; rewind it once it stopped")
         space = await self.space_for(owner, run.space_id)
         async with self._space_locks.setdefault(space.id, asyncio.Lock()):
             try:
-                result = await asyncio.to_thread(rewind_run, f"run-{run_id}", space.workspace,
-                                                 dry_run=dry_run, force=force)
+                result = await asyncio.to_thread(redo_run if redo else rewind_run, f"run-{run_id}",
+                                                 space.workspace, dry_run=dry_run, force=force)
             except RewindRefusedError as exc:
-                raise ServiceError(409, "rewind_refused", str(exc)) from None
+                raise ServiceError(409, "redo_refused" if redo else "rewind_refused", str(exc)) from None
         body = result.to_json()
         return {"runId": run_id, "dryRun": result.dry_run, "changes": body["changes"],
                 "notCovered": body["not_covered"], "overwritten": body["outside"]}
