@@ -111,8 +111,11 @@ class Checkpoints:
                  on_error: Callable[[str], None] = lambda message: None,
                  store: SnapshotStore | None = None,
                  on_checkpoint: Callable[[dict[str, Any]], None] = lambda data: None,
-                 watch: bool = True) -> None:
+                 watch: bool = True, files_elsewhere: bool = False) -> None:
         self.session_id = session_id
+        self.files_elsewhere = files_elsewhere
+        """The session's files are on another machine (SSH): nothing here can snapshot them, so
+        every call that may change files is marked uncovered (a rewind across it refuses)."""
         self.on_error = on_error
         self.workspace = Path(workspace).resolve()
         self.directory = checkpoints_path(session_id)
@@ -219,7 +222,9 @@ class Checkpoints:
         try:
             if paths is None and call.line_only_reads:
                 return  # every command of the line only reads (the approval modes' judgement): nothing to undo
-            if self.store is not None:
+            if self.files_elsewhere:
+                self._mark_uncovered(turn, call)
+            elif self.store is not None:
                 self._snapshot_before(turn, call)
             elif paths is None:
                 self._mark_uncovered(turn, call)
@@ -231,6 +236,8 @@ class Checkpoints:
     def after(self, call: ToolCallRequest, effects: frozenset[Effect], paths: tuple[str, ...] | None,
               step: int | str | None, outcome: object) -> None:
         """After the call (also a failed one): record the hashes of the paths it named."""
+        if self.files_elsewhere:
+            return
         if self.store is not None:
             if paths is None and call.line_only_reads:
                 return
