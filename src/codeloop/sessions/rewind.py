@@ -122,7 +122,7 @@ def save_settings(session_id: str, store: SnapshotStore) -> None:
     path = _settings_path(session_id)
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, json.dumps({"exclude_dirs": list(store.exclude_dirs),
-                                   "max_file_bytes": store.max_file_bytes}).encode())
+                                   "max_file_bytes": store.max_file_bytes}).encode(), durable=False)
 
 
 def rewind(session_id: str, to_turn: int, workspace: Path | str | None = None, *,
