@@ -54,6 +54,6 @@ async def test_changing_calls_on_an_ssh_workspace_are_uncovered_and_a_rewind_ref
     [mark] = recording.checkpoints.uncovered(0) + recording.checkpoints.uncovered(1)
     assert mark.tool == "write_file"
     assert recording.checkpoints.store is None
-    with pytest.raises(RewindRefusedError, match="write_file.*which no checkpoint covers"):
+    with pytest.raises(RewindRefusedError, match=r"write_file.*which no checkpoint covers"):
         rewind(session.id, 0)
     assert (remote / "notes.txt").read_text() == "v1\n"
