@@ -111,7 +111,7 @@ class Checkpoints:
     def __init__(self, session_id: str, workspace: Path | str, *, turn: int = 0,
                  on_error: Callable[[str], None] = lambda message: None,
                  store: SnapshotStore | None = None,
-                 on_checkpoint: Callable[[dict[str, Any]], None] = lambda data: None,
+                 on_checkpoint: Callable[[dict[str, Any]], None] | None = None,
                  watch: bool = True, files_elsewhere: bool = False) -> None:
         self.session_id = session_id
         self.files_elsewhere = files_elsewhere
@@ -125,7 +125,8 @@ class Checkpoints:
         self.store = store
         """Whole-workspace snapshots (None: only codeloop's own file tools are covered)."""
         self.on_checkpoint = on_checkpoint
-        """Gets each finished call's ``checkpoint`` event data."""
+        """Gets each finished call's ``checkpoint`` event data (None: nobody listens, and the
+        paths a call changed are not worked out)."""
         self._kept: set[str] = set()
         self._seq = 0
         self._watch = watch
@@ -348,6 +349,8 @@ class Checkpoints:
             return
         entry["after"] = snap = self._take(f"{turn}-after", self._declared(call.paths))
         self._save_manifest(turn, manifest)
+        if self.on_checkpoint is None:
+            return  # the diff below is a git process per call; nobody would read it
         changed = [c.path for c in self.store.diff(Snapshot.from_json(entry["before"]), Snapshot.from_json(snap))]
         self.on_checkpoint({"step": turn, "call_id": call.call_id, "tool_name": call.name,
                             "snapshot": snap["tree"], "paths": changed})
