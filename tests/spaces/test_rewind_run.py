@@ -3,7 +3,9 @@ run's shell changes — an edit, a deleted file, a new directory, a mode — are
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -14,6 +16,7 @@ from .server_process import ServerProcess
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     srv = ServerProcess(tmp_path_factory.mktemp("spaces-data")).start()
+    srv.state_dir = Path(os.environ["CODELOOP_STATE_DIR"])  # type: ignore[attr-defined]  # what it inherited
     yield srv
     srv.stop()
 
@@ -85,3 +88,25 @@ def test_writes_through_a_linked_directory_are_put_back_with_the_rest_of_the_run
         again = c.post(f"/v1/runs/{run['runId']}/redo", json={})
         assert again.status_code == 409 and again.json()["error"]["code"] == "redo_refused"
         assert "no rewind to redo" in again.json()["error"]["message"]
+
+
+def test_the_runs_of_a_space_share_one_snapshot_index(server: ServerProcess) -> None:
+    # An index per run would pile up in codeloop's repository, one file per run, forever.
+    from codeloop.sessions.snapshots import workspace_key
+
+    key = server.create_key("rw-index")
+    with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {key}"}, timeout=60) as c:
+        sid = c.post("/v1/spaces", json={"name": "rw", "policy": {"preset": "permissive"}}).json()["id"]
+        runs = []
+        for n in range(3):
+            run = c.post(f"/v1/spaces/{sid}/runs", json={"protocolVersion": "1.0", "operations": [
+                {"type": "createFile", "path": f"f{n}.txt", "content": f"{n}\n"}]}).json()
+            assert run["status"] == "completed", run
+            runs.append(run["runId"])
+        refused = c.post(f"/v1/runs/{runs[1]}/rewind", json={})  # the run after it made f2.txt
+        assert refused.status_code == 409 and "f2.txt" in refused.json()["error"]["message"]
+        assert c.post(f"/v1/runs/{runs[2]}/rewind", json={}).status_code == 200
+        assert c.get(f"/v1/spaces/{sid}/files/f2.txt").status_code == 404
+        assert c.get(f"/v1/spaces/{sid}/files/f1.txt").content == b"1\n"
+    repository = server.state_dir / "snapshots" / f"{workspace_key(server.data_dir / 'workspaces' / sid)}.git"
+    assert sorted(p.name for p in repository.glob("index*")) == ["index-units"]

@@ -98,8 +98,14 @@ def _settings_path(session_id: str) -> Path:
     return checkpoints_path(session_id) / "snapshot-settings.json"
 
 
+UNIT_INDEX = "index-units"
+"""The index the runs of a workspace that hold it one at a time (spaces runs, relay replies,
+under their space's or root's lock) share: one file, where an index per run would pile up one
+per run in codeloop's repository (and each new one is copied from the newest)."""
+
+
 def store_for(session_id: str, root: Path, *, exclude_dirs: tuple[str, ...] | None = None,
-              max_file_bytes: int | None = None) -> SnapshotStore:
+              max_file_bytes: int | None = None, index: str | None = None) -> SnapshotStore:
     """The snapshot store a session of ``root`` records into (its own index). Left out, the
     exclusions the session recorded with apply (:func:`save_settings`): a rewind must leave
     out exactly what the recording left out, or it would remove files the snapshots never held."""
@@ -109,7 +115,7 @@ def store_for(session_id: str, root: Path, *, exclude_dirs: tuple[str, ...] | No
             exclude_dirs, max_file_bytes = tuple(data["exclude_dirs"]), int(data["max_file_bytes"])
         except (OSError, ValueError, KeyError, TypeError):
             pass
-    store = SnapshotStore(root, index=f"index-{session_id}")
+    store = SnapshotStore(root, index=index or f"index-{session_id}")
     if exclude_dirs is not None:
         store.exclude_dirs = exclude_dirs
     if max_file_bytes is not None:
@@ -343,7 +349,7 @@ def redo(session_id: str, workspace: Path | str | None = None, *, dry_run: bool 
     if log.stat().st_size != int(record["cut"]):
         raise RewindRefusedError(f"session {session_id} went on after the rewind; redo would lose what came "
                                  "since, so nothing was changed")
-    done = _redo_files(session_id, root, record, count_turns(events), dry_run=dry_run, force=force)
+    done = _redo_files(session_id, store_for(session_id, root), record, count_turns(events), dry_run=dry_run, force=force)
     if dry_run:
         return done
     atomic_write(log, log.read_bytes() + tail)
@@ -352,14 +358,13 @@ def redo(session_id: str, workspace: Path | str | None = None, *, dry_run: bool 
     return replace(done, turn=count_turns(load_events(session_id)))
 
 
-def _redo_files(key: str, root: Path, record: dict[str, Any], turn: int, *, dry_run: bool,
+def _redo_files(key: str, store: SnapshotStore, record: dict[str, Any], turn: int, *, dry_run: bool,
                 force: bool) -> RewindResult:
     """Put back the files of the rewind ``record`` (for a dry run, say which): refused, unless
     ``force``, when files changed since the rewind."""
     undone, restored = _snap(record["undone"]), _snap(record["restored"])
     if undone is None or restored is None:  # that rewind changed no file
         return _result(turn, [], Snapshot(""), 0, [], dry_run)
-    store = store_for(key, root)
     try:
         now = store.snapshot()
         outside = [c.path for c in store.diff(restored, now)]
@@ -389,7 +394,7 @@ def run_checkpoints(key: str, workspace: Path | str) -> Checkpoints | None:
     if not git_available():
         return None
     root = Path(workspace).resolve()
-    return Checkpoints(key, root, store=store_for(key, root), watch=False)
+    return Checkpoints(key, root, store=store_for(key, root, index=UNIT_INDEX), watch=False)
 
 
 def rewind_run(key: str, workspace: Path | str, *, after: int = -1, dry_run: bool = False,
@@ -402,7 +407,7 @@ def rewind_run(key: str, workspace: Path | str, *, after: int = -1, dry_run: boo
     calls = [c for t in checkpoints.turns() if t > after for c in checkpoints.calls(t)]
     if not calls:
         return _result(max(after, 0), [], Snapshot(""), 0, [], dry_run)
-    store = store_for(key, root)
+    store = store_for(key, root, index=UNIT_INDEX)
     try:
         now = store.snapshot()
         outside = _outside_changes(store, calls, now)
@@ -439,7 +444,8 @@ def redo_run(key: str, workspace: Path | str, *, dry_run: bool = False, force: b
     if any(checkpoints.calls(t) for t in checkpoints.turns() if t > to_turn):
         raise RewindRefusedError(f"{key} changed files again after the rewind; redo would undo that, so "
                                  "nothing was changed")
-    done = _redo_files(key, root, record, max(to_turn, 0), dry_run=dry_run, force=force)
+    done = _redo_files(key, store_for(key, root, index=UNIT_INDEX), record, max(to_turn, 0), dry_run=dry_run,
+                       force=force)
     if not dry_run:
         _redone(checkpoints, record, path)
     return done
