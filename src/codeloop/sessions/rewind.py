@@ -389,8 +389,10 @@ def _redone(checkpoints: Checkpoints, record: dict[str, Any], path: Path) -> Non
 
 
 def run_checkpoints(key: str, workspace: Path | str) -> Checkpoints | None:
-    """Snapshots of a run that is no session (a spaces run, a relay session) under ``key``;
-    None without git. No file watcher: each snapshot scans the workspace."""
+    """Snapshots of one unit of work that is no session (a spaces run, a relay reply) under
+    ``key``; None without git. The unit holds the workspace while it runs, so no file watcher is
+    needed: its first snapshot scans the workspace, later ones take the paths each call names
+    (a call that names none is followed by a full scan). Called in a worker thread."""
     if not git_available():
         return None
     root = Path(workspace).resolve()
