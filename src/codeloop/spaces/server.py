@@ -35,6 +35,7 @@ from starlette.routing import Route
 from codeloop.environments.errors import FileNotFoundInWorkspaceError, NotAFileError
 from codeloop.policy import Decision
 from codeloop.policy.input_limits import InputLimitError, loads_limited
+from codeloop.spaces.console import LocalSessions, console_routes
 from codeloop.spaces.database import RunRecord, SpaceRecord, SpacesStore, open_store
 from codeloop.spaces.operations import Approval, EventsMessage, OperationsMessage, path_problem
 from codeloop.spaces.policy_config import PolicyConfigError
@@ -364,8 +365,9 @@ def openapi_document() -> dict[str, Any]:
 
 
 def create_app(store: SpacesStore, *, auth: bool = True, sandbox: bool = True,
-               cleanup_interval_s: float = CLEANUP_INTERVAL_S) -> Starlette:
-    """The ASGI app over ``store``. The store is closed when the app shuts down."""
+               cleanup_interval_s: float = CLEANUP_INTERVAL_S, local: LocalSessions | None = None) -> Starlette:
+    """The ASGI app over ``store``, with the web console at ``/`` (``local``: also this machine's
+    ``codeloop run`` sessions, for ``codeloop console``). The store is closed when the app shuts down."""
     service = SpacesService(store, sandbox=sandbox)
     api = SpacesAPI(service, auth=auth)
 
@@ -382,6 +384,7 @@ def create_app(store: SpacesStore, *, auth: bool = True, sandbox: bool = True,
         return endpoint
 
     routes = [Route(path, wrap(getattr(api, name)), methods=[method]) for path, method, name, _ in ROUTES]
+    routes += console_routes(api, local)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -425,7 +428,7 @@ def is_loopback(host: str) -> bool:
 
 
 def serve(*, host: str, port: int, data_dir: Path | None, database: str | None, no_auth: bool,
-          sandbox: bool = True) -> None:
+          sandbox: bool = True, local: LocalSessions | None = None) -> None:
     """Run the API with uvicorn until interrupted; raise ``ValueError`` for a bad configuration."""
     import uvicorn
 
@@ -438,7 +441,7 @@ def serve(*, host: str, port: int, data_dir: Path | None, database: str | None, 
               "Use only on a single-user machine.", file=sys.stderr)
     if not sandbox:
         print(f"WARNING: --no-sandbox: {UNSANDBOXED_WARNING}.", file=sys.stderr)
-    app = create_app(store, auth=not no_auth, sandbox=sandbox)
+    app = create_app(store, auth=not no_auth, sandbox=sandbox, local=local)
     # A keep-alive longer than clients' idle gaps avoids the race where the server closes an idle
     # connection just as a client reuses it (seen as ReadError under load).
     uvicorn.run(app, host=host, port=port, log_level="warning", timeout_keep_alive=75)

@@ -1,0 +1,190 @@
+// codeloop console: the live parts. Loaded as a module from 'self' (the page's CSP allows no
+// inline script). Text from the server only ever goes into textContent, never innerHTML.
+
+const $ = (sel, root = document) => root.querySelector(sel);
+const $$ = (sel, root = document) => Array.from(root.querySelectorAll(sel));
+
+function localTimes(root = document) {
+  for (const t of $$("time[datetime]", root)) {
+    const d = new Date(t.dateTime);
+    if (!Number.isNaN(d.getTime())) t.textContent = d.toLocaleString();
+  }
+}
+
+function setPending(count) {
+  const title = $("title");
+  const base = title.dataset.base || document.title;
+  document.title = (count > 0 ? `(${count}) ` : "") + base;
+  const badge = $("#pending-count");
+  if (badge) { badge.dataset.count = String(count); badge.textContent = `${count} pending`; }
+}
+
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+// --- approvals: the decision shows only once the server answered
+function wireDecisions() {
+  for (const form of $$("form.decide")) {
+    form.addEventListener("submit", async (ev) => {
+      ev.preventDefault();
+      const button = ev.submitter;
+      const data = new URLSearchParams(new FormData(form, button));
+      const out = $("output.result", form);
+      const buttons = $$("button", form);
+      buttons.forEach((b) => { b.disabled = true; });
+      out.textContent = "sending…";
+      let status = 0, message = "";
+      try {
+        const r = await fetch(form.action, { method: "POST", body: data, credentials: "same-origin",
+                                             headers: { Accept: "application/json" } });
+        status = r.status;
+        message = (await r.json()).message;
+      } catch (e) {
+        message = `not sent: ${e}`;
+      }
+      out.textContent = message;
+      const card = form.closest("[data-pending]");
+      if (status >= 200 && status < 300 || status === 409) {
+        card.classList.add(status === 409 ? "already" : "decided");
+        card.removeAttribute("data-pending");
+        const badge = $("#pending-count");
+        setPending(Math.max(0, Number(badge ? badge.dataset.count : 1) - 1));
+      } else {
+        buttons.forEach((b) => { b.disabled = false; });
+      }
+    });
+  }
+}
+
+function wireKeys() {
+  document.addEventListener("keydown", (ev) => {
+    if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    const tag = (ev.target && ev.target.tagName) || "";
+    if (tag === "INPUT" || tag === "TEXTAREA") return;
+    const card = $("[data-pending]");
+    if (!card) return;
+    if (ev.key === "a") { ev.preventDefault(); $("button.approve", card).click(); }
+    if (ev.key === "d") { ev.preventDefault(); $("button.deny", card).click(); }
+  });
+}
+
+// --- a run's events, live over the API's SSE stream
+function tailBlock(text, cls, tail, allHref) {
+  const frag = document.createDocumentFragment();
+  let lines = text.split("\n");
+  if (text.endsWith("\n")) lines.pop();
+  const hidden = Math.max(0, lines.length - tail);
+  if (hidden) {
+    const a = el("a", "show-all", `${hidden} earlier lines hidden: show all`);
+    a.href = allHref;
+    frag.append(a);
+    lines = lines.slice(hidden);
+  }
+  frag.append(el("pre", cls, lines.join("\n")));
+  return frag;
+}
+
+function summary(e) {
+  for (const k of ["command", "path", "content", "message", "reason"]) {
+    if (typeof e[k] === "string" && !(e.type === "readFile" && k === "content")) return e[k];
+  }
+  return "";
+}
+
+function diffBlock(diff) {
+  if (!diff) return null;
+  if (diff.hidden) return el("p", "hidden-content", diff.hidden);
+  const pre = el("pre", "diff");
+  pre.dataset.lang = diff.lang || "";
+  for (const [sign, line] of diff.lines) {
+    pre.append(el("span", sign === "+" ? "add" : "del", sign + line), "\n");
+  }
+  return pre;
+}
+
+function eventItem(seq, e, cfg) {
+  const ok = e.success === undefined ? "" : (e.success ? " ok" : " failed");
+  const li = el("li", `ev ev-${String(e.type || "event").replace(/[^A-Za-z]/g, "")}${ok}`);
+  li.id = `ev-${seq}`;
+  li.dataset.seq = String(seq);
+  const head = el("div", "ev-head");
+  head.append(el("span", "ev-type", String(e.type || "event")), " ", el("span", "ev-op", e.operationId || ""), " ");
+  const t = el("time", null, e.timestamp || "");
+  t.dateTime = e.timestamp || "";
+  head.append(t);
+  li.append(head, el("div", "ev-body", summary(e)));
+  for (const k of ["stdout", "stderr", "error"]) {
+    if (typeof e[k] === "string" && e[k]) li.append(tailBlock(e[k], `out ${k}`, cfg.tail, cfg.allHref));
+  }
+  if (e.type === "approvalRequired") {
+    const rule = el("div", "ev-body", "rule: ");
+    rule.append(el("code", null, (e.details && e.details.policy) || ""));
+    li.append(rule);
+  }
+  if (["createFile", "editFile", "deleteFile"].includes(e.type)) {
+    const d = diffBlock(cfg.diffs[e.operationId]);
+    if (d) li.append(d);
+  }
+  localTimes(li);
+  return li;
+}
+
+function streamRun() {
+  const data = $("#run-data");
+  if (!data) return;
+  const cfg = JSON.parse(data.textContent);
+  if (!cfg.stream) return;
+  const list = $("#events");
+  let hidden = 0;
+  let queue = [];
+  let scheduled = false;
+  // Events arrive in bursts: append them once per frame, and keep only the newest cfg.shown
+  // items in the page (older ones are behind "show all"), so a long run stays light.
+  const flush = () => {
+    scheduled = false;
+    const frag = document.createDocumentFragment();
+    for (const [seq, e] of queue) frag.append(eventItem(seq, e, cfg));
+    queue = [];
+    list.append(frag);
+    let extra = list.children.length - cfg.shown;
+    while (extra-- > 0) { list.firstElementChild.remove(); hidden++; }
+    if (hidden) {
+      let more = $("#events-more");
+      if (!more) {
+        more = el("a", "show-all");
+        more.id = "events-more";
+        more.href = cfg.allHref;
+        list.before(more);
+      }
+      more.textContent = `${hidden} earlier events hidden: show all`;
+    }
+  };
+  const source = new EventSource(`${cfg.stream}?after=${cfg.after}`);
+  source.onmessage = null;
+  const onEvent = (ev) => {
+    queue.push([Number(ev.lastEventId), JSON.parse(ev.data)]);
+    if (!scheduled) { scheduled = true; requestAnimationFrame(flush); }
+  };
+  for (const type of ["message", "userMessage", "createFile", "readFile", "editFile", "deleteFile", "shell",
+                      "approvalRequired", "policyDenied", "error"]) {
+    source.addEventListener(type, onEvent);
+  }
+  source.addEventListener("end", (ev) => {
+    source.close();
+    const state = JSON.parse(ev.data).state;
+    const s = $("#run-state");
+    if (s) s.textContent = state;
+    document.body.dataset.runEnded = state;
+    if (state === "awaiting_approval") location.reload();  // the card needs the server's pending call
+  });
+}
+
+localTimes();
+wireDecisions();
+wireKeys();
+streamRun();
+document.body.dataset.ready = "1";
