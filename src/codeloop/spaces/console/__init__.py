@@ -18,7 +18,7 @@ import asyncio
 import time
 from dataclasses import dataclass
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import parse_qs
 
 from starlette.requests import Request
@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from codeloop.spaces.server import SpacesAPI
 
 MAX_FORM_BYTES = 16 * 1024
+_DECISIONS: dict[str, Literal["approved", "denied"]] = {"approved": "approved", "denied": "denied"}
 _STATIC = {"console.js": "text/javascript; charset=utf-8", "console.css": "text/css; charset=utf-8"}
 
 
@@ -283,8 +284,8 @@ class Console:
             session, form = await self._post(request)
         except _Refused as exc:
             return self._answer(request, exc.status, exc.message, self._session(request), back)
-        decision = form.get("decision")
-        if decision != "approved" and decision != "denied":
+        decision: Literal["approved", "denied"] | None = _DECISIONS.get(form.get("decision", ""))
+        if decision is None:
             return self._answer(request, 400, "choose Approve or Deny", session, back)
         approval = Approval(operationId=form.get("operationId", ""), decision=decision,
                             reason=form.get("reason", "")[:500] or None)
