@@ -37,7 +37,7 @@ from codeloop.spaces.console.security import (
     csrf_ok,
     same_origin,
 )
-from codeloop.spaces.console.views import operation_diffs, transcript
+from codeloop.spaces.console.views import match_diffs, operation_diffs, transcript
 from codeloop.spaces.operations import Approval
 from codeloop.spaces.policy_config import PolicyConfigError, build_policy
 from codeloop.spaces.service import ServiceError
@@ -240,9 +240,9 @@ class Console:
             fs = build_policy(space.policy).filesystem
         except PolicyConfigError:  # a policy that no longer builds: show no file content at all
             fs = build_policy({"filesystem": {"enabled": False}}).filesystem
-        diffs_by_op = operation_diffs(run.message, fs, space.workspace)
-        diffs = {seq: diffs_by_op[ev["operationId"]] for seq, ev in events
-                 if ev.get("operationId") in diffs_by_op and ev.get("type") in ("createFile", "editFile", "deleteFile")}
+        all_diffs = operation_diffs(run.message, fs, space.workspace)
+        diffs = match_diffs(events, all_diffs)
+        unused = [d for d in all_diffs if not any(d is m for m in diffs.values())]
         show_all = request.query_params.get("all") == "1"
         card = await self._run_card(session, run) if run.state == "awaiting_approval" else ""
         last = events[-1][0] if events else 0
@@ -254,8 +254,8 @@ class Console:
                 + "<h3>Events</h3>"
                 + pages.events_list(events, diffs, show_all=show_all, all_href=f"/console/runs/{run.id}?all=1")
                 + pages.data_block("run-data", {
-                    "stream": f"/console/runs/{run.id}/events" if run.state == "running" else None,
-                    "after": last, "diffs": diffs_by_op, "shown": pages.EVENTS_SHOWN,
+                    "stream": f"/console/runs/{run.id}/events", "live": run.state == "running",
+                    "after": last, "diffs": unused, "shown": pages.EVENTS_SHOWN,
                     "tail": pages.OUTPUT_TAIL_LINES, "allHref": f"/console/runs/{run.id}?all=1"}))
         pending = await self._pending_count(session)
         return _html(pages.layout(f"Run {run.id}", body, pending=pending, csrf=session.csrf))

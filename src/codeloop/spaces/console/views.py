@@ -37,20 +37,22 @@ def _lines(sign: str, text: str) -> list[tuple[str, str]]:
     return [(sign, line) for line in lines]
 
 
-def operation_diffs(message: Mapping[str, Any], fs: FilesystemPolicy, root: str | None) -> dict[str, dict[str, Any]]:
-    """The change each file operation of an operations message makes, keyed by operation id."""
+def operation_diffs(message: Mapping[str, Any], fs: FilesystemPolicy, root: str | None) -> list[dict[str, Any]]:
+    """The change each file operation of an operations message makes, in order: ``type``,
+    ``path``, ``op`` (its id) and ``lines`` (or ``hidden``, why it is not shown)."""
     ops = message.get("operations") if isinstance(message, Mapping) else None
-    out: dict[str, dict[str, Any]] = {}
+    out: list[dict[str, Any]] = []
     for index, op in enumerate(ops if isinstance(ops, list) else []):
         if not isinstance(op, dict) or op.get("type") not in ("createFile", "editFile", "deleteFile"):
             continue
-        op_id = op["id"] if isinstance(op.get("id"), str) else f"op-{index + 1}"
+        op_id = op["id"] if isinstance(op.get("id"), str) else None
         path = op.get("path")
         if not isinstance(path, str):
             continue
+        entry: dict[str, Any] = {"type": op["type"], "path": path, "op": op_id}
         hidden = _protected(path, fs, root)
         if hidden:
-            out[op_id] = {"path": path, "hidden": hidden}
+            out.append({**entry, "hidden": hidden})
             continue
         lines: list[tuple[str, str]] = []
         if op["type"] == "createFile" and op.get("encoding", "utf-8") == "utf-8" and isinstance(op.get("content"), str):
@@ -59,8 +61,27 @@ def operation_diffs(message: Mapping[str, Any], fs: FilesystemPolicy, root: str 
             for edit in op["edits"]:
                 if isinstance(edit, dict):
                     lines += _lines("-", str(edit.get("oldContent", ""))) + _lines("+", str(edit.get("newContent", "")))
-        if lines:
-            out[op_id] = {"path": path, "lang": _lang(path), "lines": lines[:MAX_DIFF_LINES]}
+        out.append({**entry, "lang": _lang(path), "lines": lines[:MAX_DIFF_LINES]})
+    return out
+
+
+def match_diffs(events: list[tuple[int, Mapping[str, Any]]], diffs: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    """The diff of each file event (by sequence number): the operation with the event's id, or
+    else the next unused one of its type and path (events of operations without an id carry
+    none). ``static/console.js`` matches live events the same way."""
+    used: set[int] = set()
+    out: dict[int, dict[str, Any]] = {}
+    for seq, ev in events:
+        if ev.get("type") not in ("createFile", "editFile", "deleteFile"):
+            continue
+        for i, d in enumerate(diffs):
+            if i in used:
+                continue
+            if (d["op"] == ev.get("operationId")) if ev.get("operationId") else \
+                    (d["op"] is None and (d["type"], d["path"]) == (ev.get("type"), ev.get("path"))):
+                used.add(i)
+                out[seq] = d
+                break
     return out
 
 

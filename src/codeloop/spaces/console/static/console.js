@@ -47,6 +47,8 @@ function wireDecisions() {
         message = `not sent: ${e}`;
       }
       out.textContent = message;
+      document.body.dataset.decided = String(status);
+      streamRun(true);  // what the answer made the run do (it ran on the server meanwhile)
       const card = form.closest("[data-pending]");
       if (status >= 200 && status < 300 || status === 409) {
         card.classList.add(status === 409 ? "already" : "decided");
@@ -126,20 +128,27 @@ function eventItem(seq, e, cfg) {
     li.append(rule);
   }
   if (["createFile", "editFile", "deleteFile"].includes(e.type)) {
-    const d = diffBlock(cfg.diffs[e.operationId]);
-    if (d) li.append(d);
+    // The same matching as views.match_diffs: the operation's id, else the next of its type and path.
+    const i = cfg.diffs.findIndex((d) => (e.operationId ? d.op === e.operationId
+                                          : d.op === null && d.type === e.type && d.path === e.path));
+    if (i >= 0) li.append(diffBlock(cfg.diffs.splice(i, 1)[0]));
   }
   localTimes(li);
   return li;
 }
 
-function streamRun() {
+let streaming = false;
+let lastSeq = null;
+let cfg = null;  // parsed once: the live matching of diffs consumes it
+let hidden = 0;
+
+function streamRun(force = false) {
   const data = $("#run-data");
-  if (!data) return;
-  const cfg = JSON.parse(data.textContent);
-  if (!cfg.stream) return;
+  if (!data || streaming) return;
+  if (cfg === null) cfg = JSON.parse(data.textContent);
+  if (!cfg.live && !force) return;
+  streaming = true;
   const list = $("#events");
-  let hidden = 0;
   let queue = [];
   let scheduled = false;
   // Events arrive in bursts: append them once per frame, and keep only the newest cfg.shown
@@ -163,10 +172,12 @@ function streamRun() {
       more.textContent = `${hidden} earlier events hidden: show all`;
     }
   };
-  const source = new EventSource(`${cfg.stream}?after=${cfg.after}`);
+  if (lastSeq === null) lastSeq = cfg.after;
+  const source = new EventSource(`${cfg.stream}?after=${lastSeq}`);
   source.onmessage = null;
   const onEvent = (ev) => {
-    queue.push([Number(ev.lastEventId), JSON.parse(ev.data)]);
+    lastSeq = Number(ev.lastEventId);
+    queue.push([lastSeq, JSON.parse(ev.data)]);
     if (!scheduled) { scheduled = true; requestAnimationFrame(flush); }
   };
   for (const type of ["message", "userMessage", "createFile", "readFile", "editFile", "deleteFile", "shell",
@@ -175,6 +186,7 @@ function streamRun() {
   }
   source.addEventListener("end", (ev) => {
     source.close();
+    streaming = false;
     const state = JSON.parse(ev.data).state;
     const s = $("#run-state");
     if (s) s.textContent = state;
