@@ -384,6 +384,7 @@ def console_routes(api: SpacesAPI, local: LocalSessions | None = None) -> list[R
         Route("/console/login", console.login, methods=["POST"]),
         Route("/console/logout", console.logout, methods=["POST"]),
         Route("/console/static/{name}", console.static, methods=["GET"]),
+        Route("/favicon.ico", lambda _: Response(status_code=204, headers=SECURITY_HEADERS), methods=["GET"]),
         Route("/console/runs/{run_id}", console.run_page, methods=["GET"]),
         Route("/console/runs/{run_id}/events", console.run_events, methods=["GET"]),
         Route("/console/runs/{run_id}/decide", console.decide, methods=["POST"]),
