@@ -189,7 +189,7 @@ function streamRun(force = false) {
     streaming = false;
     const state = JSON.parse(ev.data).state;
     const s = $("#run-state");
-    if (s) s.textContent = state;
+    if (s) { s.textContent = state; s.className = `state ${state}`; }
     document.body.dataset.runEnded = state;
     if (state === "awaiting_approval") location.reload();  // the card needs the server's pending call
   });
