@@ -3,7 +3,6 @@ the page in a real headless Chromium, the session's transcript, and what another
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
@@ -14,12 +13,25 @@ from typing import Any
 import httpx
 import pytest
 from chat_server import ChatServer, text_reply, tool_reply
-from test_approvals_cli import WAIT, _no_leftovers, events, first_waiting, start_run, started  # noqa: F401
+from test_approvals_cli import WAIT, _no_leftovers, events, start_run, started  # noqa: F401
 from test_run_cli import CODELOOP, isolated_env
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the spaces tests' browser helper
-from spaces.console_browser import browser, login  # noqa: E402, F401  (browser is a fixture)
-from spaces.server_process import free_port  # noqa: E402
+from codeloop.policy.pending import SqlitePendingStore
+from codeloop.spaces.database import open_store
+from spaces.console_browser import browser_fixture, login  # noqa: F401  (the browser fixture)
+from spaces.server_process import free_port
+
+
+def first_waiting(workspace: Path) -> dict[str, Any]:
+    """The first call waiting in the run's approvals store (read here: no process per look)."""
+    store = SqlitePendingStore(workspace.parent / "state" / "approvals.sqlite3")
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        if (workspace.parent / "state" / "approvals.sqlite3").exists() and (found := store.list()):
+            return found[0].to_json()
+        time.sleep(0.05)
+    raise AssertionError("no call waited in the store")
 
 
 def start_console(workspace: Path) -> tuple[subprocess.Popen[str], str]:
@@ -82,28 +94,17 @@ def test_a_headless_run_is_approved_from_the_page_and_its_transcript_shows_the_c
     assert "echo ran >> made.txt" in text and "approval_decided" in text and "make it" in text
     w.screenshot("local-session-transcript")
     w.assert_clean()
-
-
-def test_another_key_does_not_see_this_machines_sessions(
-        browser: Any, server: ChatServer, workspace: Path, console: tuple[str, str]) -> None:
-    url, _ = console
-    server.replies.extend([tool_reply("shell", {"command": "echo x >> other.txt"}), text_reply("done")])
-    run = start_run(server, workspace, "secret task")
-    entry = first_waiting(workspace)
-    made = subprocess.run([CODELOOP, "spaces", "keys", "create", "--json", "--data-dir",
-                           str(workspace.parent / "spaces")], capture_output=True, text=True,
-                          env=isolated_env(workspace), check=True)
-    tenant = json.loads(made.stdout)["key"]
-    w = login(browser, url, tenant)
-    assert "echo x >> other.txt" not in w.page.content() and "secret task" not in w.page.content()
-    csrf = w.page.locator("nav input[name=csrf]").get_attribute("value") or ""
-    refused = w.context.request.post(f"{url}/console/local/approvals/{entry['id']}/decide",
-                                     headers={"Origin": url}, form={"csrf": csrf, "decision": "approved"})
+    # Another key of the same server sees none of it, and cannot answer or read it.
+    store = open_store(None, workspace.parent / "spaces")
+    tenant = store.create_key("tenant")[1]
+    store.close()
+    t = login(browser, url, tenant)
+    assert "make it" not in t.page.content() and entry["session"] not in t.page.content()
+    csrf = t.page.locator("nav input[name=csrf]").get_attribute("value") or ""
+    refused = t.context.request.post(f"{url}/console/local/approvals/{entry['id']}/decide",
+                                     headers={"Origin": url}, form={"csrf": csrf, "decision": "denied"})
     assert refused.status == 404
-    assert w.context.request.get(f"{url}/console/local/sessions/{entry['session']}").status == 404
-    run.kill()
-    run.communicate()
-    assert not (workspace / "other.txt").exists()
+    assert t.context.request.get(f"{url}/console/local/sessions/{entry['session']}").status == 404
 
 
 def test_console_refuses_a_non_loopback_address(workspace: Path) -> None:

@@ -43,8 +43,9 @@ def chromium_or_skip() -> Any:
     return pw, browser
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
+@pytest.fixture(scope="module", name="browser")
+def browser_fixture() -> Iterator[Any]:
+    """One headless Chromium for a test module (import this name to use the ``browser`` fixture)."""
     pw, b = chromium_or_skip()
     yield b
     b.close()

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from .console_browser import browser, login, new_page  # noqa: F401  (browser is a fixture)
+from .console_browser import browser_fixture, login, new_page  # noqa: F401  (the browser fixture)
 from .server_process import ServerProcess
 
 WAIT_MS = 60_000

@@ -42,7 +42,7 @@ def operation_diffs(message: Mapping[str, Any], fs: FilesystemPolicy, root: str 
     ``path``, ``op`` (its id) and ``lines`` (or ``hidden``, why it is not shown)."""
     ops = message.get("operations") if isinstance(message, Mapping) else None
     out: list[dict[str, Any]] = []
-    for index, op in enumerate(ops if isinstance(ops, list) else []):
+    for op in ops if isinstance(ops, list) else []:
         if not isinstance(op, dict) or op.get("type") not in ("createFile", "editFile", "deleteFile"):
             continue
         op_id = op["id"] if isinstance(op.get("id"), str) else None
