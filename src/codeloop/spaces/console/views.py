@@ -3,7 +3,7 @@ and the transcript of a ``codeloop run`` session from its log."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -65,7 +65,7 @@ def operation_diffs(message: Mapping[str, Any], fs: FilesystemPolicy, root: str 
     return out
 
 
-def match_diffs(events: list[tuple[int, Mapping[str, Any]]], diffs: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+def match_diffs(events: Sequence[tuple[int, Mapping[str, Any]]], diffs: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
     """The diff of each file event (by sequence number): the operation with the event's id, or
     else the next unused one of its type and path (events of operations without an id carry
     none). ``static/console.js`` matches live events the same way."""
