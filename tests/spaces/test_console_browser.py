@@ -273,3 +273,18 @@ def test_rate_limit_on_wrong_keys(tmp_path: Path) -> None:
     server.stop()
     assert statuses == [401] * 5 + [429, 429]
     assert blocked.status_code == 429 and "too many wrong keys" in blocked.text
+
+
+def test_a_protected_paths_content_is_never_in_the_page(server: ServerProcess, alice: str) -> None:
+    with api(server, alice) as c:
+        sid = new_space(c)
+        out = c.post(f"/v1/spaces/{sid}/runs", json=ops(
+            {"type": "createFile", "path": ".env", "content": "API_TOKEN=hunter2-secret\n"},
+            {"type": "createFile", "path": "keys/deploy.pem", "content": "-----BEGIN hunter2-key\n"},
+            {"type": "createFile", "path": "notes.txt", "content": "visible text\n"})).json()
+    with httpx.Client(base_url=server.url, headers={"Origin": server.url}) as page:
+        assert page.post("/console/login", data={"key": alice}).status_code == 303
+        html = page.get(f"/console/runs/{out['runId']}").text
+    assert "hunter2" not in html
+    assert "content of .env not shown" in html and "content of keys/deploy.pem not shown" in html
+    assert "+visible text" in html
