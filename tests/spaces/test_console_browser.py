@@ -288,3 +288,43 @@ def test_a_protected_paths_content_is_never_in_the_page(server: ServerProcess, a
     assert "hunter2" not in html
     assert "content of .env not shown" in html and "content of keys/deploy.pem not shown" in html
     assert "+visible text" in html
+
+
+def test_a_run_of_10000_output_lines_streams_with_a_bounded_number_of_nodes(
+        browser: Any, server: ServerProcess, alice: str) -> None:
+    """10,000 lines of one command plus 400 events, streamed live: the page keeps the newest 300
+    events and the last 200 lines of an output; the rest is behind "show all". The longest
+    main-thread task is printed (a figure; benchmarks/console_latency.py measures it too)."""
+    w = login(browser, server.url, alice)
+    w.context.add_init_script("""
+      window.__longest = 0;
+      new PerformanceObserver((l) => { for (const e of l.getEntries())
+        window.__longest = Math.max(window.__longest, e.duration); }).observe({type: "longtask", buffered: true});
+    """)
+    with api(server, alice) as c:
+        sid = new_space(c)
+        t = in_background(server, alice, sid, ops(
+            {"type": "shell", "command": "sleep 1.5"},
+            *({"type": "message", "content": f"m{i}"} for i in range(400)),
+            {"type": "shell", "command": "seq 1 10000"}))
+        rid = first_run(c, sid)
+        w.page.goto(f"/console/runs/{rid}")
+        w.page.wait_for_selector("body[data-run-ended=completed]", timeout=WAIT_MS)
+        t.join(60)
+        total = len(c.get(f"/v1/runs/{rid}").json()["events"])
+    assert total == 402
+    assert w.page.locator("#events > li").count() == 300
+    assert w.page.locator("#events-more").text_content() == "102 earlier events hidden: show all"
+    last = w.page.locator("#events > li").last
+    assert last.locator("pre.stdout").text_content() == "\n".join(str(i) for i in range(9801, 10001))
+    assert last.locator("a.show-all").text_content() == "9800 earlier lines hidden: show all"
+    w.page.click("#events-more")
+    w.page.wait_for_url("**?all=1")
+    assert w.page.locator("#events > li").count() == 402
+    out = w.page.locator("li.ev-shell pre.stdout").text_content() or ""
+    assert out.startswith("1\n2\n") and out.endswith("\n10000")  # all of it here
+    w.page.go_back()
+    w.page.reload()
+    assert w.page.locator("#events > li").count() == 300  # the server keeps the bound on a reload
+    print(f"longest main-thread task while streaming: {w.page.evaluate('window.__longest')} ms")
+    w.assert_clean()

@@ -255,7 +255,8 @@ class Console:
                 + pages.events_list(events, diffs, show_all=show_all, all_href=f"/console/runs/{run.id}?all=1")
                 + pages.data_block("run-data", {
                     "stream": f"/console/runs/{run.id}/events", "live": run.state == "running",
-                    "after": last, "diffs": unused, "shown": pages.EVENTS_SHOWN,
+                    "after": last, "diffs": unused, "shown": None if show_all else pages.EVENTS_SHOWN,
+                    "hidden": 0 if show_all else max(0, len(events) - pages.EVENTS_SHOWN),
                     "tail": pages.OUTPUT_TAIL_LINES, "allHref": f"/console/runs/{run.id}?all=1"}))
         pending = await self._pending_count(session)
         return _html(pages.layout(f"Run {run.id}", body, pending=pending, csrf=session.csrf))
