@@ -71,10 +71,10 @@ class Watched:
         assert self.dialogs == [], f"a dialog opened: {self.dialogs}"
         assert self.csp_violations() == [], self.csp_violations()
 
-    def screenshot(self, name: str) -> Path:
+    def screenshot(self, name: str, full_page: bool = True) -> Path:
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         path = ARTIFACTS / f"{name}.png"
-        self.page.screenshot(path=str(path), full_page=True)
+        self.page.screenshot(path=str(path), full_page=full_page)
         print(f"screenshot: {path}")
         return path
 

@@ -243,7 +243,7 @@ def test_login_logout_wrong_keys_and_the_cookie(browser: Any, server: ServerProc
     assert w.page.evaluate("document.cookie") == ""  # not readable by page scripts
     w.page.set_viewport_size({"width": 390, "height": 844})  # phone width: nothing wider than the screen
     assert w.page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
-    w.screenshot("runs-phone-width")
+    w.screenshot("runs-phone-width", full_page=False)
     w.page.click("nav button")
     w.page.wait_for_url(f"{server.url}/console/login")
     w.page.goto("/")
