@@ -92,6 +92,7 @@ def test_a_headless_run_is_approved_from_the_page_and_its_transcript_shows_the_c
     w.page.goto(f"/console/local/sessions/{entry['session']}")
     text = w.page.text_content("main") or ""
     assert "echo ran >> made.txt" in text and "approval_decided" in text and "make it" in text
+    assert "rewind point after shell (turn 1): made.txt" in text  # the checkpoint where undo exists
     w.screenshot("local-session-transcript")
     w.assert_clean()
     # Another key of the same server sees none of it, and cannot answer or read it.
