@@ -240,7 +240,7 @@ class Console:
             fs = build_policy(space.policy).filesystem
         except PolicyConfigError:  # a policy that no longer builds: show no file content at all
             fs = build_policy({"filesystem": {"enabled": False}}).filesystem
-        all_diffs = operation_diffs(run.message, fs, space.workspace)
+        all_diffs = operation_diffs(run.message, fs)
         diffs = match_diffs(events, all_diffs)
         unused = [d for d in all_diffs if not any(d is m for m in diffs.values())]
         show_all = request.query_params.get("all") == "1"

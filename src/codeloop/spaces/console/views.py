@@ -8,7 +8,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from codeloop.policy.model import FilesystemPolicy
-from codeloop.policy.paths import evaluate_path, matches
+from codeloop.policy.paths import matches
 from codeloop.policy.presets import preset
 
 MAX_DIFF_LINES = 2000
@@ -22,11 +22,17 @@ def _lang(path: str) -> str:
     return _LANGS.get(PurePosixPath(path).suffix.lower(), "")
 
 
-def _protected(path: str, fs: FilesystemPolicy, root: str | None) -> str | None:
-    """Why ``path``'s content must not be shown (the policy refuses to read it), or None."""
-    verdict = evaluate_path(path, "read", fs, root=root)
-    if verdict.action == "deny":
-        return f"content of {path} not shown: {verdict.reason}"
+def _protected(path: str, fs: FilesystemPolicy) -> str | None:
+    """Why ``path``'s content must not be shown (the policy blocks it: ``.env``, keys), or None.
+
+    What is shown comes from the operations message (what the caller sent), never from the
+    disk, so this is a display rule on the path as named, not a verdict on a call: calls are
+    judged only in the pipeline's POLICY step."""
+    if not fs.enabled:
+        return f"content of {path} not shown: file operations are disabled by the policy"
+    hit = matches(path, fs.blocked_paths)
+    if hit:
+        return f"content of {path} not shown: the policy protects it (matches {hit!r})"
     return None
 
 
@@ -37,7 +43,7 @@ def _lines(sign: str, text: str) -> list[tuple[str, str]]:
     return [(sign, line) for line in lines]
 
 
-def operation_diffs(message: Mapping[str, Any], fs: FilesystemPolicy, root: str | None) -> list[dict[str, Any]]:
+def operation_diffs(message: Mapping[str, Any], fs: FilesystemPolicy) -> list[dict[str, Any]]:
     """The change each file operation of an operations message makes, in order: ``type``,
     ``path``, ``op`` (its id) and ``lines`` (or ``hidden``, why it is not shown)."""
     ops = message.get("operations") if isinstance(message, Mapping) else None
@@ -50,7 +56,7 @@ def operation_diffs(message: Mapping[str, Any], fs: FilesystemPolicy, root: str 
         if not isinstance(path, str):
             continue
         entry: dict[str, Any] = {"type": op["type"], "path": path, "op": op_id}
-        hidden = _protected(path, fs, root)
+        hidden = _protected(path, fs)
         if hidden:
             out.append({**entry, "hidden": hidden})
             continue
