@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -329,3 +330,24 @@ def test_a_run_of_10000_output_lines_streams_with_a_bounded_number_of_nodes(
     assert w.page.locator("#events > li").count() == 300  # the server keeps the bound on a reload
     print(f"longest main-thread task while streaming: {w.page.evaluate('window.__longest')} ms")
     w.assert_clean()
+
+
+def test_no_auth_on_a_network_address_needs_its_flag_and_the_console_still_wants_csrf(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    refused = subprocess.run([sys.executable, "-m", "codeloop.cli.main", "spaces", "serve", "--no-auth", "--host",
+                              "0.0.0.0", "--data-dir", str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2 and "add --no-auth-on-network" in refused.stderr
+    srv = ServerProcess(tmp_path, "--no-auth", "--host", "0.0.0.0", "--no-auth-on-network").start()
+    try:
+        with httpx.Client(base_url=srv.url, headers={"Origin": srv.url}, timeout=60) as c:
+            sid = new_space(c)
+            rid = paused_run(c, sid, {"type": "shell", "id": "x", "command": "rm -rf out"})
+            page = c.get(f"/console/runs/{rid}")  # no login without keys
+            assert page.status_code == 200 and "rm -rf out" in page.text
+            refused_post = c.post(f"/console/runs/{rid}/decide", data={"operationId": "x", "decision": "approved"})
+            assert refused_post.status_code == 403
+            assert c.get(f"/v1/runs/{rid}").json()["state"] == "awaiting_approval"
+    finally:
+        srv.stop()
+    assert "WARNING: --no-auth on 0.0.0.0, a network address" in srv.stderr

@@ -15,6 +15,7 @@ The guards (login, cookie, CSRF, ``Origin``, CSP) are in :mod:`.security`; the H
 from __future__ import annotations
 
 import asyncio
+import secrets
 import time
 from dataclasses import dataclass
 from importlib import resources
@@ -82,11 +83,12 @@ class Console:
         self.sessions = ConsoleSessions()
         self.limiter = LoginLimiter()
         self._static: dict[str, bytes] = {}
+        self._open_session = ConsoleSession("", "local", secrets.token_urlsafe(32), float("inf"))
 
     # --- guards
     def _session(self, request: Request) -> ConsoleSession | None:
-        if not self.api.auth:  # --no-auth (loopback only): the one local owner, as the API serves it
-            return self.sessions.get(request.cookies.get(COOKIE)) or ConsoleSession("", "local", "no-auth", 0)
+        if not self.api.auth:  # --no-auth: the one owner "local", as the API serves it; a CSRF token still
+            return self._open_session  # (another site's page cannot read it) and the Origin check hold
         return self.sessions.get(request.cookies.get(COOKIE))
 
     async def _form(self, request: Request) -> dict[str, str]:
