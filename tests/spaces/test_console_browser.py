@@ -136,6 +136,7 @@ def test_payloads_streamed_live_show_as_text_and_the_csp_header_is_sent(
         t = in_background(server, alice, sid, ops(
             {"type": "shell", "command": "sleep 1.5"},
             {"type": "createFile", "path": XSS_NAME, "content": XSS_FILE},
+            {"type": "createFile", "path": "app.py", "content": "def f():\n    return '<b>'  # done\n"},
             {"type": "shell", "command": f"printf '%s\\n' '{XSS_OUT}' >&2; exit 3"}))
         rid = first_run(c, sid)
         response = w.page.goto(f"/console/runs/{rid}")
@@ -145,9 +146,14 @@ def test_payloads_streamed_live_show_as_text_and_the_csp_header_is_sent(
         w.page.wait_for_selector("body[data-run-ended=completed]", timeout=WAIT_MS)
         t.join(60)
         assert w.page.locator("li.ev-shell.failed pre.stderr").text_content() == XSS_OUT
-        assert w.page.locator("li.ev-createFile .ev-body").text_content() == XSS_NAME
-        assert "+<script>window.__xss=2;alert(2)</script>" in w.page.locator("li.ev-createFile pre.diff").text_content()
+        assert w.page.locator("li.ev-createFile .ev-body").first.text_content() == XSS_NAME
+        assert "+<script>window.__xss=2;alert(2)</script>" in w.page.locator("li.ev-createFile pre.diff").first.text_content()
         assert w.page.evaluate("window.__xss === undefined")
+        # The diff of a Python file is coloured (keyword, string, comment), its text unchanged.
+        py = w.page.locator("li.ev-createFile pre.diff[data-lang=python]")
+        assert py.text_content() == "+def f():\n+    return '<b>'  # done\n"
+        assert [py.locator(f"span.{k}").first.text_content() for k in ("tok-kw", "tok-str", "tok-com")] == [
+            "def", "'<b>'", "# done"]
         w.assert_clean()
 
 

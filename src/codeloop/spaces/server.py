@@ -428,16 +428,18 @@ def is_loopback(host: str) -> bool:
 
 
 def serve(*, host: str, port: int, data_dir: Path | None, database: str | None, no_auth: bool,
-          sandbox: bool = True, local: LocalSessions | None = None) -> None:
+          sandbox: bool = True, local: LocalSessions | None = None, no_auth_on_network: bool = False) -> None:
     """Run the API with uvicorn until interrupted; raise ``ValueError`` for a bad configuration."""
     import uvicorn
 
-    if no_auth and not is_loopback(host):
+    if no_auth and not is_loopback(host) and not no_auth_on_network:
         raise ValueError(f"--no-auth is only allowed on a loopback host, not {host!r}; "
-                         "create a key with: codeloop spaces keys create")
+                         "create a key with: codeloop spaces keys create "
+                         "(or, to let anyone who reaches the port run commands, add --no-auth-on-network)")
     store = open_store(database, data_dir)
     if no_auth:
-        print("WARNING: --no-auth: anyone who can reach this port can run commands in these workspaces. "
+        where = f" on {host}, a network address" if not is_loopback(host) else ""
+        print(f"WARNING: --no-auth{where}: anyone who can reach this port can run commands in these workspaces. "
               "Use only on a single-user machine.", file=sys.stderr)
     if not sandbox:
         print(f"WARNING: --no-sandbox: {UNSANDBOXED_WARNING}.", file=sys.stderr)

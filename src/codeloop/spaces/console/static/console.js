@@ -97,6 +97,47 @@ function summary(e) {
   return "";
 }
 
+// Syntax colouring of diff lines: a small tokenizer (keywords, strings, comments, numbers) that
+// only splits a line's text into spans with classes; the text itself stays textContent.
+const KEYWORDS = new Set(("def class return if elif else for while in import from as with try except finally raise " +
+  "lambda yield async await pass break continue not and or is None True False function const let var new this " +
+  "typeof instanceof export default switch case package func go defer struct type interface map chan fn impl " +
+  "pub use mod match mut let static public private protected void int char long double float bool boolean " +
+  "include then fi do done esac echo local").split(" "));
+const TOKEN = /(#.*$|\/\/.*$)|("(?:[^"\\]|\\.)*"?|'(?:[^'\\]|\\.)*'?)|(\b\d+(?:\.\d+)?\b)|([A-Za-z_][A-Za-z0-9_]*)/g;
+const COMMENT_HASH = new Set(["python", "bash", "toml"]);
+
+function colour(span, lang) {
+  const text = span.textContent;
+  if (!lang || text.length > 2000) return;
+  const sign = text[0];
+  const code = text.slice(1);
+  const frag = document.createDocumentFragment();
+  frag.append(sign);
+  let last = 0;
+  for (const m of code.matchAll(TOKEN)) {
+    let cls = null;
+    if (m[1] && (m[1][0] !== "#" || COMMENT_HASH.has(lang))) cls = "tok-com";
+    else if (m[2]) cls = "tok-str";
+    else if (m[3]) cls = "tok-num";
+    else if (m[4] && KEYWORDS.has(m[4])) cls = "tok-kw";
+    if (!cls) continue;
+    frag.append(code.slice(last, m.index), el("span", cls, m[0]));
+    last = m.index + m[0].length;
+  }
+  frag.append(code.slice(last));
+  span.textContent = "";
+  span.append(frag);
+}
+
+function colourDiffs(root = document) {
+  for (const pre of $$("pre.diff[data-lang]", root)) {
+    if (pre.dataset.coloured) continue;
+    pre.dataset.coloured = "1";
+    for (const span of $$(":scope > span", pre)) colour(span, pre.dataset.lang);
+  }
+}
+
 function diffBlock(diff) {
   if (!diff) return null;
   if (diff.hidden) return el("p", "hidden-content", diff.hidden);
@@ -134,6 +175,7 @@ function eventItem(seq, e, cfg) {
     if (i >= 0) li.append(diffBlock(cfg.diffs.splice(i, 1)[0]));
   }
   localTimes(li);
+  colourDiffs(li);
   return li;
 }
 
@@ -145,23 +187,18 @@ let hidden = 0;
 function streamRun(force = false) {
   const data = $("#run-data");
   if (!data || streaming) return;
-  if (cfg === null) cfg = JSON.parse(data.textContent);
+  if (cfg === null) { cfg = JSON.parse(data.textContent); hidden = cfg.hidden; }
   if (!cfg.live && !force) return;
   streaming = true;
   const list = $("#events");
-  let queue = [];
-  let scheduled = false;
-  // Events arrive in bursts: append them once per frame, and keep only the newest cfg.shown
-  // items in the page (older ones are behind "show all"), so a long run stays light.
-  const flush = () => {
-    scheduled = false;
-    const frag = document.createDocumentFragment();
-    for (const [seq, e] of queue) frag.append(eventItem(seq, e, cfg));
-    queue = [];
-    list.append(frag);
-    let extra = list.children.length - cfg.shown;
-    while (extra-- > 0) { list.firstElementChild.remove(); hidden++; }
-    if (hidden) {
+  // Each event is appended as it arrives (one small task per SSE message; the browser
+  // batches style and layout per frame by itself), and only the newest cfg.shown items stay
+  // in the page (older ones are behind "show all"), so a long run stays light.
+  const add = (seq, e) => {
+    list.append(eventItem(seq, e, cfg));
+    if (cfg.shown !== null && list.children.length > cfg.shown) {
+      list.firstElementChild.remove();
+      hidden++;
       let more = $("#events-more");
       if (!more) {
         more = el("a", "show-all");
@@ -177,8 +214,7 @@ function streamRun(force = false) {
   source.onmessage = null;
   const onEvent = (ev) => {
     lastSeq = Number(ev.lastEventId);
-    queue.push([lastSeq, JSON.parse(ev.data)]);
-    if (!scheduled) { scheduled = true; requestAnimationFrame(flush); }
+    add(lastSeq, JSON.parse(ev.data));
   };
   for (const type of ["message", "userMessage", "createFile", "readFile", "editFile", "deleteFile", "shell",
                       "approvalRequired", "policyDenied", "error"]) {
@@ -196,6 +232,7 @@ function streamRun(force = false) {
 }
 
 localTimes();
+colourDiffs();
 wireDecisions();
 wireKeys();
 streamRun();
