@@ -357,3 +357,20 @@ def test_no_auth_on_a_network_address_needs_its_flag_and_the_console_still_wants
     finally:
         srv.stop()
     assert "WARNING: --no-auth on 0.0.0.0, a network address" in srv.stderr
+
+
+def test_with_javascript_off_the_pages_read_and_the_plain_form_answers(
+        browser: Any, server: ServerProcess, alice: str) -> None:
+    w = login(browser, server.url, alice, java_script_enabled=False)
+    with api(server, alice) as c:
+        sid = new_space(c)
+        rid = paused_run(c, sid, {"type": "shell", "command": "echo hello-no-js"},
+                         {"type": "shell", "id": "w", "command": "rm -rf dist"})
+        w.page.goto(f"/console/runs/{rid}")
+        assert w.page.locator("li.ev-shell pre.stdout").text_content() == "hello-no-js\n".rstrip("\n")
+        assert " UTC" in (w.page.locator("li.ev-shell time").text_content() or "")  # no script: shown in UTC
+        w.page.fill(".pending input[name=reason]", "not today")
+        w.page.click(".pending button.deny")
+        w.page.wait_for_selector("p.notice")
+        assert w.page.locator("p.notice").text_content() == "denied by you; the run is now completed"
+        assert [e["type"] for e in c.get(f"/v1/runs/{rid}").json()["events"]][-1] == "policyDenied"
