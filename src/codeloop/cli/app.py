@@ -40,6 +40,7 @@ def register() -> None:
         acp,
         approvals,
         codali,
+        console,
         index,
         relay,
         run,
@@ -61,6 +62,7 @@ def register() -> None:
     worktrees.register(app)
     approvals.register(app)
     acp.register(app)
+    console.register(app)
 
 
 def run_app() -> None:

@@ -119,15 +119,19 @@ def serve_command(
     database: str | None = typer.Option(None, "--database", help="postgresql://... to share a store between servers."),
     no_auth: bool = typer.Option(False, "--no-auth", help="Accept requests without an API key (loopback only)."),
     no_sandbox: bool = typer.Option(False, "--no-sandbox", help="Do not use bubblewrap even when available."),
+    no_auth_on_network: bool = typer.Option(
+        False, "--no-auth-on-network",
+        help="With --no-auth, serve a non-loopback --host anyway: anyone who reaches the port runs commands."),
 ) -> None:
-    """Serve the spaces HTTP API.
+    """Serve the spaces HTTP API and the web console at / (docs/console.md).
 
     Example: codeloop spaces serve --port 8787 --data-dir ./spaces-data
     """
     from codeloop.spaces.server import serve
 
     try:
-        serve(host=host, port=port, data_dir=data_dir, database=database, no_auth=no_auth, sandbox=not no_sandbox)
+        serve(host=host, port=port, data_dir=data_dir, database=database, no_auth=no_auth, sandbox=not no_sandbox,
+              no_auth_on_network=no_auth_on_network)
     except ValueError as exc:
         raise fail(str(exc), 2) from None
 

@@ -35,6 +35,7 @@ from starlette.routing import Route
 from codeloop.environments.errors import FileNotFoundInWorkspaceError, NotAFileError
 from codeloop.policy import Decision
 from codeloop.policy.input_limits import InputLimitError, loads_limited
+from codeloop.spaces.console import LocalSessions, console_routes
 from codeloop.spaces.database import RunRecord, SpaceRecord, SpacesStore, open_store
 from codeloop.spaces.operations import Approval, EventsMessage, OperationsMessage, path_problem
 from codeloop.spaces.policy_config import PolicyConfigError
@@ -369,8 +370,9 @@ def openapi_document() -> dict[str, Any]:
 
 
 def create_app(store: SpacesStore, *, auth: bool = True, sandbox: bool = True,
-               cleanup_interval_s: float = CLEANUP_INTERVAL_S) -> Starlette:
-    """The ASGI app over ``store``. The store is closed when the app shuts down."""
+               cleanup_interval_s: float = CLEANUP_INTERVAL_S, local: LocalSessions | None = None) -> Starlette:
+    """The ASGI app over ``store``, with the web console at ``/`` (``local``: also this machine's
+    ``codeloop run`` sessions, for ``codeloop console``). The store is closed when the app shuts down."""
     service = SpacesService(store, sandbox=sandbox)
     api = SpacesAPI(service, auth=auth)
 
@@ -387,6 +389,7 @@ def create_app(store: SpacesStore, *, auth: bool = True, sandbox: bool = True,
         return endpoint
 
     routes = [Route(path, wrap(getattr(api, name)), methods=[method]) for path, method, name, _ in ROUTES]
+    routes += console_routes(api, local)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -430,20 +433,22 @@ def is_loopback(host: str) -> bool:
 
 
 def serve(*, host: str, port: int, data_dir: Path | None, database: str | None, no_auth: bool,
-          sandbox: bool = True) -> None:
+          sandbox: bool = True, local: LocalSessions | None = None, no_auth_on_network: bool = False) -> None:
     """Run the API with uvicorn until interrupted; raise ``ValueError`` for a bad configuration."""
     import uvicorn
 
-    if no_auth and not is_loopback(host):
+    if no_auth and not is_loopback(host) and not no_auth_on_network:
         raise ValueError(f"--no-auth is only allowed on a loopback host, not {host!r}; "
-                         "create a key with: codeloop spaces keys create")
+                         "create a key with: codeloop spaces keys create "
+                         "(or, to let anyone who reaches the port run commands, add --no-auth-on-network)")
     store = open_store(database, data_dir)
     if no_auth:
-        print("WARNING: --no-auth: anyone who can reach this port can run commands in these workspaces. "
+        where = f" on {host}, a network address" if not is_loopback(host) else ""
+        print(f"WARNING: --no-auth{where}: anyone who can reach this port can run commands in these workspaces. "
               "Use only on a single-user machine.", file=sys.stderr)
     if not sandbox:
         print(f"WARNING: --no-sandbox: {UNSANDBOXED_WARNING}.", file=sys.stderr)
-    app = create_app(store, auth=not no_auth, sandbox=sandbox)
+    app = create_app(store, auth=not no_auth, sandbox=sandbox, local=local)
     # A keep-alive longer than clients' idle gaps avoids the race where the server closes an idle
     # connection just as a client reuses it (seen as ReadError under load).
     uvicorn.run(app, host=host, port=port, log_level="warning", timeout_keep_alive=75)
