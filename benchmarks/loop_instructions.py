@@ -11,7 +11,8 @@ It does not see cache misses or a larger heap, which time does: read it beside t
 ratio, not instead of it.
 
 Needs ``valgrind`` (Debian package; not part of ``scripts/system-deps``, benchmarks only).
-Usage: ``.venv/bin/python benchmarks/loop_instructions.py --old 51cb17f --new HEAD [--rounds 300]``
+Usage: ``.venv/bin/python benchmarks/loop_instructions.py --old 51cb17f --new HEAD [--rounds 300]
+[--what loop|shell]``
 (about 2 minutes a side).
 """
 
@@ -33,12 +34,24 @@ sys.path.insert(0, sys.argv[1])
 import loop_overhead
 asyncio.run(loop_overhead.run_session(int(sys.argv[2]), shell=False, stream=False, trace=False))
 """
+SHELL = """
+import asyncio, sys, tempfile
+from codeloop.environments import LocalExecutionEnvironment
+async def main(calls):
+    env = LocalExecutionEnvironment(tempfile.mkdtemp())
+    await env.initialize()
+    for _ in range(calls):
+        assert (await env.exec_command("true")).exit_code == 0
+asyncio.run(main(int(sys.argv[2])))
+"""
+"""``--what shell``: shell_roundtrip's ``exec_command`` alone (the parent's instructions per call;
+valgrind does not follow the child, the same bash on both sides)."""
 
 
-def instructions(tree: Path, rounds: int, out: Path) -> int:
+def instructions(tree: Path, rounds: int, out: Path, script: str = SESSION) -> int:
     env = {**os.environ, "PYTHONPATH": str(tree / "src"), "PYTHONHASHSEED": "0"}
     done = subprocess.run(
-        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, "-c", SESSION,
+        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, "-c", script,
          str(tree / "benchmarks"), str(rounds)], cwd=tree, env=env, capture_output=True, text=True, timeout=3600)
     found = re.search(r"Collected : (\d+)", done.stderr)
     if done.returncode != 0 or found is None:
@@ -51,7 +64,10 @@ def main() -> None:
     parser.add_argument("--old", required=True)
     parser.add_argument("--new", default="HEAD")
     parser.add_argument("--rounds", type=int, default=300)
+    parser.add_argument("--what", choices=("loop", "shell"), default="loop",
+                        help="loop: an agent round (default); shell: one exec_command call")
     options = parser.parse_args()
+    script = SHELL if options.what == "shell" else SESSION
     with tempfile.TemporaryDirectory(prefix="loop-instructions-") as tmp:
         trees = {}
         for side in ("old", "new"):
@@ -60,7 +76,7 @@ def main() -> None:
                             getattr(options, side)], check=True)
         try:
             # Two valgrind processes at once: one per core, and the counts do not depend on load.
-            jobs = {(side, n): (trees[side], n, Path(tmp, f"{side}-{n}.out"))
+            jobs = {(side, n): (trees[side], n, Path(tmp, f"{side}-{n}.out"), script)
                     for side in ("old", "new") for n in (2, 2 + options.rounds)}
             with ThreadPoolExecutor(2) as pool:
                 counts = dict(zip(jobs, pool.map(lambda job: instructions(*job), jobs.values()), strict=True))
