@@ -119,6 +119,9 @@ def serve_command(
     database: str | None = typer.Option(None, "--database", help="postgresql://... to share a store between servers."),
     no_auth: bool = typer.Option(False, "--no-auth", help="Accept requests without an API key (loopback only)."),
     no_sandbox: bool = typer.Option(False, "--no-sandbox", help="Do not use bubblewrap even when available."),
+    lease_seconds: float = typer.Option(10.0, "--lease-seconds",
+                                        help="How long a run's lease lasts unless renewed: the runs of a replica "
+                                             "that died or stalled are taken over after this (0.5-3600)."),
 ) -> None:
     """Serve the spaces HTTP API.
 
@@ -127,7 +130,8 @@ def serve_command(
     from codeloop.spaces.server import serve
 
     try:
-        serve(host=host, port=port, data_dir=data_dir, database=database, no_auth=no_auth, sandbox=not no_sandbox)
+        serve(host=host, port=port, data_dir=data_dir, database=database, no_auth=no_auth, sandbox=not no_sandbox,
+              lease_s=lease_seconds)
     except ValueError as exc:
         raise fail(str(exc), 2) from None
 
