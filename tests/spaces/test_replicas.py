@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from .server_process import ServerProcess
 from .spaces_replicas import run_replicas
 
 pytestmark = pytest.mark.slow
@@ -25,3 +26,17 @@ def test_two_replicas_killed_and_paused_run_no_operation_twice_and_lose_no_run_o
     assert report.completed_runs + report.interrupted_runs == report.runs >= 4 * 8 - report.client_errors, details
     assert report.taken_over >= 1, details  # the kill or the pause left a run to take over
     assert report.events_received > 0, details
+
+
+def test_a_second_server_on_one_sqlite_store_refuses_to_start(tmp_path: Path) -> None:
+    first = ServerProcess(tmp_path / "data", "--no-auth").start()
+    try:
+        second = ServerProcess(tmp_path / "data", "--no-auth")
+        with pytest.raises(RuntimeError) as refused:
+            second.start()
+        assert "is already served by codeloop spaces serve (pid" in str(refused.value)
+        assert "postgresql://" in str(refused.value)
+        first.stop()
+        second.start().stop()  # the store is free again once its server stopped
+    finally:
+        first.stop()
