@@ -30,7 +30,6 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from spaces.postgres_cluster import PostgresUnavailableError, create_database, postgres_cluster
-from spaces.server_process import ServerProcess
 from spaces.spaces_replicas import STARTUP_S, TIMEOUT, replicas, run_replicas
 
 

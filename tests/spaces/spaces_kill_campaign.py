@@ -417,7 +417,9 @@ def run_campaign(data_dir: Path, trials: int, *, database: str | None = None, ru
                  seed: int = 23, progress: bool = False) -> Campaign:
     """``trials`` trials against one server on ``database`` (SQLite in ``data_dir`` when None), a
     new space each, kill points drawn from ``seed``."""
-    server = ServerProcess(data_dir, "--no-auth", *(["--database", database] if database else []))
+    # A short lease: on PostgreSQL the restarted server takes a killed run over once it expires.
+    server = ServerProcess(data_dir, "--no-auth", "--lease-seconds", "2",
+                           *(["--database", database] if database else []))
     rng = random.Random(seed)
     campaign = Campaign()
     server.start(STARTUP_S)

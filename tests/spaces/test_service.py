@@ -184,3 +184,50 @@ async def test_a_run_taken_after_its_approval_by_a_server_that_died_runs_it_once
     finally:
         await service.close()
         store.close()
+
+
+async def test_a_cancel_sent_to_another_replica_stops_the_run_before_its_next_operation(
+        tmp_path: Path, fresh_postgres: str) -> None:
+    runner_store, other_store = open_store(fresh_postgres, tmp_path), open_store(fresh_postgres, tmp_path)
+    runner, other = SpacesService(runner_store, sandbox=False), SpacesService(other_store, sandbox=False)
+    try:
+        space = await runner.create_space("k", "s", {}, ttl_s=3600)
+        steps = [{"type": "shell", "id": f"s{i}", "command": f"sleep 0.3; echo {i} >> log"} for i in range(20)]
+        task = asyncio.create_task(runner.start_run(space, _message(*steps)))
+        while not [r for r in runner_store.list_runs(space.id) if r.cursor >= 1]:
+            await asyncio.sleep(0.02)
+        [run] = runner_store.list_runs(space.id)
+        await other.cancel("k", run.id)  # the request reached the other replica
+        await runner.keep_leases()  # the runner's next renewal sees the mark
+        answer = await task
+        assert answer["status"] == "error" and answer["events"][-1]["message"] == "run cancelled"
+        assert runner_store.get_run(run.id).state == "cancelled"  # type: ignore[union-attr]
+        assert len((Path(space.workspace) / "log").read_text().splitlines()) < 20
+    finally:
+        await runner.close()
+        await other.close()
+        runner_store.close()
+        other_store.close()
+
+
+async def test_a_cut_operation_stays_cut_when_the_replica_that_took_the_run_dies_too(tmp_path: Path) -> None:
+    store = open_store(None, tmp_path)
+    service = SpacesService(store, sandbox=False)
+    try:
+        space = await service.create_space("k", "s", {}, ttl_s=3600)
+        first = open_store(None, tmp_path)
+        first.create_run("run_x", space, _message({"type": "shell", "id": "cut", "command": "echo cut >> log"}))
+        first.leases.record_start("run_x", 0)
+        first.close()
+        taker = open_store(None, tmp_path)  # takes the run over, then dies before reporting the cut
+        [(_, lease)] = taker.take_over_runs()
+        assert lease.started == 0
+        taker.close()
+        assert await service.take_over_runs() == 1
+        await service.settle()
+        view = await service.run_view("k", "run_x")
+        assert view["state"] == "completed" and "not run again" in view["events"][-1]["message"], view
+        assert not (Path(space.workspace) / "log").exists()
+    finally:
+        await service.close()
+        store.close()

@@ -152,8 +152,9 @@ class Leases:
                     args)
 
     def acquire_run(self, cur: Any, run_id: str, space_id: str) -> int:
-        """Take the lease of a run this replica starts executing (new, or resumed from a stopped
-        state, where no live holder can be); its token."""
+        """Take the lease of a run this replica starts executing (new, resumed from a stopped
+        state, or taken over); its token. ``op_started`` stays as it is: until the new holder
+        records that operation's end (its interrupted event), a takeover of the taker sees it too."""
         row = self._row(cur, "run_leases", "run_id", run_id)
         if row is None:
             cur.execute(self._sql("INSERT INTO run_leases (run_id, space_id, holder, token, expires_at, op_started) "
@@ -162,8 +163,8 @@ class Leases:
             token = 1
         else:
             token = row[1] + 1
-            cur.execute(self._sql(f"UPDATE run_leases SET holder = ?, token = ?, expires_at = {self.dialect.clock} + ?, "
-                                  "op_started = NULL WHERE run_id = ?"), (self.holder, token, self.lease_s, run_id))
+            cur.execute(self._sql(f"UPDATE run_leases SET holder = ?, token = ?, expires_at = {self.dialect.clock} + ? "
+                                  "WHERE run_id = ?"), (self.holder, token, self.lease_s, run_id))
         with self._lock:
             self._held.runs[run_id] = token
         return token
@@ -244,6 +245,11 @@ class Leases:
                             (self.lease_s, run_id, self.holder, token))
                 if cur.rowcount != 1 or space_of.get(run_id) in lost_spaces:
                     lost.append(run_id)
+        for run_id in lost:  # every later record of it is refused, whatever still runs here
+            self.forget(run_id)
+        with self._lock:
+            for space_id in lost_spaces:
+                self._held.spaces.pop(space_id, None)
         return lost
 
     def candidates(self, run_id: str | None) -> list[str]:

@@ -30,6 +30,7 @@ import logging
 import shutil
 import time
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
@@ -94,12 +95,15 @@ class SpacesService:
         """The task executing each run here (cancelled when its lease is lost: the operation's
         process group is killed)."""
         self._lost: set[str] = set()
+        self._lease_thread = ThreadPoolExecutor(1, thread_name_prefix="spaces-leases")
 
     async def keep_leases(self) -> None:
         """Renew this replica's leases, stop the runs whose lease another replica took (killing
         the operation they run), pick up cancellations asked on any replica, then take over the
         runs whose replica died or stalled. Called every third of the lease length."""
-        for run_id in await self._db(self.store.leases.renew):
+        # A thread of its own: renewals must not queue behind the requests' database calls.
+        lost = await asyncio.get_running_loop().run_in_executor(self._lease_thread, self.store.leases.renew)
+        for run_id in lost:
             self._lost.add(run_id)
             task = self._running.get(run_id)
             if task is not None:
@@ -187,6 +191,7 @@ class SpacesService:
         for cached in self._envs.values():
             await cached.space_env.env.cleanup()
         self._envs.clear()
+        self._lease_thread.shutdown(wait=False)
 
     async def take_over_runs(self, run_id: str | None = None) -> int:
         """Take over the runs (all, or ``run_id``) left ``running`` by a replica that died or
@@ -365,14 +370,17 @@ class SpacesService:
 
         lock = self._space_locks.setdefault(space.id, asyncio.Lock())
         current = asyncio.current_task()
+        self._lost.discard(run_id)  # leased here again (a resume), whatever happened to it before
         if current is not None:
             self._running[run_id] = current
         try:
             async with lock:
                 # Another replica executes a run of this space: its release is a row in the database,
                 # seen by asking again (nothing in this process could be awaited instead).
-                while not await self._db(self.store.leases.acquire_space, space.id, run_id):  # noqa: ASYNC110
-                    await asyncio.sleep(0.02)
+                pause = 0.01
+                while not await self._db(self.store.leases.acquire_space, space.id, run_id):
+                    await asyncio.sleep(pause)
+                    pause = min(pause * 2, 0.2)
                 try:
                     outcome = await self._run_operations(run_id, space, raw, start, answered, run_time_ms, emit,
                                                          started)
