@@ -557,6 +557,27 @@ def rewind_command(config: RelayConfig, session_id: str | None, to: int, dry_run
         typer.echo(f"  not covered: {item.path} ({item.reason})")
 
 
+@_command("redo", "session_id root dry_run force config_file as_json")
+def redo_command(config: RelayConfig, session_id: str | None, dry_run: bool, force: bool, as_json: bool) -> None:
+    """Take back the session's last rewind: the files its replies had changed come back.
+    Refuses when a later reply changed files, or, listing them, when files changed since
+    the rewind (--force overwrites them).
+
+    Example: codeloop relay redo --dry-run --root ~/relay
+    """
+    from codeloop.relay.engine import redo_session
+
+    with _relay_errors():
+        state, result = redo_session(config, session_id, dry_run=dry_run, force=force)
+    if as_json:
+        _json({"sessionId": state.session_id, **result.to_json()})
+        return
+    head = "Would redo" if result.dry_run else "Redid"
+    typer.echo(f"{head} the last rewind of session {state.session_id}: {len(result.changes)} change(s)")
+    for change in result.changes:
+        typer.echo(f"  {change.describe()}")
+
+
 @_command("status", "root inbox outbox sessions config_file as_json")
 def status_command(config: RelayConfig, as_json: bool) -> None:
     """List the sessions of a relay root, newest first, and the replies waiting.

@@ -4,6 +4,8 @@ A reader, or a crash at any instant, sees either the old file or the complete ne
 never a prefix: the data goes to a temporary file in the same directory, is flushed to
 disk with ``fsync``, and is renamed over the target (``rename`` is atomic within a file
 system); then the directory is synced so the rename itself survives a power loss.
+``durable=False`` skips both syncs, for bookkeeping that must survive a crash of the process
+(the kernel keeps the data) but may be lost with the machine's power: it costs a rename.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ _NAME_ROOM = 200
 """Characters of the target's name kept in the temp name (NAME_MAX is 255 bytes)."""
 
 
-def atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
     """Replace ``path`` with ``data`` atomically.
 
     The parent directory must exist. An existing file keeps its permission bits; a new
@@ -40,12 +42,13 @@ def atomic_write(path: Path, data: bytes) -> None:
         mode = stat.S_IMODE(existing.st_mode)
     dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        replace_in_directory(dir_fd, path.name, data, mode)
+        replace_in_directory(dir_fd, path.name, data, mode, durable=durable)
     finally:
         os.close(dir_fd)
 
 
-def replace_in_directory(dir_fd: int, name: str, data: bytes, mode: int | None = None) -> None:
+def replace_in_directory(dir_fd: int, name: str, data: bytes, mode: int | None = None, *,
+                         durable: bool = True) -> None:
     """Atomically replace the entry ``name`` of the directory ``dir_fd`` with ``data`` (the
     steps of the module docstring); ``mode``: permission bits to set, None for a new file's
     default. On any failure the temporary file is removed and the entry is untouched."""
@@ -60,7 +63,8 @@ def replace_in_directory(dir_fd: int, name: str, data: bytes, mode: int | None =
                 view = view[os.write(fd, view):]
             if mode is not None:
                 os.fchmod(fd, mode)
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.rename(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
@@ -68,5 +72,6 @@ def replace_in_directory(dir_fd: int, name: str, data: bytes, mode: int | None =
         with contextlib.suppress(OSError):
             os.unlink(temp, dir_fd=dir_fd)
         raise
-    with contextlib.suppress(OSError):  # best effort: not every file system syncs directories
-        os.fsync(dir_fd)
+    if durable:
+        with contextlib.suppress(OSError):  # best effort: not every file system syncs directories
+            os.fsync(dir_fd)

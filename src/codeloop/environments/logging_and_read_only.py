@@ -36,6 +36,11 @@ class DelegatingExecutionEnvironment:
         """The inner environment's (True when a sandbox keeps what the host runs read-only)."""
         return bool(getattr(self.inner, "protects_host_files", False))
 
+    @property
+    def files_elsewhere(self) -> bool:
+        """The inner environment's (True when its files are on another machine: SSH)."""
+        return bool(getattr(self.inner, "files_elsewhere", False))
+
     async def read_file(self, path: str, offset: int | None = None, limit: int | None = None) -> str:
         return await self.inner.read_file(path, offset, limit)
 

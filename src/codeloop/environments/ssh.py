@@ -93,6 +93,10 @@ class SSHExecutionEnvironment:
         result = await env.exec_command("make test", timeout_ms=60_000)
     """
 
+    files_elsewhere = True
+    """Its files are on the remote host, out of reach of what reads this machine's disk (the
+    session's snapshots: a changing call is marked uncovered, docs/sessions.md)."""
+
     def __init__(self, host: str, root: str, *, port: int = 22, username: str | None = None,
                  client_keys: list[str] | None = None, known_hosts: str | None = "~/.ssh/known_hosts",
                  insecure_no_host_check: bool = False, limits: ExecLimits | None = None,

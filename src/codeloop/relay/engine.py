@@ -87,7 +87,7 @@ from codeloop.relay.session import (
     utc_now,
 )
 from codeloop.relay.workspace import list_workspace, open_workspace, read_requested
-from codeloop.sessions.rewind import RewindRefusedError, RewindResult, rewind_run, run_checkpoints
+from codeloop.sessions.rewind import RewindRefusedError, RewindResult, redo_run, rewind_run, run_checkpoints
 from codeloop.tools.call_path import Pipeline
 
 LOCK_WAIT_S = 60.0
@@ -573,6 +573,22 @@ def rewind_session(config: RelayConfig, session_id: str | None, to: int, *, dry_
         try:
             result = rewind_run(f"relay-{state.session_id}", state.workspace, after=to, dry_run=dry_run,
                                 force=force)
+        except RewindRefusedError as exc:
+            raise RelayError(str(exc)) from None
+    return state, result
+
+
+def redo_session(config: RelayConfig, session_id: str | None, *, dry_run: bool = False,
+                 force: bool = False) -> tuple[SessionState, RewindResult]:
+    """Take back the session's last :func:`rewind_session`: the files its replies had changed
+    come back. Refused when a later reply changed files, or (unless ``force``) files changed since."""
+    find_session(config, session_id)
+    config.ensure_dirs()
+    with _root_lock(config):
+        state = find_session(config, session_id)
+        _require_workspace(state)
+        try:
+            result = redo_run(f"relay-{state.session_id}", state.workspace, dry_run=dry_run, force=force)
         except RewindRefusedError as exc:
             raise RelayError(str(exc)) from None
     return state, result

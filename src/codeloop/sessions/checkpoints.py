@@ -33,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -110,9 +111,12 @@ class Checkpoints:
     def __init__(self, session_id: str, workspace: Path | str, *, turn: int = 0,
                  on_error: Callable[[str], None] = lambda message: None,
                  store: SnapshotStore | None = None,
-                 on_checkpoint: Callable[[dict[str, Any]], None] = lambda data: None,
-                 watch: bool = True) -> None:
+                 on_checkpoint: Callable[[dict[str, Any]], None] | None = None,
+                 watch: bool = True, files_elsewhere: bool = False) -> None:
         self.session_id = session_id
+        self.files_elsewhere = files_elsewhere
+        """The session's files are on another machine (SSH): nothing here can snapshot them, so
+        every call that may change files is marked uncovered (a rewind across it refuses)."""
         self.on_error = on_error
         self.workspace = Path(workspace).resolve()
         self.directory = checkpoints_path(session_id)
@@ -121,10 +125,19 @@ class Checkpoints:
         self.store = store
         """Whole-workspace snapshots (None: only codeloop's own file tools are covered)."""
         self.on_checkpoint = on_checkpoint
-        """Gets each finished call's ``checkpoint`` event data."""
+        """Gets each finished call's ``checkpoint`` event data (None: nobody listens, and the
+        paths a call changed are not worked out)."""
         self._kept: set[str] = set()
         self._seq = 0
         self._watch = watch
+        self._unit = not watch
+        """Made without a watcher for one unit of work that holds the workspace while it runs (a
+        spaces run, a relay reply): later snapshots take only what each call declares it touched."""
+        self.runs_in_thread = self._unit
+        """The pipeline calls :meth:`before` and :meth:`after` in a worker thread (their git
+        would stall a server's event loop). A unit's ``on_checkpoint`` must then be thread-safe;
+        a session's (``record_session``: it announces an event) is called on the loop."""
+        self._lock = threading.Lock()
         self.watcher: ChangeWatcher | None = None
         """Tells the store which paths changed since its last snapshot (started with the first)."""
 
@@ -159,7 +172,9 @@ class Checkpoints:
     def _save_manifest(self, turn: int, manifest: dict[str, Any]) -> None:
         path = self._manifest_path(turn)
         path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, json.dumps(manifest, indent=1, sort_keys=True).encode())
+        # Not fsynced: a manifest outlives a crash of codeloop (kill -9), not a power loss
+        # (two fsyncs per write were a fifth of a spaces run's time).
+        atomic_write(path, json.dumps(manifest, indent=1, sort_keys=True).encode(), durable=False)
 
     def _load(self, turn: int) -> dict[str, dict[str, str | None]]:
         return dict(self._load_manifest(turn)["files"])
@@ -212,11 +227,16 @@ class Checkpoints:
         """The pipeline's CHECKPOINT seam (``Session.checkpoint``), before a call that may change
         the workspace: snapshot the paths it names; a call whose paths nobody knows (``shell``,
         an MCP tool) is marked uncovered instead, before it runs, so a rewind across it refuses."""
-        turn = self._turn(step)
+        with self._lock:
+            self._before(call, paths, self._turn(step))
+
+    def _before(self, call: ToolCallRequest, paths: tuple[str, ...] | None, turn: int) -> None:
         try:
             if paths is None and call.line_only_reads:
                 return  # every command of the line only reads (the approval modes' judgement): nothing to undo
-            if self.store is not None:
+            if self.files_elsewhere:
+                self._mark_uncovered(turn, call)
+            elif self.store is not None:
                 self._snapshot_before(turn, call)
             elif paths is None:
                 self._mark_uncovered(turn, call)
@@ -228,6 +248,12 @@ class Checkpoints:
     def after(self, call: ToolCallRequest, effects: frozenset[Effect], paths: tuple[str, ...] | None,
               step: int | str | None, outcome: object) -> None:
         """After the call (also a failed one): record the hashes of the paths it named."""
+        with self._lock:
+            self._after(call, paths, step)
+
+    def _after(self, call: ToolCallRequest, paths: tuple[str, ...] | None, step: int | str | None) -> None:
+        if self.files_elsewhere:
+            return
         if self.store is not None:
             if paths is None and call.line_only_reads:
                 return
@@ -264,7 +290,9 @@ class Checkpoints:
         self.on_error(f"{reason} writing the checkpoint of {what} in {self.directory}; "
                       "`codeloop rewind` cannot undo this change")
 
-    def _take(self, name: str) -> dict[str, Any]:
+    def _take(self, name: str, declared: set[str] | None = None) -> dict[str, Any]:
+        """Snapshot the workspace now. Without a watcher, ``declared`` is what the caller knows
+        changed since this instance's last snapshot (absolute paths; None: unknown, scan it all)."""
         assert self.store is not None
         if not self._kept:  # the first snapshot: what it leaves out goes with the session
             from codeloop.sessions.rewind import save_settings
@@ -276,7 +304,7 @@ class Checkpoints:
                 self.watcher.take()  # from here on every change is seen: the full scan below is the base
             except Exception:  # no watcher (no inotify watch left, ...): every snapshot scans everything
                 self._watch = False
-        changed = self.watcher.take() if self.watcher is not None else None
+        changed = self.watcher.take() if self.watcher is not None else declared if self._unit else None
         snap = self.store.snapshot(changed)
         if snap.tree not in self._kept:  # one ref per distinct tree keeps it from pruning
             self.store.keep(snap.tree, f"{self.session_id}/{name}")
@@ -286,8 +314,27 @@ class Checkpoints:
         self._seq = max(self._seq + 1, time.time_ns())
         return {**snap.to_json(), "seq": self._seq}
 
+    def _declared(self, paths: tuple[str, ...] | None) -> set[str] | None:
+        """The absolute paths a call with these declared ``paths`` may have changed: each as
+        given and as resolved (a write through a linked directory changes the link's target);
+        None when the call's tool cannot say (``shell``)."""
+        if paths is None:
+            return None
+        out: set[str] = set()
+        for raw in paths:
+            given = os.path.normpath(os.path.join(self.workspace, raw))
+            if os.path.realpath(os.path.dirname(given)) == os.path.dirname(given):
+                out.add(given)  # (through a linked directory git would refuse it: the target is taken)
+            resolved = self._resolve(raw)
+            if resolved is not None:
+                out.add(str(resolved[1]))
+        return out
+
     def _snapshot_before(self, turn: int, call: ToolCallRequest) -> None:
-        snap = self._take(f"{turn}-before")
+        # Without a watcher (a spaces run, a relay reply: one instance per unit of work, which
+        # holds the workspace meanwhile) nothing changed since this instance's last snapshot,
+        # the previous call's after; the instance's first snapshot scans the whole tree.
+        snap = self._take(f"{turn}-before", set())
         manifest = self._load_manifest(turn)
         manifest.setdefault("calls", []).append(
             {"tool": call.name, "call_id": call.call_id, "command": call.command, "before": snap, "after": None})
@@ -300,8 +347,10 @@ class Checkpoints:
                       if c.get("call_id") == call.call_id and c.get("after") is None), None)
         if entry is None:  # its before failed: nothing to pair this snapshot with
             return
-        entry["after"] = snap = self._take(f"{turn}-after")
+        entry["after"] = snap = self._take(f"{turn}-after", self._declared(call.paths))
         self._save_manifest(turn, manifest)
+        if self.on_checkpoint is None:
+            return  # the diff below is a git process per call; nobody would read it
         changed = [c.path for c in self.store.diff(Snapshot.from_json(entry["before"]), Snapshot.from_json(snap))]
         self.on_checkpoint({"step": turn, "call_id": call.call_id, "tool_name": call.name,
                             "snapshot": snap["tree"], "paths": changed})

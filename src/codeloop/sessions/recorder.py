@@ -85,7 +85,8 @@ def record_session(session: Session, workspace: Path | str, *, resume: str | Non
     snapshots (issue 35; old ones are pruned here, once per session), as ``snapshot_options``
     (the config's ``[snapshots]``: ``exclude_dirs``, ``max_file_mb``, ``keep_days``,
     ``keep_count``, ``enabled``) say; ``enabled = false`` or no git: only codeloop's own file
-    tools are covered.
+    tools are covered. On an environment whose files are elsewhere (SSH) nothing is
+    snapshotted: every changing call is marked uncovered, so a rewind across it refuses.
     """
     log_id = resume or session.id
     turn = 0
@@ -101,7 +102,10 @@ def record_session(session: Session, workspace: Path | str, *, resume: str | Non
     log = SessionLog(log_id)
     options = dict(snapshot_options or {})
     store = None
-    if options.get("enabled", True) and git_available():
+    # The files of an SSH workspace are on the remote host: neither git nor the file
+    # checkpoints here can read them (every changing call is marked uncovered instead).
+    elsewhere = bool(getattr(session.environment, "files_elsewhere", False))
+    if options.get("enabled", True) and git_available() and not elsewhere:
         exclude = options.get("exclude_dirs")
         megabytes = options.get("max_file_mb")
         store = store_for(log_id, Path(workspace), exclude_dirs=None if exclude is None else tuple(exclude),
@@ -112,6 +116,7 @@ def record_session(session: Session, workspace: Path | str, *, resume: str | Non
         except (OSError, SnapshotError) as exc:
             on_checkpoint_error(f"pruning old snapshots: {exc}")
     checkpoints = Checkpoints(log_id, workspace, turn=turn, on_error=on_checkpoint_error, store=store,
+                              files_elsewhere=elsewhere,
                               on_checkpoint=lambda data: session.announce(CheckpointEvent, **data))
     session.checkpoint = checkpoints
     session.step = turn

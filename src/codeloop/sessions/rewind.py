@@ -23,7 +23,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -98,8 +98,14 @@ def _settings_path(session_id: str) -> Path:
     return checkpoints_path(session_id) / "snapshot-settings.json"
 
 
+UNIT_INDEX = "index-units"
+"""The index the runs of a workspace that hold it one at a time (spaces runs, relay replies,
+under their space's or root's lock) share: one file, where an index per run would pile up one
+per run in codeloop's repository (and each new one is copied from the newest)."""
+
+
 def store_for(session_id: str, root: Path, *, exclude_dirs: tuple[str, ...] | None = None,
-              max_file_bytes: int | None = None) -> SnapshotStore:
+              max_file_bytes: int | None = None, index: str | None = None) -> SnapshotStore:
     """The snapshot store a session of ``root`` records into (its own index). Left out, the
     exclusions the session recorded with apply (:func:`save_settings`): a rewind must leave
     out exactly what the recording left out, or it would remove files the snapshots never held."""
@@ -109,7 +115,7 @@ def store_for(session_id: str, root: Path, *, exclude_dirs: tuple[str, ...] | No
             exclude_dirs, max_file_bytes = tuple(data["exclude_dirs"]), int(data["max_file_bytes"])
         except (OSError, ValueError, KeyError, TypeError):
             pass
-    store = SnapshotStore(root, index=f"index-{session_id}")
+    store = SnapshotStore(root, index=index or f"index-{session_id}")
     if exclude_dirs is not None:
         store.exclude_dirs = exclude_dirs
     if max_file_bytes is not None:
@@ -122,7 +128,7 @@ def save_settings(session_id: str, store: SnapshotStore) -> None:
     path = _settings_path(session_id)
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, json.dumps({"exclude_dirs": list(store.exclude_dirs),
-                                   "max_file_bytes": store.max_file_bytes}).encode())
+                                   "max_file_bytes": store.max_file_bytes}).encode(), durable=False)
 
 
 def rewind(session_id: str, to_turn: int, workspace: Path | str | None = None, *,
@@ -291,14 +297,16 @@ def _redo_dir(checkpoints: Checkpoints) -> Path:
     return checkpoints.directory / "redo"
 
 
-def _save_redo(checkpoints: Checkpoints, log: Path, cut: int, to_turn: int,
+def _save_redo(checkpoints: Checkpoints, log: Path | None, cut: int, to_turn: int,
                undone: Snapshot | None, restored: Snapshot | None) -> None:
-    """Keep what a rewind takes away, so that :func:`redo` can put it back."""
+    """Keep what a rewind takes away, so that :func:`redo` (:func:`redo_run`) can put it back;
+    ``log``: the session's log cut at ``cut`` (None: a run has no conversation to cut)."""
     folder = _redo_dir(checkpoints)
     folder.mkdir(parents=True, exist_ok=True)
     number = max((int(p.stem) for p in folder.glob("*.json") if p.stem.isdigit()), default=0) + 1
     manifests = {str(t): checkpoints.load_manifest(t) for t in checkpoints.turns() if t > to_turn}
-    atomic_write(folder / f"{number}.log", log.read_bytes()[cut:])
+    if log is not None:
+        atomic_write(folder / f"{number}.log", log.read_bytes()[cut:])
     atomic_write(folder / f"{number}.json", json.dumps({
         "to_turn": to_turn, "cut": cut, "manifests": manifests,
         "undone": None if undone is None else undone.to_json(),
@@ -341,41 +349,54 @@ def redo(session_id: str, workspace: Path | str | None = None, *, dry_run: bool 
     if log.stat().st_size != int(record["cut"]):
         raise RewindRefusedError(f"session {session_id} went on after the rewind; redo would lose what came "
                                  "since, so nothing was changed")
-    undone, restored = _snap(record["undone"]), _snap(record["restored"])
-    changes: list[Change] = []
-    now = Snapshot("")
-    outside: list[str] = []
-    if undone is not None and restored is not None:
-        store = store_for(session_id, root)
-        try:
-            now = store.snapshot()
-            outside = [c.path for c in store.diff(restored, now)]
-            if outside and not force:
-                _refuse_outside(session_id, outside, "redo")
-            if dry_run:
-                return _result(count_turns(events), store.diff(now, undone), now, 0, outside, True)
-            changes = store.restore(now, undone)
-        except SnapshotError as exc:
-            raise RewindRefusedError(f"cannot redo {session_id}: {exc}") from None
-    elif dry_run:
-        return _result(count_turns(events), [], now, 0, [], True)
+    done = _redo_files(session_id, store_for(session_id, root), record, count_turns(events), dry_run=dry_run, force=force)
+    if dry_run:
+        return done
     atomic_write(log, log.read_bytes() + tail)
-    for turn, manifest in record["manifests"].items():
-        if manifest is not None:
-            checkpoints.restore_manifest(int(turn), manifest)
-    (folder / f"{numbers[-1]}.json").unlink()
+    _redone(checkpoints, record, folder / f"{numbers[-1]}.json")
     (folder / f"{numbers[-1]}.log").unlink()
-    turn = count_turns(load_events(session_id))
+    return replace(done, turn=count_turns(load_events(session_id)))
+
+
+def _redo_files(key: str, store: SnapshotStore, record: dict[str, Any], turn: int, *, dry_run: bool,
+                force: bool) -> RewindResult:
+    """Put back the files of the rewind ``record`` (for a dry run, say which): refused, unless
+    ``force``, when files changed since the rewind."""
+    undone, restored = _snap(record["undone"]), _snap(record["restored"])
+    if undone is None or restored is None:  # that rewind changed no file
+        return _result(turn, [], Snapshot(""), 0, [], dry_run)
+    try:
+        now = store.snapshot()
+        outside = [c.path for c in store.diff(restored, now)]
+        if outside and not force:
+            _refuse_outside(key, outside, "redo")
+        if dry_run:
+            return _result(turn, store.diff(now, undone), now, 0, outside, True)
+        changes = store.restore(now, undone)
+    except SnapshotError as exc:
+        raise RewindRefusedError(f"cannot redo {key}: {exc}") from None
+    except OSError as exc:
+        raise RewindRefusedError(f"redo of {key} stopped at a file it could not write ({exc})") from None
     return _result(turn, changes, now, 0, outside, False)
 
 
+def _redone(checkpoints: Checkpoints, record: dict[str, Any], path: Path) -> None:
+    """The rewind ``record`` (kept at ``path``) was taken back: its checkpoints return, it goes."""
+    for turn, manifest in record["manifests"].items():
+        if manifest is not None:
+            checkpoints.restore_manifest(int(turn), manifest)
+    path.unlink()
+
+
 def run_checkpoints(key: str, workspace: Path | str) -> Checkpoints | None:
-    """Snapshots of a run that is no session (a spaces run, a relay session) under ``key``;
-    None without git. No file watcher: each snapshot scans the workspace."""
+    """Snapshots of one unit of work that is no session (a spaces run, a relay reply) under
+    ``key``; None without git. The unit holds the workspace while it runs, so no file watcher is
+    needed: its first snapshot scans the workspace, later ones take the paths each call names
+    (a call that names none is followed by a full scan). Called in a worker thread."""
     if not git_available():
         return None
     root = Path(workspace).resolve()
-    return Checkpoints(key, root, store=store_for(key, root), watch=False)
+    return Checkpoints(key, root, store=store_for(key, root, index=UNIT_INDEX), watch=False)
 
 
 def rewind_run(key: str, workspace: Path | str, *, after: int = -1, dry_run: bool = False,
@@ -388,7 +409,7 @@ def rewind_run(key: str, workspace: Path | str, *, after: int = -1, dry_run: boo
     calls = [c for t in checkpoints.turns() if t > after for c in checkpoints.calls(t)]
     if not calls:
         return _result(max(after, 0), [], Snapshot(""), 0, [], dry_run)
-    store = store_for(key, root)
+    store = store_for(key, root, index=UNIT_INDEX)
     try:
         now = store.snapshot()
         outside = _outside_changes(store, calls, now)
@@ -397,8 +418,36 @@ def rewind_run(key: str, workspace: Path | str, *, after: int = -1, dry_run: boo
         target = Snapshot.from_json(calls[0]["before"])
         if dry_run:
             return _result(max(after, 0), store.diff(now, target), now, 0, outside, True)
+        store.keep(now.tree, f"{key}/rewind")
+        _save_redo(checkpoints, None, 0, after, now, target)
         changes = store.restore(now, target)
     except SnapshotError as exc:
         raise RewindRefusedError(f"cannot rewind {key}: {exc}") from None
+    except OSError as exc:
+        raise RewindRefusedError(f"rewinding {key} stopped at a file it could not restore ({exc}); "
+                                 "a redo puts back what it changed") from None
     checkpoints.drop_after(after)
     return _result(max(after, 0), changes, now, 0, outside, False)
+
+
+def redo_run(key: str, workspace: Path | str, *, dry_run: bool = False, force: bool = False) -> RewindResult:
+    """Take back the last :func:`rewind_run` of the run ``key``: its files come back. Refused
+    when the run changed files again since (a resumed spaces run, a later relay reply) and,
+    unless ``force``, when files changed since the rewind."""
+    root = Path(workspace).resolve()
+    checkpoints = Checkpoints(key, root)
+    folder = _redo_dir(checkpoints)
+    numbers = sorted(int(p.stem) for p in folder.glob("*.json") if p.stem.isdigit()) if folder.is_dir() else []
+    if not numbers:
+        raise RewindRefusedError(f"{key} has no rewind to redo")
+    path = folder / f"{numbers[-1]}.json"
+    record = json.loads(path.read_text())
+    to_turn = int(record["to_turn"])
+    if any(checkpoints.calls(t) for t in checkpoints.turns() if t > to_turn):
+        raise RewindRefusedError(f"{key} changed files again after the rewind; redo would undo that, so "
+                                 "nothing was changed")
+    done = _redo_files(key, store_for(key, root, index=UNIT_INDEX), record, max(to_turn, 0), dry_run=dry_run,
+                       force=force)
+    if not dry_run:
+        _redone(checkpoints, record, path)
+    return done

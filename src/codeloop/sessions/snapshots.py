@@ -399,7 +399,23 @@ class SnapshotStore:
     def keep(self, tree: str, name: str) -> None:
         """Keep ``tree`` from pruning, under ``refs/codeloop/<nanoseconds now>/<name>`` (the
         time in the name orders and ages the snapshots: no commit object needed)."""
-        self._git("update-ref", f"refs/codeloop/{time.time_ns():020d}/{name}", tree)
+        ref = f"refs/codeloop/{time.time_ns():020d}/{name}"
+        if (self.repository / "reftable").exists() or not _safe_ref_name(name):
+            self._git("update-ref", ref, tree)  # not the files backend (or an odd name): git writes it
+            return
+        # A loose ref is a file holding the id (git's files backend): written here, atomically,
+        # it costs no git process, a third of what a spaces run's snapshots spent on git.
+        path = self.repository / ref
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            # Renamed into place, not fsynced (git does not fsync its refs either): a crash
+            # loses at most this ref, and a tree without one is only pruned sooner.
+            temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            temp.write_bytes(f"{tree}\n".encode())
+            os.replace(temp, path)
+        except OSError as exc:
+            raise SnapshotError(f"cannot keep snapshot {tree[:12]} in {self.repository}: "
+                                f"{exc.strerror or exc}") from None
 
     def changes(self, current: str, target: str) -> list[Change]:
         """What a restore from ``current`` to ``target`` does, path by path (sorted)."""
@@ -540,6 +556,14 @@ class SnapshotStore:
             self._git("update-ref", "--stdin", input="".join(f"delete {r}\n" for r in doomed).encode())
             self._git("gc", "--quiet", "--prune=now")
         return len(doomed)
+
+
+def _safe_ref_name(name: str) -> bool:
+    """Whether ``name`` is a ref name git would take as it is (``git check-ref-format``'s rules,
+    kept narrow: letters, digits, ``-_.`` and ``/`` between non-empty parts not starting with a dot)."""
+    parts = name.split("/")
+    return all(p and not p.startswith(".") and not p.endswith((".lock", ".")) and ".." not in p
+               and all(c.isascii() and (c.isalnum() or c in "-_.") for c in p) for p in parts)
 
 
 def _nul(items: Iterable[str]) -> bytes:

@@ -222,14 +222,17 @@ class SpacesAPI:
             approval = self.model(ResumeBody, raw).approval
         return JSONResponse(await self.service.resume(owner, run_id, approval))
 
-    async def rewind_run(self, request: Request) -> Response:
+    async def rewind_run(self, request: Request, *, redo: bool = False) -> Response:
         owner = await self.owner(request)
         raw = await self.json_body(request)
         if not isinstance(raw, dict) or set(raw) - {"dryRun", "force"} or \
                 not all(isinstance(v, bool) for v in raw.values()):
             raise ServiceError(400, "invalid_request", 'the body is {"dryRun": bool, "force": bool}, both optional')
-        return JSONResponse(await self.service.rewind(owner, request.path_params["run_id"],
+        return JSONResponse(await self.service.rewind(owner, request.path_params["run_id"], redo=redo,
                                                       dry_run=raw.get("dryRun", False), force=raw.get("force", False)))
+
+    async def redo_run(self, request: Request) -> Response:
+        return await self.rewind_run(request, redo=True)
 
     async def cancel_run(self, request: Request) -> Response:
         return JSONResponse(await self.service.cancel(await self.owner(request), request.path_params["run_id"]))
@@ -339,6 +342,8 @@ ROUTES = [
     ("/v1/runs/{run_id}/cancel", "POST", "cancel_run", "Cancel a run"),
     ("/v1/runs/{run_id}/rewind", "POST", "rewind_run",
      "Put the space's files back as they were before the run (dryRun: only list the changes)"),
+    ("/v1/runs/{run_id}/redo", "POST", "redo_run",
+     "Take back the run's last rewind: its changes come back (dryRun: only list them)"),
     ("/v1/runs/{run_id}/events", "GET", "run_events", "Server-sent events of a run"),
     ("/v1/spaces/{space_id}/files/{path:path}", "GET", "get_file", "Read a file (or list a directory)"),
     ("/v1/spaces/{space_id}/files/{path:path}", "PUT", "put_file", "Write a file"),

@@ -25,11 +25,12 @@ A run stopped by the space's limits (:mod:`codeloop.spaces.limits`) is ``limit_r
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import shutil
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
@@ -38,7 +39,7 @@ from pydantic import BaseModel
 
 from codeloop.policy import Policy
 from codeloop.policy.pending import AlreadyDecided, PendingCall
-from codeloop.sessions.rewind import RewindRefusedError, rewind_run, run_checkpoints
+from codeloop.sessions.rewind import RewindRefusedError, redo_run, rewind_run, run_checkpoints
 from codeloop.spaces.database import RunRecord, SpaceRecord, SpacesStore, StoreFullError
 from codeloop.spaces.engine import Emit, RunOutcome, execute_run, idempotent, now_iso, operation_id
 from codeloop.spaces.leases import LeaseLostError
@@ -368,28 +369,17 @@ class SpacesService:
         async def started(index: int) -> None:
             await self._db(self.store.leases.record_start, run_id, index)
 
-        lock = self._space_locks.setdefault(space.id, asyncio.Lock())
         current = asyncio.current_task()
         self._lost.discard(run_id)  # leased here again (a resume), whatever happened to it before
         if current is not None:
             self._running[run_id] = current
         try:
-            async with lock:
-                # Another replica executes a run of this space: its release is a row in the database,
-                # seen by asking again (nothing in this process could be awaited instead).
-                pause = 0.01
-                while not await self._db(self.store.leases.acquire_space, space.id, run_id):
-                    await asyncio.sleep(pause)
-                    pause = min(pause * 2, 0.2)
-                try:
-                    outcome = await self._run_operations(run_id, space, raw, start, answered, run_time_ms, emit,
-                                                         started)
-                    if outcome.state != "awaiting_approval":  # nothing of an ended run waits any longer
-                        emitted += await self._withdraw(run_id, outcome.cursor, f"the run ended ({outcome.state})")
-                    await self._db(self.store.finish_step, run_id, outcome.state, outcome.cursor,
-                                   outcome.pending_operation_id, outcome.run_time_ms)
-                finally:
-                    await self._db(self.store.leases.release_space, space.id, run_id)
+            async with self._space(space.id, run_id):
+                outcome = await self._run_operations(run_id, space, raw, start, answered, run_time_ms, emit, started)
+                if outcome.state != "awaiting_approval":  # nothing of an ended run waits any longer
+                    emitted += await self._withdraw(run_id, outcome.cursor, f"the run ended ({outcome.state})")
+                await self._db(self.store.finish_step, run_id, outcome.state, outcome.cursor,
+                               outcome.pending_operation_id, outcome.run_time_ms)
         except (LeaseLostError, asyncio.CancelledError) as exc:
             if isinstance(exc, asyncio.CancelledError):
                 if run_id not in self._lost or current is None:
@@ -406,6 +396,22 @@ class SpacesService:
             self._running.pop(run_id, None)
         self._notify(run_id)
         return {"protocolVersion": "1.0", "runId": run_id, "status": wire_status(outcome), "events": emitted}
+
+    @contextlib.asynccontextmanager
+    async def _space(self, space_id: str, run_id: str) -> AsyncIterator[None]:
+        """Hold the space (its workspace) for ``run_id``: in this process, then across replicas
+        (the space's lease, :mod:`codeloop.spaces.leases`)."""
+        async with self._space_locks.setdefault(space_id, asyncio.Lock()):
+            # Another replica executes a run of this space: its release is a row in the database,
+            # seen by asking again (nothing in this process could be awaited instead).
+            pause = 0.01
+            while not await self._db(self.store.leases.acquire_space, space_id, run_id):
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 0.2)
+            try:
+                yield
+            finally:
+                await self._db(self.store.leases.release_space, space_id, run_id)
 
     async def _run_operations(self, run_id: str, space: SpaceRecord, raw: Any, start: int, answered: str | None,
                               run_time_ms: float, emit: Emit, started: Callable[[int], Awaitable[None]]) -> RunOutcome:
@@ -425,20 +431,22 @@ class SpacesService:
         self._cancelled.discard(run_id)
         return outcome
 
-    async def rewind(self, owner: str, run_id: str, *, dry_run: bool, force: bool) -> dict[str, Any]:
+    async def rewind(self, owner: str, run_id: str, *, dry_run: bool, force: bool,
+                     redo: bool = False) -> dict[str, Any]:
         """Put the space's files back as they were before the run (issue 35): the changes made
         (or, ``dry_run``, that would be), what the snapshots do not cover, and what ``force``
-        overwrote of changes made outside the run (409 ``rewind_refused`` without it)."""
+        overwrote of changes made outside the run (409 ``rewind_refused`` without it).
+        ``redo``: take back the run's last rewind instead."""
         run = await self.run_for(owner, run_id)
         if run.state == "running":
             raise ServiceError(409, "run_running", f"run {run_id} is running; rewind it once it stopped")
         space = await self.space_for(owner, run.space_id)
-        async with self._space_locks.setdefault(space.id, asyncio.Lock()):
+        async with self._space(space.id, run_id):  # no run of the space executes on any replica meanwhile
             try:
-                result = await asyncio.to_thread(rewind_run, f"run-{run_id}", space.workspace,
-                                                 dry_run=dry_run, force=force)
+                result = await asyncio.to_thread(redo_run if redo else rewind_run, f"run-{run_id}",
+                                                 space.workspace, dry_run=dry_run, force=force)
             except RewindRefusedError as exc:
-                raise ServiceError(409, "rewind_refused", str(exc)) from None
+                raise ServiceError(409, "redo_refused" if redo else "rewind_refused", str(exc)) from None
         body = result.to_json()
         return {"runId": run_id, "dryRun": result.dry_run, "changes": body["changes"],
                 "notCovered": body["not_covered"], "overwritten": body["outside"]}

@@ -58,7 +58,11 @@ class Checkpoint(Protocol):
     POLICY and whose tool declares ``write`` or ``exec`` (``codeloop.tools.effects``). ``step``
     is the face's unit of work (``ToolContext.step``: a turn of the agent). ``effects`` and
     ``paths`` are the call's declaration (``paths`` None: the call may touch any file, so no
-    file snapshot covers it). What ``before`` raises becomes the call's error (it does not run)."""
+    file snapshot covers it). What ``before`` raises becomes the call's error (it does not run).
+
+    A checkpoint with a true ``runs_in_thread`` attribute is called in a worker thread (its
+    ``before`` and ``after`` block on git: run on the event loop they would stall every other
+    request of a server); it must then not touch the loop."""
 
     def before(self, call: ToolCallRequest, effects: frozenset[Effect], paths: tuple[str, ...] | None,
                step: int | str | None) -> None: ...
@@ -391,7 +395,7 @@ async def run_call(
         produced = await execute(tool, call.arguments, env, ctx)
     else:
         try:
-            checkpoint.before(call, call.effects, call.paths, ctx.step)
+            await _seam(checkpoint, checkpoint.before, call, call.effects, call.paths, ctx.step)
         except Exception as exc:
             return ToolOutput(f"Tool '{call.name}' not run: its checkpoint failed ({exc}).", is_error=True)
         produced = ToolOutput(f"Tool '{call.name}' was cancelled.", is_error=True)
@@ -399,7 +403,7 @@ async def run_call(
             produced = await execute(tool, call.arguments, env, ctx)
         finally:
             try:
-                checkpoint.after(call, call.effects, call.paths, ctx.step, produced)
+                await _seam(checkpoint, checkpoint.after, call, call.effects, call.paths, ctx.step, produced)
             except Exception as exc:
                 produced = ToolOutput(f"{produced.text}\n(Tool '{call.name}' ran, but its checkpoint failed: {exc}.)",
                                       is_error=True, data=produced.data)
@@ -407,6 +411,14 @@ async def run_call(
         if step is not None:
             produced = await step(call, produced)
     return produced
+
+
+async def _seam(checkpoint: Checkpoint, method: Callable[..., None], *args: Any) -> None:
+    """Call a checkpoint's ``before`` or ``after``: in a worker thread when it says it blocks."""
+    if getattr(checkpoint, "runs_in_thread", False):
+        await asyncio.to_thread(method, *args)
+    else:
+        method(*args)
 
 
 async def execute(
