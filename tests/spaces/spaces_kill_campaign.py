@@ -20,14 +20,17 @@ the kill and the run not yet gone on, resumes it with an empty body), sends ever
 once more (each must answer 409 and run nothing), then replays each run from the start.
 The trial checks:
 
-- every run ends ``completed``, or ``error`` with the server's *interrupted* event
-  (``the server stopped while this run was running``); never left ``running``;
+- every run ends ``completed`` (a run cut by the kill is taken over by the restarted server and
+  goes on after the operation it cut, which gets an *interrupted* event), or ``error`` with the
+  older *interrupted* event (``the server stopped while this run was running``); never left
+  ``running``;
 - *lost events*: an event received before the kill that the replayed stream does not hold
   with the same id and content (ids must be 1..n in order);
 - *lost effects*: an operation with a successful event whose mark is missing;
 - *duplicated*: a mark present twice (an approved operation run twice, a command re-run);
-- *interrupted*: the operation at which an interrupted run stopped (it has no result event;
-  it may have run before the kill or not: counted apart, with whether its mark is present);
+- *interrupted*: the operation the kill cut (reported interrupted, or, in an older run, the one
+  at which it stopped without a result event; it may have run before the kill or not: counted
+  apart, with whether its mark is present);
 - *inconsistent*: a mark without an event (other than the interrupted operation), an
   operation that ran although it still awaits approval, unexpected text, a run still running.
 """
@@ -55,6 +58,8 @@ from .server_process import ServerProcess
 POLICY = {"preset": "standard", "shell": {"approvalRequiredPatterns": [r"approved\.txt"]}}
 KINDS = ("create", "shell", "approve")
 INTERRUPTED = "the server stopped while this run was running"
+OP_INTERRUPTED = "was interrupted: the server running it stopped"
+"""An operation cut by the kill, reported by the server that took its run over (issue 40)."""
 STARTUP_S = 300
 """How long a (re)start may take: the campaigns run on loaded machines; slowness is not a finding."""
 MARK = re.compile(r"^r\d+o\d+$")
@@ -375,7 +380,11 @@ def _check_run(run_id: str, r: int, n_ops: int, events: list[dict[str, Any]], st
         present = marks.pop(op, 0)
         if present > 1:
             trial.duplicated.append(op)
-        if op in results:
+        if op in results and OP_INTERRUPTED in str(results[op].get("message")):
+            trial.interrupted.append(op)  # cut by the kill; the run went on after it once taken over
+            if present:
+                trial.interrupted_mark_present.append(op)
+        elif op in results:
             if results[op].get("success") is not True:
                 trial.problems.append(f"{op} failed: {results[op]}")
                 continue
@@ -408,7 +417,9 @@ def run_campaign(data_dir: Path, trials: int, *, database: str | None = None, ru
                  seed: int = 23, progress: bool = False) -> Campaign:
     """``trials`` trials against one server on ``database`` (SQLite in ``data_dir`` when None), a
     new space each, kill points drawn from ``seed``."""
-    server = ServerProcess(data_dir, "--no-auth", *(["--database", database] if database else []))
+    # A short lease: on PostgreSQL the restarted server takes a killed run over once it expires.
+    server = ServerProcess(data_dir, "--no-auth", "--lease-seconds", "2",
+                           *(["--database", database] if database else []))
     rng = random.Random(seed)
     campaign = Campaign()
     server.start(STARTUP_S)

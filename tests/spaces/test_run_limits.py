@@ -193,6 +193,7 @@ def test_a_store_made_before_run_limits_gains_the_run_time_column(tmp_path: Path
     try:
         old = store.get_run("run_old")
         assert old is not None and old.state == "completed" and old.run_time_ms == 0
+        assert store.claim_run("run_old", "completed")  # leased here: its progress is recorded under the lease
         store.finish_step("run_old", "limit_reached", 1, None, 1234.5)
         again = store.get_run("run_old")
         assert again is not None and again.run_time_ms == 1234.5 and again.state == "limit_reached"

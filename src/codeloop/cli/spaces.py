@@ -122,6 +122,9 @@ def serve_command(
     no_auth_on_network: bool = typer.Option(
         False, "--no-auth-on-network",
         help="With --no-auth, serve a non-loopback --host anyway: anyone who reaches the port runs commands."),
+    lease_seconds: float = typer.Option(10.0, "--lease-seconds",
+                                        help="How long a run's lease lasts unless renewed: the runs of a replica "
+                                             "that died or stalled are taken over after this (0.5-3600)."),
 ) -> None:
     """Serve the spaces HTTP API and the web console at / (docs/console.md).
 
@@ -131,7 +134,7 @@ def serve_command(
 
     try:
         serve(host=host, port=port, data_dir=data_dir, database=database, no_auth=no_auth, sandbox=not no_sandbox,
-              no_auth_on_network=no_auth_on_network)
+              no_auth_on_network=no_auth_on_network, lease_s=lease_seconds)
     except ValueError as exc:
         raise fail(str(exc), 2) from None
 

@@ -6,6 +6,10 @@ is synchronous; the server calls it from worker threads. A run's operations, cur
 and every emitted event are written as they happen, so a run paused for approval survives
 a restart of the server (and a second server can resume it).
 
+Which replica executes a run is its lease (:mod:`codeloop.spaces.leases`): every record of a
+run's progress (an operation's start, each event, where it stopped) is fenced by it in the
+same transaction. Several replicas need PostgreSQL; a SQLite store is served by one server.
+
 API keys are random 256-bit secrets; only their SHA-256 is stored (a fast hash is enough for
 secrets with that much entropy, there is nothing to brute-force).
 """
@@ -20,7 +24,7 @@ import secrets
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +32,8 @@ from typing import Any, Protocol
 
 import platformdirs
 
-from codeloop.spaces import pending_calls
+from codeloop.spaces import leases, pending_calls
+from codeloop.spaces.leases import Leases, SingleServerLock, TakenRun, hold_single_server
 
 SCHEMA = (
     """CREATE TABLE IF NOT EXISTS api_keys (
@@ -47,6 +52,7 @@ SCHEMA = (
     """CREATE TABLE IF NOT EXISTS run_events (
         run_id TEXT NOT NULL, seq INTEGER NOT NULL, event TEXT NOT NULL, PRIMARY KEY (run_id, seq))""",
     *pending_calls.SCHEMA,  # CREATE ... IF NOT EXISTS: a store made before issue 34 gains it on open
+    *leases.SCHEMA,
 )
 
 
@@ -103,11 +109,11 @@ class _Backend(Protocol):
     @contextmanager
     def cursor(self) -> Iterator[Any]: ...
 
+    dialect: leases.SqlDialect
+
     def close(self) -> None: ...
 
-    def try_lock_run(self, run_id: str) -> bool: ...
-
-    def unlock_run(self, run_id: str) -> None: ...
+    def listen(self, callback: Callable[[str], None]) -> None: ...
 
 
 class StoreFullError(Exception):
@@ -117,6 +123,7 @@ class StoreFullError(Exception):
 class _SQLite:
     placeholder = "?"
     kind = "sqlite"
+    dialect = leases.SQLITE
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -148,16 +155,14 @@ class _SQLite:
     def close(self) -> None:
         self._conn.close()
 
-    def try_lock_run(self, run_id: str) -> bool:
-        return True  # one server per SQLite store: the store's set of held runs is the whole truth
-
-    def unlock_run(self, run_id: str) -> None:
-        pass
+    def listen(self, callback: Callable[[str], None]) -> None:
+        pass  # one server per SQLite store: it wakes its own streams
 
 
 class _Postgres:
     placeholder = "%s"
     kind = "postgresql"
+    dialect = leases.POSTGRES
 
     def __init__(self, dsn: str, size: int = 8) -> None:
         import psycopg
@@ -169,10 +174,9 @@ class _Postgres:
         for _ in range(size - 1):
             self._pool.put(None)
         self._pool.put(self._connect())  # fail now, with the driver's message, if the DSN is wrong
-        # Session-level advisory locks on a connection of their own mark the runs this process
-        # executes; PostgreSQL drops them when the process dies, however it dies.
-        self._run_locks = psycopg.connect(dsn, autocommit=True)
-        self._run_locks_lock = threading.Lock()
+        self._dsn = dsn
+        self._listening = threading.Event()
+        self._listener: threading.Thread | None = None
 
     @contextmanager
     def cursor(self) -> Iterator[Any]:
@@ -190,24 +194,31 @@ class _Postgres:
             self._pool.put(conn)
 
     def close(self) -> None:
-        self._run_locks.close()
+        self._listening.clear()
+        if self._listener is not None:
+            self._listener.join(timeout=5)
         while not self._pool.empty():
             conn = self._pool.get_nowait()
             if conn is not None:
                 conn.close()
 
-    @staticmethod
-    def _lock_key(run_id: str) -> int:
-        return int.from_bytes(hashlib.sha256(run_id.encode()).digest()[:8], "big", signed=True)
+    def listen(self, callback: Callable[[str], None]) -> None:
+        """Call ``callback`` with the run id of every event or state change any replica commits
+        (``LISTEN`` on a connection of its own, in a thread)."""
+        import psycopg
 
-    def try_lock_run(self, run_id: str) -> bool:
-        with self._run_locks_lock:
-            row = self._run_locks.execute("SELECT pg_try_advisory_lock(%s)", (self._lock_key(run_id),)).fetchone()
-        return bool(row and row[0])
+        conn = psycopg.connect(self._dsn, autocommit=True)
+        conn.execute(f"LISTEN {leases.NOTIFY_CHANNEL}")
+        self._listening.set()
 
-    def unlock_run(self, run_id: str) -> None:
-        with self._run_locks_lock:
-            self._run_locks.execute("SELECT pg_advisory_unlock(%s)", (self._lock_key(run_id),))
+        def loop() -> None:
+            with conn:
+                while self._listening.is_set():
+                    for note in conn.notifies(timeout=0.5):
+                        callback(note.payload)
+
+        self._listener = threading.Thread(target=loop, name="spaces-listen", daemon=True)
+        self._listener.start()
 
 
 def hash_key(secret: str) -> str:
@@ -218,13 +229,12 @@ def hash_key(secret: str) -> str:
 class SpacesStore:
     """Keys, spaces, runs and events over one back end; all methods are thread-safe."""
 
-    def __init__(self, backend: _Backend, data_dir: Path) -> None:
+    def __init__(self, backend: _Backend, data_dir: Path, lease_s: float = leases.DEFAULT_LEASE_S) -> None:
         self._db = backend
         self.data_dir = data_dir
         """Where workspaces are created (``data_dir/workspaces/<space id>``)."""
-        self._executing: set[str] = set()
-        """Runs this process executes (each also locked in the back end, see :meth:`orphaned_runs`)."""
-        self._executing_lock = threading.Lock()
+        self.leases = Leases(backend.cursor, self._sql, backend.dialect, lease_s)
+        """The runs (and spaces) this replica executes (:mod:`codeloop.spaces.leases`)."""
         with self._db.cursor() as cur:
             for statement in SCHEMA:
                 cur.execute(statement)
@@ -236,6 +246,12 @@ class SpacesStore:
             self._exec("SELECT run_time_ms FROM runs WHERE 1 = 0")
         except Exception:  # sqlite3.OperationalError or psycopg's UndefinedColumn: the column is missing
             self._exec("ALTER TABLE runs ADD COLUMN run_time_ms DOUBLE PRECISION NOT NULL DEFAULT 0")
+
+    def hold_single_server(self) -> SingleServerLock | None:
+        """For a server on SQLite: lock the store for it (``ValueError`` when another server
+        already serves it). PostgreSQL serves any number of replicas: None."""
+        path = getattr(self._db, "path", None)
+        return hold_single_server(path) if isinstance(path, Path) else None
 
     @property
     def kind(self) -> str:
@@ -339,26 +355,15 @@ class SpacesStore:
         return [RunRecord(r[0], r[1], r[2], json.loads(r[3]), int(r[4]), r[5], r[6], bool(r[7]), float(r[8]),
                           float(r[9]), float(r[10])) for r in rows]
 
-    def _take_run(self, run_id: str) -> bool:
-        with self._executing_lock:
-            if run_id in self._executing or not self._db.try_lock_run(run_id):
-                return False
-            self._executing.add(run_id)
-            return True
-
-    def _release_run(self, run_id: str) -> None:
-        with self._executing_lock:
-            if run_id in self._executing:
-                self._executing.discard(run_id)
-                self._db.unlock_run(run_id)
-
     def create_run(self, run_id: str, space: SpaceRecord, message: dict[str, Any]) -> None:
-        """Record a new run in state ``running``, executed by this process until :meth:`finish_step`."""
-        self._take_run(run_id)
+        """Record a new run in state ``running``, leased to this replica until :meth:`finish_step`."""
         now = time.time()
-        self._exec("INSERT INTO runs (id, space_id, owner, message, cursor, state, pending_operation, "
-                   "cancel_requested, created_at, updated_at) VALUES (?, ?, ?, ?, 0, 'running', NULL, 0, ?, ?)",
-                   run_id, space.id, space.owner, json.dumps(message), now, now)
+        with self._db.cursor() as cur:
+            cur.execute(self._sql("INSERT INTO runs (id, space_id, owner, message, cursor, state, pending_operation, "
+                                  "cancel_requested, created_at, updated_at) "
+                                  "VALUES (?, ?, ?, ?, 0, 'running', NULL, 0, ?, ?)"),
+                        (run_id, space.id, space.owner, json.dumps(message), now, now))
+            self.leases.acquire_run(cur, run_id, space.id)
 
     def get_run(self, run_id: str) -> RunRecord | None:
         """The run, or ``None``."""
@@ -369,81 +374,86 @@ class SpacesStore:
         return self._runs("space_id = ? ORDER BY created_at", space_id)
 
     def claim_run(self, run_id: str, from_state: str) -> bool:
-        """Atomically move a run from ``from_state`` to ``running``; False if it was not in it.
+        """Atomically move a run from ``from_state`` to ``running`` and lease it to this replica;
+        False if it was not in that state.
 
         This is what makes a resume execute the approved operation exactly once, even when
-        two requests (or two servers) race. The run is executed by this process until
-        :meth:`finish_step`."""
-        deadline = time.monotonic() + 5
-        while not self._take_run(run_id):
-            # Held by a server executing the run, or, for a moment, by one checking whether it
-            # was orphaned: only the latter is worth waiting for.
-            run = self.get_run(run_id)
-            if run is None or run.state != from_state or time.monotonic() > deadline:
-                return False
-            time.sleep(0.01)
+        two requests (or two replicas) race. The run is executed here until :meth:`finish_step`."""
         with self._db.cursor() as cur:
             cur.execute(self._sql("UPDATE runs SET state = 'running', updated_at = ? WHERE id = ? AND state = ?"),
                         (time.time(), run_id, from_state))
-            claimed = bool(cur.rowcount == 1)
-        if not claimed:
-            self._release_run(run_id)
-        return claimed
+            if cur.rowcount != 1:
+                return False
+            cur.execute(self._sql("SELECT space_id FROM runs WHERE id = ?"), (run_id,))
+            self.leases.acquire_run(cur, run_id, str(cur.fetchone()[0]))
+        return True
 
     def finish_step(self, run_id: str, state: str, cursor: int, pending: str | None,
                     run_time_ms: float | None = None) -> None:
-        """Record where a run stopped (and the time its operations took so far, when given); it
-        is no longer executed by this process."""
-        if run_time_ms is None:
-            self._exec("UPDATE runs SET state = ?, cursor = ?, pending_operation = ?, updated_at = ? WHERE id = ?",
-                       state, cursor, pending, time.time(), run_id)
-        else:
-            self._exec("UPDATE runs SET state = ?, cursor = ?, pending_operation = ?, updated_at = ?, "
-                       "run_time_ms = ? WHERE id = ?", state, cursor, pending, time.time(), run_time_ms, run_id)
-        self._release_run(run_id)
+        """Record where a run stopped (and the time its operations took so far, when given), fenced
+        by its lease (:class:`~codeloop.spaces.leases.LeaseLostError`); the lease is given up."""
+        with self._db.cursor() as cur:
+            self.leases.fence(cur, run_id)
+            if run_time_ms is None:
+                cur.execute(self._sql("UPDATE runs SET state = ?, cursor = ?, pending_operation = ?, updated_at = ? "
+                                      "WHERE id = ?"), (state, cursor, pending, time.time(), run_id))
+            else:
+                cur.execute(self._sql("UPDATE runs SET state = ?, cursor = ?, pending_operation = ?, updated_at = ?, "
+                                      "run_time_ms = ? WHERE id = ?"),
+                            (state, cursor, pending, time.time(), run_time_ms, run_id))
+            self.leases.release_run(cur, run_id)
+            self._announce(cur, run_id)
 
-    def orphaned_runs(self, run_id: str | None = None) -> list[RunRecord]:
-        """Runs in state ``running`` (all, or ``run_id``) that no live server executes: their
-        server died mid-run. Each is returned taken by this process; :meth:`finish_step` frees it.
+    def take_over_runs(self, run_id: str | None = None) -> list[tuple[RunRecord, TakenRun]]:
+        """Runs in state ``running`` (all, or ``run_id``) whose lease nobody live holds, each now
+        leased to this replica with the operation whose start was recorded and end was not
+        (:meth:`~codeloop.spaces.leases.Leases.take_over`); :meth:`finish_step` gives it up.
 
-        A server marks each run it executes from before its state becomes ``running`` until
-        after it leaves it: SQLite (one server per store) in this process's memory, PostgreSQL
-        also with an advisory lock that dies with the server's connection. So a ``running``
-        run this process can take is one nobody else is executing."""
-        if run_id is None:
-            candidates = self._runs("state = 'running'")
-        else:
-            candidates = [r for r in [self.get_run(run_id)] if r is not None]
-        orphans = []
-        for run in candidates:
-            if run.state != "running":
-                continue
-            # Under the process's lock, so a claim in this process waits for the check, not fails.
-            with self._executing_lock:
-                if run.id in self._executing or not self._db.try_lock_run(run.id):
-                    continue
-                current = self.get_run(run.id)  # read again under the lock: it may have just finished
-                if current is not None and current.state == "running":
-                    self._executing.add(run.id)
-                    orphans.append(current)
-                else:
-                    self._db.unlock_run(run.id)
-        return orphans
+        A replica renews the lease of each run it executes, so a run taken here is one whose
+        replica died or stalled past the lease (SQLite: whose server stopped)."""
+        taken = []
+        for candidate in self.leases.candidates(run_id):
+            run = self.get_run(candidate)
+            lease = None if run is None else self.leases.take_over(run.id, run.space_id)
+            if run is not None and lease is not None:
+                taken.append((self.get_run(run.id) or run, lease))
+        return taken
+
+    def cancel_requested(self, run_ids: list[str]) -> list[str]:
+        """Those of ``run_ids`` whose cancellation was asked for (on any replica)."""
+        if not run_ids:
+            return []
+        marks = ", ".join("?" * len(run_ids))
+        return [str(r[0]) for r in self._exec(f"SELECT id FROM runs WHERE cancel_requested = 1 AND id IN ({marks})",
+                                              *run_ids)]
 
     def request_cancel(self, run_id: str) -> None:
         """Ask a running run to stop before its next operation."""
         self._exec("UPDATE runs SET cancel_requested = 1 WHERE id = ?", run_id)
 
     def append_event(self, run_id: str, event: dict[str, Any], cursor: int) -> int:
-        """Store the next event of a run and the run's cursor; return its sequence number (1-based)."""
+        """Store the next event of a run and the run's cursor (the end of an operation: fenced by
+        the run's lease); return its sequence number (1-based)."""
         with self._db.cursor() as cur:
+            self.leases.fence(cur, run_id, clear_started=True)
             cur.execute(self._sql("SELECT COALESCE(MAX(seq), 0) FROM run_events WHERE run_id = ?"), (run_id,))
             seq = int(cur.fetchone()[0]) + 1
             cur.execute(self._sql("INSERT INTO run_events (run_id, seq, event) VALUES (?, ?, ?)"),
                         (run_id, seq, json.dumps(event)))
             cur.execute(self._sql("UPDATE runs SET cursor = ?, updated_at = ? WHERE id = ?"),
                         (cursor, time.time(), run_id))
+            self._announce(cur, run_id)
             return seq
+
+    def _announce(self, cur: Any, run_id: str) -> None:
+        """Tell every replica's event streams (PostgreSQL ``NOTIFY``, sent when this commits)."""
+        if self.kind == "postgresql":
+            cur.execute(self._sql("SELECT pg_notify(?, ?)"), (leases.NOTIFY_CHANNEL, run_id))
+
+    def listen(self, callback: Callable[[str], None]) -> None:
+        """Call ``callback`` (from another thread) with the run id of each event or state change
+        committed by any replica sharing the store (PostgreSQL; SQLite: its one server's own)."""
+        self._db.listen(callback)
 
     def events(self, run_id: str, after: int = 0) -> list[tuple[int, dict[str, Any]]]:
         """``(seq, event)`` pairs of a run after sequence number ``after``."""
@@ -456,14 +466,16 @@ def default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("codeloop")) / "spaces"
 
 
-def open_store(database: str | None, data_dir: Path | None) -> SpacesStore:
+def open_store(database: str | None, data_dir: Path | None, *,
+               lease_s: float = leases.DEFAULT_LEASE_S) -> SpacesStore:
     """Open the store: PostgreSQL for a ``postgresql://`` URL, else SQLite in ``data_dir``.
+    ``lease_s``: how long this replica's leases last (:mod:`codeloop.spaces.leases`).
 
     Raise ``ValueError`` with a one-line reason when the database cannot be opened."""
     root = (data_dir or default_data_dir()).resolve()
     if database and database.startswith(("postgresql://", "postgres://")):
         try:
-            return SpacesStore(_Postgres(database), root)
+            return SpacesStore(_Postgres(database), root, lease_s)
         except Exception as exc:
             raise ValueError(f"cannot open PostgreSQL store {database.split('@')[-1]!r}: "
                              f"{str(exc).strip().splitlines()[0]}") from None
@@ -471,6 +483,6 @@ def open_store(database: str | None, data_dir: Path | None) -> SpacesStore:
         raise ValueError(f"--database {database!r} is not supported; use postgresql://... or omit it for SQLite")
     path = Path(database.removeprefix("sqlite://").removeprefix("sqlite:")) if database else root / "spaces.db"
     try:
-        return SpacesStore(_SQLite(path), root)
+        return SpacesStore(_SQLite(path), root, lease_s)
     except (sqlite3.Error, OSError) as exc:
         raise ValueError(f"cannot open SQLite store {str(path)!r}: {exc}") from None

@@ -14,6 +14,8 @@ Contract of :func:`execute_run`:
   decides or remembers an answer: the store does;
 - an unexpected failure of the runtime itself yields an ``error`` event (category
   ``system``) and ends the run with status ``error``;
+- ``started`` is awaited with an operation's index just before it executes (issue 40: the
+  replica records the start under its lease; raising there stops the run before the operation);
 - with :class:`~codeloop.spaces.limits.RunLimits`, the limits are checked before each
   operation starts and an operation still running when ``maxRunTime`` passes is cancelled;
   either stop is an ``error`` event with ``details.code`` ``budgetExceeded`` and the outcome
@@ -99,7 +101,8 @@ def _op_type(op: Any) -> str:
 async def execute_run(operations: list[Any], env: ExecutionEnvironment, policy: Policy, emit: Emit, *,
                       pending: PendingStore, run_id: str, start: int = 0, answered: str | None = None,
                       should_stop: Callable[[], bool] = lambda: False, limits: RunLimits = NO_LIMITS,
-                      run_time_ms: float = 0.0, checkpoint: Checkpoint | None = None) -> RunOutcome:
+                      run_time_ms: float = 0.0, checkpoint: Checkpoint | None = None,
+                      started: Callable[[int], Awaitable[None]] | None = None) -> RunOutcome:
     """Run ``operations[start:]`` of run ``run_id``; see the module docstring for the contract.
 
     ``answered`` is the id of the answered entry of ``pending`` the operation at ``start`` waited
@@ -127,6 +130,8 @@ async def execute_run(operations: list[Any], env: ExecutionEnvironment, policy: 
             await emit(_not_approved(resumed, op_id, _op_type(op)), index + 1)
             index += 1
             continue
+        if started is not None:
+            await started(index)
         began = time.monotonic()
         deadline = asyncio.timeout(None if limits.max_run_time_ms is None
                                    else max(limits.max_run_time_ms - used_ms, 0) / 1000)
@@ -150,6 +155,14 @@ async def execute_run(operations: list[Any], env: ExecutionEnvironment, policy: 
         await emit(event, index + 1)
         index += 1
     return RunOutcome("completed", index, run_time_ms=used_ms)
+
+
+def idempotent(op: Any) -> bool:
+    """True for an operation that gives the same result when run again after a partial run: a
+    read, a whole-file write that may overwrite, a message (issue 40: such an operation cut by a
+    replica's death is run again on takeover; any other is reported interrupted)."""
+    return isinstance(op, wire.ReadFileOperation | wire.MessageOperation) or (
+        isinstance(op, wire.CreateFileOperation) and op.overwrite)
 
 
 def _answered_entry(pending: PendingStore, answered: str, run_id: str, operations: list[Any],

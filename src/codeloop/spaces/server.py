@@ -37,6 +37,7 @@ from codeloop.policy import Decision
 from codeloop.policy.input_limits import InputLimitError, loads_limited
 from codeloop.spaces.console import LocalSessions, console_routes
 from codeloop.spaces.database import RunRecord, SpaceRecord, SpacesStore, open_store
+from codeloop.spaces.leases import DEFAULT_LEASE_S
 from codeloop.spaces.operations import Approval, EventsMessage, OperationsMessage, path_problem
 from codeloop.spaces.policy_config import PolicyConfigError
 from codeloop.spaces.runs import MessageRejectedError
@@ -50,6 +51,8 @@ log = logging.getLogger(__name__)
 MAX_BODY_BYTES = 16 * 1024 * 1024
 """Largest request body: a 10 MB file as base64 plus the message around it."""
 CLEANUP_INTERVAL_S = 60.0
+KEEPALIVE_EVERY = 10
+"""An SSE comment after this many idle half-seconds (a run waiting for a takeover sends nothing)."""
 
 
 class _Body(BaseModel):
@@ -248,11 +251,12 @@ class SpacesAPI:
 
     async def _sse(self, run_id: str, after: int) -> AsyncIterator[bytes]:
         store = self.service.store
+        idle = 0
         while True:
             wake = self.service.wakeup(run_id)
             run = await asyncio.to_thread(store.get_run, run_id)
-            if run is not None and run.state == "running" and await self.service.recover_interrupted_runs(run_id):
-                run = await asyncio.to_thread(store.get_run, run_id)  # its server died: now reported interrupted
+            if run is not None and run.state == "running":
+                await self.service.take_over_runs(run_id)  # when its replica died: goes on here
             for seq, event in await asyncio.to_thread(store.events, run_id, after):
                 after = seq
                 yield f"id: {seq}\nevent: {event.get('type', 'event')}\ndata: {json.dumps(event)}\n\n".encode()
@@ -260,9 +264,13 @@ class SpacesAPI:
                 state = run.state if run else "deleted"
                 yield f"event: end\ndata: {json.dumps({'runId': run_id, 'state': state})}\n\n".encode()
                 return
-            with contextlib.suppress(TimeoutError):
-                # Woken by this process's runs; the timeout covers runs executed by another server.
+            try:
+                # Woken by any replica's events (PostgreSQL NOTIFY); the timeout is the fallback.
                 await asyncio.wait_for(wake.wait(), timeout=0.5)
+            except TimeoutError:
+                idle += 1
+                if idle % KEEPALIVE_EVERY == 0:
+                    yield b": keep-alive\n\n"  # a comment: clients and proxies see the stream is alive
 
     async def _file_call(self, request: Request, name: str, args: dict[str, Any]) -> tuple[str, ToolCallOutcome]:
         """One pipeline call of the space for a file endpoint: judged once by the space's
@@ -399,21 +407,27 @@ def create_app(store: SpacesStore, *, auth: bool = True, sandbox: bool = True,
                     removed = await service.cleanup_expired()
                     if removed:
                         log.info("removed %d expired spaces", removed)
-                    # Also at start-up; later, the runs of another server sharing the store that died.
-                    recovered = await service.recover_interrupted_runs()
-                    if recovered:
-                        log.warning("marked %d runs interrupted by a server stop as error", recovered)
                 except Exception:
-                    log.exception("cleanup of expired spaces or interrupted runs failed")
+                    log.exception("cleanup of expired spaces failed")
                 await asyncio.sleep(cleanup_interval_s)
 
-        task = asyncio.create_task(cleaner())
+        async def keeper() -> None:
+            while True:  # also at start-up: the runs of a server that stopped go on here
+                try:
+                    await service.keep_leases()
+                except Exception:
+                    log.exception("renewing leases or taking over runs failed")
+                await asyncio.sleep(store.leases.lease_s / 3)
+
+        service.follow_other_replicas()
+        tasks = [asyncio.create_task(cleaner()), asyncio.create_task(keeper())]
         try:
             yield
         finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            for task in tasks:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             await service.close()
             store.close()
 
@@ -433,7 +447,8 @@ def is_loopback(host: str) -> bool:
 
 
 def serve(*, host: str, port: int, data_dir: Path | None, database: str | None, no_auth: bool,
-          sandbox: bool = True, local: LocalSessions | None = None, no_auth_on_network: bool = False) -> None:
+          sandbox: bool = True, local: LocalSessions | None = None, no_auth_on_network: bool = False,
+          lease_s: float = DEFAULT_LEASE_S) -> None:
     """Run the API with uvicorn until interrupted; raise ``ValueError`` for a bad configuration."""
     import uvicorn
 
@@ -441,7 +456,14 @@ def serve(*, host: str, port: int, data_dir: Path | None, database: str | None, 
         raise ValueError(f"--no-auth is only allowed on a loopback host, not {host!r}; "
                          "create a key with: codeloop spaces keys create "
                          "(or, to let anyone who reaches the port run commands, add --no-auth-on-network)")
-    store = open_store(database, data_dir)
+    if not 0.5 <= lease_s <= 3600:
+        raise ValueError(f"--lease-seconds {lease_s} is out of range: 0.5 to 3600")
+    store = open_store(database, data_dir, lease_s=lease_s)
+    try:
+        single = store.hold_single_server()  # SQLite: one server per store
+    except ValueError:
+        store.close()
+        raise
     if no_auth:
         where = f" on {host}, a network address" if not is_loopback(host) else ""
         print(f"WARNING: --no-auth{where}: anyone who can reach this port can run commands in these workspaces. "
@@ -451,4 +473,8 @@ def serve(*, host: str, port: int, data_dir: Path | None, database: str | None, 
     app = create_app(store, auth=not no_auth, sandbox=sandbox, local=local)
     # A keep-alive longer than clients' idle gaps avoids the race where the server closes an idle
     # connection just as a client reuses it (seen as ReadError under load).
-    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_keep_alive=75)
+    try:
+        uvicorn.run(app, host=host, port=port, log_level="warning", timeout_keep_alive=75)
+    finally:
+        if single is not None:
+            single.release()

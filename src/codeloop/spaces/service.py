@@ -25,10 +25,13 @@ A run stopped by the space's limits (:mod:`codeloop.spaces.limits`) is ``limit_r
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import logging
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
@@ -38,7 +41,8 @@ from codeloop.policy import Policy
 from codeloop.policy.pending import AlreadyDecided, PendingCall
 from codeloop.sessions.rewind import RewindRefusedError, redo_run, rewind_run, run_checkpoints
 from codeloop.spaces.database import RunRecord, SpaceRecord, SpacesStore, StoreFullError
-from codeloop.spaces.engine import RunOutcome, execute_run, now_iso
+from codeloop.spaces.engine import Emit, RunOutcome, execute_run, idempotent, now_iso, operation_id
+from codeloop.spaces.leases import LeaseLostError
 from codeloop.spaces.limits import LIMIT_REACHED, exceeded
 from codeloop.spaces.operations import Approval, ErrorCategory, ErrorEvent, event_to_json
 from codeloop.spaces.policy_config import build_policy, run_limits
@@ -46,9 +50,17 @@ from codeloop.spaces.runs import new_run_id, parse_message, wire_status
 from codeloop.spaces.workspace import SpaceEnvironment, open_environment
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 DEFAULT_TTL_S = 24 * 3600
 MAX_TTL_S = 30 * 24 * 3600
+
+
+def asked_ran(asked: PendingCall | None, cut: set[str], op_id: str, op: Any) -> bool:
+    """Whether the operation cut by a replica's stop must be reported interrupted rather than run
+    again: it may have run partly, and it is not idempotent by type or was an approved call."""
+    return op_id in cut or (asked is not None and asked.status in ("running", "ran", "interrupted")) \
+        or not idempotent(op)
 
 
 class ServiceError(Exception):
@@ -78,6 +90,38 @@ class SpacesService:
         self._space_locks: dict[str, asyncio.Lock] = {}
         self._cancelled: set[str] = set()
         self._wakeups: dict[str, asyncio.Event] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        """Runs taken over from another replica, going on in the background."""
+        self._running: dict[str, asyncio.Task[Any]] = {}
+        """The task executing each run here (cancelled when its lease is lost: the operation's
+        process group is killed)."""
+        self._lost: set[str] = set()
+        self._lease_thread = ThreadPoolExecutor(1, thread_name_prefix="spaces-leases")
+
+    async def keep_leases(self) -> None:
+        """Renew this replica's leases, stop the runs whose lease another replica took (killing
+        the operation they run), pick up cancellations asked on any replica, then take over the
+        runs whose replica died or stalled. Called every third of the lease length."""
+        # A thread of its own: renewals must not queue behind the requests' database calls.
+        lost = await asyncio.get_running_loop().run_in_executor(self._lease_thread, self.store.leases.renew)
+        for run_id in lost:
+            self._lost.add(run_id)
+            task = self._running.get(run_id)
+            if task is not None:
+                task.cancel()
+        held = [r for r in self._running if r not in self._lost]
+        self._cancelled.update(await self._db(self.store.cancel_requested, held))
+        await self.take_over_runs()
+
+    def follow_other_replicas(self) -> None:
+        """Wake this process's event streams on every event any replica commits (PostgreSQL
+        ``LISTEN``; with SQLite there is no other replica)."""
+        loop = asyncio.get_running_loop()
+
+        def wake(run_id: str) -> None:
+            loop.call_soon_threadsafe(self._notify, run_id)
+
+        self.store.listen(wake)
 
     async def _db(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         try:
@@ -141,28 +185,63 @@ class SpacesService:
         return policy, cached.space_env
 
     async def close(self) -> None:
-        """Release environments."""
+        """Stop runs taken over in the background; release environments."""
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
         for cached in self._envs.values():
             await cached.space_env.env.cleanup()
         self._envs.clear()
+        self._lease_thread.shutdown(wait=False)
 
-    async def recover_interrupted_runs(self, run_id: str | None = None) -> int:
-        """Mark runs (all, or ``run_id``) left ``running`` by a server that died as ``error``, with
-        an error event; a run another live server executes is left alone (see
-        :meth:`~codeloop.spaces.database.SpacesStore.orphaned_runs`)."""
-        interrupted = await self._db(self.store.orphaned_runs, run_id)
-        for run in interrupted:
-            asked = await self._asked(run)
-            if asked is not None and asked.status == "approved":  # decided, never claimed: runs on resume
-                await self._db(self.store.finish_step, run.id, "awaiting_approval", run.cursor, run.pending_operation)
+    async def take_over_runs(self, run_id: str | None = None) -> int:
+        """Take over the runs (all, or ``run_id``) left ``running`` by a replica that died or
+        stalled past its lease, and go on with each in the background from its last completed
+        operation; how many (see the module docstring)."""
+        taken = await self._db(self.store.take_over_runs, run_id)
+        for run, lease in taken:
+            task = asyncio.create_task(self._go_on_taken(run, lease.started))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        return len(taken)
+
+    async def settle(self) -> None:
+        """Wait until the runs taken over here have stopped (completed, paused, or lost again)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    async def _go_on_taken(self, run: RunRecord, started: int | None) -> None:
+        """Continue a run taken over: the operation whose start was recorded and whose end was not
+        is reported interrupted (or, idempotent by type, run again); an approved operation that
+        was running is never run again; one decided but never claimed waits for a resume."""
+        try:
+            operations = parse_message(run.message)
+            op_id = operation_id(operations[run.cursor], run.cursor) if run.cursor < len(operations) else None
+            asked = None if op_id is None else await self._db(self.store.pending.for_step, run.id, op_id)
+            cut = {str(e.step) for e in await self._db(self.store.pending.interrupt, run.id)}
+            if asked is not None and (asked.status == "approved" or (asked.status == "pending" and started is None)):
+                # Decided and not yet claimed, or asked with its event stored: a resume carries it on.
+                await self._db(self.store.finish_step, run.id, "awaiting_approval", run.cursor, op_id)
                 self._notify(run.id)
-                continue
-            cut = [f"the approved operation {e.step} was interrupted (it may have run partly; it is not run again)"
-                   for e in await self._db(self.store.pending.interrupt, run.id)]
-            await self._stop(run, "error", "system", "; ".join([
-                "the server stopped while this run was running", *cut,
-                f"operations from index {run.cursor} on did not run (the one at that index may have run partly)"]))
-        return len(interrupted)
+                return
+            if asked is not None and asked.status == "pending":  # cut while asking: nothing ran, ask again
+                await self._db(self.store.pending.withdraw, run.id, "the server asking stopped; asked again")
+            start = run.cursor
+            if op_id is not None and started == run.cursor and asked_ran(asked, cut, op_id, operations[run.cursor]):
+                event = ErrorEvent(timestamp=now_iso(), operationId=op_id, category="system", message=(
+                    f"operation {op_id} was interrupted: the server running it stopped (it may have run partly; "
+                    "it is not run again)"))
+                await self._db(self.store.append_event, run.id, event_to_json(event), run.cursor + 1)
+                start = run.cursor + 1
+            if run.cancel_requested:
+                self._cancelled.add(run.id)
+            space = await self._db(self.store.get_space, run.space_id)
+            if space is None:
+                await self._stop(run, "error", "system", "the run's space expired while it was taken over")
+                return
+            await self._execute(run.id, space, run.message, start, None, run.run_time_ms)
+        except Exception:
+            log.exception("taking over run %s failed", run.id)
 
     async def _asked(self, run: RunRecord) -> PendingCall | None:
         """The pending call of the operation the run waits for (or waited for), if any."""
@@ -277,6 +356,8 @@ class SpacesService:
 
     async def _execute(self, run_id: str, space: SpaceRecord, raw: Any, start: int,
                        answered: str | None, run_time_ms: float = 0.0) -> dict[str, Any]:
+        """Execute the run (leased here) from ``start`` under its space's lease; its events message,
+        or, when another replica took the run over meanwhile, the run as stored."""
         emitted: list[dict[str, Any]] = []
 
         async def emit(event: BaseModel, cursor: int) -> None:
@@ -285,26 +366,70 @@ class SpacesService:
             emitted.append(data)
             self._notify(run_id)
 
-        lock = self._space_locks.setdefault(space.id, asyncio.Lock())
-        async with lock:
-            try:
-                policy, space_env = await self.environment(space)
-                outcome = await execute_run(parse_message(raw), space_env.env, policy, emit, pending=self.store.pending,
-                                            run_id=run_id, start=start, answered=answered,
-                                            should_stop=lambda: run_id in self._cancelled,
-                                            limits=run_limits(space.policy), run_time_ms=run_time_ms,
-                                            checkpoint=run_checkpoints(f"run-{run_id}", space.workspace))
-            except Exception as exc:  # system failure: recorded on the run, never a 500 with a lost state
-                await emit(ErrorEvent(timestamp=now_iso(), category="system", message=f"run failed: {exc}"), start)
-                outcome = RunOutcome("error", start, run_time_ms=run_time_ms)
-            else:
-                self._cancelled.discard(run_id)
-            if outcome.state != "awaiting_approval":  # nothing of an ended run waits any longer
-                emitted += await self._withdraw(run_id, outcome.cursor, f"the run ended ({outcome.state})")
-        await self._db(self.store.finish_step, run_id, outcome.state, outcome.cursor,
-                       outcome.pending_operation_id, outcome.run_time_ms)
+        async def started(index: int) -> None:
+            await self._db(self.store.leases.record_start, run_id, index)
+
+        current = asyncio.current_task()
+        self._lost.discard(run_id)  # leased here again (a resume), whatever happened to it before
+        if current is not None:
+            self._running[run_id] = current
+        try:
+            async with self._space(space.id, run_id):
+                outcome = await self._run_operations(run_id, space, raw, start, answered, run_time_ms, emit, started)
+                if outcome.state != "awaiting_approval":  # nothing of an ended run waits any longer
+                    emitted += await self._withdraw(run_id, outcome.cursor, f"the run ended ({outcome.state})")
+                await self._db(self.store.finish_step, run_id, outcome.state, outcome.cursor,
+                               outcome.pending_operation_id, outcome.run_time_ms)
+        except (LeaseLostError, asyncio.CancelledError) as exc:
+            if isinstance(exc, asyncio.CancelledError):
+                if run_id not in self._lost or current is None:
+                    raise  # the server is stopping
+                current.uncancel()  # cancelled by keep_leases: the operation's process group is killed
+            # Another replica took the run over while this one stalled: nothing more is recorded
+            # here; the answer is the run as stored (``running`` while the other goes on with it).
+            self.store.leases.forget(run_id)
+            self._lost.discard(run_id)
+            self._notify(run_id)
+            view = await self.run_view(space.owner, run_id, take_over=False)
+            return {key: view[key] for key in ("protocolVersion", "runId", "status", "events")}
+        finally:
+            self._running.pop(run_id, None)
         self._notify(run_id)
         return {"protocolVersion": "1.0", "runId": run_id, "status": wire_status(outcome), "events": emitted}
+
+    @contextlib.asynccontextmanager
+    async def _space(self, space_id: str, run_id: str) -> AsyncIterator[None]:
+        """Hold the space (its workspace) for ``run_id``: in this process, then across replicas
+        (the space's lease, :mod:`codeloop.spaces.leases`)."""
+        async with self._space_locks.setdefault(space_id, asyncio.Lock()):
+            # Another replica executes a run of this space: its release is a row in the database,
+            # seen by asking again (nothing in this process could be awaited instead).
+            pause = 0.01
+            while not await self._db(self.store.leases.acquire_space, space_id, run_id):
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 0.2)
+            try:
+                yield
+            finally:
+                await self._db(self.store.leases.release_space, space_id, run_id)
+
+    async def _run_operations(self, run_id: str, space: SpaceRecord, raw: Any, start: int, answered: str | None,
+                              run_time_ms: float, emit: Emit, started: Callable[[int], Awaitable[None]]) -> RunOutcome:
+        try:
+            policy, space_env = await self.environment(space)
+            outcome = await execute_run(parse_message(raw), space_env.env, policy, emit, pending=self.store.pending,
+                                        run_id=run_id, start=start, answered=answered,
+                                        should_stop=lambda: run_id in self._cancelled,
+                                        limits=run_limits(space.policy), run_time_ms=run_time_ms,
+                                        checkpoint=run_checkpoints(f"run-{run_id}", space.workspace),
+                                        started=started)
+        except LeaseLostError:
+            raise
+        except Exception as exc:  # system failure: recorded on the run, never a 500 with a lost state
+            await emit(ErrorEvent(timestamp=now_iso(), category="system", message=f"run failed: {exc}"), start)
+            return RunOutcome("error", start, run_time_ms=run_time_ms)
+        self._cancelled.discard(run_id)
+        return outcome
 
     async def rewind(self, owner: str, run_id: str, *, dry_run: bool, force: bool,
                      redo: bool = False) -> dict[str, Any]:
@@ -316,7 +441,7 @@ class SpacesService:
         if run.state == "running":
             raise ServiceError(409, "run_running", f"run {run_id} is running; rewind it once it stopped")
         space = await self.space_for(owner, run.space_id)
-        async with self._space_locks.setdefault(space.id, asyncio.Lock()):
+        async with self._space(space.id, run_id):  # no run of the space executes on any replica meanwhile
             try:
                 result = await asyncio.to_thread(redo_run if redo else rewind_run, f"run-{run_id}",
                                                  space.workspace, dry_run=dry_run, force=force)
@@ -326,12 +451,13 @@ class SpacesService:
         return {"runId": run_id, "dryRun": result.dry_run, "changes": body["changes"],
                 "notCovered": body["not_covered"], "overwritten": body["outside"]}
 
-    async def run_view(self, owner: str, run_id: str) -> dict[str, Any]:
+    async def run_view(self, owner: str, run_id: str, *, take_over: bool = True) -> dict[str, Any]:
         """A run with all its events: the events message plus ``state``, ``spaceId`` and
-        ``pendingOperationId``. ``status`` is ``running`` while it runs."""
+        ``pendingOperationId``. ``status`` is ``running`` while it runs (a run whose replica died
+        is taken over first)."""
         run = await self.run_for(owner, run_id)
-        if run.state == "running" and await self.recover_interrupted_runs(run_id):
-            run = await self.run_for(owner, run_id)
+        if take_over and run.state == "running":
+            await self.take_over_runs(run_id)
         events = [e for _, e in await self._db(self.store.events, run_id)]
         status = run.state if run.state in ("completed", "awaiting_approval", "running") else "error"
         return {"protocolVersion": "1.0", "runId": run.id, "spaceId": run.space_id, "status": status,
