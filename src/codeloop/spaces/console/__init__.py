@@ -8,8 +8,8 @@ run the operation once and the second is told who answered first and when); a lo
 session's answer is the approvals store's ``decide`` (as ``codeloop approvals approve``). It
 keeps no approval state; a decision shows as taken only from the server's answer.
 
-The guards (login, cookie, CSRF, ``Origin``, CSP) are in :mod:`.security`; the HTML in
-:mod:`.pages`, every value escaped.
+The guards (login, cookie, CSRF, ``Origin``, CSP) are in :mod:`.security`; the HTML in the
+Jinja2 templates of ``templates/``, rendered by :mod:`.pages` with autoescaping on.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from starlette.routing import Route
 
 from codeloop.policy.pending import AlreadyDecided, PendingStore, UnknownPendingCallError
 from codeloop.spaces.console import pages
-from codeloop.spaces.console.pages import esc, link, when
+from codeloop.spaces.console.pages import PendingCard, render
 from codeloop.spaces.console.security import (
     COOKIE,
     SECURITY_HEADERS,
@@ -125,14 +125,17 @@ class Console:
         if self._wants_json(request):
             return JSONResponse({"ok": status < 400, "message": message}, status_code=status,
                                 headers=SECURITY_HEADERS)
-        cls = "notice" if status < 400 else "error"
-        body = f'<p class="{cls}" role="status">{esc(message)}</p><p>{link(back, "Back")}</p>'
-        return _html(pages.layout("Decision" if status < 400 else "Refused", body,
-                                  csrf=session.csrf if session else None, logged_in=session is not None), status)
+        return _html(render("message.html", title="Decision" if status < 400 else "Refused", ok=status < 400,
+                            message=message, back=back, pending=0, csrf=session.csrf if session else None,
+                            logged_in=session is not None), status)
 
     # --- login
+    @staticmethod
+    def _login_page(error: str = "") -> str:
+        return render("login.html", title="Log in", error=error, pending=0, logged_in=False)
+
     async def login_form(self, request: Request) -> Response:
-        return _html(pages.login_page())
+        return _html(self._login_page())
 
     async def login(self, request: Request) -> Response:
         client = request.client.host if request.client else "?"
@@ -140,15 +143,15 @@ class Console:
             self._check_origin(request)
             wait = self.limiter.blocked(client)
             if wait:
-                return _html(pages.login_page(f"too many wrong keys: try again in {int(wait) + 1} s"), 429)
+                return _html(self._login_page(f"too many wrong keys: try again in {int(wait) + 1} s"), 429)
             form = await self._form(request)
         except _Refused as exc:
-            return _html(pages.login_page(exc.message), exc.status)
+            return _html(self._login_page(exc.message), exc.status)
         key = form.get("key", "").strip()
         owner = await asyncio.to_thread(self.api.service.store.key_owner, key) if key else None
         if owner is None:
             self.limiter.failed(client)
-            return _html(pages.login_page("unknown API key"), 401)
+            return _html(self._login_page("unknown API key"), 401)
         session = self.sessions.login(owner)
         response = RedirectResponse("/", status_code=303, headers=SECURITY_HEADERS)
         response.set_cookie(COOKIE, session.token, max_age=int(self.sessions.ttl_s), httponly=True,
@@ -194,34 +197,27 @@ class Console:
         if session is None:
             return RedirectResponse("/console/login", status_code=303, headers=SECURITY_HEADERS)
         store = self.api.service.store
-        cards: list[str] = []
-        sections: list[str] = []
+        # A run awaiting approval whose pending call is gone counts but shows no card (None).
+        cards: list[PendingCard | None] = []
+        spaces: list[tuple[Any, list[Any]]] = []
         for space in await asyncio.to_thread(store.list_spaces, session.owner):
-            runs = await asyncio.to_thread(store.list_runs, space.id)
-            rows = []
-            for run in sorted(runs, key=lambda r: r.created_at, reverse=True):
-                rows.append([link(f"/console/runs/{run.id}", run.id), f'<span class="state {esc(run.state)}">'
-                             f"{esc(run.state)}</span>", esc(run.pending_operation or ""), when(run.created_at)])
+            runs = sorted(await asyncio.to_thread(store.list_runs, space.id), key=lambda r: r.created_at, reverse=True)
+            for run in runs:
                 if run.state == "awaiting_approval":
                     cards.append(await self._run_card(session, run))
-            sections.append(f"<section class=\"space\"><h3>{esc(space.name)} <code>{esc(space.id)}</code></h3>"
-                            f"<p>expires {when(space.expires_at)}</p>"
-                            + pages.table(["Run", "State", "Waiting for", "Started"], rows, "no runs yet")
-                            + "</section>")
-        local = ""
+            spaces.append((space, runs))
+        local_sessions = None
         if self._owns_machine(session):
-            local, local_cards = await self._local_section(session)
+            local_sessions, local_cards = await self._local_section(session)
             cards += local_cards
-        body = (f"<h2>Pending approvals ({len(cards)})</h2>"
-                + ("".join(cards) or '<p class="empty">nothing waits for an answer</p>')
-                + "<h2>Spaces</h2>" + ("".join(sections) or '<p class="empty">no spaces for this key</p>') + local)
-        return _html(pages.layout("Spaces and runs", body, pending=len(cards), csrf=session.csrf))
+        return _html(render("index.html", title="Spaces and runs", cards=cards, spaces=spaces,
+                            local_sessions=local_sessions, pending=len(cards), csrf=session.csrf, logged_in=True))
 
-    async def _run_card(self, session: ConsoleSession, run: Any) -> str:
+    async def _run_card(self, session: ConsoleSession, run: Any) -> PendingCard | None:
         asked = await asyncio.to_thread(self.api.service.store.pending.for_step, run.id, run.pending_operation or "")
         if asked is None:
-            return ""
-        return pages.pending_card(
+            return None
+        return PendingCard(
             action=f"/console/runs/{run.id}/decide", csrf=session.csrf, command=asked.summary(2000),
             paths=asked.paths, rule=asked.rule, reason=asked.reason, session=run.id, asked_at=asked.created_at,
             fields={"operationId": str(asked.step)}, session_href=f"/console/runs/{run.id}")
@@ -246,22 +242,17 @@ class Console:
         diffs = match_diffs(events, all_diffs)
         unused = [d for d in all_diffs if not any(d is m for m in diffs.values())]
         show_all = request.query_params.get("all") == "1"
-        card = await self._run_card(session, run) if run.state == "awaiting_approval" else ""
+        card = await self._run_card(session, run) if run.state == "awaiting_approval" else None
         last = events[-1][0] if events else 0
-        body = (f'<h2>Run <code>{esc(run.id)}</code></h2>'
-                f'<p>space {esc(space.name)} <code>{esc(space.id)}</code> · state '
-                f'<span class="state {esc(run.state)}" id="run-state">{esc(run.state)}</span> · started '
-                f"{when(run.created_at)}</p>"
-                + (f"<h3>Pending approval</h3>{card}" if card else "")
-                + "<h3>Events</h3>"
-                + pages.events_list(events, diffs, show_all=show_all, all_href=f"/console/runs/{run.id}?all=1")
-                + pages.data_block("run-data", {
-                    "stream": f"/console/runs/{run.id}/events", "live": run.state == "running",
-                    "after": last, "diffs": unused, "shown": None if show_all else pages.EVENTS_SHOWN,
-                    "hidden": 0 if show_all else max(0, len(events) - pages.EVENTS_SHOWN),
-                    "tail": pages.OUTPUT_TAIL_LINES, "allHref": f"/console/runs/{run.id}?all=1"}))
+        all_href = f"/console/runs/{run.id}?all=1"
+        data = {"stream": f"/console/runs/{run.id}/events", "live": run.state == "running",
+                "after": last, "diffs": unused, "shown": None if show_all else pages.EVENTS_SHOWN,
+                "hidden": 0 if show_all else max(0, len(events) - pages.EVENTS_SHOWN),
+                "tail": pages.OUTPUT_TAIL_LINES, "allHref": all_href}
         pending = await self._pending_count(session)
-        return _html(pages.layout(f"Run {run.id}", body, pending=pending, csrf=session.csrf))
+        return _html(render("run.html", title=f"Run {run.id}", run=run, space=space, card=card, events=events,
+                            diffs=diffs, show_all=show_all, all_href=all_href, data=data, pending=pending,
+                            csrf=session.csrf, logged_in=True))
 
     async def run_events(self, request: Request) -> Response:
         """The run's SSE stream (the API's), authorised by the login cookie."""
@@ -300,21 +291,18 @@ class Console:
                             session, back)
 
     # --- this machine (codeloop console only)
-    async def _local_section(self, session: ConsoleSession) -> tuple[str, list[str]]:
+    async def _local_section(self, session: ConsoleSession) -> tuple[list[Any], list[PendingCard | None]]:
+        """This machine's sessions (the newest 200) and its pending calls."""
         from codeloop.sessions.catalog import list_sessions
 
         assert self.local is not None
-        cards = [pages.pending_card(
+        cards: list[PendingCard | None] = [PendingCard(
             action=f"/console/local/approvals/{e.id}/decide", csrf=session.csrf, command=e.summary(2000),
             paths=e.paths, rule=e.rule, reason=e.reason, session=e.session, asked_at=e.created_at, fields={},
             session_href=f"/console/local/sessions/{e.session}")
             for e in await asyncio.to_thread(self.local.store.list)]
         infos = await asyncio.to_thread(list_sessions)
-        rows = [[link(f"/console/local/sessions/{i.id}", i.id), esc(i.status), esc(i.first_input[:120]),
-                 esc(i.workspace), when(i.started)] for i in infos[:200]]
-        section = ("<h2>This machine's <code>codeloop run</code> sessions</h2>"
-                   + pages.table(["Session", "Status", "Task", "Directory", "Started"], rows, "no sessions"))
-        return section, cards
+        return list(infos[:200]), cards
 
     async def local_decide(self, request: Request) -> Response:
         try:
@@ -352,30 +340,10 @@ class Console:
         except (OSError, ValueError):
             return self._answer(request, 404, f"no session {session_id}", session)
         show_all = request.query_params.get("all") == "1"
-        items = []
-        for item in transcript(events):
-            kind = item["kind"]
-            head = f'<div class="ev-head"><span class="ev-type">{esc(kind)}</span> {when(item["at"])}</div>'
-            if kind == "call":
-                import json
-
-                body = (f'<div class="ev-body"><code>{esc(item["tool"])}</code></div>'
-                        f'<pre class="out">{esc(json.dumps(item["arguments"], indent=1, ensure_ascii=False))}</pre>')
-            elif kind == "result":
-                text = item["error"] or item["output"]
-                body = pages._lines_block(str(text), "out" + (" stderr" if item["error"] else ""), show_all,
-                                          f"/console/local/sessions/{session_id}?all=1")
-            elif kind == "checkpoint":
-                body = (f'<div class="ev-body">rewind point after <code>{esc(item["tool"])}</code> (turn '
-                        f'{esc(item["step"])}): {esc(", ".join(item["paths"]))} — '
-                        f"<code>codeloop rewind {esc(session_id)}</code></div>")
-            else:
-                body = f'<pre class="out">{esc(item.get("text", ""))}</pre>'
-            items.append(f'<li class="ev ev-{esc(kind)}">{head}{body}</li>')
-        page = (f"<h2>Session <code>{esc(session_id)}</code></h2>"
-                f'<ol class="events">{"".join(items)}</ol>')
-        return _html(pages.layout(f"Session {session_id}", page, pending=await self._pending_count(session),
-                                  csrf=session.csrf))
+        return _html(render("session.html", title=f"Session {session_id}", session_id=session_id,
+                            items=transcript(events), show_all=show_all,
+                            all_href=f"/console/local/sessions/{session_id}?all=1",
+                            pending=await self._pending_count(session), csrf=session.csrf, logged_in=True))
 
 
 def console_routes(api: SpacesAPI, local: LocalSessions | None = None) -> list[Route]:

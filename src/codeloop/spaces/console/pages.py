@@ -1,19 +1,28 @@
-"""The console's HTML: every value goes through :func:`esc`, and no page holds inline script or style.
+"""The console's HTML: Jinja2 templates (``templates/``) with autoescaping on, and no page holds
+inline script or style.
 
-Pages are built from small functions over escaped text rather than a template engine: the
-console has six pages, and one escaping function at every insertion point is easy to audit
-(``tests/spaces/console`` puts ``<script>`` and ``<img onerror>`` in file names, files and
-command output and checks they show as text). The structure an event gets here is the one
+Every value a template prints is escaped as text: :data:`ENV` autoescapes every ``.html``
+template, and no template marks model, command, file or user content ``|safe``
+(``tests/spaces/test_console_browser.py`` puts ``<script>`` and ``<img onerror>`` in file
+names, files and command output and checks they show as text). The one JSON block a page
+carries for its script goes through Jinja's ``tojson``, which escapes ``<``, ``>``, ``&`` and
+``'`` inside it. The structure an event gets in ``templates/macros.html`` is the one
 ``static/console.js`` builds for events that arrive live, with ``textContent`` only.
+
+The environment is built once, at import: templates are compiled on first use and cached.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from html import escape
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from jinja2.ext import Extension
 
 OUTPUT_TAIL_LINES = 200
 """Lines of one command's output shown before "show all"."""
@@ -22,94 +31,62 @@ EVENTS_SHOWN = 300
 APP_TITLE = "codeloop console"
 
 
-def esc(value: object) -> str:
-    return escape("" if value is None else str(value), quote=True)
+@dataclass(frozen=True)
+class PendingCard:
+    """One pending approval as a page shows it: what runs, why it asks, where to answer."""
+
+    action: str
+    """Where the Approve / Deny form posts."""
+    csrf: str
+    """The session's CSRF token, sent back with the form."""
+    command: str
+    """The exact command or call, as it will run."""
+    paths: Sequence[str] | None
+    """The paths it names; None when its tool cannot say."""
+    rule: str | None
+    """The policy rule that asked."""
+    reason: str
+    """Why it asks."""
+    session: str
+    """The run or session it belongs to."""
+    asked_at: float | str | None
+    """When it was asked (epoch seconds or ISO time)."""
+    fields: Mapping[str, str]
+    """Hidden form fields the answer needs (the operation's id)."""
+    session_href: str | None = None
+    """The page of its run or session, when there is one."""
 
 
-def iso(ts: float | None) -> str:
-    if ts is None:
-        return ""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+class _OneLine(Extension):
+    """Drops each line break of a template's source with the indentation after it.
+
+    Templates are written one element a line so they read well; the pages are served as
+    before, without whitespace text between tags (inside ``<pre>`` it would show). Only the
+    template's own text is changed, never a value it prints; a newline the page needs is
+    written ``{{ "\\n" }}``."""
+
+    def preprocess(self, source: str, name: str | None, filename: str | None = None) -> str:
+        return re.sub(r"\n[ \t]*", "", source)
 
 
-def when(value: str | float | None) -> str:
-    """A ``<time>`` the page script shows in the viewer's zone (UTC without JavaScript)."""
-    text = iso(value) if isinstance(value, int | float) else (value or "")
-    return f'<time datetime="{esc(text)}">{esc(text.replace("T", " ").replace("Z", " UTC"))}</time>'
+def time_text(value: object) -> str:
+    """An ISO time in UTC: epoch seconds are converted, a string is kept, anything else is ``""``."""
+    if isinstance(value, int | float):
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(value))
+    return value if isinstance(value, str) else ""
 
 
-def layout(title: str, body: str, *, pending: int = 0, csrf: str | None = None, logged_in: bool = True) -> str:
-    count = f"({pending}) " if pending else ""
-    nav = ""
-    if logged_in:
-        nav = ('<nav><a href="/">Spaces and runs</a>'
-               f'<span class="pending-count" id="pending-count" data-count="{pending}">{pending} pending</span>'
-               f'<form method="post" action="/console/logout" class="inline"><input type="hidden" name="csrf" '
-               f'value="{esc(csrf)}"><button type="submit">Log out</button></form></nav>')
-    return ("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title data-base=\"{esc(title)} · {APP_TITLE}\">{count}{esc(title)} · {APP_TITLE}</title>"
-            "<link rel=\"stylesheet\" href=\"/console/static/console.css\">"
-            "<script type=\"module\" src=\"/console/static/console.js\"></script></head>"
-            f"<body><header><h1>{APP_TITLE}</h1>{nav}</header><main>{body}</main></body></html>")
-
-
-def login_page(error: str = "") -> str:
-    problem = f'<p class="error" role="alert">{esc(error)}</p>' if error else ""
-    body = (f"<h2>Log in</h2>{problem}"
-            '<form method="post" action="/console/login" class="login">'
-            '<label for="key">API key</label>'
-            '<input id="key" name="key" type="password" autocomplete="current-password" required autofocus>'
-            '<button type="submit">Log in</button></form>'
-            "<p class=\"hint\">The same keys as the HTTP API (<code>codeloop spaces keys create</code>; "
-            "<code>codeloop console</code> prints where its key is).</p>")
-    return layout("Log in", body, logged_in=False)
-
-
-def pending_card(*, action: str, csrf: str, command: str, paths: Sequence[str] | None, rule: str | None,
-                 reason: str, session: str, asked_at: float | str | None, fields: Mapping[str, str],
-                 session_href: str | None = None) -> str:
-    """One pending approval: what runs, why it asks, Approve / Deny with an optional reason."""
-    hidden = "".join(f'<input type="hidden" name="{esc(k)}" value="{esc(v)}">' for k, v in fields.items())
-    path_list = ("<dd><ul class=\"paths\">" + "".join(f"<li><code>{esc(p)}</code></li>" for p in paths)
-                 + "</ul></dd>") if paths else "<dd>(not known: it may touch any file)</dd>"
-    sess = f'<a href="{esc(session_href)}">{esc(session)}</a>' if session_href else esc(session)
-    return ('<section class="pending" data-pending>'
-            f'<pre class="command">{esc(command)}</pre>'
-            f"<dl><dt>Paths</dt>{path_list}<dt>Rule</dt><dd><code>{esc(rule or '(none)')}</code></dd>"
-            f"<dt>Why</dt><dd>{esc(reason)}</dd><dt>Session</dt><dd>{sess}</dd>"
-            f"<dt>Asked</dt><dd>{when(asked_at)}</dd></dl>"
-            f'<form method="post" action="{esc(action)}" class="decide">'
-            f'<input type="hidden" name="csrf" value="{esc(csrf)}">{hidden}'
-            '<label>Reason (optional) <input name="reason" maxlength="500"></label>'
-            '<button type="submit" name="decision" value="approved" class="approve" accesskey="a">Approve</button>'
-            '<button type="submit" name="decision" value="denied" class="deny" accesskey="d">Deny</button>'
-            '<output class="result" aria-live="polite"></output></form></section>')
-
-
-def _lines_block(text: str, cls: str, show_all: bool, more_href: str) -> str:
+def tail(text: str, show_all: bool) -> tuple[int, str]:
+    """How many lines of ``text`` are hidden before "show all", and the lines shown."""
     lines = text.split("\n")
     if text.endswith("\n"):
         lines.pop()
     hidden = 0 if show_all else max(0, len(lines) - OUTPUT_TAIL_LINES)
-    shown = "\n".join(lines[hidden:])
-    more = (f'<a class="show-all" href="{esc(more_href)}">{hidden} earlier lines hidden: show all</a>'
-            if hidden else "")
-    return f'{more}<pre class="{cls}">{esc(shown)}</pre>'
-
-
-def diff_block(diff: Mapping[str, Any] | None) -> str:
-    """A file change as lines marked added/removed (classes colour them), or why it is hidden."""
-    if not diff:
-        return ""
-    if diff.get("hidden"):
-        return f'<p class="hidden-content">{esc(diff["hidden"])}</p>'
-    rows = "".join(f'<span class="{"add" if sign == "+" else "del"}">{esc(sign + line)}</span>\n'
-                   for sign, line in diff.get("lines", []))
-    return f'<pre class="diff" data-lang="{esc(diff.get("lang", ""))}">{rows}</pre>'
+    return hidden, "\n".join(lines[hidden:])
 
 
 def event_summary(event: Mapping[str, Any]) -> str:
+    """The one line an event is known by (its command, path, message...)."""
     kind = event.get("type")
     for key in ("command", "path", "content", "message", "reason"):
         value = event.get(key)
@@ -118,53 +95,25 @@ def event_summary(event: Mapping[str, Any]) -> str:
     return ""
 
 
-def event_item(seq: int, event: Mapping[str, Any], diff: Mapping[str, Any] | None, *, show_all: bool,
-               more_href: str) -> str:
-    kind = str(event.get("type", "event"))
-    ok = event.get("success")
-    state = "" if ok is None else (" ok" if ok else " failed")
-    parts = [f'<li class="ev ev-{esc(kind)}{state}" id="ev-{seq}" data-seq="{seq}">',
-             f'<div class="ev-head"><span class="ev-type">{esc(kind)}</span> '
-             f'<span class="ev-op">{esc(event.get("operationId") or "")}</span> '
-             f'{when(event.get("timestamp"))}</div>',
-             f'<div class="ev-body">{esc(event_summary(event))}</div>']
-    for key in ("stdout", "stderr", "error"):
-        value = event.get(key)
-        if isinstance(value, str) and value:
-            parts.append(_lines_block(value, f"out {key}", show_all, more_href))
-    if kind == "approvalRequired":
-        details = event.get("details") or {}
-        parts.append(f'<div class="ev-body">rule: <code>{esc(details.get("policy") or "")}</code></div>')
-    parts.append(diff_block(diff))
-    parts.append("</li>")
-    return "".join(parts)
+def _pretty_json(value: Any) -> str:
+    # A plain string: autoescaping makes it text (``tojson`` is for script data blocks).
+    return json.dumps(value, indent=1, ensure_ascii=False)
 
 
-def events_list(events: Sequence[tuple[int, Mapping[str, Any]]], diffs: Mapping[int, Mapping[str, Any]], *,
-                show_all: bool, all_href: str) -> str:
-    hidden = 0 if show_all else max(0, len(events) - EVENTS_SHOWN)
-    more = (f'<p><a class="show-all" id="events-more" href="{esc(all_href)}">{hidden} earlier events hidden: '
-            "show all</a></p>" if hidden else "")
-    items = "".join(event_item(seq, ev, diffs.get(seq), show_all=show_all, more_href=all_href)
-                    for seq, ev in events[hidden:])
-    return f'{more}<ol class="events" id="events">{items}</ol>'
+ENV = Environment(
+    loader=PackageLoader("codeloop.spaces.console", "templates"),
+    autoescape=select_autoescape(enabled_extensions=("html",), default_for_string=True, default=True),
+    undefined=StrictUndefined,
+    extensions=[_OneLine],
+    # None prints as nothing, as a missing value did before the templates.
+    finalize=lambda value: "" if value is None else value,
+)
+ENV.globals.update(app_title=APP_TITLE, events_shown=EVENTS_SHOWN, tail=tail, summary=event_summary)
+ENV.filters.update(time_text=time_text, pretty_json=_pretty_json)
+# ``tojson`` without sorting keeps the data block's keys in the order the page script reads them.
+ENV.policies["json.dumps_kwargs"] = {"ensure_ascii": True}
 
 
-def table(headers: Iterable[str], rows: Iterable[Iterable[str]], empty: str) -> str:
-    """A table whose cells are already HTML (each built with :func:`esc`)."""
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
-    if not body:
-        return f'<p class="empty">{esc(empty)}</p>'
-    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
-    return f'<div class="table"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
-
-
-def link(href: str, text: str) -> str:
-    return f'<a href="{esc(href)}">{esc(text)}</a>'
-
-
-def data_block(element_id: str, value: Any) -> str:
-    """JSON for the page script: a data block is never executed, and ``<`` is escaped inside it."""
-    text = json.dumps(value, ensure_ascii=True).replace("<", "\\u003c").replace(">", "\\u003e")
-    text = text.replace("&", "\\u0026")
-    return f'<script type="application/json" id="{esc(element_id)}">{text}</script>'
+def render(template: str, **context: Any) -> str:
+    """The page ``templates/<template>`` with ``context``, every printed value escaped."""
+    return ENV.get_template(template).render(**context)
