@@ -27,6 +27,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 PROTOCOL_VERSION = "1.0"
 OPERATION_TYPES = ("message", "createFile", "readFile", "editFile", "deleteFile", "shell")
+CREATE_FILE, READ_FILE, EDIT_FILE, DELETE_FILE = "createFile", "readFile", "editFile", "deleteFile"
+"""The wire's file operation types, for what reads messages and events (the console's diffs)."""
+FILE_CHANGES = (CREATE_FILE, EDIT_FILE, DELETE_FILE)
+"""The operation types that change one named file."""
 MAX_PATH_CHARS = 255
 MAX_MESSAGE_CHARS = 100_000
 MAX_FILE_BYTES = 10 * 1024 * 1024

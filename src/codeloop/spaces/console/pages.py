@@ -24,6 +24,8 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from jinja2.ext import Extension
 
+from codeloop.spaces.operations import READ_FILE
+
 OUTPUT_TAIL_LINES = 200
 """Lines of one command's output shown before "show all"."""
 EVENTS_SHOWN = 300
@@ -90,7 +92,7 @@ def event_summary(event: Mapping[str, Any]) -> str:
     kind = event.get("type")
     for key in ("command", "path", "content", "message", "reason"):
         value = event.get(key)
-        if isinstance(value, str) and not (kind == "readFile" and key == "content"):
+        if isinstance(value, str) and not (kind == READ_FILE and key == "content"):
             return value
     return ""
 

@@ -10,6 +10,7 @@ from typing import Any
 from codeloop.policy.model import FilesystemPolicy
 from codeloop.policy.paths import matches
 from codeloop.policy.presets import preset
+from codeloop.spaces.operations import CREATE_FILE, EDIT_FILE, FILE_CHANGES
 
 MAX_DIFF_LINES = 2000
 """Lines of one file change shown (a change is shown whole up to this)."""
@@ -49,7 +50,7 @@ def operation_diffs(message: Mapping[str, Any], fs: FilesystemPolicy) -> list[di
     ops = message.get("operations") if isinstance(message, Mapping) else None
     out: list[dict[str, Any]] = []
     for op in ops if isinstance(ops, list) else []:
-        if not isinstance(op, dict) or op.get("type") not in ("createFile", "editFile", "deleteFile"):
+        if not isinstance(op, dict) or op.get("type") not in FILE_CHANGES:
             continue
         op_id = op["id"] if isinstance(op.get("id"), str) else None
         path = op.get("path")
@@ -61,9 +62,9 @@ def operation_diffs(message: Mapping[str, Any], fs: FilesystemPolicy) -> list[di
             out.append({**entry, "hidden": hidden})
             continue
         lines: list[tuple[str, str]] = []
-        if op["type"] == "createFile" and op.get("encoding", "utf-8") == "utf-8" and isinstance(op.get("content"), str):
+        if op["type"] == CREATE_FILE and op.get("encoding", "utf-8") == "utf-8" and isinstance(op.get("content"), str):
             lines = _lines("+", op["content"])
-        elif op["type"] == "editFile" and isinstance(op.get("edits"), list):
+        elif op["type"] == EDIT_FILE and isinstance(op.get("edits"), list):
             for edit in op["edits"]:
                 if isinstance(edit, dict):
                     lines += _lines("-", str(edit.get("oldContent", ""))) + _lines("+", str(edit.get("newContent", "")))
@@ -78,7 +79,7 @@ def match_diffs(events: Sequence[tuple[int, Mapping[str, Any]]], diffs: list[dic
     used: set[int] = set()
     out: dict[int, dict[str, Any]] = {}
     for seq, ev in events:
-        if ev.get("type") not in ("createFile", "editFile", "deleteFile"):
+        if ev.get("type") not in FILE_CHANGES:
             continue
         for i, d in enumerate(diffs):
             if i in used:
