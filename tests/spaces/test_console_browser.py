@@ -10,8 +10,10 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import httpx
 import pytest
@@ -178,7 +180,8 @@ def test_deny_with_a_reason_reaches_the_agent(browser: Any, server: ServerProces
 
 def test_two_browsers_approving_at_once_run_it_once_and_one_is_told_already_decided(
         browser: Any, server: ServerProcess, alice: str) -> None:
-    a, b = login(browser, server.url, alice), login(browser, server.url, alice)
+    # In a zone 5:45 from UTC: who answered first is shown with the time in the viewer's zone.
+    a, b = (login(browser, server.url, alice, timezone_id="Asia/Kathmandu") for _ in range(2))
     with api(server, alice) as c:
         sid = new_space(c)
         rid = paused_run(c, sid, {"type": "shell", "id": "once", "command": "rm -rf tmp; echo ran >> log"})
@@ -194,6 +197,10 @@ def test_two_browsers_approving_at_once_run_it_once_and_one_is_told_already_deci
         assert sorted(w.page.evaluate("document.body.dataset.decided") for w in (a, b)) == ["200", "409"]
         assert c.get(f"/v1/spaces/{sid}/files/log").content == b"ran\n"
         loser = a if a.page.evaluate("document.body.dataset.decided") == "409" else b
+        at = float(loser.page.locator(".pending output").get_attribute("data-at") or "nan")
+        local = datetime.fromtimestamp(at, ZoneInfo("Asia/Kathmandu"))
+        assert "UTC" not in said[1] and f"{local.minute:02d}:{local.second:02d}" in said[1], said
+        assert datetime.fromtimestamp(at, UTC).strftime("%H:%M:%S") not in said[1], said
         loser.screenshot("already-decided")
         for w in (a, b):
             w.assert_clean()

@@ -51,6 +51,11 @@ _DECISIONS: dict[str, Literal["approved", "denied"]] = {"approved": "approved", 
 _STATIC = {"console.js": "text/javascript; charset=utf-8", "console.css": "text/css; charset=utf-8"}
 
 
+def _utc(at: float) -> str:
+    """A moment as the pages say it without JavaScript (the script shows it in the viewer's zone)."""
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(at))
+
+
 @dataclass(frozen=True)
 class LocalSessions:
     """What ``codeloop console`` adds: this machine's ``codeloop run`` sessions, for one key only."""
@@ -121,10 +126,12 @@ class Console:
         return "application/json" in request.headers.get("accept", "")
 
     def _answer(self, request: Request, status: int, message: str, session: ConsoleSession | None,
-                back: str = "/") -> Response:
+                back: str = "/", at: float | None = None) -> Response:
         if self._wants_json(request):
-            return JSONResponse({"ok": status < 400, "message": message}, status_code=status,
-                                headers=SECURITY_HEADERS)
+            body: dict[str, Any] = {"ok": status < 400, "message": message}
+            if at is not None:  # the page shows this moment in the viewer's zone instead of UTC
+                body.update(at=at, atText=_utc(at))
+            return JSONResponse(body, status_code=status, headers=SECURITY_HEADERS)
         return _html(render("message.html", title="Decision" if status < 400 else "Refused", ok=status < 400,
                             message=message, back=back, pending=0, csrf=session.csrf if session else None,
                             logged_in=session is not None), status)
@@ -286,6 +293,15 @@ class Console:
         try:
             result = await self.api.service.resume(session.owner, run_id, approval)
         except ServiceError as exc:
+            if exc.code == "already_decided":
+                entry = await asyncio.to_thread(self.api.service.store.pending.for_step, run_id,
+                                                approval.operationId)
+                if entry is not None and entry.decided_at is not None:
+                    verdict = "approved" if entry.status in ("approved", "running", "ran", "interrupted") \
+                        else entry.status
+                    return self._answer(request, 409, f"operation {approval.operationId} was already {verdict} by "
+                                        f"{entry.decided_by or '?'} at {_utc(entry.decided_at)}", session, back,
+                                        at=entry.decided_at)
             return self._answer(request, exc.status, exc.message, session, back)
         return self._answer(request, 200, f"{decision} by you; the run is now {result.get('status')}",
                             session, back)
@@ -322,8 +338,9 @@ class Console:
         except UnknownPendingCallError:
             return self._answer(request, 404, "no such pending call", session)
         if isinstance(out, AlreadyDecided):
-            at = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(out.at)) if out.at else "?"
-            return self._answer(request, 409, f"already decided by {out.by or '?'} at {at} ({out.verdict})", session)
+            at = _utc(out.at) if out.at else "?"
+            return self._answer(request, 409, f"already decided by {out.by or '?'} at {at} ({out.verdict})", session,
+                                at=out.at)
         return self._answer(request, 200, f"{decision} by you", session)
 
     async def local_session(self, request: Request) -> Response:

@@ -42,7 +42,13 @@ function wireDecisions() {
         const r = await fetch(form.action, { method: "POST", body: data, credentials: "same-origin",
                                              headers: { Accept: "application/json" } });
         status = r.status;
-        message = (await r.json()).message;
+        const answer = await r.json();
+        message = answer.message;
+        if (typeof answer.at === "number" && typeof answer.atText === "string") {
+          // who decided first, and when: in the viewer's zone, as every other time on the page
+          message = message.replace(answer.atText, new Date(answer.at * 1000).toLocaleString());
+          out.dataset.at = String(answer.at);
+        }
       } catch (e) {
         message = `not sent: ${e}`;
       }
