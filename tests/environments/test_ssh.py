@@ -157,3 +157,41 @@ async def test_unknown_host_key_is_refused(sshd: SshServer, tmp_path: Path) -> N
 def test_turning_off_host_key_checking_needs_explicit_consent() -> None:
     with pytest.raises(ValueError, match="insecure_no_host_check"):
         SSHExecutionEnvironment("127.0.0.1", "/tmp/x", known_hosts=None)
+
+
+async def test_changing_calls_on_an_ssh_workspace_are_uncovered_and_a_rewind_refuses(
+        sshd: SshServer, tmp_path: Path) -> None:
+    """A session recorded on an SSH workspace: its files are on the remote host, so nothing
+    snapshots them here; each changing call is marked uncovered and a rewind across it refuses,
+    naming it, and changes nothing (docs/sessions.md)."""
+    from codeloop.agent.config import SessionConfig
+    from codeloop.agent.session import Session
+    from codeloop.environments.logging_and_read_only import LoggingExecutionEnvironment
+    from codeloop.llm.adapters.scripted import ScriptedAdapter, text_response, tool_call_response
+    from codeloop.llm.client import Client
+    from codeloop.profiles import create_profile
+    from codeloop.sessions import RewindRefusedError, record_session, rewind
+
+    remote = tmp_path / "remote-ws"
+    env = make_env(sshd, remote)
+    await env.initialize()
+    wrapped = LoggingExecutionEnvironment(env)  # a wrapper says the same
+    assert env.files_elsewhere and wrapped.files_elsewhere
+    adapter = ScriptedAdapter([
+        tool_call_response(("write_file", {"file_path": "notes.txt", "content": "v1\n"})),
+        text_response("Wrote notes.txt."),
+    ])
+    session = Session(create_profile("openai"), wrapped, SessionConfig(), Client({"scripted": adapter}))
+    recording = record_session(session, str(remote))
+    try:
+        await session.submit("create notes.txt")
+    finally:
+        await session.close()
+        recording.close()
+    assert (remote / "notes.txt").read_text() == "v1\n"
+    [mark] = recording.checkpoints.uncovered(0) + recording.checkpoints.uncovered(1)
+    assert mark.tool == "write_file"
+    assert recording.checkpoints.store is None
+    with pytest.raises(RewindRefusedError, match=r"write_file.*which no checkpoint covers"):
+        rewind(session.id, 0)
+    assert (remote / "notes.txt").read_text() == "v1\n"
