@@ -26,7 +26,7 @@ import json
 import time
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from enum import StrEnum
 from functools import partial
 from typing import Any, assert_never
@@ -52,6 +52,7 @@ from codeloop.agent.project_docs import discover_project_docs, render_project_do
 from codeloop.agent.prompts import gather_environment_context, render_environment
 from codeloop.agent.reply_reader import Reply, ReplyReader
 from codeloop.agent.reply_rescue import ReplyRescue
+from codeloop.agent.small_model.checks import CheckResult
 from codeloop.agent.subagents import SubagentManager, subagent_tools
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.llm import constrained
@@ -179,6 +180,8 @@ class Session:
         self.dropped = DroppedOutputs()
         """Tool outputs compaction took out of the history; ``recall_output`` reads them back."""
         self.subagents = SubagentManager(self)
+        self.strategy_ran: list[str] = []
+        """Commands the small-model strategy ran successfully this session (their reruns are checks)."""
         self._steering: deque[str] = deque()
         self._followups: deque[str] = deque()
         self._listeners: list[Listener] = []
@@ -343,6 +346,9 @@ class Session:
             added = await self._hook("user_prompt", prompt=user_input)
             user_input = "\n\n".join([user_input, *added])
         last_task = next((t.content for t in reversed(self.history.turns) if isinstance(t, UserTurn)), "")
+        if self.uses_strategy:
+            return await self._strategy_input(user_input if user_input is not None else last_task,
+                                              images if user_input is not None else None)
         turn = Turn(self, task=user_input if user_input is not None else last_task)
         guards = [guard for make in self.guards if (guard := make()).applies(self)]
         if user_input is not None:
@@ -414,6 +420,52 @@ class Session:
                     return self._guard_end(action, turn)
                 if action.kind == "nudge":
                     self._inject(action.text, action.event)
+
+    # -- the small-model strategy (issue 33) -------------------------------------------------
+
+    @property
+    def uses_strategy(self) -> bool:
+        """True when inputs run the small-model strategy: ``small_model_strategy`` and a
+        compact profile (a small context window). Cloud profiles never do."""
+        return self.config.small_model_strategy and self.profile.compact
+
+    async def _strategy_input(self, task: str, images: tuple[ImageData, ...] | None) -> str:
+        """One input through :class:`~codeloop.agent.small_model.strategy.SmallModelTurn`;
+        the history keeps the input and codeloop's report (the answer)."""
+        from codeloop.agent.small_model.strategy import SmallModelTurn, StrategyConfig
+
+        if images is not None:
+            self.history.append(UserTurn(task, images=images))
+            self._emit(ev.UserInput, content=task)
+        config = StrategyConfig(samples=self.config.small_model_samples)
+        outcome = await SmallModelTurn(_StrategyPorts(self), config).run(task)
+        self.last_text = outcome.answer
+        self.history.append(AssistantTurn(content=outcome.answer))
+        if outcome.reason == "round_limit":
+            self._emit(ev.TurnLimit, round=config.steps)
+        return outcome.reason
+
+    async def draft(self, messages: list[Message], *, seed: int | None, temperature: float, grammar: str) -> str:
+        """One draft of the strategy: ``messages`` under ``grammar`` (llama.cpp's request
+        field), with ``seed`` when given; an assistant turn's events, the budget and the
+        retries as for any model call. Not streamed: the terminal shows what the drafts do."""
+        options = dict(self.profile.provider_options() or {})
+        extra: dict[str, Any] = {"grammar": grammar, **({"seed": seed} if seed is not None else {})}
+        for name in {self.profile.provider or "openai_compatible", "openai_compatible"}:
+            options[name] = {**options.get(name, {}), **extra}
+        request = Request(model=self.profile.model, messages=messages, provider=self.profile.provider,
+                          provider_options=options, temperature=temperature, max_tokens=self.profile.max_output_tokens)
+        self._emit(ev.AssistantTextStart)
+        if self.budget is not None:
+            response = await self._call_within_budget(request, False, self.budget, conversation=False)
+        else:
+            response = await call_model(self.client, request, stream=False, config=self.config, emit=self._emit)
+        self.step += 1
+        usage = response.usage
+        self._emit(ev.AssistantTextEnd, text=response.text, reasoning=response.reasoning, tool_call_count=0,
+                   input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+                   cache_read_tokens=usage.cache_read_tokens or 0)
+        return response.text
 
     async def _guarded_input(self, turn: Turn, guards: list[TurnGuard]) -> str:
         """The input with what the guards put in front of it; their ANSWER step for this input."""
@@ -830,3 +882,41 @@ class Session:
         event = kind(session_id=self.id, timestamp=time.time(), **data)
         for listener in tuple(self._listeners):
             listener(event)
+
+
+class _StrategyPorts:
+    """What the small-model strategy gets of a Session (its :class:`~codeloop.agent.small_model.
+    strategy.Ports`): the model call, the pipeline, steering and the terminal's words."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.ran: list[str] = session.strategy_ran
+
+    @property
+    def environment(self) -> ExecutionEnvironment:
+        return self.session.environment
+
+    async def draft(self, messages: list[Message], *, seed: int | None, temperature: float, grammar: str) -> str:
+        return await self.session.draft(messages, seed=seed, temperature=temperature, grammar=grammar)
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> tuple[str, bool]:
+        s = self.session
+        result = await s._pipeline().run(PipelineCall(tool, arguments, f"call_{uuid.uuid4().hex[:12]}",
+                                                      step=s.step_of.step))
+        return result.output, result.is_error
+
+    def say(self, message: str) -> None:
+        self.session.announce(ev.WarningEvent, message=message, code="small_model")
+
+    def steering(self) -> list[str]:
+        taken = list(self.session._steering)
+        self.session._steering.clear()
+        for note in taken:
+            self.session.announce(ev.SteeringInjected, content=note)
+        return taken
+
+    async def judge(self, before: Mapping[str, str], changes: Mapping[str, str | None],
+                    ran: Sequence[str]) -> list[CheckResult]:
+        from codeloop.agent.small_model.strategy import judge_in_scratch
+
+        return await judge_in_scratch(self.session.environment, before, changes, ran)
