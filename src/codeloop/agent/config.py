@@ -47,9 +47,8 @@ class SessionConfig:
     """codeloop (issue 10): run tool calls written as text when a reply has no structured
     call; None = the profile decides (on for OpenAI-compatible servers and ``text``)."""
     check_claims: bool | None = None
-    """codeloop (issue 10): before a final answer ends an input, check once that the files it
-    says were created, changed or deleted were (:mod:`codeloop.agent.claims`), and send the
-    model back when not; None = on for small context windows (the compact prompt)."""
+    """No longer used: the claim checks that read the model's prose went with issue 33. Kept so
+    that callers setting it (codali) still build a config."""
     small_model_rescues: bool | None = None
     """codeloop (issue 20): the rescues of small models (docs/local-models.md, "Rescues for
     small models"). Replies are read the way small local models write them: empty optional

@@ -515,26 +515,6 @@ class Session:
             max_tokens=self.profile.max_output_tokens,
         )
 
-    async def ask_alone(self, prompt: str) -> str:
-        """The model's answer to ``prompt`` alone: no system prompt, history or tools (a small
-        model's focused draft, :mod:`.guards.stub_left`). Retried as any call; errors propagate.
-
-        Its tokens are reported by a ``warning`` event with code ``model_usage``, not by
-        ``assistant_text_end``: that event is a turn of the conversation (replay and rewind
-        count it), and this request is none."""
-        request = Request(model=self.profile.model, messages=[Message.user(prompt)], provider=self.profile.provider,
-                          provider_options=self.profile.provider_options(), temperature=self.profile.temperature,
-                          max_tokens=self.profile.max_output_tokens)
-        if self.budget is not None:
-            response = await self._call_within_budget(request, False, self.budget, conversation=False)
-        else:
-            response = await call_model(self.client, request, stream=False, config=self.config, emit=self._emit)
-        usage = response.usage
-        self._emit(ev.WarningEvent, code="model_usage",
-                   message=f"a request outside the conversation: {usage.input_tokens} tokens in "
-                           f"({usage.cache_read_tokens or 0} cached), {usage.output_tokens} out")
-        return response.text
-
     async def _call_model(self) -> Response:
         request = self._request()
         stream = self.config.stream and self.profile.supports_streaming
@@ -548,7 +528,7 @@ class Session:
         """The call, only when its worst case fits what is left (issue 36): its ``max_tokens``
         lowered to fit, what is left told to the model last (the cached prefix stays the
         same), cancelled when ``max_time`` runs out; BudgetStop when it cannot be made.
-        A call outside the conversation (``ask_alone``) gets no note and no start event."""
+        A call outside the conversation (a strategy draft) gets no note and no start event."""
         note = [Message.user(budget.note(self.history.turn_count, self.config.max_turns))] if conversation else []
         request = dataclasses.replace(request, messages=[*request.messages, *note])
         tracker = self._sent if conversation else InputTracker()

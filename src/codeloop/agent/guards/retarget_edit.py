@@ -12,15 +12,16 @@ per input.
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from codeloop.agent.guards.base import ACCEPT, GuardAction, Turn, TurnGuard, rescues_on, run_instead
-from codeloop.agent.guards.verify_answer import call_form
 from codeloop.agent.history import CallResult
 from codeloop.agent.reply_reader import Reply
+from codeloop.agent.text_tool_calls import filled_example
 from codeloop.llm.types import ToolCall
 from codeloop.tools.edit import EDIT_FILE
 
@@ -28,6 +29,15 @@ if TYPE_CHECKING:
     from codeloop.agent.session import Session
 
 _ELSEWHERE = re.compile(r"^That exact text is in (.+?): if \1 is the file to change", re.M)
+
+
+def call_form(session: Session, name: str, arguments: dict[str, str]) -> str:
+    """The exact call as this session's model writes calls."""
+    if session.constrained:
+        return json.dumps({"tool": name, "arguments": arguments})
+    if not session.profile.native_tool_calls:
+        return filled_example(name, arguments)
+    return f"{name} with arguments {json.dumps(arguments)}"
 
 
 class RetargetEdit(TurnGuard):
