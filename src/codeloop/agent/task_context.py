@@ -291,7 +291,8 @@ async def gather_plain_context(env: ExecutionEnvironment, task: str, budget: int
     """The files the task names (by file name, path or ``module.name``, never by its verbs),
     their tests and imports, whole while they fit ``budget`` characters, then the map."""
     files = await _listing(env)
-    named = [_File(p, data) for p in await named_files(env, task, files)
+    # By path, not in the order the task names them: a reworded task gets the same context.
+    named = [_File(p, data) for p in sorted(await named_files(env, task, files))
              if (data := await _read(env, p)) is not None]
     chosen: list[tuple[str, str]] = []
     left = budget

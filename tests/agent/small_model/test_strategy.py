@@ -162,3 +162,25 @@ async def test_cloud_profiles_never_reach_the_strategy_their_requests_are_byte_i
     for a, b in zip(with_strategy.adapter.requests, without.adapter.requests, strict=True):
         assert _wire(a) == _wire(b)
     assert not with_strategy.said()
+
+
+@needs_sandbox
+async def test_a_reworded_task_gets_the_same_context_checks_and_commands(tmp_path: Path) -> None:
+    """No decision from wording: two phrasings naming the same files, under the same scripted
+    model, send the same files, run the same checks and make the same calls."""
+    seen = []
+    for n, task in enumerate(["In stats.py, last_n returns one item too many; test_stats.py shows it.",
+                              "test_stats.py fails: please repair the slicing in stats.py"]):
+        root = tmp_path / str(n)
+        root.mkdir()
+        project(root)
+        run = Run(root, [text_response(GOOD_FIX), text_response("DONE")])
+        await run.session.submit(task)
+        first = run.adapter.requests[0].messages[1].text
+        context = first[:first.index("# Task\n")]
+        calls = [(e.tool_name, dict(e.arguments)) for e in run.events if isinstance(e, ev.ToolCallStart)]
+        seen.append((context, run.said(), calls))
+    assert seen[0] == seen[1]
+    context, said, _calls = seen[0]
+    assert "FILE stats.py\n```\n" + STATS in context and "FILE test_stats.py" in context
+    assert said[1] == "draft 1: 3 checks passed (parse stats.py, project imports resolve, tests test_stats.py)"

@@ -302,9 +302,11 @@ SCALE = 10
 {DIVIDER}
 SCALE = 100
 {REPLACE}
-2. One command to look at something or try it, on one line: RUN python3 -m unittest test_geometry
+2. One command to look at something or try it: the word RUN, a space, then the command, on one line.
 3. DONE when the task is complete.
 """
 """What the model reads about the format (a section of its system prompt). Its examples name
 no file, name or command of the benchmark tasks: the 0.5B model copied an earlier example's
-``print("Hello")`` into its answer to "Create hello.py that prints Hello, world!"."""
+``print("Hello")`` into its answer to "Create hello.py that prints Hello, world!", and the 0.5B
+model answered "Create hello.py that prints hello, then run it" with the RUN example's command
+three times (issue 33's e2e test): the RUN line has no example command."""
