@@ -854,6 +854,16 @@ class Session:
         for entry in withdrawn:
             self._tool_event(ToolCallDecided(entry.call_id, entry))
 
+    def child(self, profile: ProviderProfile, config: SessionConfig, working_dir: str | None) -> Session:
+        """A subagent's session (§7): one level deeper, this one's workspace, client, policy,
+        approvals, checkpoint, hooks and budget; its calls are part of this session's turn."""
+        child = Session(profile, self.environment, config, self.client, policy=self.policy,
+                        approvals=self.approvals, checkpoint=self.checkpoint, hooks=self.hooks,
+                        depth=self.depth + 1, working_subdir=working_dir or self.working_subdir,
+                        budget=self.budget)
+        child.step_of = self.step_of
+        return child
+
     def announce(self, kind: type[Any], **data: Any) -> None:
         """Emit an event from a part wired around the loop (the session recorder's ``checkpoint``)."""
         self._emit(kind, **data)

@@ -184,3 +184,12 @@ async def test_a_reworded_task_gets_the_same_context_checks_and_commands(tmp_pat
     context, said, _calls = seen[0]
     assert "FILE stats.py\n```\n" + STATS in context and "FILE test_stats.py" in context
     assert said[1] == "draft 1: 3 checks passed (parse stats.py, project imports resolve, tests test_stats.py)"
+
+
+async def test_a_reply_cut_off_after_complete_file_blocks_keeps_those_blocks(tmp_path: Path) -> None:
+    block = 'FILE hello.py\n```python\nprint("hello")\n```\n'
+    run = Run(tmp_path, [text_response(block * 3 + "FILE hello.py\n```python\nprint(\"he"), text_response("DONE")])
+    answer = await run.session.submit("Create hello.py that prints hello")
+    assert (tmp_path / "hello.py").read_text() == 'print("hello")\n'
+    assert answer.startswith("Changed hello.py.")
+    assert len(run.adapter.requests) == 2

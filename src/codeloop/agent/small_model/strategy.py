@@ -52,9 +52,8 @@ from codeloop.environments.errors import WorkspaceError
 from codeloop.llm.types import Message
 from codeloop.tools import workspace_ops as ops
 
-SYSTEM_PROMPT = ("You are codeloop, a coding agent working in a project on the user's computer. "
-                 "Do the user's task by changing files or running one command at a time.\n\n"
-                 + REPLY_FORMAT_PROMPT)
+SYSTEM_PROMPT = ("You write files and run commands for the user, one step per reply: write the files the "
+                 "task needs first (FILE blocks), then run them (RUN), then DONE.\n\n" + REPLY_FORMAT_PROMPT)
 """The system prompt of every draft (the same bytes each time: the server's prompt cache keeps it)."""
 MAX_PROJECT_FILES = 400
 """Python files read to judge imports and find tests (more: the rest are not looked at)."""
@@ -166,6 +165,20 @@ def _prompt(task: str, files: Sequence[tuple[str, str]], project_map: str) -> st
     return "\n\n".join(parts)
 
 
+def _complete_blocks(text: str) -> FilesReply | None:
+    """The FILE blocks complete before a reply went wrong: the 0.5B model, once its file is
+    written, writes the same block again until ``max_tokens`` cuts it mid-block. None when
+    no complete block precedes the fault."""
+    starts = [i + 1 for i in range(len(text)) if text.startswith("\nFILE ", i)]
+    for end in reversed(starts):
+        try:
+            reply = parse_reply(text[:end])
+        except ReplyFormatError:
+            continue
+        return reply if isinstance(reply, FilesReply) else None
+    return None
+
+
 def _good(candidate: Candidate) -> bool:
     return candidate.failed == 0 and bool(candidate.changes)
 
@@ -207,10 +220,13 @@ class SmallModelTurn:
 
     async def _draft(self, messages: list[Message], seed: int | None, temperature: float) -> _Draft:
         text = await self.ports.draft(list(messages), seed=seed, temperature=temperature, grammar=GRAMMAR)
+        reply: Reply | None
         try:
             reply = parse_reply(text)
         except ReplyFormatError as exc:
-            return _Draft(text, None, f"the reply is not in the format ({exc})")
+            reply = _complete_blocks(text)
+            if reply is None:
+                return _Draft(text, None, f"the reply is not in the format ({exc})")
         if isinstance(reply, FilesReply):
             texts = {b.path: await self._read(b.path) for b in reply.files}
             try:
