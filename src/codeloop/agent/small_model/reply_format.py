@@ -45,6 +45,9 @@ DIVIDER = "======="
 REPLACE = ">>>>>>> REPLACE"
 PATH_STOPS = " \t\r\n`"
 """Characters a path never holds (it also never starts with ``/``)."""
+MAX_FILE_BLOCKS = 4
+"""The most FILE blocks one reply holds: the 0.5B model, once its file was written, wrote the
+same block again until ``max_tokens`` (minutes on a CPU); the grammar stops it at this many."""
 LANG_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_+.#-"
 """What may follow the opening fence of a whole file (a language tag)."""
 
@@ -135,9 +138,14 @@ def _stops(extra: str = "") -> str:
     return "".join(_class_char(c) for c in PATH_STOPS + extra)
 
 
+def _more_files(left: int) -> str:
+    """Up to ``left`` more FILE blocks, as nested optionals (plain GBNF: no ``{m,n}``)."""
+    return f'( "\\n"+ file {_more_files(left - 1)} )?' if left > 0 else ""
+
+
 GRAMMAR = "\n".join([
     "root ::= files | run | done",
-    'files ::= file ( "\\n"+ file )* "\\n"*',
+    f'files ::= file {_more_files(MAX_FILE_BLOCKS - 1)} "\\n"*',
     'file ::= "FILE " path "\\n" ( whole | hunks )',
     f"path ::= [^{_stops('/')}] [^{_stops()}]*",
     f'whole ::= {_literal(FENCE)} lang "\\n" wline* {_literal(FENCE)}',
@@ -261,6 +269,9 @@ def parse_reply(text: str) -> Reply:
         if not lines.peek().startswith("FILE "):
             raise ReplyFormatError(lines.number, f"after a FILE block comes another FILE block or the end of the "
                                                  f"reply, not {_shown(lines.peek())}")
+        if len(files) == MAX_FILE_BLOCKS:
+            raise ReplyFormatError(lines.number, f"a reply holds at most {MAX_FILE_BLOCKS} FILE blocks: send the "
+                                                 "others in the next reply")
         files.append(_file(lines))
 
 
