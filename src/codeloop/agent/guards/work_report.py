@@ -5,7 +5,7 @@ of the harness or a tool's error echoed back. The user would read that as the an
 answer (``Session.last_text``, ``SESSION_END``'s ``final_text``) becomes a report built from
 the input's calls: the files written and the commands run with their exit codes. It is
 labelled as such, so it never passes for the model's words. An answer with content of its
-own is kept (:mod:`.claim_check` checks its claims).
+own is kept.
 """
 
 from __future__ import annotations
