@@ -181,6 +181,8 @@ class Session:
         """Tool outputs compaction took out of the history; ``recall_output`` reads them back."""
         self.subagents = SubagentManager(self)
         self.strategy_ran: list[str] = []
+        self._drafts_left = -1
+        """Model calls the strategy's input may still make (-1: no limit)."""
         """Commands the small-model strategy ran successfully this session (their reruns are checks)."""
         self._steering: deque[str] = deque()
         self._followups: deque[str] = deque()
@@ -438,6 +440,7 @@ class Session:
             self.history.append(UserTurn(task, images=images))
             self._emit(ev.UserInput, content=task)
         config = StrategyConfig(samples=self.config.small_model_samples)
+        self._drafts_left = self.config.max_model_calls_per_input or -1
         outcome = await SmallModelTurn(_StrategyPorts(self), config).run(task)
         self.last_text = outcome.answer
         self.history.append(AssistantTurn(content=outcome.answer))
@@ -445,16 +448,26 @@ class Session:
             self._emit(ev.TurnLimit, round=config.steps)
         return outcome.reason
 
-    async def draft(self, messages: list[Message], *, seed: int | None, temperature: float, grammar: str) -> str:
+    async def draft(self, messages: list[Message], *, seed: int | None, temperature: float, grammar: str,
+                    max_tokens: int) -> str:
         """One draft of the strategy: ``messages`` under ``grammar`` (llama.cpp's request
-        field), with ``seed`` when given; an assistant turn's events, the budget and the
-        retries as for any model call. Not streamed: the terminal shows what the drafts do."""
+        field), with ``seed`` when given, at most ``max_tokens`` (and the profile's limit) long;
+        an assistant turn's events, the budget and the retries as for any model call. Not
+        streamed: the terminal shows what the drafts do. ``DraftsExhausted`` past
+        ``max_model_calls_per_input``."""
+        from codeloop.agent.small_model.strategy import DraftsExhausted
+
+        if self._drafts_left == 0:
+            raise DraftsExhausted
+        self._drafts_left -= 1
+        limit = self.profile.max_output_tokens
+        max_tokens = min(max_tokens, limit) if limit else max_tokens
         options = dict(self.profile.provider_options() or {})
         extra: dict[str, Any] = {"grammar": grammar, **({"seed": seed} if seed is not None else {})}
         for name in {self.profile.provider or "openai_compatible", "openai_compatible"}:
             options[name] = {**options.get(name, {}), **extra}
         request = Request(model=self.profile.model, messages=messages, provider=self.profile.provider,
-                          provider_options=options, temperature=temperature, max_tokens=self.profile.max_output_tokens)
+                          provider_options=options, temperature=temperature, max_tokens=max_tokens)
         self._emit(ev.AssistantTextStart)
         if self.budget is not None:
             response = await self._call_within_budget(request, False, self.budget, conversation=False)
@@ -886,8 +899,10 @@ class _StrategyPorts:
     def environment(self) -> ExecutionEnvironment:
         return self.session.environment
 
-    async def draft(self, messages: list[Message], *, seed: int | None, temperature: float, grammar: str) -> str:
-        return await self.session.draft(messages, seed=seed, temperature=temperature, grammar=grammar)
+    async def draft(self, messages: list[Message], *, seed: int | None, temperature: float, grammar: str,
+                    max_tokens: int) -> str:
+        return await self.session.draft(messages, seed=seed, temperature=temperature, grammar=grammar,
+                                        max_tokens=max_tokens)
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> tuple[str, bool]:
         s = self.session

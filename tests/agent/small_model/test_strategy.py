@@ -206,3 +206,25 @@ def test_complete_blocks_of_any_text_are_a_prefix_that_parses_or_none(text: str)
     if found is not None:
         assert parse_reply(render_reply(found)) == found
         assert all(block.path in text for block in found.files)
+
+
+async def test_the_model_call_limit_of_an_input_stops_the_samples_and_says_so(tmp_path: Path) -> None:
+    project(tmp_path)
+    run = Run(tmp_path, [text_response(BAD_FIX), text_response(GOOD_FIX)])
+    run.session.config = dataclasses.replace(run.session.config, max_model_calls_per_input=1)
+    answer = await run.session.submit("fix last_n in stats.py")
+    assert len(run.adapter.requests) == 1
+    assert (tmp_path / "stats.py").read_text() == STATS
+    assert answer.endswith("Stopped: the model-call limit of this input was reached.")
+    assert [e.reason for e in run.events if isinstance(e, ev.SessionEnd)] == ["round_limit"]
+    assert len([e for e in run.events if isinstance(e, ev.TurnLimit)]) == 1
+
+
+async def test_a_draft_asks_for_room_to_rewrite_the_files_shown_not_the_profiles_whole_limit(tmp_path: Path) -> None:
+    (tmp_path / "big.py").write_text("x = 1\n" * 1000)
+    run = Run(tmp_path, [text_response("DONE"), text_response("DONE")])
+    await run.session.submit("Create hello.py")
+    await run.session.submit("Look at big.py")
+    small, large = (r.max_tokens for r in run.adapter.requests)
+    assert small == 768
+    assert large == min(6000 // 3 + 256, run.session.profile.max_output_tokens or 10**9)

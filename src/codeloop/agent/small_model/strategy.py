@@ -57,6 +57,8 @@ SYSTEM_PROMPT = ("You write files and run commands for the user, one step per re
 """The system prompt of every draft (the same bytes each time: the server's prompt cache keeps it)."""
 MAX_PROJECT_FILES = 400
 """Python files read to judge imports and find tests (more: the rest are not looked at)."""
+MIN_DRAFT_TOKENS = 768
+"""The longest draft when the task shows no file (a new file from nothing)."""
 MAX_OUTPUT_SHOWN = 2_000
 """Characters of a command's or a failing check's output shown to the model."""
 
@@ -89,8 +91,9 @@ class Ports(Protocol):
         """Commands this session ran successfully (their reruns are checks); appended to here."""
 
     async def draft(self, messages: list[Message], *, seed: int | None, temperature: float,
-                    grammar: str) -> str:
-        """The model's reply to ``messages`` (one model call: events, budget, retries, cancel)."""
+                    grammar: str, max_tokens: int) -> str:
+        """The model's reply to ``messages`` (one model call: events, budget, retries, cancel),
+        at most ``max_tokens`` long; :class:`DraftsExhausted` when no more calls are allowed."""
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> tuple[str, bool]:
         """Run a tool call through the session's pipeline: (output, is_error)."""
@@ -104,6 +107,17 @@ class Ports(Protocol):
     async def judge(self, before: Mapping[str, str], changes: Mapping[str, str | None],
                     ran: Sequence[str]) -> list[CheckResult]:
         """All checks of one candidate, run in a scratch copy of the workspace."""
+
+
+class DraftsExhausted(Exception):
+    """The input may make no more model calls (``max_model_calls_per_input``)."""
+
+
+def draft_tokens(files: Sequence[tuple[str, str]]) -> int:
+    """The longest draft asked for: room to rewrite every file shown, whole (a token is about 3
+    characters of code), and at least :data:`MIN_DRAFT_TOKENS`. A small model that repeats
+    itself stops there instead of at the profile's limit (minutes of CPU)."""
+    return max(MIN_DRAFT_TOKENS, sum(len(text) for _path, text in files) // 3 + 256)
 
 
 @dataclass
@@ -199,6 +213,7 @@ class SmallModelTurn:
         self._files: dict[str, str | None] = {}
         """Texts read so far (path → text, None: no such file), updated as changes are written."""
         self._before: dict[str, str] | None = None
+        self._max_tokens = MIN_DRAFT_TOKENS
 
     async def _read(self, path: str) -> str | None:
         if path not in self._files:
@@ -219,7 +234,8 @@ class SmallModelTurn:
         return self._before
 
     async def _draft(self, messages: list[Message], seed: int | None, temperature: float) -> _Draft:
-        text = await self.ports.draft(list(messages), seed=seed, temperature=temperature, grammar=GRAMMAR)
+        text = await self.ports.draft(list(messages), seed=seed, temperature=temperature, grammar=GRAMMAR,
+                                      max_tokens=self._max_tokens)
         reply: Reply | None
         try:
             reply = parse_reply(text)
@@ -307,7 +323,7 @@ class SmallModelTurn:
         self.report.checks = list(chosen.results)
         return True
 
-    async def _run(self, command: str) -> str:
+    async def _run_command(self, command: str) -> str:
         output, is_error = await self.ports.call("shell", {"command": command})
         self.report.ran.append((command, not is_error))
         if not is_error:
@@ -318,9 +334,17 @@ class SmallModelTurn:
 
     async def run(self, task: str) -> TurnOutcome:
         """Process one input ``task``."""
+        try:
+            return await self._input(task)
+        except DraftsExhausted:
+            self.report.notes.append("Stopped: the model-call limit of this input was reached.")
+            return TurnOutcome("round_limit", self.report.render())
+
+    async def _input(self, task: str) -> TurnOutcome:
         context = await gather_plain_context(self.ports.environment, task, self.config.context_chars)
         for path, text in context.files:
             self._files[path] = text
+        self._max_tokens = draft_tokens(context.files)
         messages = [Message.system(SYSTEM_PROMPT), Message.user(_prompt(task, context.files, context.map))]
         for _step in range(self.config.steps):
             for note in self.ports.steering():
@@ -330,7 +354,7 @@ class SmallModelTurn:
             if isinstance(greedy.reply, DoneReply):
                 return TurnOutcome("completed", self.report.render())
             if isinstance(greedy.reply, RunReply):
-                output = await self._run(greedy.reply.command)
+                output = await self._run_command(greedy.reply.command)
                 messages += [Message.assistant(greedy.text),
                              Message.user(f"Output of `{greedy.reply.command}`:\n{_shown(output)}\n\n"
                                           "Reply with FILE blocks, one RUN line, or DONE.")]
