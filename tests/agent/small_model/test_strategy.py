@@ -228,3 +228,21 @@ async def test_a_draft_asks_for_room_to_rewrite_the_files_shown_not_the_profiles
     small, large = (r.max_tokens for r in run.adapter.requests)
     assert small == 768
     assert large == min(6000 // 3 + 256, run.session.profile.max_output_tokens or 10**9)
+
+
+async def test_blocks_repeating_the_formats_examples_are_no_change_of_the_models(tmp_path: Path) -> None:
+    from codeloop.agent.small_model.reply_format import REPLY_FORMAT_PROMPT
+
+    (tmp_path / "config.py").write_text("MAX_RETRIES = 3\n")
+    examples = REPLY_FORMAT_PROMPT[REPLY_FORMAT_PROMPT.index("FILE geometry/circle.py"):]
+    examples = examples.replace("   or SEARCH/REPLACE hunks, each copying lines of the file exactly and giving their new text:\n", "")
+    examples = examples[:examples.index("2. One command")]
+    change = "FILE config.py\n<<<<<<< SEARCH\nMAX_RETRIES = 3\n=======\nMAX_RETRIES = 5\n>>>>>>> REPLACE\n"
+    run = Run(tmp_path, [text_response(change + examples), text_response(examples), text_response(examples),
+                         text_response("DONE")], samples=0)
+    answer = await run.session.submit("In config.py, change MAX_RETRIES from 3 to 5")
+    assert (tmp_path / "config.py").read_text() == "MAX_RETRIES = 5\n"
+    assert not (tmp_path / "geometry").exists()
+    assert answer.startswith("Changed config.py.")
+    told = run.adapter.requests[3].messages[-1].text
+    assert told.startswith("That reply could not be used: the reply only repeats the examples of the reply format")

@@ -292,12 +292,7 @@ def render_reply(reply: Reply) -> str:
     return "".join(blocks)
 
 
-REPLY_FORMAT_PROMPT = f"""\
-# Reply format
-Reply with exactly one of these, and nothing else:
-
-1. FILE blocks: for each file to create or change, a line FILE <path>, then either the whole
-   new file between fences:
+_WHOLE_EXAMPLE = f"""\
 FILE geometry/circle.py
 {FENCE}python
 import math
@@ -306,14 +301,24 @@ import math
 def area(radius):
     return math.pi * radius ** 2
 {FENCE}
-   or SEARCH/REPLACE hunks, each copying lines of the file exactly and giving their new text:
+"""
+_HUNK_EXAMPLE = f"""\
 FILE geometry/units.py
 {SEARCH}
 SCALE = 10
 {DIVIDER}
 SCALE = 100
 {REPLACE}
-2. One command to look at something or try it: the word RUN, a space, then the command, on one line.
+"""
+
+REPLY_FORMAT_PROMPT = f"""\
+# Reply format
+Reply with exactly one of these, and nothing else:
+
+1. FILE blocks: for each file to create or change, a line FILE <path>, then either the whole
+   new file between fences:
+{_WHOLE_EXAMPLE}   or SEARCH/REPLACE hunks, each copying lines of the file exactly and giving their new text:
+{_HUNK_EXAMPLE}2. One command to look at something or try it: the word RUN, a space, then the command, on one line.
 3. DONE when the task is complete.
 """
 """What the model reads about the format (a section of its system prompt). Its examples name
@@ -321,3 +326,24 @@ no file, name or command of the benchmark tasks: the 0.5B model copied an earlie
 ``print("Hello")`` into its answer to "Create hello.py that prints Hello, world!", and the 0.5B
 model answered "Create hello.py that prints hello, then run it" with the RUN example's command
 three times (issue 33's e2e test): the RUN line has no example command."""
+
+
+def _example_blocks() -> frozenset[tuple[str, str | None, tuple[Hunk, ...]]]:
+    found = set()
+    for text in (_WHOLE_EXAMPLE, _HUNK_EXAMPLE):
+        reply = parse_reply(text)
+        assert isinstance(reply, FilesReply)
+        found |= {(b.path, b.content, b.hunks) for b in reply.files}
+    return frozenset(found)
+
+
+EXAMPLE_BLOCKS = _example_blocks()
+"""The FILE blocks of :data:`REPLY_FORMAT_PROMPT`'s examples, as parsed (path, content, hunks)."""
+
+
+def without_examples(reply: FilesReply) -> FilesReply | None:
+    """``reply`` without the blocks that repeat the format's examples (the prompt's own text, not
+    the model's change: the 0.5B model appended both examples to a correct change of
+    ``config.py``); None when nothing else is left."""
+    kept = tuple(b for b in reply.files if (b.path, b.content, b.hunks) not in EXAMPLE_BLOCKS)
+    return FilesReply(kept) if kept else None

@@ -45,6 +45,7 @@ from codeloop.agent.small_model.reply_format import (
     RunReply,
     parse_reply,
     render_reply,
+    without_examples,
 )
 from codeloop.agent.task_context import gather_plain_context
 from codeloop.environments.base import ExecutionEnvironment
@@ -244,6 +245,8 @@ class SmallModelTurn:
             if reply is None:
                 return _Draft(text, None, f"the reply is not in the format ({exc})")
         if isinstance(reply, FilesReply):
+            if (reply := without_examples(reply)) is None:
+                return _Draft(text, None, "the reply only repeats the examples of the reply format")
             texts = {b.path: await self._read(b.path) for b in reply.files}
             try:
                 new = apply_reply(reply, texts.get)
