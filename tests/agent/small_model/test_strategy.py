@@ -246,3 +246,16 @@ async def test_blocks_repeating_the_formats_examples_are_no_change_of_the_models
     assert answer.startswith("Changed config.py.")
     told = run.adapter.requests[3].messages[-1].text
     assert told.startswith("That reply could not be used: the reply only repeats the examples of the reply format")
+
+
+async def test_a_greedy_draft_repeating_an_earlier_reply_is_replaced_by_a_seeded_sample(tmp_path: Path) -> None:
+    (tmp_path / "settings.json").write_text('{"port": 3000}\n')
+    fix = 'FILE settings.json\n<<<<<<< SEARCH\n{"port": 3000}\n=======\n{"port": 8080}\n>>>>>>> REPLACE\n'
+    run = Run(tmp_path, [text_response("RUN cat settings.json\n"), text_response("RUN cat settings.json\n"),
+                         text_response(fix), text_response("DONE")])
+    await run.session.submit('In settings.json, set "port" to 8080')
+    assert (tmp_path / "settings.json").read_text() == '{"port": 8080}\n'
+    assert [run.options(i).get("seed") for i in range(4)] == [None, None, 201, None]
+    assert run.adapter.requests[2].temperature == pytest.approx(0.7)
+    assert "the draft repeats an earlier reply: drafting with a seed (1 of 2)" in run.said()
+    assert run.session.strategy_ran == ["cat settings.json"]  # the repeated command did not run again

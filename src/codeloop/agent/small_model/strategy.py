@@ -349,11 +349,20 @@ class SmallModelTurn:
             self._files[path] = text
         self._max_tokens = draft_tokens(context.files)
         messages = [Message.system(SYSTEM_PROMPT), Message.user(_prompt(task, context.files, context.map))]
-        for _step in range(self.config.steps):
+        replied: set[str] = set()
+        for step in range(self.config.steps):
             for note in self.ports.steering():
                 messages.append(Message.user(f"A note from the user: {note}"))
             self.ports.say("drafting" if not self.report.changed else "drafting the next step")
             greedy = await self._draft(messages, None, 0.0)
+            for n in range(1, self.config.samples + 1):
+                if greedy.text not in replied:
+                    break
+                # The greedy draft repeats a reply of this input word for word: a loop (greedy
+                # decoding gives it again and again); a seeded sample may leave it.
+                self.ports.say(f"the draft repeats an earlier reply: drafting with a seed ({n} of {self.config.samples})")
+                greedy = await self._draft(messages, 100 * (step + 1) + n, self.config.temperature)
+            replied.add(greedy.text)
             if isinstance(greedy.reply, DoneReply):
                 return TurnOutcome("completed", self.report.render())
             if isinstance(greedy.reply, RunReply):
