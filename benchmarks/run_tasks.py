@@ -110,6 +110,9 @@ PRESETS["codeloop-no-rescues"] = PRESETS["codeloop"] + " --no-rescues"
 # The reply modes issue 20 asks to choose among, beside the default (tagged text calls):
 # constrained decoding (every reply one JSON call or a final answer, a JSON Schema per reply).
 PRESETS["codeloop-constrained"] = PRESETS["codeloop"] + " --constrained on"
+# The tool loop with the rescues, as before the small-model strategy of issue 33 (which the
+# "codeloop" preset runs with the local model).
+PRESETS["codeloop-no-strategy"] = PRESETS["codeloop"] + " --no-strategy"
 
 
 @dataclass
@@ -282,6 +285,38 @@ def results_table(agents: list[str], tasks: list[str], outcomes: list[Outcome], 
     return "\n".join(lines)
 
 
+def current_commit() -> str:
+    """The repository's HEAD (what a figure is measured at), or "unknown"."""
+    done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                          cwd=Path(__file__).parent, check=False)
+    return done.stdout.strip() or "unknown"
+
+
+def load_results(path: Path, split: str, model: str) -> dict[tuple[str, str], Outcome]:
+    """The outcomes already in ``path`` for ``split`` and ``model``, by (agent, task)."""
+    found: dict[tuple[str, str], Outcome] = {}
+    if not path.exists():
+        return found
+    for line in path.read_text("utf-8").splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue  # a line cut by a kill: run that item again
+        if row.get("split") == split and row.get("model") == model:
+            found[row["agent"], row["task"]] = Outcome(row["agent"], row["task"], bool(row["solved"]),
+                                                       float(row["seconds"]), row.get("note", ""))
+    return found
+
+
+def append_result(path: Path, outcome: Outcome, split: str, model: str) -> None:
+    """Append ``outcome`` as one JSON line (with the split, model, commit and date)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    row = {**outcome.__dict__, "split": split, "model": model, "commit": current_commit(),
+           "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    with path.open("a", encoding="utf-8") as out:
+        out.write(json.dumps(row) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--agent", action="append", choices=sorted(PRESETS), help="preset agent(s)")
@@ -296,6 +331,9 @@ def main() -> None:
     parser.add_argument("--timeout", type=int, default=600, help="seconds per task and agent")
     parser.add_argument("--markdown", type=Path, help="also write the table to this file")
     parser.add_argument("--json", action="store_true", help="one JSON object per outcome")
+    parser.add_argument("--results", type=Path,
+                        help="append each outcome to this JSONL file, with the commit; outcomes already "
+                             "in it (same agent, task, split and model) are not run again: a run resumes")
     args = parser.parse_args()
 
     agents = [(name, PRESETS[name]) for name in (args.agent or [])]
@@ -315,11 +353,17 @@ def main() -> None:
     base_url = args.base_url or local_base_url(args.model)
 
     outcomes: list[Outcome] = []
+    done = load_results(args.results, args.split, args.model) if args.results else {}
     for task_dir in tasks:
-        for name, template in agents:
+        for name, template in agents:  # the agents interleaved per task: the same load on each
+            if (name, task_dir.name) in done:
+                outcomes.append(done[name, task_dir.name])
+                continue
             outcome = run_one(name, template, task_dir, base_url, args.model, args.timeout,
                               instruction_file(task_dir, args.split))
             outcomes.append(outcome)
+            if args.results:
+                append_result(args.results, outcome, args.split, args.model)
             if args.json:
                 print(json.dumps(outcome.__dict__), flush=True)
             else:

@@ -24,9 +24,7 @@ async def test_adding_a_function_over_the_existing_one_is_pointed_out_once(harne
     over = ("edit_file", {"file_path": "mathutils.py", "old_string": "def square(x):", "new_string": "def is_even(n):"})
     fixed = ("write_file", {"file_path": "mathutils.py",
                             "content": MATH + "\n\ndef is_even(n):\n    return n % 2 == 0\n"})
-    # The stub guard first asks for is_even alone; its answer here holds no function, so the
-    # model's own edit runs and this guard is what catches it.
-    h = harness("text", [calls("text", over), text_response("no code"), calls("text", fixed),
+    h = harness("text", [calls("text", over), calls("text", fixed),
                          text_response("Added is_even.")])
     (h.root / "mathutils.py").write_text(MATH)
     await h.session.submit("Add a function is_even(n) to mathutils.py that returns True when n is even. "

@@ -44,7 +44,6 @@ def _steering(h) -> list[str]:
 
 
 async def test_the_tool_list_copied_back_is_sent_back_with_the_exact_call_form(harness) -> None:
-    # (A text file: a new script the task asks for is drafted alone first, test_new_script.py.)
     h = harness("text", [_tool_list_copy, text_response(tagged("write_file", {"file_path": "hello.txt",
                                                                                "content": "hello\n"})),
                          text_response("I created hello.txt, which says hello.")])

@@ -43,7 +43,6 @@ async def test_a_call_to_a_tool_named_like_the_file_with_code_edits_that_file(ha
     h = harness("text", [text_response(f'<tool name="solution.py">\n```python\n{FUNCTION}```\n'),
                          text_response("I implemented total.")])
     (h.root / "solution.py").write_text(STUB)
-    # (a task naming `total` would have the stub drafted alone first: tests/agent/test_stub_left.py)
     assert await h.session.submit("Fill in solution.py.") == "I implemented total."
     assert (h.root / "solution.py").read_text() == IMPLEMENTED  # the import stays
     ((name, args),) = _starts(h)

@@ -241,3 +241,18 @@ def test_the_agent_cannot_read_the_tasks_checks(tmp_path: Path, monkeypatch: pyt
     monkeypatch.setattr(run_tasks, "agent_env", lambda environ, *_: dict(environ))
     uncleaned = run("workspace-write")  # control 2: the sandbox mounts benchmarks/ from PATH
     assert all(text in uncleaned for text in wanted) and f"{task_dir}/check.sh\n" in uncleaned
+
+
+def test_results_are_appended_with_the_commit_and_a_run_resumes_by_item(tmp_path: Path) -> None:
+    run_tasks = _runner()
+    results = tmp_path / "results" / "dev.jsonl"
+    run_tasks.append_result(results, run_tasks.Outcome("codeloop", "01_create_script", True, 12.5, ""), "dev", "0.5b")
+    run_tasks.append_result(results, run_tasks.Outcome("codeloop", "02_x", False, 3.0, "n"), "heldout", "0.5b")
+    with results.open("a") as out:
+        out.write('{"agent": "codeloop", "task": "03_cut')  # a line cut by a kill
+    rows = [json.loads(line) for line in results.read_text().splitlines()[:2]]
+    assert rows[0]["commit"] not in ("", "unknown") and rows[0]["split"] == "dev"
+    done = run_tasks.load_results(results, "dev", "0.5b")
+    assert list(done) == [("codeloop", "01_create_script")]
+    assert done["codeloop", "01_create_script"].seconds == 12.5
+    assert run_tasks.load_results(results, "dev", "1.5b") == {}

@@ -3,7 +3,7 @@
 in ``$FAKE_LLAMA_SCRIPT`` (a JSON list) in turn, keeping its place in ``<script>.next``, and
 exits right after a reply marked ``"crash": true``: an embedded server dying mid-session.
 Each start appends its command line (a JSON list) to ``<script>.argv`` (issue 33: which
-flags reach llama-server)."""
+flags reach llama-server), and each request body a line to ``<script>.requests``."""
 
 from __future__ import annotations
 
@@ -29,12 +29,18 @@ class Handler(BaseHTTPRequestHandler):
         self._send(200, "application/json", b'{"status": "ok"}' if self.path == "/health" else b"{}")
 
     def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("content-length", "0")))
+        body = self.rfile.read(int(self.headers.get("content-length", "0")))
+        with SCRIPT.with_suffix(".requests").open("ab") as log:  # one request body a line (issue 33)
+            log.write(body.replace(b"\n", b" ") + b"\n")
         place = int(PLACE.read_text()) if PLACE.exists() else 0
         replies = json.loads(SCRIPT.read_text())
         reply = replies[min(place, len(replies) - 1)]
         PLACE.write_text(str(place + 1))
-        self._send(200, "text/event-stream", ChatServer.sse({k: v for k, v in reply.items() if k != "crash"}))
+        answer = {k: v for k, v in reply.items() if k != "crash"}
+        if not json.loads(body or b"{}").get("stream"):  # the small-model strategy's drafts
+            self._send(200, "application/json", json.dumps(ChatServer.completion(answer)).encode())
+        else:
+            self._send(200, "text/event-stream", ChatServer.sse(answer))
         if reply.get("crash"):
             self.wfile.flush()
             os._exit(1)

@@ -47,9 +47,8 @@ class SessionConfig:
     """codeloop (issue 10): run tool calls written as text when a reply has no structured
     call; None = the profile decides (on for OpenAI-compatible servers and ``text``)."""
     check_claims: bool | None = None
-    """codeloop (issue 10): before a final answer ends an input, check once that the files it
-    says were created, changed or deleted were (:mod:`codeloop.agent.claims`), and send the
-    model back when not; None = on for small context windows (the compact prompt)."""
+    """No longer used: the claim checks that read the model's prose went with issue 33. Kept so
+    that callers setting it (codali) still build a config."""
     small_model_rescues: bool | None = None
     """codeloop (issue 20): the rescues of small models (docs/local-models.md, "Rescues for
     small models"). Replies are read the way small local models write them: empty optional
@@ -59,6 +58,15 @@ class SessionConfig:
     it, repeated reads and writes are answered "already done", a loop ignored twice ends the
     input, a named command is run before the final answer, a true report replaces an empty or
     echoed final text. None = on for small context windows (the compact prompt)."""
+    small_model_strategy: bool = False
+    """codeloop (issue 33): each input of a compact profile (a small context window) runs the
+    small-model strategy (draft under the reply grammar, check in a scratch copy, choose;
+    :mod:`codeloop.agent.small_model.strategy`) instead of the tool loop. ``codeloop run``
+    turns it on for the local llama.cpp model (embedded or ``--model-file``); a profile that is
+    not compact (every cloud profile) never reaches it, whatever this says."""
+    small_model_samples: int = 2
+    """codeloop (issue 33): candidates the strategy drafts, each with its own seed, after a
+    greedy one that fails a check (0: none)."""
     track_reads: bool = True
     """codeloop (issue 19): a write over a file this session has not read, or that changed since
     it did, is refused; off where file contents reach the model another way (codali's responses)."""
@@ -94,6 +102,6 @@ class SessionConfig:
         if self.constrained_decoding not in ("auto", "on", "off"):
             raise ValueError(f"constrained_decoding must be auto, on or off, not {self.constrained_decoding!r}")
         for name in ("max_turns", "max_tool_rounds_per_input", "max_model_calls_per_input", "loop_detection_window",
-                     "max_subagent_depth", "max_retries", "retry_base_delay", "retry_max_delay", "retry_max_total"):
+                     "max_subagent_depth", "small_model_samples", "max_retries", "retry_base_delay", "retry_max_delay", "retry_max_total"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, not {getattr(self, name)}")

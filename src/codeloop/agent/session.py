@@ -26,7 +26,7 @@ import json
 import time
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from enum import StrEnum
 from functools import partial
 from typing import Any, assert_never
@@ -52,6 +52,7 @@ from codeloop.agent.project_docs import discover_project_docs, render_project_do
 from codeloop.agent.prompts import gather_environment_context, render_environment
 from codeloop.agent.reply_reader import Reply, ReplyReader
 from codeloop.agent.reply_rescue import ReplyRescue
+from codeloop.agent.small_model.checks import CheckResult
 from codeloop.agent.subagents import SubagentManager, subagent_tools
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.llm import constrained
@@ -179,6 +180,10 @@ class Session:
         self.dropped = DroppedOutputs()
         """Tool outputs compaction took out of the history; ``recall_output`` reads them back."""
         self.subagents = SubagentManager(self)
+        self.strategy_ran: list[str] = []
+        self._drafts_left = -1
+        """Model calls the strategy's input may still make (-1: no limit)."""
+        """Commands the small-model strategy ran successfully this session (their reruns are checks)."""
         self._steering: deque[str] = deque()
         self._followups: deque[str] = deque()
         self._listeners: list[Listener] = []
@@ -343,6 +348,9 @@ class Session:
             added = await self._hook("user_prompt", prompt=user_input)
             user_input = "\n\n".join([user_input, *added])
         last_task = next((t.content for t in reversed(self.history.turns) if isinstance(t, UserTurn)), "")
+        if self.uses_strategy:
+            return await self._strategy_input(user_input if user_input is not None else last_task,
+                                              images if user_input is not None else None)
         turn = Turn(self, task=user_input if user_input is not None else last_task)
         guards = [guard for make in self.guards if (guard := make()).applies(self)]
         if user_input is not None:
@@ -415,6 +423,63 @@ class Session:
                 if action.kind == "nudge":
                     self._inject(action.text, action.event)
 
+    # -- the small-model strategy (issue 33) -------------------------------------------------
+
+    @property
+    def uses_strategy(self) -> bool:
+        """True when inputs run the small-model strategy: ``small_model_strategy`` and a
+        compact profile (a small context window). Cloud profiles never do."""
+        return self.config.small_model_strategy and self.profile.compact
+
+    async def _strategy_input(self, task: str, images: tuple[ImageData, ...] | None) -> str:
+        """One input through :class:`~codeloop.agent.small_model.strategy.SmallModelTurn`;
+        the history keeps the input and codeloop's report (the answer)."""
+        from codeloop.agent.small_model.strategy import SmallModelTurn, StrategyConfig
+
+        if images is not None:
+            self.history.append(UserTurn(task, images=images))
+            self._emit(ev.UserInput, content=task)
+        config = StrategyConfig(samples=self.config.small_model_samples)
+        self._drafts_left = self.config.max_model_calls_per_input or -1
+        outcome = await SmallModelTurn(_StrategyPorts(self), config).run(task)
+        self.last_text = outcome.answer
+        self.history.append(AssistantTurn(content=outcome.answer))
+        if outcome.reason == "round_limit":
+            self._emit(ev.TurnLimit, round=config.steps)
+        return outcome.reason
+
+    async def draft(self, messages: list[Message], *, seed: int | None, temperature: float, grammar: str,
+                    max_tokens: int) -> str:
+        """One draft of the strategy: ``messages`` under ``grammar`` (llama.cpp's request
+        field), with ``seed`` when given, at most ``max_tokens`` (and the profile's limit) long;
+        an assistant turn's events, the budget and the retries as for any model call. Not
+        streamed: the terminal shows what the drafts do. ``DraftsExhausted`` past
+        ``max_model_calls_per_input``."""
+        from codeloop.agent.small_model.strategy import DraftsExhausted
+
+        if self._drafts_left == 0:
+            raise DraftsExhausted
+        self._drafts_left -= 1
+        limit = self.profile.max_output_tokens
+        max_tokens = min(max_tokens, limit) if limit else max_tokens
+        options = dict(self.profile.provider_options() or {})
+        extra: dict[str, Any] = {"grammar": grammar, **({"seed": seed} if seed is not None else {})}
+        for name in {self.profile.provider or "openai_compatible", "openai_compatible"}:
+            options[name] = {**options.get(name, {}), **extra}
+        request = Request(model=self.profile.model, messages=messages, provider=self.profile.provider,
+                          provider_options=options, temperature=temperature, max_tokens=max_tokens)
+        self._emit(ev.AssistantTextStart)
+        if self.budget is not None:
+            response = await self._call_within_budget(request, False, self.budget, conversation=False)
+        else:
+            response = await call_model(self.client, request, stream=False, config=self.config, emit=self._emit)
+        self.step += 1
+        usage = response.usage
+        self._emit(ev.AssistantTextEnd, text=response.text, reasoning=response.reasoning, tool_call_count=0,
+                   input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+                   cache_read_tokens=usage.cache_read_tokens or 0)
+        return response.text
+
     async def _guarded_input(self, turn: Turn, guards: list[TurnGuard]) -> str:
         """The input with what the guards put in front of it; their ANSWER step for this input."""
         added = [text for g in guards if type(g).before_input is not TurnGuard.before_input
@@ -463,26 +528,6 @@ class Session:
             max_tokens=self.profile.max_output_tokens,
         )
 
-    async def ask_alone(self, prompt: str) -> str:
-        """The model's answer to ``prompt`` alone: no system prompt, history or tools (a small
-        model's focused draft, :mod:`.guards.stub_left`). Retried as any call; errors propagate.
-
-        Its tokens are reported by a ``warning`` event with code ``model_usage``, not by
-        ``assistant_text_end``: that event is a turn of the conversation (replay and rewind
-        count it), and this request is none."""
-        request = Request(model=self.profile.model, messages=[Message.user(prompt)], provider=self.profile.provider,
-                          provider_options=self.profile.provider_options(), temperature=self.profile.temperature,
-                          max_tokens=self.profile.max_output_tokens)
-        if self.budget is not None:
-            response = await self._call_within_budget(request, False, self.budget, conversation=False)
-        else:
-            response = await call_model(self.client, request, stream=False, config=self.config, emit=self._emit)
-        usage = response.usage
-        self._emit(ev.WarningEvent, code="model_usage",
-                   message=f"a request outside the conversation: {usage.input_tokens} tokens in "
-                           f"({usage.cache_read_tokens or 0} cached), {usage.output_tokens} out")
-        return response.text
-
     async def _call_model(self) -> Response:
         request = self._request()
         stream = self.config.stream and self.profile.supports_streaming
@@ -496,7 +541,7 @@ class Session:
         """The call, only when its worst case fits what is left (issue 36): its ``max_tokens``
         lowered to fit, what is left told to the model last (the cached prefix stays the
         same), cancelled when ``max_time`` runs out; BudgetStop when it cannot be made.
-        A call outside the conversation (``ask_alone``) gets no note and no start event."""
+        A call outside the conversation (a strategy draft) gets no note and no start event."""
         note = [Message.user(budget.note(self.history.turn_count, self.config.max_turns))] if conversation else []
         request = dataclasses.replace(request, messages=[*request.messages, *note])
         tracker = self._sent if conversation else InputTracker()
@@ -822,6 +867,16 @@ class Session:
         for entry in withdrawn:
             self._tool_event(ToolCallDecided(entry.call_id, entry))
 
+    def child(self, profile: ProviderProfile, config: SessionConfig, working_dir: str | None) -> Session:
+        """A subagent's session (§7): one level deeper, this one's workspace, client, policy,
+        approvals, checkpoint, hooks and budget; its calls are part of this session's turn."""
+        child = Session(profile, self.environment, config, self.client, policy=self.policy,
+                        approvals=self.approvals, checkpoint=self.checkpoint, hooks=self.hooks,
+                        depth=self.depth + 1, working_subdir=working_dir or self.working_subdir,
+                        budget=self.budget)
+        child.step_of = self.step_of
+        return child
+
     def announce(self, kind: type[Any], **data: Any) -> None:
         """Emit an event from a part wired around the loop (the session recorder's ``checkpoint``)."""
         self._emit(kind, **data)
@@ -830,3 +885,43 @@ class Session:
         event = kind(session_id=self.id, timestamp=time.time(), **data)
         for listener in tuple(self._listeners):
             listener(event)
+
+
+class _StrategyPorts:
+    """What the small-model strategy gets of a Session (its :class:`~codeloop.agent.small_model.
+    strategy.Ports`): the model call, the pipeline, steering and the terminal's words."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.ran: list[str] = session.strategy_ran
+
+    @property
+    def environment(self) -> ExecutionEnvironment:
+        return self.session.environment
+
+    async def draft(self, messages: list[Message], *, seed: int | None, temperature: float, grammar: str,
+                    max_tokens: int) -> str:
+        return await self.session.draft(messages, seed=seed, temperature=temperature, grammar=grammar,
+                                        max_tokens=max_tokens)
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> tuple[str, bool]:
+        s = self.session
+        result = await s._pipeline().run(PipelineCall(tool, arguments, f"call_{uuid.uuid4().hex[:12]}",
+                                                      step=s.step_of.step))
+        return result.output, result.is_error
+
+    def say(self, message: str) -> None:
+        self.session.announce(ev.WarningEvent, message=message, code="small_model")
+
+    def steering(self) -> list[str]:
+        taken = list(self.session._steering)
+        self.session._steering.clear()
+        for note in taken:
+            self.session.announce(ev.SteeringInjected, content=note)
+        return taken
+
+    async def judge(self, before: Mapping[str, str], changes: Mapping[str, str | None],
+                    ran: Sequence[str]) -> list[CheckResult]:
+        from codeloop.agent.small_model.strategy import judge_in_scratch
+
+        return await judge_in_scratch(self.session.environment, before, changes, ran)

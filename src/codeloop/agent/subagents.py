@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from codeloop.agent.budget import BudgetPriceError
 from codeloop.environments.base import ExecutionEnvironment
@@ -22,7 +23,43 @@ from codeloop.tools.errors import ToolError
 from codeloop.tools.registry import RegisteredTool, ToolContext, ToolOutput
 
 if TYPE_CHECKING:
-    from codeloop.agent.session import Session
+    from codeloop.agent.config import SessionConfig
+    from codeloop.agent.history import History
+    from codeloop.llm.types import ImageData
+    from codeloop.profiles.base import ProviderProfile
+
+
+class AgentSession(Protocol):
+    """What the manager needs of a session, parent or child (the Session; a Protocol so that
+    this module never imports it: the ``agent-acyclic`` import contract)."""
+
+    @property
+    def profile(self) -> ProviderProfile: ...
+
+    @property
+    def config(self) -> SessionConfig: ...
+
+    @property
+    def history(self) -> History: ...
+
+    @property
+    def end_reason(self) -> str: ...
+
+    @property
+    def last_text(self) -> str: ...
+
+    @property
+    def state(self) -> str:
+        """``idle``, ``processing``, ``awaiting_input`` or ``closed`` (a StrEnum in the Session)."""
+
+    def steer(self, message: str) -> None: ...
+
+    def child(self, profile: ProviderProfile, config: SessionConfig, working_dir: str | None) -> AgentSession:
+        """A new session one level deeper, sharing this one's workspace, client, policy and budget."""
+
+    async def submit(self, user_input: str, images: Sequence[ImageData] = ()) -> str: ...
+
+    async def abort(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -43,7 +80,7 @@ class SubAgentHandle:
 
     id: str
     """Agent id given to the model."""
-    session: Session
+    session: AgentSession
     """The child session (own history)."""
     instruction: str = ""
     """The task it was spawned with."""
@@ -61,26 +98,20 @@ class SubAgentHandle:
 class SubagentManager:
     """The children of one session."""
 
-    def __init__(self, parent: Session) -> None:
+    def __init__(self, parent: AgentSession) -> None:
         self.parent = parent
         self.agents: dict[str, SubAgentHandle] = {}
 
     def spawn(self, task: str, working_dir: str | None, model: str | None, max_turns: int | None) -> SubAgentHandle:
         """Start a child on ``task``; it runs concurrently with the parent."""
-        from codeloop.agent.session import Session
-
         parent = self.parent
         profile = parent.profile if not model else dataclasses.replace(parent.profile, model=model)
         config = dataclasses.replace(
             parent.config, max_turns=max_turns or parent.config.subagent_max_turns)
         try:  # the parent's budget (issue 36): what a child spends, the parent has spent
-            child = Session(profile, parent.environment, config, parent.client, policy=parent.policy,
-                            approvals=parent.approvals, checkpoint=parent.checkpoint, hooks=parent.hooks,
-                            depth=parent.depth + 1, working_subdir=working_dir or parent.working_subdir,
-                            budget=parent.budget)
+            child = parent.child(profile, config, working_dir)
         except BudgetPriceError as exc:
             raise ToolError(f"cannot spawn with model {profile.model!r} under a cost limit: {exc}") from None
-        child.step_of = parent.step_of
         handle = SubAgentHandle("agent_" + uuid.uuid4().hex[:8], child, task)
         handle.task = asyncio.create_task(child.submit(task))
         self.agents[handle.id] = handle

@@ -272,3 +272,35 @@ async def gather_task_context(env: ExecutionEnvironment, task: str, budget: int,
     if not blocks:
         return TaskContext("", ())
     return TaskContext("\n\n".join([*blocks, TASK_HEADER]), tuple(shown))
+
+
+@dataclass(frozen=True)
+class PlainContext:
+    """The same choice of files as :func:`gather_task_context`, as plain texts (no line
+    numbers: the small-model strategy asks for SEARCH text copied exactly)."""
+
+    files: tuple[tuple[str, str], ...]
+    """(path, text) of the named files, then their tests and imports, each whole."""
+    map: str
+    """The short map of the other files ("" when it does not fit)."""
+    listing: tuple[str, ...]
+    """Every file of the workspace (at most :data:`MAX_LISTED` are looked at)."""
+
+
+async def gather_plain_context(env: ExecutionEnvironment, task: str, budget: int) -> PlainContext:
+    """The files the task names (by file name, path or ``module.name``, never by its verbs),
+    their tests and imports, whole while they fit ``budget`` characters, then the map."""
+    files = await _listing(env)
+    # By path, not in the order the task names them: a reworded task gets the same context.
+    named = [_File(p, data) for p in sorted(await named_files(env, task, files))
+             if (data := await _read(env, p)) is not None]
+    chosen: list[tuple[str, str]] = []
+    left = budget
+    for file in [*named, *(await _related(env, named, files) if named else [])]:
+        text = file.data.decode("utf-8", "replace")
+        if len(text) + len(file.path) + 20 > left:
+            continue
+        chosen.append((file.path, text))
+        left -= len(text) + len(file.path) + 20
+    rest = [p for p in files if p not in {path for path, _ in chosen}]
+    return PlainContext(tuple(chosen), await _map(env, rest, left), tuple(files[:MAX_LISTED]))

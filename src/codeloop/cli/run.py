@@ -100,6 +100,9 @@ class RunSettings:
     """``diagnostics = [...]`` commands (``codeloop.tools.diagnostics.DiagnosticCommand``; project ones when trusted)."""
     rescues: bool | None = None
     """The small-model rescues (``--rescues/--no-rescues``, ``rescues =``; None: by the window)."""
+    strategy: bool | None = None
+    """The small-model strategy (``--strategy/--no-strategy``, ``strategy =``; None: on for the
+    local llama.cpp model, embedded or ``--model-file``)."""
     max_cost: float | None = None
     """``--max-cost`` USD at list price (issue 36; None: no limit)."""
     max_tokens: int | None = None
@@ -242,7 +245,9 @@ class Runner:
                                max_subagent_depth=0 if profile.compact else SessionConfig.max_subagent_depth,
                                user_instructions=PLAN_INSTRUCTIONS if self.plan else "",
                                diagnostics=s.diagnostics, diagnostic_commands=s.diagnostic_commands,
-                               small_model_rescues=s.rescues)
+                               small_model_rescues=s.rescues,
+                               # Issue 33: the local model drafts, checks and chooses (compact profiles only).
+                               small_model_strategy=s.choice.local if s.strategy is None else s.strategy)
         from codeloop.tools.call_path import Approvals
         from codeloop.tools.hooks import Hooks
 
@@ -453,7 +458,7 @@ def settle_options(root: Path, flags: dict[str, Any], network: str | None, err: 
                        max_retries=DEFAULT_RETRIES if retries is None else retries,
                        plan=plan if plan is not None else cfg.mode == "plan", hooks=cfg.hooks,
                        diagnostics=merged.get("diagnostics") is not False, diagnostic_commands=cfg.diagnostic_commands,
-                       rescues=merged.get("rescues"), snapshots=dict(cfg.snapshots), **limits)
+                       rescues=merged.get("rescues"), strategy=merged.get("strategy"), snapshots=dict(cfg.snapshots), **limits)
 
 
 def settle_limits(merged: dict[str, Any], choice: ModelChoice) -> dict[str, Any]:
@@ -610,6 +615,11 @@ def register(app: typer.Typer) -> None:
             help="The small-model rescues (replies read for what a small model meant, context up front, "
                  "checks before answering; docs/local-models.md). Default: on for a small context window "
                  "(local models), off otherwise; rescues = false in the config files."),
+        strategy: bool | None = typer.Option(
+            None, "--strategy/--no-strategy",
+            help="The small-model strategy: each input drafted under a reply grammar, checked in a scratch "
+                 "copy by the workspace's own checks, more candidates when a check fails, the best written "
+                 "(docs/local-models.md). Default: on for the local model; strategy = false in the config files."),
     ) -> None:
         """Run the coding agent on TASK in a workspace, or chat with it when TASK is left out.
 
@@ -654,7 +664,7 @@ def register(app: typer.Typer) -> None:
             flags = {"model": model or (command.model if command else None), "provider": provider,
                      "profile": profile, "base_url": base_url, "sandbox": sandbox, "approval": approval,
                      "max_turns": max_turns, "max_retries": max_retries, "diagnostics": diagnostics,
-                     "rescues": rescues, "max_cost": max_cost, "max_tokens": max_tokens, "max_time": max_time,
+                     "rescues": rescues, "strategy": strategy, "max_cost": max_cost, "max_tokens": max_tokens, "max_time": max_time,
                      "model_file": None if model_file is None else str(model_file), "gpu_layers": gpu_layers}
             settings = settle_options(root, flags, network, err, constrained, plan)
             if approval_from not in (None, "terminal", "store"):

@@ -278,6 +278,9 @@ class Renderer:
             scope = " (always)" if event.scope == "always" else ""
             self.err.print(f"[dim]{escape(event.status)}{scope} by {escape(event.decided_by)}{escape(why)}[/]",
                            highlight=False)
+        elif isinstance(event, ev.WarningEvent) and event.code == "small_model":
+            self.err.print(f"[dim]{escape(event.message)}[/]", highlight=False)  # progress, not a warning
+            self._activity(event.message)
         elif isinstance(event, ev.WarningEvent | ev.LoopDetection | ev.TurnLimit | ev.SteeringInjected):
             self.err.print(f"[yellow]{escape(_describe(event))}[/]")
         elif isinstance(event, ev.ErrorEvent):

@@ -127,6 +127,8 @@ class CodeloopConfig:
     """The commands of ``diagnostics = [...]`` of both files, the user's first."""
     rescues: bool | None = None
     """The small-model rescues on or off (``rescues = false``; default: on for a small window)."""
+    strategy: bool | None = None
+    """The small-model strategy on or off (``strategy = false``; default: on for the local model)."""
     model_file: str | None = None
     """A GGUF file the local llama-server serves (``codeloop run --model-file``; absolute or ``~/``)."""
     gpu_layers: int | None = None
@@ -152,7 +154,7 @@ MAX_GPU_LAYERS = 10_000
 _COUNT_LIMITS = {"max_turns": MAX_TURNS, "max_retries": MAX_RETRIES, "gpu_layers": MAX_GPU_LAYERS}
 MAX_TIMEOUT_S = 86_400
 """Longest timeout of an MCP server, hook or diagnostics command (a day)."""
-_BOOL_KEYS = ("rescues",)
+_BOOL_KEYS = ("rescues", "strategy")
 _BUDGET_KEYS = ("max_cost", "max_tokens", "max_time")
 _TOP_KEYS = (*_STRING_KEYS, *_COUNT_KEYS, *_BOOL_KEYS, *_BUDGET_KEYS, "mcp_servers", "hooks", "diagnostics",
              "snapshots")

@@ -117,3 +117,93 @@ class ScratchExecutionEnvironment(SandboxedExecutionEnvironment):
                     except OSError:
                         pass
             shutil.rmtree(self._scratch, ignore_errors=True)
+
+
+COPY_LIMIT_BYTES = 64 * 1024 * 1024
+"""The largest workspace :class:`CopiedScratchEnvironment` copies (bytes of the files copied)."""
+COPY_LIMIT_FILES = 20_000
+"""The most files it copies."""
+NOT_COPIED = frozenset({".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cache",
+                        ".pytest_cache", ".ruff_cache", ".tox", ".codeloop"})
+"""Directories a check does not need (version control, caches, installed environments)."""
+
+
+def copy_workspace(root: Path, into: Path) -> None:
+    """Copy the files of ``root`` into ``into`` (regular files and directories only: a
+    symbolic link is not followed nor copied), leaving out :data:`NOT_COPIED`;
+    ``WorkspaceError`` past :data:`COPY_LIMIT_BYTES` or :data:`COPY_LIMIT_FILES`."""
+    total = files = 0
+    for directory, subdirs, names in os.walk(root):
+        subdirs[:] = sorted(d for d in subdirs if d not in NOT_COPIED
+                            and not os.path.islink(os.path.join(directory, d)))
+        target = into / os.path.relpath(directory, root)
+        target.mkdir(parents=True, exist_ok=True)
+        for name in names:
+            source = os.path.join(directory, name)
+            if os.path.islink(source) or not os.path.isfile(source):
+                continue
+            total += os.path.getsize(source)
+            files += 1
+            if total > COPY_LIMIT_BYTES or files > COPY_LIMIT_FILES:
+                raise WorkspaceError(f"the workspace is too large to copy for checks (over "
+                                     f"{COPY_LIMIT_BYTES // 2**20} MiB or {COPY_LIMIT_FILES} files)")
+            shutil.copyfile(source, target / name)
+            shutil.copymode(source, target / name)
+
+
+class CopiedScratchEnvironment(SandboxedExecutionEnvironment):
+    """The fallback of :class:`ScratchExecutionEnvironment` where bubblewrap has no overlay
+    (bubblewrap before 0.10, as on Debian 12): a plain temporary copy of the workspace
+    (:func:`copy_workspace`: no version control directories, caches or installed
+    environments; at most :data:`COPY_LIMIT_BYTES`), not hard links, so that a command
+    writing a file in place cannot reach the user's. Commands run in the ``workspace-write``
+    sandbox over the copy, network off unless asked; ``stage`` writes the candidate's files
+    there; ``cleanup()`` removes the copy. Needs bubblewrap (any version the sandbox takes)."""
+
+    def __init__(self, root: str | Path, *, network: bool = False,
+                 hidden_paths: Sequence[str] = DEFAULT_HIDDEN_PATHS, limits: ExecLimits | None = None,
+                 env_policy: EnvPolicy = "inherit-all", shell: str = "/bin/bash") -> None:
+        self.source = Path(root).resolve()
+        """The user's workspace, copied from (never written)."""
+        self._scratch = Path(tempfile.mkdtemp(prefix="codeloop-scratch-copy-"))
+        self.copy = self._scratch / self.source.name
+        """Where the copy lives; the root of this environment."""
+        self.copy.mkdir()
+        super().__init__(self.copy, mode="workspace-write", network=network, hidden_paths=hidden_paths,
+                         limits=limits, env_policy=env_policy, shell=shell)
+
+    async def initialize(self) -> None:
+        if not self.source.is_dir():  # a remote workspace (SSH): nothing here to copy
+            raise WorkspaceError(f"{self.source} is not a directory on this machine: no copy for checks")
+        try:
+            await asyncio.to_thread(copy_workspace, self.source, self.copy)
+        except OSError as exc:
+            raise WorkspaceError(f"could not copy the workspace for checks: {exc}") from exc
+        await super().initialize()
+
+    async def stage(self, changes: Mapping[str, str | None]) -> None:
+        """Write a candidate's files into the copy (``None``: deleted); paths judged by the resolver."""
+        root = self._real_root()
+        for path, text in changes.items():
+            target = self.resolve(path)
+            below = target.relative_to(root)
+            if text is None:
+                await asyncio.to_thread(target.unlink, missing_ok=True)
+                continue
+            await asyncio.to_thread(atomic_write_beneath, root, root / below, text.encode("utf-8"), path)
+
+    async def cleanup(self) -> None:
+        try:
+            await super().cleanup()
+        finally:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+
+
+def open_scratch(root: str | Path, *, network: bool = False) -> ScratchExecutionEnvironment | CopiedScratchEnvironment:
+    """A scratch workspace of ``root``: the overlay where bubblewrap has ``--overlay``, else
+    the copy (not initialized yet: the caller awaits ``initialize()``, which raises
+    ``SandboxUnavailableError`` where no sandbox runs at all)."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is not None and supports_overlay(bwrap):
+        return ScratchExecutionEnvironment(root, network=network)
+    return CopiedScratchEnvironment(root, network=network)

@@ -128,3 +128,13 @@ def test_malformed_replies_name_the_line_and_what_was_expected(text: str, messag
         parse_reply(text)
     assert str(caught.value).startswith(message)
     assert not accepted(text)
+
+
+def test_a_reply_holds_at_most_four_file_blocks_and_the_grammar_says_so_too() -> None:
+    from codeloop.agent.small_model.reply_format import MAX_FILE_BLOCKS
+
+    block = "FILE a.py\n```\nx = 1\n```\n"
+    assert len(parse_reply(block * MAX_FILE_BLOCKS).files) == MAX_FILE_BLOCKS
+    with pytest.raises(ReplyFormatError, match=r"line 17: a reply holds at most 4 FILE blocks"):
+        parse_reply(block * (MAX_FILE_BLOCKS + 1))
+    assert LANGUAGE.fullmatch(block * MAX_FILE_BLOCKS) and not LANGUAGE.fullmatch(block * (MAX_FILE_BLOCKS + 1))

@@ -38,7 +38,6 @@ async def test_a_text_session_edits_through_a_misnamed_call_and_is_sent_back_fro
     session = Session(profile, LocalExecutionEnvironment(str(tmp_path)), SessionConfig(stream=False), client)
     events: list[ev.SessionEvent] = []
     session.subscribe(events.append)
-    # (a task naming `total` would have the stub drafted alone first: tests/agent/test_stub_left.py)
     answer = await session.submit("Fill in solution.py.")
     await session.close()
     await client.close()

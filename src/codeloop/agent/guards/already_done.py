@@ -34,7 +34,7 @@ from codeloop.tools.files import DEFAULT_READ_LIMIT, READ_FILE, WRITE_FILE
 from codeloop.tools.registry import ToolOutput
 
 if TYPE_CHECKING:
-    from codeloop.agent.session import Session
+    from codeloop.agent.guards.base import SessionView
 
 MAX_CHECKED_BYTES = 2_000_000
 """Files larger than this are not compared (the call simply runs)."""
@@ -90,7 +90,7 @@ class AlreadyDone(TurnGuard):
         exactly as in the round before."""
         self.last_round: tuple[tuple[str, str, str], ...] = ()
 
-    def applies(self, session: Session) -> bool:
+    def applies(self, session: SessionView) -> bool:
         return rescues_on(session)
 
     async def before_call(self, call: ToolCallRequest, turn: Turn) -> ToolOutput | None:

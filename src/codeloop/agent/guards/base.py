@@ -16,15 +16,49 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 if TYPE_CHECKING:
-    from codeloop.agent.history import CallResult
+    from codeloop.agent.config import SessionConfig
+    from codeloop.agent.history import CallResult, History
     from codeloop.agent.reply_reader import Reply
-    from codeloop.agent.session import Session
+    from codeloop.environments.base import ExecutionEnvironment
     from codeloop.llm.types import ToolCall
     from codeloop.policy.approval import ToolCallRequest
+    from codeloop.profiles.base import ProviderProfile
     from codeloop.tools.registry import ToolOutput
+
+
+class SessionView(Protocol):
+    """What a guard sees of the session running it: a narrow, read-only view (issue 33), so
+    that the guards never import the Session (the ``agent-acyclic`` import contract)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def history(self) -> History: ...
+
+    @property
+    def environment(self) -> ExecutionEnvironment: ...
+
+    @property
+    def profile(self) -> ProviderProfile: ...
+
+    @property
+    def config(self) -> SessionConfig: ...
+
+    @property
+    def small_model(self) -> bool: ...
+
+    @property
+    def constrained(self) -> bool: ...
+
+    @property
+    def system_prompt(self) -> str: ...
+
+    @property
+    def fixed_prompt(self) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -83,7 +117,7 @@ class Shown:
 class Turn:
     """The input being processed, as guards see it."""
 
-    session: Session
+    session: SessionView
     rounds: int = 0
     """Tool rounds run for this input so far."""
     task: str = ""
@@ -98,7 +132,7 @@ class Turn:
     model was sent, so it is no answer of the model's own."""
 
 
-def rescues_on(session: Session) -> bool:
+def rescues_on(session: SessionView) -> bool:
     """Whether the small-model rescues apply (:attr:`Session.small_model`)."""
     return session.small_model
 
@@ -106,7 +140,7 @@ def rescues_on(session: Session) -> bool:
 class TurnGuard:
     """Accepts everything; a guard overrides the hooks it needs. Must not raise."""
 
-    def applies(self, session: Session) -> bool:
+    def applies(self, session: SessionView) -> bool:
         """False when the guard has nothing to do in ``session`` (its hooks are then not called)."""
         return True
 

@@ -23,14 +23,14 @@ from codeloop.tools.files import WRITE_FILE
 from codeloop.tools.registry import ToolOutput
 
 if TYPE_CHECKING:
-    from codeloop.agent.session import Session
+    from codeloop.agent.guards.base import SessionView
     from codeloop.policy.approval import ToolCallRequest
 
 MAX_CHECKED_BYTES = 512 * 1024
 
 
 class BrokenWrite(TurnGuard):
-    def applies(self, session: Session) -> bool:
+    def applies(self, session: SessionView) -> bool:
         return rescues_on(session)
 
     async def before_call(self, call: ToolCallRequest, turn: Turn) -> ToolOutput | None:

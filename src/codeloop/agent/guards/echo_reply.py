@@ -29,7 +29,7 @@ from codeloop.policy.approval import ToolCallRequest
 from codeloop.tools.registry import ToolOutput
 
 if TYPE_CHECKING:
-    from codeloop.agent.session import Session
+    from codeloop.agent.guards.base import SessionView
 
 ECHO_SHARE = 0.6
 """A reply whose words lie this much (or more) in what the model was sent is an echo."""
@@ -123,7 +123,7 @@ class EchoReply(TurnGuard):
     def __init__(self) -> None:
         self.corrected = 0
 
-    def applies(self, session: Session) -> bool:
+    def applies(self, session: SessionView) -> bool:
         return session.small_model
 
     async def after_reply(self, reply: Reply, turn: Turn) -> GuardAction:
@@ -169,7 +169,7 @@ class EchoReply(TurnGuard):
         return nudge(correction(what, proposed[0] if proposed else forms.example(tuple(reversed(called)))))
 
     @staticmethod
-    def _worked(session: Session) -> bool:
+    def _worked(session: SessionView) -> bool:
         """The input's calls changed a file or ran a command."""
         return bool(work_done(session))
 
@@ -182,7 +182,7 @@ class EchoReply(TurnGuard):
                           "write the real value there.", is_error=True)
 
 
-def _steering(session: Session) -> str:
+def _steering(session: SessionView) -> str:
     """What codeloop told the model during the current input (its corrections, its nudges)."""
     said: list[str] = []
     for past in reversed(session.history.turns):
@@ -193,12 +193,12 @@ def _steering(session: Session) -> str:
     return "\n".join(said)
 
 
-def _task_message(session: Session) -> str:
+def _task_message(session: SessionView) -> str:
     """The user turn of this input as the model saw it (the files put in front of the task too)."""
     return next((t.content for t in reversed(session.history.turns) if isinstance(t, UserTurn)), "")
 
 
-def _last_errors(session: Session) -> list[str]:
+def _last_errors(session: SessionView) -> list[str]:
     """The error results of the input's last tool round (none when it ended in a reply or input)."""
     for past in reversed(session.history.turns):
         if isinstance(past, ToolResultsTurn):
@@ -208,7 +208,7 @@ def _last_errors(session: Session) -> list[str]:
     return []
 
 
-def _this_input(session: Session) -> tuple[list[str], list[str]]:
+def _this_input(session: SessionView) -> tuple[list[str], list[str]]:
     """The latest error results of the current input, and the tools it called (in order)."""
     errors: list[str] = []
     called: list[str] = []

@@ -29,7 +29,7 @@ from codeloop.tools.effects import call_paths
 from codeloop.tools.registry import ToolOutput
 
 if TYPE_CHECKING:
-    from codeloop.agent.session import Session
+    from codeloop.agent.guards.base import SessionView
 
 _DEFINITION = re.compile(r"^[ \t]*(?:async[ \t]+)?(?:def|class|function)[ \t]+([A-Za-z_]\w*)", re.M)
 _IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+)?import[ \t]+([^\n#;]+)", re.M)
@@ -59,7 +59,7 @@ class KeptDefinitions(TurnGuard):
         """Per path, the names defined before the pending editing call."""
         self.noted: set[str] = set()
 
-    def applies(self, session: Session) -> bool:
+    def applies(self, session: SessionView) -> bool:
         return rescues_on(session)
 
     async def before_call(self, call: ToolCallRequest, turn: Turn) -> ToolOutput | None:
@@ -89,7 +89,7 @@ class KeptDefinitions(TurnGuard):
                      "code beside it.")
 
 
-def written_paths(session: Session, call: ToolCall | ToolCallRequest) -> list[str]:
+def written_paths(session: SessionView, call: ToolCall | ToolCallRequest) -> list[str]:
     """The workspace paths ``call`` writes, by its tool's declaration (``codeloop.tools.effects``):
     none for reads, and none for a shell line or an MCP call, whose paths nobody can name."""
     request = call if isinstance(call, ToolCallRequest) else session.profile.tool_registry.request(
@@ -99,7 +99,7 @@ def written_paths(session: Session, call: ToolCall | ToolCallRequest) -> list[st
     return call_paths(request, Path(session.environment.working_directory()))
 
 
-async def file_text(session: Session, path: str) -> str | None:
+async def file_text(session: SessionView, path: str) -> str | None:
     """The text of a workspace file, None when unreadable, binary or over MAX_FILE_BYTES."""
     try:
         data = await ops.read_bytes(session.environment, path)
@@ -116,7 +116,7 @@ MAX_PROJECT_FILES = 200
 """Files a guard looks through at most (a small model's project is small; a large one is not walked)."""
 
 
-async def project_files(session: Session, pattern: str) -> list[str]:
+async def project_files(session: SessionView, pattern: str) -> list[str]:
     """Workspace files matching ``pattern``, sorted, outside :data:`SKIPPED_DIRS`, at most
     :data:`MAX_PROJECT_FILES`; none when the workspace cannot be listed."""
     try:
@@ -126,7 +126,7 @@ async def project_files(session: Session, pattern: str) -> list[str]:
     return sorted(p for p in found if not SKIPPED_DIRS.intersection(Path(p).parts[:-1]))[:MAX_PROJECT_FILES]
 
 
-async def exists(session: Session, path: str) -> bool:
+async def exists(session: SessionView, path: str) -> bool:
     """Whether ``path`` exists in the workspace; True when that cannot be told (a guard then
     does nothing rather than act on a guess)."""
     try:

@@ -15,7 +15,7 @@ from codeloop.agent.history import CallResult
 from codeloop.llm.types import ToolCall
 
 if TYPE_CHECKING:
-    from codeloop.agent.session import Session
+    from codeloop.agent.guards.base import SessionView
 
 
 MAX_LOOP_WARNINGS = 2
@@ -54,7 +54,7 @@ class LoopWarning(TurnGuard):
     def __init__(self) -> None:
         self.warnings = 0
 
-    def applies(self, session: Session) -> bool:
+    def applies(self, session: SessionView) -> bool:
         return session.config.enable_loop_detection
 
     async def after_tools(self, calls: Sequence[ToolCall], results: Sequence[CallResult], turn: Turn) -> GuardAction:

@@ -12,22 +12,32 @@ per input.
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from codeloop.agent.guards.base import ACCEPT, GuardAction, Turn, TurnGuard, rescues_on, run_instead
-from codeloop.agent.guards.verify_answer import call_form
 from codeloop.agent.history import CallResult
 from codeloop.agent.reply_reader import Reply
+from codeloop.agent.text_tool_calls import filled_example
 from codeloop.llm.types import ToolCall
 from codeloop.tools.edit import EDIT_FILE
 
 if TYPE_CHECKING:
-    from codeloop.agent.session import Session
+    from codeloop.agent.guards.base import SessionView
 
 _ELSEWHERE = re.compile(r"^That exact text is in (.+?): if \1 is the file to change", re.M)
+
+
+def call_form(session: SessionView, name: str, arguments: dict[str, str]) -> str:
+    """The exact call as this session's model writes calls."""
+    if session.constrained:
+        return json.dumps({"tool": name, "arguments": arguments})
+    if not session.profile.native_tool_calls:
+        return filled_example(name, arguments)
+    return f"{name} with arguments {json.dumps(arguments)}"
 
 
 class RetargetEdit(TurnGuard):
@@ -36,7 +46,7 @@ class RetargetEdit(TurnGuard):
         """Arguments (as text) of this input's failed edits whose error named the file holding the text."""
         self.done = False
 
-    def applies(self, session: Session) -> bool:
+    def applies(self, session: SessionView) -> bool:
         return rescues_on(session)
 
     async def after_tools(self, calls: Sequence[ToolCall], results: Sequence[CallResult], turn: Turn) -> GuardAction:

@@ -18,7 +18,7 @@ from codeloop.agent.task_context import gather_task_context
 from codeloop.tools.files import SEEN_FILES
 
 if TYPE_CHECKING:
-    from codeloop.agent.session import Session
+    from codeloop.agent.guards.base import SessionView
 
 CHARS_PER_TOKEN = 4
 BUDGET_SHARE = 4
@@ -26,7 +26,7 @@ BUDGET_SHARE = 4
 
 
 class TaskFiles(TurnGuard):
-    def applies(self, session: Session) -> bool:
+    def applies(self, session: SessionView) -> bool:
         return rescues_on(session) and session.fixed_prompt is None
 
     async def before_input(self, turn: Turn) -> str:

@@ -5,7 +5,7 @@ of the harness or a tool's error echoed back. The user would read that as the an
 answer (``Session.last_text``, ``SESSION_END``'s ``final_text``) becomes a report built from
 the input's calls: the files written and the commands run with their exit codes. It is
 labelled as such, so it never passes for the model's words. An answer with content of its
-own is kept (:mod:`.claim_check` checks its claims).
+own is kept.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from codeloop.agent.reply_reader import Reply
 from codeloop.llm.types import ToolCall
 
 if TYPE_CHECKING:
-    from codeloop.agent.session import Session
+    from codeloop.agent.guards.base import SessionView
 
 NO_ANSWER = "No final answer from the model (its last reply was empty or repeated its instructions)."
 EXIT_CODE = re.compile(r"\[exit code: (-?\d+)")
@@ -56,7 +56,7 @@ def answered_already_done(result: CallResult) -> bool:
     return result.content.startswith(ALREADY_DONE)
 
 
-def changed_files(session: Session, call: ToolCall, result: CallResult) -> list[str]:
+def changed_files(session: SessionView, call: ToolCall, result: CallResult) -> list[str]:
     """The files a successful call changed, by its tool's declaration (none for reads, for
     commands, whose paths nobody knows, and for "already done")."""
     if result.is_error or answered_already_done(result):
@@ -64,7 +64,7 @@ def changed_files(session: Session, call: ToolCall, result: CallResult) -> list[
     return written_paths(session, call)
 
 
-def describe_work(session: Session) -> str:
+def describe_work(session: SessionView) -> str:
     """What the input's calls did: ``wrote a.py; ran `python3 a.py` (exit 0)``."""
     done = work_done(session)
     if not done:
@@ -72,7 +72,7 @@ def describe_work(session: Session) -> str:
     return "What was done: " + "; ".join(done) + "."
 
 
-def work_done(session: Session) -> list[str]:
+def work_done(session: SessionView) -> list[str]:
     """The files the input's calls changed and the commands they ran, once each."""
     done: list[str] = []
     for call, result in input_calls(session.history):
@@ -86,7 +86,7 @@ def work_done(session: Session) -> list[str]:
 
 
 class WorkReport(TurnGuard):
-    def applies(self, session: Session) -> bool:
+    def applies(self, session: SessionView) -> bool:
         return rescues_on(session)
 
     async def after_reply(self, reply: Reply, turn: Turn) -> GuardAction:
@@ -97,6 +97,6 @@ class WorkReport(TurnGuard):
         return ACCEPT
 
 
-def report_of_work(session: Session) -> str:
+def report_of_work(session: SessionView) -> str:
     """The answer that stands in for a final text that says nothing: what the calls did."""
     return f"{NO_ANSWER} {describe_work(session)}"

@@ -45,6 +45,9 @@ DIVIDER = "======="
 REPLACE = ">>>>>>> REPLACE"
 PATH_STOPS = " \t\r\n`"
 """Characters a path never holds (it also never starts with ``/``)."""
+MAX_FILE_BLOCKS = 4
+"""The most FILE blocks one reply holds: the 0.5B model, once its file was written, wrote the
+same block again until ``max_tokens`` (minutes on a CPU); the grammar stops it at this many."""
 LANG_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_+.#-"
 """What may follow the opening fence of a whole file (a language tag)."""
 
@@ -135,9 +138,14 @@ def _stops(extra: str = "") -> str:
     return "".join(_class_char(c) for c in PATH_STOPS + extra)
 
 
+def _more_files(left: int) -> str:
+    """Up to ``left`` more FILE blocks, as nested optionals (plain GBNF: no ``{m,n}``)."""
+    return f'( "\\n"+ file {_more_files(left - 1)} )?' if left > 0 else ""
+
+
 GRAMMAR = "\n".join([
     "root ::= files | run | done",
-    'files ::= file ( "\\n"+ file )* "\\n"*',
+    f'files ::= file {_more_files(MAX_FILE_BLOCKS - 1)} "\\n"*',
     'file ::= "FILE " path "\\n" ( whole | hunks )',
     f"path ::= [^{_stops('/')}] [^{_stops()}]*",
     f'whole ::= {_literal(FENCE)} lang "\\n" wline* {_literal(FENCE)}',
@@ -261,6 +269,9 @@ def parse_reply(text: str) -> Reply:
         if not lines.peek().startswith("FILE "):
             raise ReplyFormatError(lines.number, f"after a FILE block comes another FILE block or the end of the "
                                                  f"reply, not {_shown(lines.peek())}")
+        if len(files) == MAX_FILE_BLOCKS:
+            raise ReplyFormatError(lines.number, f"a reply holds at most {MAX_FILE_BLOCKS} FILE blocks: send the "
+                                                 "others in the next reply")
         files.append(_file(lines))
 
 
@@ -281,12 +292,7 @@ def render_reply(reply: Reply) -> str:
     return "".join(blocks)
 
 
-REPLY_FORMAT_PROMPT = f"""\
-# Reply format
-Reply with exactly one of these, and nothing else:
-
-1. FILE blocks: for each file to create or change, a line FILE <path>, then either the whole
-   new file between fences:
+_WHOLE_EXAMPLE = f"""\
 FILE geometry/circle.py
 {FENCE}python
 import math
@@ -295,16 +301,49 @@ import math
 def area(radius):
     return math.pi * radius ** 2
 {FENCE}
-   or SEARCH/REPLACE hunks, each copying lines of the file exactly and giving their new text:
+"""
+_HUNK_EXAMPLE = f"""\
 FILE geometry/units.py
 {SEARCH}
 SCALE = 10
 {DIVIDER}
 SCALE = 100
 {REPLACE}
-2. One command to look at something or try it, on one line: RUN python3 -m unittest test_geometry
+"""
+
+REPLY_FORMAT_PROMPT = f"""\
+# Reply format
+Reply with exactly one of these, and nothing else:
+
+1. FILE blocks: for each file to create or change, a line FILE <path>, then either the whole
+   new file between fences:
+{_WHOLE_EXAMPLE}   or SEARCH/REPLACE hunks, each copying lines of the file exactly and giving their new text:
+{_HUNK_EXAMPLE}2. One command to look at something or try it: the word RUN, a space, then the command, on one line.
 3. DONE when the task is complete.
 """
 """What the model reads about the format (a section of its system prompt). Its examples name
 no file, name or command of the benchmark tasks: the 0.5B model copied an earlier example's
-``print("Hello")`` into its answer to "Create hello.py that prints Hello, world!"."""
+``print("Hello")`` into its answer to "Create hello.py that prints Hello, world!", and the 0.5B
+model answered "Create hello.py that prints hello, then run it" with the RUN example's command
+three times (issue 33's e2e test): the RUN line has no example command."""
+
+
+def _example_blocks() -> frozenset[tuple[str, str | None, tuple[Hunk, ...]]]:
+    found = set()
+    for text in (_WHOLE_EXAMPLE, _HUNK_EXAMPLE):
+        reply = parse_reply(text)
+        assert isinstance(reply, FilesReply)
+        found |= {(b.path, b.content, b.hunks) for b in reply.files}
+    return frozenset(found)
+
+
+EXAMPLE_BLOCKS = _example_blocks()
+"""The FILE blocks of :data:`REPLY_FORMAT_PROMPT`'s examples, as parsed (path, content, hunks)."""
+
+
+def without_examples(reply: FilesReply) -> FilesReply | None:
+    """``reply`` without the blocks that repeat the format's examples (the prompt's own text, not
+    the model's change: the 0.5B model appended both examples to a correct change of
+    ``config.py``); None when nothing else is left."""
+    kept = tuple(b for b in reply.files if (b.path, b.content, b.hunks) not in EXAMPLE_BLOCKS)
+    return FilesReply(kept) if kept else None
