@@ -48,7 +48,7 @@ import os
 import re
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -565,30 +565,28 @@ def rewind_session(config: RelayConfig, session_id: str | None, to: int, *, dry_
     """Put the session's workspace back as it was before the first reply after ``to`` (its
     sequence number; 0: before every reply) changed it. The session's own state (its
     sequence, the outboxes) stays: the files go back, the conversation does not."""
-    find_session(config, session_id)
-    config.ensure_dirs()
-    with _root_lock(config):
-        state = find_session(config, session_id)
-        _require_workspace(state)
-        try:
-            result = rewind_run(f"relay-{state.session_id}", state.workspace, after=to, dry_run=dry_run,
-                                force=force)
-        except RewindRefusedError as exc:
-            raise RelayError(str(exc)) from None
-    return state, result
+    return _on_files(config, session_id, lambda key, workspace: rewind_run(
+        key, workspace, after=to, dry_run=dry_run, force=force))
 
 
 def redo_session(config: RelayConfig, session_id: str | None, *, dry_run: bool = False,
                  force: bool = False) -> tuple[SessionState, RewindResult]:
     """Take back the session's last :func:`rewind_session`: the files its replies had changed
     come back. Refused when a later reply changed files, or (unless ``force``) files changed since."""
+    return _on_files(config, session_id, lambda key, workspace: redo_run(
+        key, workspace, dry_run=dry_run, force=force))
+
+
+def _on_files(config: RelayConfig, session_id: str | None,
+              act: Callable[[str, str], RewindResult]) -> tuple[SessionState, RewindResult]:
+    """Run ``act`` (a rewind or a redo of the session's snapshots) under the root's lock."""
     find_session(config, session_id)
     config.ensure_dirs()
     with _root_lock(config):
         state = find_session(config, session_id)
         _require_workspace(state)
         try:
-            result = redo_run(f"relay-{state.session_id}", state.workspace, dry_run=dry_run, force=force)
+            result = act(f"relay-{state.session_id}", state.workspace)
         except RewindRefusedError as exc:
             raise RelayError(str(exc)) from None
     return state, result
