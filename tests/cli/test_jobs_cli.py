@@ -90,6 +90,7 @@ def test_jobs_die_when_the_chat_session_closes_while_codeloop_runs_on(server: Ch
         pane.wait_for("Job started.")
         left = pids(workspace)
         assert all(alive(pid) for pid in left)
+        pane.wait_for("›", count=2)  # the turn is over: typed earlier, /plan would steer it (seen in CI)
         pane.type_line("/plan")  # closes the Session; the next input opens another
         pane.wait_for("plan mode on")
         assert gone(left), f"processes of the job outlived its session: {left}"
