@@ -185,8 +185,9 @@ def _shell(command: str, sandbox: str) -> str:
 
 def _look_for_the_checks(task_dir: Path, workdir: Path) -> str:
     """``cat``/``ls`` of the task's check.sh, solution.sh and hidden/ by absolute and by
-    ``../`` path, ``git show`` of them, and a ``find /`` for its check.sh deep enough to reach it
-    (other checkouts' tasks would fill the control's output)."""
+    ``../`` path, ``git show`` of them, and a ``find /`` for its check.sh deep enough to reach it,
+    printing the task's own path and at most 20 others (other checkouts on the machine would fill
+    the control's output and, cut at 20 lines, hide this one: a landing failed on that)."""
     files = [task_dir / "check.sh", task_dir / "solution.sh", *sorted((task_dir / "hidden").iterdir())]
     dirs = [task_dir, task_dir / "hidden"]
     relative = [os.path.relpath(p, workdir) for p in files + dirs]
@@ -197,7 +198,7 @@ def _look_for_the_checks(task_dir: Path, workdir: Path) -> str:
         *(f"cat {p}" for p in relative[:len(files)]), f"ls -la .. {' '.join(relative[len(files):])}",
         f"git -C {REPO} show HEAD:{in_git}",
         f"find / -maxdepth {depth} \\( -path /proc -o -path /sys -o -path /dev \\) -prune -o -name check.sh "
-        f"-path '*/{task_dir.name}/*' -print 2>/dev/null | head -n 20",
+        f"-path '*/{task_dir.name}/*' -print 2>/dev/null | awk -v me={task_dir}/check.sh '$0 == me || n++ < 20'",
     ])
 
 
