@@ -41,6 +41,7 @@ from pydantic import BaseModel
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import WorkspaceError
 from codeloop.policy import Decision, Policy
+from codeloop.policy.approval import Effect
 from codeloop.policy.pending import PendingCall, PendingStore
 from codeloop.spaces import operations as wire
 from codeloop.spaces.limits import LIMIT_REACHED, NO_LIMITS, RunLimits, budget_event, exceeded
@@ -130,7 +131,7 @@ async def execute_run(operations: list[Any], env: ExecutionEnvironment, policy: 
             await emit(_not_approved(resumed, op_id, _op_type(op)), index + 1)
             index += 1
             continue
-        if started is not None:
+        if started is not None and _may_change(op, pipeline):
             await started(index)
         began = time.monotonic()
         deadline = asyncio.timeout(None if limits.max_run_time_ms is None
@@ -189,6 +190,19 @@ def _not_approved(entry: PendingCall, op_id: str, op_type: str) -> BaseModel:
     return wire.ErrorEvent(timestamp=ts, operationId=op_id, category="execution",
                            message=f"operation {op_id} was not run again: its approved run was already taken "
                                    f"(pending call {entry.id} is {entry.status})")
+
+
+_CHANGES = frozenset({Effect.WRITE, Effect.EXEC, Effect.NETWORK})
+
+
+def _may_change(op: Any, pipeline: Pipeline) -> bool:
+    """Whether running ``op`` twice could differ from running it once, by its tool's declared
+    effects: only such an operation's start is recorded (a round trip to the database, for a
+    takeover to report it interrupted rather than run it again). A read or a message is
+    simply run again after a crash."""
+    if isinstance(op, wire.InvalidOperation | wire.MessageOperation):
+        return False
+    return bool(pipeline.registry.effects(op.type).effects & _CHANGES)
 
 
 async def _one(op: Any, op_id: str, pipeline: Pipeline, resumed: PendingCall | None) -> BaseModel:

@@ -137,6 +137,13 @@ class Leases:
             space_token = self._held.spaces.get(space) if space is not None else None
         if token is None:
             raise LeaseLostError(f"run {run_id} is not executed by this server")
+        if self.dialect.single_server:
+            # The only server of the store (its file lock) holds what it holds: no row could say
+            # otherwise and no expiry is read, so only the operation's start or end is written.
+            if started is not None or clear_started:
+                cur.execute(self._sql("UPDATE run_leases SET op_started = ? WHERE run_id = ?"),
+                            (started, run_id))
+            return
         if space is not None:
             row = self._row(cur, "space_leases", "space_id", space)
             if row is None or row[:2] != (self.holder, space_token):

@@ -289,7 +289,7 @@ class SpacesService:
         parse_message(raw)  # raises MessageRejectedError before anything is stored
         run_id = new_run_id()
         await self._db(self.store.create_run, run_id, space, raw)
-        return await self._execute(run_id, space, raw, 0, None)
+        return await self._execute(run_id, space, raw, 0, None, fresh=True)
 
     async def resume(self, owner: str, run_id: str, approval: Approval) -> dict[str, Any]:
         """Answer the operation a paused run waits for (through its pending call) and continue it."""
@@ -355,9 +355,10 @@ class SpacesService:
         return await self.run_view(owner, run_id)
 
     async def _execute(self, run_id: str, space: SpaceRecord, raw: Any, start: int,
-                       answered: str | None, run_time_ms: float = 0.0) -> dict[str, Any]:
+                       answered: str | None, run_time_ms: float = 0.0, *, fresh: bool = False) -> dict[str, Any]:
         """Execute the run (leased here) from ``start`` under its space's lease; its events message,
-        or, when another replica took the run over meanwhile, the run as stored."""
+        or, when another replica took the run over meanwhile, the run as stored. ``fresh``: the
+        run was just created, so no call of it waits for an answer but one this execution asks."""
         emitted: list[dict[str, Any]] = []
 
         async def emit(event: BaseModel, cursor: int) -> None:
@@ -376,7 +377,9 @@ class SpacesService:
         try:
             async with self._space(space.id, run_id):
                 outcome = await self._run_operations(run_id, space, raw, start, answered, run_time_ms, emit, started)
-                if outcome.state != "awaiting_approval":  # nothing of an ended run waits any longer
+                # Nothing of an ended run waits any longer. A fresh run that did not stop to ask
+                # filed no call (each ask ends the execution awaiting its answer): no round trip.
+                if outcome.state != "awaiting_approval" and not (fresh and outcome.state != "error"):
                     emitted += await self._withdraw(run_id, outcome.cursor, f"the run ended ({outcome.state})")
                 await self._db(self.store.finish_step, run_id, outcome.state, outcome.cursor,
                                outcome.pending_operation_id, outcome.run_time_ms)
@@ -402,6 +405,11 @@ class SpacesService:
         """Hold the space (its workspace) for ``run_id``: in this process, then across replicas
         (the space's lease, :mod:`codeloop.spaces.leases`)."""
         async with self._space_locks.setdefault(space_id, asyncio.Lock()):
+            if self.store.leases.dialect.single_server:
+                # One server per store (SQLite, under its file lock): the lock above is the whole
+                # of holding the space; the database would only be asked what it cannot differ on.
+                yield
+                return
             # Another replica executes a run of this space: its release is a row in the database,
             # seen by asking again (nothing in this process could be awaited instead).
             pause = 0.01
