@@ -110,3 +110,29 @@ def test_the_runs_of_a_space_share_one_snapshot_index(server: ServerProcess) -> 
         assert c.get(f"/v1/spaces/{sid}/files/f1.txt").content == b"1\n"
     repository = server.state_dir / "snapshots" / f"{workspace_key(server.data_dir / 'workspaces' / sid)}.git"
     assert sorted(p.name for p in repository.glob("index*")) == ["index-units"]
+
+
+def test_a_space_with_undo_off_is_not_snapshotted_and_its_runs_refuse_a_rewind(server: ServerProcess) -> None:
+    # undo.enabled false trades the rewind for speed: no snapshot is taken, and a rewind of
+    # such a run refuses, naming what ran, rather than answer "nothing to restore".
+    key = server.create_key("rw-off")
+    with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {key}"}, timeout=60) as c:
+        sid = c.post("/v1/spaces", json={"policy": {"preset": "permissive", "undo": {"enabled": False}}}).json()["id"]
+        snapshots = server.state_dir / "snapshots"  # type: ignore[attr-defined]
+        before = set(snapshots.iterdir()) if snapshots.exists() else set()
+        run = c.post(f"/v1/spaces/{sid}/runs", json={"protocolVersion": "1.0", "operations": [
+            {"type": "readFile", "path": "nothing.txt"},
+            {"type": "createFile", "path": "made.txt", "content": "new\n"},
+            {"type": "shell", "command": "echo more >> made.txt"}]}).json()
+        assert run["events"][1]["success"] is True and run["events"][2]["exitCode"] == 0, run
+        refused = c.post(f"/v1/runs/{run['runId']}/rewind", json={})
+        assert refused.status_code == 409, refused.text
+        message = refused.json()["error"]["message"]
+        assert "createFile" in message and "echo more >> made.txt" in message and "undo was off" in message
+        assert "readFile" not in message  # a read changes nothing
+        assert c.get(f"/v1/spaces/{sid}/files/made.txt").content == b"new\nmore\n"  # nothing restored
+        new_repos = (set(snapshots.iterdir()) if snapshots.exists() else set()) - before
+        assert new_repos == set()  # no snapshot repository was made for its workspace
+
+        bad = c.post("/v1/spaces", json={"policy": {"undo": {"enabled": "no"}}})
+        assert bad.status_code == 400 and "undo" in bad.json()["error"]["message"]

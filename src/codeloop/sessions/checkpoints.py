@@ -112,11 +112,14 @@ class Checkpoints:
                  on_error: Callable[[str], None] = lambda message: None,
                  store: SnapshotStore | None = None,
                  on_checkpoint: Callable[[dict[str, Any]], None] | None = None,
-                 watch: bool = True, files_elsewhere: bool = False) -> None:
+                 watch: bool = True, files_elsewhere: bool = False, marks_only: bool = False) -> None:
         self.session_id = session_id
         self.files_elsewhere = files_elsewhere
         """The session's files are on another machine (SSH): nothing here can snapshot them, so
         every call that may change files is marked uncovered (a rewind across it refuses)."""
+        self._marks_only = files_elsewhere or marks_only
+        """Snapshot nothing and mark every call that may change files uncovered (``marks_only``:
+        a space whose policy turns undo off, for speed)."""
         self.on_error = on_error
         self.workspace = Path(workspace).resolve()
         self.directory = checkpoints_path(session_id)
@@ -234,7 +237,7 @@ class Checkpoints:
         try:
             if paths is None and call.line_only_reads:
                 return  # every command of the line only reads (the approval modes' judgement): nothing to undo
-            if self.files_elsewhere:
+            if self._marks_only:
                 self._mark_uncovered(turn, call)
             elif self.store is not None:
                 self._snapshot_before(turn, call)
@@ -252,7 +255,7 @@ class Checkpoints:
             self._after(call, paths, step)
 
     def _after(self, call: ToolCallRequest, paths: tuple[str, ...] | None, step: int | str | None) -> None:
-        if self.files_elsewhere:
+        if self._marks_only:
             return
         if self.store is not None:
             if paths is None and call.line_only_reads:

@@ -388,14 +388,18 @@ def _redone(checkpoints: Checkpoints, record: dict[str, Any], path: Path) -> Non
     path.unlink()
 
 
-def run_checkpoints(key: str, workspace: Path | str) -> Checkpoints | None:
+def run_checkpoints(key: str, workspace: Path | str, *, snapshots: bool = True) -> Checkpoints | None:
     """Snapshots of one unit of work that is no session (a spaces run, a relay reply) under
     ``key``; None without git. The unit holds the workspace while it runs, so no file watcher is
     needed: its first snapshot scans the workspace, later ones take the paths each call names
-    (a call that names none is followed by a full scan). Called in a worker thread."""
+    (a call that names none is followed by a full scan). Called in a worker thread.
+    ``snapshots=False``: none are taken; each call that may change files is only marked, so a
+    rewind of the unit refuses, naming them, instead of restoring nothing."""
+    root = Path(workspace).resolve()
+    if not snapshots:
+        return Checkpoints(key, root, watch=False, marks_only=True)
     if not git_available():
         return None
-    root = Path(workspace).resolve()
     return Checkpoints(key, root, store=store_for(key, root, index=UNIT_INDEX), watch=False)
 
 
@@ -406,6 +410,12 @@ def rewind_run(key: str, workspace: Path | str, *, after: int = -1, dry_run: boo
     refuses (unless ``force``) when files changed outside the run."""
     root = Path(workspace).resolve()
     checkpoints = Checkpoints(key, root)
+    uncovered = [u for t in checkpoints.turns() if t > after for u in checkpoints.uncovered(t)]
+    if uncovered:
+        ran = "; ".join(u.describe() for u in uncovered)
+        raise RewindRefusedError(
+            f"cannot rewind {key}: {ran} ran without a snapshot (undo was off), so its changes to files "
+            "cannot be undone; nothing was restored")
     calls = [c for t in checkpoints.turns() if t > after for c in checkpoints.calls(t)]
     if not calls:
         return _result(max(after, 0), [], Snapshot(""), 0, [], dry_run)

@@ -8,11 +8,13 @@
      "shell": {"enabled", "allowedCommands", "blockedCommands", "blockedPatterns",
                "approvalRequiredCommands", "approvalRequiredPatterns", "timeout", "maxTimeout"},
      "network": {"enabled", "allowedDomains"},
-     "limits": {"maxRunTime", "maxOperations"}}
+     "limits": {"maxRunTime", "maxOperations"},
+     "undo": {"enabled"}}
 
 Every key is optional; lists *replace* the preset's list. ``timeout`` is the default command
 timeout in ms and ``maxTimeout`` the cap applied to every command. ``limits`` bound each run
-(:mod:`codeloop.spaces.limits`); they are not part of the built :class:`Policy`.
+(:mod:`codeloop.spaces.limits`) and ``undo.enabled: false`` turns the snapshots of each run's
+changing operations off (a run's rewind then refuses); neither is part of the built :class:`Policy`.
 """
 
 from __future__ import annotations
@@ -63,12 +65,19 @@ class RunLimitsConfig(_Strict):
     """Operations a run may process."""
 
 
+class UndoConfig(_Strict):
+    enabled: bool | None = None
+    """False: no snapshots before and after a run's changing operations (faster; a rewind of
+    the run refuses, naming them)."""
+
+
 class PolicyConfig(_Strict):
     preset: Literal["restrictive", "standard", "permissive"] = "standard"
     filesystem: FilesystemOverrides = FilesystemOverrides()
     shell: ShellOverrides = ShellOverrides()
     network: NetworkOverrides = NetworkOverrides()
     limits: RunLimitsConfig = RunLimitsConfig()
+    undo: UndoConfig = UndoConfig()
 
 
 class PolicyConfigError(ValueError):
@@ -118,6 +127,11 @@ def build_policy(raw: object) -> Policy:
     customized = config.model_dump(exclude_defaults=True, exclude={"preset", "limits"})
     return Policy(name=config.preset if not customized else f"{config.preset}+custom",
                   filesystem=filesystem, shell=shell, network=network)
+
+
+def undo_enabled(raw: object) -> bool:
+    """Whether the runs of a space with this configuration are snapshotted (the default)."""
+    return parse_policy_config(raw).undo.enabled is not False
 
 
 def run_limits(raw: object) -> RunLimits:

@@ -45,7 +45,7 @@ from codeloop.spaces.engine import Emit, RunOutcome, execute_run, idempotent, no
 from codeloop.spaces.leases import LeaseLostError
 from codeloop.spaces.limits import LIMIT_REACHED, exceeded
 from codeloop.spaces.operations import Approval, ErrorCategory, ErrorEvent, event_to_json
-from codeloop.spaces.policy_config import build_policy, run_limits
+from codeloop.spaces.policy_config import build_policy, run_limits, undo_enabled
 from codeloop.spaces.runs import new_run_id, parse_message, wire_status
 from codeloop.spaces.workspace import SpaceEnvironment, open_environment
 
@@ -429,7 +429,8 @@ class SpacesService:
                                         run_id=run_id, start=start, answered=answered,
                                         should_stop=lambda: run_id in self._cancelled,
                                         limits=run_limits(space.policy), run_time_ms=run_time_ms,
-                                        checkpoint=run_checkpoints(f"run-{run_id}", space.workspace),
+                                        checkpoint=run_checkpoints(f"run-{run_id}", space.workspace,
+                                                                   snapshots=undo_enabled(space.policy)),
                                         started=started)
         except LeaseLostError:
             raise
