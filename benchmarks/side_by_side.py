@@ -63,9 +63,9 @@ def checkout(ref: str, where: Path) -> Path:
     return where
 
 
-def run_once(tree: Path, bench: Bench) -> float:
+def run_once(tree: Path, bench: Bench, extra: list[str] | None = None) -> float:
     env = {**os.environ, "PYTHONPATH": str(tree / "src")}
-    done = subprocess.run([sys.executable, str(tree / "benchmarks" / bench.args[0]), *bench.args[1:]],
+    done = subprocess.run([sys.executable, str(tree / "benchmarks" / bench.args[0]), *bench.args[1:], *(extra or [])],
                           cwd=tree, env=env, capture_output=True, text=True, timeout=1800)
     found = re.search(bench.pattern, done.stdout)
     if done.returncode != 0 or found is None:
@@ -80,20 +80,23 @@ def main() -> None:
     parser.add_argument("--new", default="HEAD", help="the commit after it (default HEAD)")
     parser.add_argument("--repeats", type=int, default=3, help="runs per side, alternating")
     parser.add_argument("--only", nargs="*", default=None, help="benchmark names to run")
+    parser.add_argument("--new-arg", action="append", default=[],
+                        help="an argument given to the new side's benchmark only (a setting the old one "
+                             "lacks, e.g. --new-arg=--no-undo for spaces_load); repeatable")
     options = parser.parse_args()
     chosen = [b for b in BENCHES if options.only is None or b.name in options.only]
     with tempfile.TemporaryDirectory(prefix="side-by-side-") as tmp:
         old = checkout(options.old, Path(tmp, "old"))
         new = checkout(options.new, Path(tmp, "new"))
         try:
-            print(f"old {options.old}  new {options.new}  repeats {options.repeats}  "
+            print(f"old {options.old}  new {options.new} {' '.join(options.new_arg)}  repeats {options.repeats}  "
                   f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs", flush=True)
             for bench in chosen:
                 figures: dict[str, list[float]] = {"old": [], "new": []}
                 try:
                     for _ in range(options.repeats):
                         figures["old"].append(run_once(old, bench))
-                        figures["new"].append(run_once(new, bench))
+                        figures["new"].append(run_once(new, bench, options.new_arg))
                 except (RuntimeError, subprocess.TimeoutExpired) as exc:
                     print(f"{bench.name:16s} no figure: {exc}", flush=True)
                     continue

@@ -2,7 +2,7 @@
 
 Usage::
 
-    .venv/bin/python benchmarks/spaces_load.py [--clients 50] [--runs 100] [--shell]
+    .venv/bin/python benchmarks/spaces_load.py [--clients 50] [--runs 100] [--shell] [--no-undo]
 
 Each of N concurrent clients owns one space and posts R runs of small operations (message,
 createFile, readFile; ``--shell`` adds an ``echo``). The same clients then post the same
@@ -108,7 +108,8 @@ class Tally:
             self.reordered += 1
 
 
-async def drive(base: str, key: str | None, clients: int, runs: int, shell: bool, bare: bool) -> tuple[Tally, float]:
+async def drive(base: str, key: str | None, clients: int, runs: int, shell: bool, bare: bool,
+                undo: bool = True) -> tuple[Tally, float]:
     tally = Tally()
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
@@ -118,7 +119,10 @@ async def drive(base: str, key: str | None, clients: int, runs: int, shell: bool
             if bare:
                 spaces.append("bare")
                 continue
-            r = await http.post("/v1/spaces", json={"policy": {"preset": "standard"}})
+            policy: dict[str, Any] = {"preset": "standard"}
+            if not undo:
+                policy["undo"] = {"enabled": False}
+            r = await http.post("/v1/spaces", json={"policy": policy})
             r.raise_for_status()
             spaces.append(r.json()["id"])
 
@@ -171,6 +175,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--shell", action="store_true", help="add a shell echo to every run")
     parser.add_argument("--sandbox", action="store_true", help="let the server use bubblewrap (slower)")
+    parser.add_argument("--no-undo", action="store_true",
+                        help='spaces with {"undo": {"enabled": false}}: no snapshots of their runs')
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="spaces-load-") as tmp:
@@ -196,7 +202,7 @@ def main() -> None:
             bare_tally, bare_s = asyncio.run(drive(f"http://127.0.0.1:{bare_port}", None, args.clients, args.runs,
                                                    args.shell, bare=True))
             ours_tally, ours_s = asyncio.run(drive(f"http://127.0.0.1:{port}", key, args.clients, args.runs,
-                                                   args.shell, bare=False))
+                                                   args.shell, bare=False, undo=not args.no_undo))
             bare_rps = report("bare uvicorn", bare_tally, bare_s)
             ours_rps = report("spaces serve", ours_tally, ours_s)
             ratio = ours_rps / bare_rps if bare_rps else 0.0
