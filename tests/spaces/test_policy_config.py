@@ -99,3 +99,22 @@ async def test_approval_required_paths_pause_with_path_details(local_env: LocalE
                         {"type": "createFile", "id": "m", "path": "db/1.sql", "content": "x"})
     assert events[0]["type"] == "approvalRequired"
     assert events[0]["details"] == {"path": "db/1.sql", "policy": "filesystem.approvalRequired"}
+
+
+def test_a_validated_configuration_is_shared_read_only_and_a_look_alike_is_still_judged() -> None:
+    # parse_policy_config keeps what it validated (a space's policy is read for every run):
+    # the kept answer cannot be changed by one caller under another, and a configuration that
+    # differs only in a value's type (1.0 for 1, true for 1) is validated afresh and refused.
+    from pydantic import ValidationError
+
+    from codeloop.spaces.policy_config import PolicyConfigError, parse_policy_config
+
+    first = parse_policy_config({"limits": {"maxOperations": 1}, "undo": {"enabled": False}})
+    assert parse_policy_config({"undo": {"enabled": False}, "limits": {"maxOperations": 1}}) is first
+    with pytest.raises(ValidationError):
+        first.limits.maxOperations = 5  # type: ignore[misc]
+    for look_alike in ({"limits": {"maxOperations": 1.0}, "undo": {"enabled": False}},
+                       {"limits": {"maxOperations": True}, "undo": {"enabled": False}},
+                       {"limits": {"maxOperations": 1}, "undo": {"enabled": 0}}):
+        with pytest.raises(PolicyConfigError):
+            parse_policy_config(look_alike)

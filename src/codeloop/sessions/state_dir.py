@@ -6,6 +6,7 @@ rewind). Ids are checked here, once, so no caller can build a path from ``../x``
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from pathlib import Path
@@ -22,16 +23,22 @@ class SessionNotFoundError(LookupError):
     """No session log has this id (or the id is not a valid session id)."""
 
 
+@functools.cache
+def _platform_state_dir() -> str:
+    # platformdirs reads the environment and the home directory on every call: a spaces run
+    # asked for it several times (it reads only what a process does not change, XDG_STATE_HOME
+    # and HOME, so once per process is the same answer).
+    return platformdirs.user_state_dir("codeloop")
+
+
 def sessions_dir() -> Path:
     """The directory holding every session's log (not created here)."""
-    base = os.environ.get(STATE_DIR_VARIABLE) or platformdirs.user_state_dir("codeloop")
-    return Path(base) / "sessions"
+    return Path(os.environ.get(STATE_DIR_VARIABLE) or _platform_state_dir()) / "sessions"
 
 
 def snapshots_dir() -> Path:
     """Where codeloop's snapshot repositories live, one per workspace (issue 35)."""
-    base = os.environ.get(STATE_DIR_VARIABLE) or platformdirs.user_state_dir("codeloop")
-    return Path(base) / "snapshots"
+    return Path(os.environ.get(STATE_DIR_VARIABLE) or _platform_state_dir()) / "snapshots"
 
 
 def check_session_id(session_id: str) -> str:

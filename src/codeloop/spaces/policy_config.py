@@ -19,6 +19,7 @@ changing operations off (a run's rewind then refuses); neither is part of the bu
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import replace
 from typing import Any, Literal
@@ -30,7 +31,7 @@ from codeloop.spaces.limits import RunLimits
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
 class FilesystemOverrides(_Strict):
@@ -92,8 +93,31 @@ def _set(obj: Any, **changes: Any) -> Any:
     return replace(obj, **{k: v for k, v in changes.items() if v is not None})
 
 
+_PARSED: dict[str, PolicyConfig] = {}
+"""Configurations already validated, by their canonical JSON: a space's policy is read for
+every run (its limits, its undo setting, the policy itself), and validating it again cost
+about a third of a millisecond each time."""
+
+_PARSED_MAX = 256
+
+
 def parse_policy_config(raw: object) -> PolicyConfig:
-    """Validate a policy configuration; raise :class:`PolicyConfigError` with field paths."""
+    """Validate a policy configuration; raise :class:`PolicyConfigError` with field paths.
+    The answer may be shared with other callers: read it, do not change it."""
+    try:
+        key = json.dumps(raw, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError):  # not JSON (a caller's object): validated without the cache
+        return _parse_policy_config(raw)
+    found = _PARSED.get(key)
+    if found is None:
+        found = _parse_policy_config(raw)
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.clear()
+        _PARSED[key] = found
+    return found
+
+
+def _parse_policy_config(raw: object) -> PolicyConfig:
     try:
         config = PolicyConfig.model_validate(raw if raw is not None else {})
     except ValidationError as exc:
