@@ -136,10 +136,11 @@ class Checkpoints:
         self._unit = not watch
         """Made without a watcher for one unit of work that holds the workspace while it runs (a
         spaces run, a relay reply): later snapshots take only what each call declares it touched."""
-        self.runs_in_thread = self._unit
+        self.runs_in_thread = self._unit and not self._marks_only
         """The pipeline calls :meth:`before` and :meth:`after` in a worker thread (their git
         would stall a server's event loop). A unit's ``on_checkpoint`` must then be thread-safe;
-        a session's (``record_session``: it announces an event) is called on the loop."""
+        a session's (``record_session``: it announces an event) is called on the loop. A mark
+        alone (a small file, not fsynced) costs less than the hop to a thread."""
         self._lock = threading.Lock()
         self.watcher: ChangeWatcher | None = None
         """Tells the store which paths changed since its last snapshot (started with the first)."""
