@@ -12,7 +12,7 @@ ratio, not instead of it.
 
 Needs ``valgrind`` (Debian package; not part of ``scripts/system-deps``, benchmarks only).
 Usage: ``.venv/bin/python benchmarks/loop_instructions.py --old 51cb17f --new HEAD [--rounds 300]
-[--what loop|shell]``
+[--what loop|shell|spaces|spaces-undo-off]``
 (about 2 minutes a side).
 """
 
@@ -46,6 +46,36 @@ asyncio.run(main(int(sys.argv[2])))
 """
 """``--what shell``: shell_roundtrip's ``exec_command`` alone (the parent's instructions per call;
 valgrind does not follow the child, the same bash on both sides)."""
+SPACES = """
+import asyncio, os, sys, tempfile
+from pathlib import Path
+import httpx
+sys.path.insert(0, sys.argv[1])
+from spaces_load import operations
+from codeloop.spaces import policy_config
+from codeloop.spaces.database import open_store
+from codeloop.spaces.server import create_app
+async def main(runs):
+    data = Path(tempfile.mkdtemp())
+    os.environ["CODELOOP_STATE_DIR"] = str(data / "state")
+    store = open_store(None, data)
+    key = store.create_key("load")[1]
+    app = create_app(store, auth=True, sandbox=False)
+    policy = {"preset": "standard"}
+    if UNDO_OFF and hasattr(policy_config, "UndoConfig"):
+        policy["undo"] = {"enabled": False}
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1",
+                                 headers={"Authorization": f"Bearer {key}"}) as c:
+        sid = (await c.post("/v1/spaces", json={"policy": policy})).json()["id"]
+        for j in range(runs):
+            r = await c.post(f"/v1/spaces/{sid}/runs", json={"protocolVersion": "1.0", "operations": operations(0, j, False)})
+            assert r.status_code == 200, r.text
+asyncio.run(main(int(sys.argv[2])))
+"""
+"""``--what spaces``/``spaces-undo-off``: one run of spaces_load's operations (message, createFile,
+readFile) through the spaces app in process (``httpx.ASGITransport``: the service, the pipeline,
+the database and the middleware, without uvicorn's sockets); with the snapshots of issue 35 on,
+git runs in child processes valgrind does not follow, so their cost is not in the count."""
 
 
 def instructions(tree: Path, rounds: int, out: Path, script: str = SESSION) -> int:
@@ -64,10 +94,12 @@ def main() -> None:
     parser.add_argument("--old", required=True)
     parser.add_argument("--new", default="HEAD")
     parser.add_argument("--rounds", type=int, default=300)
-    parser.add_argument("--what", choices=("loop", "shell"), default="loop",
-                        help="loop: an agent round (default); shell: one exec_command call")
+    parser.add_argument("--what", choices=("loop", "shell", "spaces", "spaces-undo-off"), default="loop",
+                        help="loop: an agent round (default); shell: one exec_command call; spaces: one "
+                             "spaces run in process (spaces-undo-off: the new side's space has undo off)")
     options = parser.parse_args()
-    script = SHELL if options.what == "shell" else SESSION
+    script = {"shell": SHELL, "loop": SESSION, "spaces": "UNDO_OFF = False\n" + SPACES,
+              "spaces-undo-off": "UNDO_OFF = True\n" + SPACES}[options.what]
     with tempfile.TemporaryDirectory(prefix="loop-instructions-") as tmp:
         trees = {}
         for side in ("old", "new"):
