@@ -178,7 +178,8 @@ class Checkpoints:
         path.parent.mkdir(parents=True, exist_ok=True)
         # Not fsynced: a manifest outlives a crash of codeloop (kill -9), not a power loss
         # (two fsyncs per write were a fifth of a spaces run's time).
-        atomic_write(path, json.dumps(manifest, indent=1, sort_keys=True).encode(), durable=False)
+        # Compact: with ``indent`` json encodes in Python, not in C (a tenth of a spaces run's calls).
+        atomic_write(path, json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode(), durable=False)
 
     def _load(self, turn: int) -> dict[str, dict[str, str | None]]:
         return dict(self._load_manifest(turn)["files"])
