@@ -39,6 +39,7 @@ def register() -> None:
     from codeloop.cli import (
         acp,
         approvals,
+        batch,
         codali,
         console,
         index,
@@ -63,6 +64,7 @@ def register() -> None:
     approvals.register(app)
     acp.register(app)
     console.register(app)
+    batch.register(app)
 
 
 def run_app() -> None:
