@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "cli"))
-from chat_server import ChatServer, send, text_reply, tool_reply  # noqa: E402
+from chat_server import ChatServer, send, text_reply, tool_reply
 
 ANSWER_COMMAND = "echo solved > answer.txt"
 """What the model runs in each task's workspace: a check ``grep -q solved answer.txt`` passes after it."""

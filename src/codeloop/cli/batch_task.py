@@ -81,20 +81,21 @@ def session_logs(dirs: TaskDirs) -> list[Path]:
     return sorted(sessions.glob("*.jsonl")) if sessions.is_dir() else []
 
 
-def where_it_stopped(log: Path | None) -> tuple[str | None, str | None]:
-    """(session id to resume, how its last input ended): (None, None) with no input recorded
-    yet; (id, None) when an input was cut off; (id, reason) when the last input ended."""
+def where_it_stopped(log: Path | None) -> tuple[str | None, bool, str | None]:
+    """(session id to resume, whether its input was recorded, how its last input ended):
+    (None, False, None) with no log yet; (id, False, None) when it was cut before the input was
+    recorded; (id, True, None) when an input was cut off; (id, True, reason) when it ended."""
     if log is None:
-        return None, None
+        return None, False, None
     from codeloop.sessions import load_events
 
     session_id = log.name.removesuffix(".jsonl")
     events = load_events(session_id)
     inputs = [e.line for e in events if e.kind == "user_input"]
     if not inputs:
-        return None, None
+        return session_id, False, None
     ends = [e for e in events if e.kind == "session_end" and e.data.get("state") != "closed" and e.line > inputs[-1]]
-    return session_id, (str(ends[-1].data.get("reason", "completed")) if ends else None)
+    return session_id, True, (str(ends[-1].data.get("reason", "completed")) if ends else None)
 
 
 def usage_of(log: Path | None) -> tuple[dict[str, int], float | None, str]:
@@ -138,7 +139,9 @@ def finished_result(dirs: TaskDirs) -> dict[str, Any] | None:
         result = json.loads((dirs.root / "result.json").read_text("utf-8"))
     except (OSError, ValueError):
         return None
-    return result if isinstance(result, dict) else None
+    if not isinstance(result, dict) or result.get("status") == "budget":
+        return None  # paused by a cost limit: run again (it goes on, or stops again at once)
+    return result
 
 
 @contextlib.contextmanager
@@ -229,9 +232,9 @@ async def _session(task: TaskSpec, options: BatchOptions, dirs: TaskDirs, cost_c
     from codeloop.cli.run_terminal import Renderer
 
     logs = session_logs(dirs)
-    resume, ended = where_it_stopped(logs[0] if logs else None)
-    if ended is not None:
-        return ended
+    resume, has_input, ended = where_it_stopped(logs[0] if logs else None)
+    if ended is not None and ended != "budget":
+        return ended  # a budget pause goes on: the batch's --max-cost may leave it more now
     with open(dirs.root / "stderr.log", "a", encoding="utf-8") as err_file:  # noqa: ASYNC230 - the task's own log, once
         err = Console(file=err_file, soft_wrap=True, no_color=True, width=120)
         flags = {**options.flags, **{k: v for k, v in task.model.model_dump().items() if v is not None},
@@ -252,7 +255,7 @@ async def _session(task: TaskSpec, options: BatchOptions, dirs: TaskDirs, cost_c
         runner = Runner(settings, renderer, err, ask_client=nobody_answers)
         try:
             await runner.start(resume)
-            prompt = None if resume is not None else prepare(task.instruction, dirs.workspace, runner.settings.choice)
+            prompt = None if has_input else prepare(task.instruction, dirs.workspace, runner.settings.choice)
             return await runner.submit(prompt)
         finally:
             await runner.close()
