@@ -1,8 +1,9 @@
 """A loopback OpenAI-compatible model that works through any number of batch tasks at once.
 
 Stateless, so concurrent sessions get the same script each: the reply depends only on how many
-tool results the conversation holds (never on its wording): none yet -> one ``shell`` call
-writing ``answer.txt``; one or more -> a final text. ``delay`` seconds before each reply make
+tool results the conversation holds (never on its wording): fewer than two -> a ``shell`` call
+writing ``answer.txt`` (so a call cut off by a kill is made again after the resume); two -> a
+final text. ``delay`` seconds before each reply make
 a task last long enough to be killed midway. The JSON and SSE bodies are chat_server's.
 ``calls`` counts the requests per first user message (a task's instruction), for the tests'
 bookkeeping only.
@@ -54,7 +55,8 @@ class TaskModel:
                 if model.delay:
                     time.sleep(model.delay)
                 results = sum(1 for m in body.get("messages", []) if m.get("role") == "tool")
-                reply = tool_reply("shell", {"command": ANSWER_COMMAND}) if results == 0 else text_reply("Done.")
+                # Twice: a call cut off by a kill (its result "interrupted" on resume) is run again.
+                reply = tool_reply("shell", {"command": ANSWER_COMMAND}) if results < 2 else text_reply("Done.")
                 if body.get("stream"):
                     send(self, 200, "text/event-stream", ChatServer.sse(reply))
                 else:

@@ -10,9 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from task_model import TaskModel
-
-from conftest import (
+from batch_helpers import (
     CHECK,
     batch_argv,
     batch_env,
@@ -22,6 +20,7 @@ from conftest import (
     simple_tasks,
     write_tasks,
 )
+from task_model import TaskModel
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
 
@@ -59,7 +58,7 @@ def test_each_finished_task_is_one_result_line_and_a_rerun_skips_them(tmp_path: 
         # The patch is the workspace against its start: the answer only (never keep.txt or f.txt).
         assert "+++ b/answer.txt" in line["patch"] and "+solved" in line["patch"]
         assert "keep.txt" not in line["patch"] and "f.txt" not in line["patch"]
-        assert line["usage"]["model_calls"] == 2 and line["usage"]["input_tokens"] == 20
+        assert line["usage"]["model_calls"] == 3 and line["usage"]["input_tokens"] == 30
         assert line["cost_usd"] > 0 and line["seconds"] > 0
         assert log_kinds(line["session_log"]).count("user_input") == 1
     assert not (Path(by_id["from-dir"]["workspace"]) / ".git").exists()  # the baseline is kept beside it

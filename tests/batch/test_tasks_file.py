@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from batch_helpers import CODELOOP, batch_env, run_batch
 from hypothesis import given
 from hypothesis import strategies as st
 
 from codeloop.batch.tasks import load_tasks, parse_line
-from conftest import CODELOOP, batch_env, run_batch
 
 
 def test_every_malformed_line_is_reported_by_line_and_field_and_nothing_starts(tmp_path: Path, model) -> None:

@@ -74,7 +74,14 @@ class Display:
         self.json_out = json_out
         self.progress: Any = None
         self.statuses: dict[str, int] = {}
-        if not json_out:
+        self.events: Any = None
+        if json_out:
+            # Only events go to stdout: what libraries print there (Ray's notes on retried
+            # tasks) goes to stderr instead.
+            sys.stdout.flush()
+            self.events = os.fdopen(os.dup(1), "w", encoding="utf-8")
+            os.dup2(2, 1)
+        else:
             from rich.console import Console
             from rich.progress import (
                 BarColumn,
@@ -94,8 +101,8 @@ class Display:
     def __call__(self, kind: str, data: dict[str, Any]) -> None:
         if self.json_out:
             if kind != "tick":
-                sys.stdout.write(json.dumps({"event": kind, "time": round(time.time(), 3), **data}) + "\n")
-                sys.stdout.flush()
+                self.events.write(json.dumps({"event": kind, "time": round(time.time(), 3), **data}) + "\n")
+                self.events.flush()
             return
         if kind == "task_finished":
             status = str(data.get("status"))
