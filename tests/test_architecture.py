@@ -47,7 +47,7 @@ PROCESS_EXCEPTIONS = {
     "mcp/connection.py": "MCP stdio servers: the `mcp` library's stdio_client starts the server process "
     "and owns its lifetime; codeloop only hands it the configured command",
     "batch/pool.py": "`codeloop batch --workers N`: a ProcessPoolExecutor's worker processes, each running "
-    "whole sessions (whose commands go through the runner); they die with the batch (PR_SET_PDEATHSIG)",
+    "whole sessions (whose commands go through the runner); they die with the batch (each watches it through a pidfd)",
 }
 """Modules other than the runner that may start a process, each with its reason."""
 

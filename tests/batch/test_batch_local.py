@@ -78,10 +78,11 @@ def test_json_events_say_what_started_and_finished(tmp_path: Path, model: TaskMo
     assert {e["id"] for e in events if e["event"] == "task_finished"} == {"j0", "j1"}
 
 
-def _children(pid: int) -> set[int]:
+def _descendants(pid: int) -> set[int]:
     found: set[int] = set()
     for task in Path(f"/proc/{pid}/task").iterdir():
-        found |= {int(c) for c in (task / "children").read_text().split()}
+        for child in (int(c) for c in (task / "children").read_text().split()):
+            found |= {child, *_descendants(child)}
     return found
 
 
@@ -103,7 +104,7 @@ def _cut_midway(work: Path) -> list[str]:
 def test_a_sigkilled_batch_restarted_records_every_task_exactly_once(tmp_path: Path) -> None:
     tasks = write_tasks(tmp_path / "tasks.jsonl", simple_tasks(8, prefix="k"))
     results = tmp_path / "tasks.results.jsonl"
-    with TaskModel(delay=0.4) as slow:
+    with TaskModel(delay=0.25) as slow:
         batch = subprocess.Popen(batch_argv(tasks, slow, "--workers", "4", "--json"), stdout=subprocess.PIPE,
                                  stderr=subprocess.DEVNULL, text=True, env=batch_env(tmp_path))
         assert batch.stdout is not None
@@ -111,15 +112,16 @@ def test_a_sigkilled_batch_restarted_records_every_task_exactly_once(tmp_path: P
             if json.loads(line)["event"] == "task_finished":
                 break
         work = tmp_path / "tasks.results.work"
-        while not _cut_midway(work):  # the kill must find a task mid-way (the model answers in 0.4 s)
+        while not _cut_midway(work):  # the kill must find a task mid-way (the model answers in 0.25 s)
             time.sleep(0.02)
-        workers = _children(batch.pid)
+        workers = _descendants(batch.pid)  # the forkserver, the pool's workers, their commands
         batch.send_signal(signal.SIGKILL)
         batch.wait()
         deadline = time.monotonic() + 30
         while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert workers and not any(_alive(pid) for pid in workers), "pool workers outlived the killed batch"
+        left = {pid: Path(f"/proc/{pid}/cmdline").read_bytes()[:150] for pid in workers if _alive(pid)}
+        assert workers and not left, f"processes of the batch outlived it: {left}"
         cut = _cut_midway(work)
         assert cut, "no task was cut midway: the kill came too late to test a resume"
         again = subprocess.run(batch_argv(tasks, slow, "--workers", "4"), capture_output=True, text=True,

@@ -38,8 +38,8 @@ class Cluster:
     """The head node's CODELOOP_BATCH_WORK_DIR."""
     node_dir: Path
     """The second node's."""
-    node_group: int
-    """Process group of the second node's processes (raylet, workers)."""
+    node_session: int
+    """Session of the second node's processes (raylet, workers)."""
     seconds: dict[str, float]
 
 
@@ -50,7 +50,7 @@ def _free_port() -> int:
 
 
 def _ray_start(args: list[str], temp: Path, work: Path) -> tuple[int, float]:
-    """``ray start ARGS`` in a process group of its own (its daemons stay in it): (group, seconds)."""
+    """``ray start ARGS`` in a session of its own (its daemons and workers stay in it): (session, seconds)."""
     started = time.monotonic()
     env = {**os.environ, **RAY_ENV, "CODELOOP_BATCH_WORK_DIR": str(work)}
     proc = subprocess.Popen([RAY, "start", *args, "--temp-dir", str(temp), "--disable-usage-stats"],
@@ -61,11 +61,16 @@ def _ray_start(args: list[str], temp: Path, work: Path) -> tuple[int, float]:
     return proc.pid, time.monotonic() - started
 
 
-def _kill_group(group: int) -> None:
-    try:
-        os.killpg(group, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+def _kill_session(session: int) -> None:
+    """SIGKILL every process of the session ``ray start`` began: the node's daemons and its
+    workers (each worker has a process group of its own, in the same session)."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[3]) == session:  # fields after the name: state, ppid, pgrp, session
+                os.kill(int(stat.parent.name), signal.SIGKILL)
+        except (OSError, ValueError, IndexError):
+            continue
 
 
 @pytest.fixture(scope="module")
@@ -73,19 +78,19 @@ def cluster() -> Iterator[Cluster]:
     # Short paths: Ray's unix sockets live under the temp dir and must fit in 107 bytes.
     root = Path(tempfile.mkdtemp(prefix="clray-", dir="/tmp"))
     port = _free_port()
-    groups = []
+    sessions = []
     try:
-        head, head_s = _ray_start(["--head", "--node-ip-address", "127.0.0.1", "--port", str(port), "--num-cpus", "1",
+        head, head_s = _ray_start(["--head", "--node-ip-address", "127.0.0.1", "--port", str(port), "--num-cpus", "3",
                                    "--include-dashboard", "false"], root / "t1", root / "d1")
-        groups.append(head)
+        sessions.append(head)
         node, node_s = _ray_start(["--address", f"127.0.0.1:{port}", "--node-ip-address", "127.0.0.1",
-                                   "--num-cpus", "2"], root / "t2", root / "d2")
-        groups.append(node)
+                                   "--num-cpus", "1"], root / "t2", root / "d2")
+        sessions.append(node)
         print(f"ray start: head {head_s:.1f} s, second node {node_s:.1f} s")
         yield Cluster(f"127.0.0.1:{port}", root / "d1", root / "d2", node, {"head": head_s, "node": node_s})
     finally:
-        for group in groups:
-            _kill_group(group)
+        for session in sessions:
+            _kill_session(session)
         shutil.rmtree(root, ignore_errors=True)
 
 
@@ -106,7 +111,7 @@ def _running_on(node_dir: Path, mirror: Path) -> list[str]:
 def test_a_lost_node_loses_no_task_and_records_none_twice(cluster: Cluster, tmp_path: Path) -> None:
     tasks = write_tasks(tmp_path / "tasks.jsonl", simple_tasks(20, prefix="r"))
     mirror = tmp_path / "tasks.results.logs"
-    with TaskModel(delay=0.5) as slow:
+    with TaskModel(delay=0.25) as slow:
         batch = subprocess.Popen(batch_argv(tasks, slow, "--ray", cluster.address, "--json"), stdout=subprocess.PIPE,
                                  stderr=subprocess.DEVNULL, text=True, env={**batch_env(tmp_path), **RAY_ENV})
         deadline = time.monotonic() + 120
@@ -115,7 +120,7 @@ def test_a_lost_node_loses_no_task_and_records_none_twice(cluster: Cluster, tmp_
             time.sleep(0.05)
         assert cut, "no task ran on the second node"
         kept = {name: next((mirror / name).glob("*.jsonl")).read_bytes() for name in cut}
-        _kill_group(cluster.node_group)
+        _kill_session(cluster.node_session)
         out, _ = batch.communicate(timeout=180)
     assert batch.returncode == 0, out
     events = [json.loads(line) for line in out.splitlines()]

@@ -246,7 +246,7 @@ def _run(tasks: list[Any], tasks_file: Path, results_path: Path, work_dir: Path 
         display.stop()
         writer.close()
         err.print("interrupted: run the same command again to resume", markup=False)
-        os._exit(EXIT_INTERRUPTED)  # the pool's workers die with this process (PR_SET_PDEATHSIG)
+        os._exit(EXIT_INTERRUPTED)  # the pool's workers die with this process (each watches it through a pidfd)
     finally:
         display.stop()
     writer.close()

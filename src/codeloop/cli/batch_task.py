@@ -176,7 +176,9 @@ async def _run(task: TaskSpec, options: BatchOptions, dirs: TaskDirs, cost_cap: 
     restored = await asyncio.to_thread(store.restore, task.id) if store is not None else None
     mirror: LogMirror | None = None
     try:
-        if restored is not None and not session_logs(dirs):
+        local = session_logs(dirs)
+        if restored is not None and (not local or local[0].stat().st_size < len(restored.data)):
+            # Run elsewhere since this node last had it (or never here): the keeper's copy is newer.
             await _restore(dirs, task, options, restored)
         else:
             await prepare_workspace(dirs, task.source(Path(options.tasks_dir)))
