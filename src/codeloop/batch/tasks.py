@@ -99,7 +99,8 @@ class TaskSpec(_Strict):
     model: ModelSpec = ModelSpec()
     limits: LimitsSpec = LimitsSpec()
     timeout: float | None = Field(default=None, gt=0, le=7 * 24 * 3600)
-    """Seconds of wall-clock time for the whole task (workspace, session and check)."""
+    """Seconds of wall-clock time for the session (then its status is ``timeout``; the check
+    still runs, with the shell tool's own limit)."""
     check: str | None = Field(default=None, min_length=1)
     """A shell command run in the workspace when the session ends: exit 0 means solved."""
 

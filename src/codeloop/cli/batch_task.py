@@ -81,16 +81,25 @@ def session_logs(dirs: TaskDirs) -> list[Path]:
     return sorted(sessions.glob("*.jsonl")) if sessions.is_dir() else []
 
 
+def _events(log: Path) -> list[Any]:
+    """The events of a task's log, read from its path (not through ``CODELOOP_STATE_DIR``)."""
+    import warnings
+
+    from codeloop.sessions.log import SessionLogWarning, parse_log
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SessionLogWarning)  # a torn last line: the resume cuts it
+        return parse_log(log.read_bytes(), str(log))
+
+
 def where_it_stopped(log: Path | None) -> tuple[str | None, bool, str | None]:
     """(session id to resume, whether its input was recorded, how its last input ended):
     (None, False, None) with no log yet; (id, False, None) when it was cut before the input was
     recorded; (id, True, None) when an input was cut off; (id, True, reason) when it ended."""
     if log is None:
         return None, False, None
-    from codeloop.sessions import load_events
-
     session_id = log.name.removesuffix(".jsonl")
-    events = load_events(session_id)
+    events = _events(log)
     inputs = [e.line for e in events if e.kind == "user_input"]
     if not inputs:
         return session_id, False, None
@@ -106,9 +115,8 @@ def usage_of(log: Path | None) -> tuple[dict[str, int], float | None, str]:
         return usage, 0.0, ""
     from codeloop.agent.budget import charge_of, price_of
     from codeloop.llm.types import Usage
-    from codeloop.sessions import load_events
 
-    events = load_events(log.name.removesuffix(".jsonl"))
+    events = _events(log)
     start = next((e for e in events if e.kind == "session_start"), None)
     model = str(start.data.get("model", "")) if start else ""
     for event in events:
