@@ -63,7 +63,8 @@ def test_each_finished_task_is_one_result_line_and_a_rerun_skips_them(tmp_path: 
         assert "+++ b/answer.txt" in line["patch"] and "+solved" in line["patch"]
         assert "keep.txt" not in line["patch"] and "f.txt" not in line["patch"]
         assert line["usage"]["model_calls"] == 3 and line["usage"]["input_tokens"] == 30
-        assert line["cost_usd"] > 0 and line["seconds"] > 0
+        assert line["cost_usd"] > 0 and line["seconds"] > 0 and line["timing"]["session"] > 0
+        assert sum(line["timing"].values()) <= line["seconds"]
         assert log_kinds(line["session_log"]).count("user_input") == 1
     assert not (Path(by_id["from-dir"]["workspace"]) / ".git").exists()  # the baseline is kept beside it
     calls = sum(model.calls.values())

@@ -181,6 +181,15 @@ async def _run(task: TaskSpec, options: BatchOptions, dirs: TaskDirs, cost_cap: 
                store: LogStore | None) -> dict[str, Any]:
     result: dict[str, Any] = {"id": task.id, "status": "failed", "check": None, "patch": "", "error": None,
                               "workspace": str(dirs.workspace), "node": os.uname().nodename}
+    timing = result["timing"] = {"prepare": 0.0, "session": 0.0, "check": 0.0, "patch": 0.0}
+    clock = time.monotonic()
+
+    def lap(phase: str) -> None:
+        nonlocal clock
+        now = time.monotonic()
+        timing[phase] = round(timing[phase] + now - clock, 3)
+        clock = now
+
     restored = await asyncio.to_thread(store.restore, task.id) if store is not None else None
     mirror: LogMirror | None = None
     try:
@@ -195,13 +204,16 @@ async def _run(task: TaskSpec, options: BatchOptions, dirs: TaskDirs, cost_cap: 
             mirror = LogMirror(task.id, dirs.state / "sessions", store,
                                lambda: asyncio.run(workspace_patch(dirs)))
             mirror.start(restored)
+        lap("prepare")
         try:
             status = await asyncio.wait_for(_session(task, options, dirs, cost_cap), task.timeout)
         except TimeoutError:
             status = "timeout"
         result["status"] = status
+        lap("session")
         if task.check is not None:
             result["check"] = await _check(task.check, dirs, options)
+            lap("check")
     except TaskWorkspaceError as exc:
         result["error"] = str(exc)
     except Exception as exc:  # a configuration found late (adapter, sandbox, MCP): the task's error
@@ -209,8 +221,10 @@ async def _run(task: TaskSpec, options: BatchOptions, dirs: TaskDirs, cost_cap: 
     finally:
         if mirror is not None:
             await asyncio.to_thread(mirror.stop)
+    clock = time.monotonic()
     with contextlib.suppress(TaskWorkspaceError):
         result["patch"] = await workspace_patch(dirs) if dirs.prepared else ""
+    lap("patch")
     logs = session_logs(dirs)
     log = logs[0] if logs else None
     result["usage"], result["cost_usd"], result["model"] = usage_of(log)
