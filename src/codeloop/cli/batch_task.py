@@ -1,12 +1,13 @@
-"""One task of ``codeloop batch`` in a worker process (issue 39): ``codeloop run``'s own Runner.
+"""One task of ``codeloop batch`` in a worker process (issue 39): ``codeloop run``'s own ``run_task``.
 
 :func:`run_batch_task` is what a pool worker or a Ray task calls. The task runs as an ordinary
 session: the same options are settled the same way (``settle_options``: flags, config files,
-sandbox), the same :class:`~codeloop.cli.run.Runner` opens the model, the environment and
-the recorded Session, and ``prepare`` reads the instruction as ``codeloop run "TASK"`` does
-(``/NAME`` commands, ``@file``). What differs is only who answers: nobody waits at a terminal,
-so a call needing approval is denied with a reason (``--approval never-ask`` allows them, in
-the sandbox).
+sandbox), ``prepare`` reads the instruction as ``codeloop run "TASK"`` does (``/NAME``
+commands, ``@file``), and the same ``run_task`` (its :class:`~codeloop.cli.run.Runner`) opens
+the model, the environment and the recorded Session and runs it. What differs is only who
+answers: nobody waits at a terminal, so a call needing approval is denied with a reason
+(``--approval never-ask``, the batch's default, allows them, in the sandbox); and no terminal
+line steers it.
 
 Every task has its own directories (``environments/task_workspace.py`` ``TaskDirs``), and its
 own state directory holds its one session log, so a restart finds it again: a log whose last
@@ -252,7 +253,7 @@ async def _session(task: TaskSpec, options: BatchOptions, dirs: TaskDirs, cost_c
     from rich.console import Console
 
     from codeloop.cli.commands import prepare
-    from codeloop.cli.run import Runner, settle_options
+    from codeloop.cli.run import run_task, settle_options
     from codeloop.cli.run_terminal import Renderer
 
     logs = session_logs(dirs)
@@ -272,17 +273,13 @@ async def _session(task: TaskSpec, options: BatchOptions, dirs: TaskDirs, cost_c
         flags["approval"] = flags["approval"] or "never-ask"
         settings = settle_options(dirs.workspace, flags, options.network, err)
         renderer = Renderer("quiet", Console(file=err_file, no_color=True), err)
+        prompt = None if has_input else prepare(task.instruction, dirs.workspace, settings.choice)
 
         async def nobody_answers(entry: Any, store: Any) -> None:
             store.decide(entry.id, "deny", "codeloop batch", NOBODY_ANSWERS)
 
-        runner = Runner(settings, renderer, err, ask_client=nobody_answers)
-        try:
-            await runner.start(resume)
-            prompt = None if has_input else prepare(task.instruction, dirs.workspace, runner.settings.choice)
-            return await runner.submit(prompt)
-        finally:
-            await runner.close()
+        reason, _, _ = await run_task(prompt, settings, resume, renderer, err, ask_client=nobody_answers, steer=False)
+        return reason
 
 
 async def _check(command: str, dirs: TaskDirs, options: BatchOptions) -> dict[str, Any]:
