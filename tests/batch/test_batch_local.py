@@ -45,15 +45,19 @@ def test_each_finished_task_is_one_result_line_and_a_rerun_skips_them(tmp_path: 
         {"id": "from-git", "instruction": "git task", "workspace": {"git": "repo", "revision": "v1"},
          "check": f"{CHECK} && grep -q v1 f.txt"},
         {"id": "empty", "instruction": "empty task", "check": "test -f keep.txt"},
+        {"id": "no-source", "instruction": "x", "workspace": {"git": "missing-repo"}},
     ])
     done = run_batch(tasks, model, "--workers", "2", "--json")
     assert done.returncode == 0, done.stderr
     events = [json.loads(line) for line in done.stdout.splitlines()]  # stdout holds the events only
     kinds = [e["event"] for e in events]
-    assert kinds[0] == "batch_started" and kinds[-1] == "batch_finished" and kinds.count("task_finished") == 3
-    assert events[-1]["statuses"] == {"completed": 3} and events[-1]["finished"] == 3
+    assert kinds[0] == "batch_started" and kinds[-1] == "batch_finished" and kinds.count("task_finished") == 4
+    assert events[-1]["statuses"] == {"completed": 3, "failed": 1} and events[-1]["finished"] == 4
     lines = result_lines(tmp_path / "tasks.results.jsonl")
     by_id = {line["id"]: line for line in lines}
+    failed = by_id.pop("no-source")  # a source that cannot be had is the task's failure, named
+    assert failed["status"] == "failed" and "missing-repo" in failed["error"] and failed["session_log"] is None
+    lines = list(by_id.values())
     assert sorted(by_id) == ["empty", "from-dir", "from-git"] and len(lines) == 3
     assert all(line["status"] == "completed" for line in lines)
     assert by_id["from-dir"]["check"]["passed"] and by_id["from-git"]["check"]["passed"]
@@ -71,8 +75,8 @@ def test_each_finished_task_is_one_result_line_and_a_rerun_skips_them(tmp_path: 
     again = run_batch(tasks, model, "--workers", "2", "--json")
     assert again.returncode == 0, again.stderr
     events = [json.loads(line) for line in again.stdout.splitlines()]
-    assert events[0]["finished_before"] == 3 and "task_started" not in [e["event"] for e in events]
-    assert len(result_lines(tmp_path / "tasks.results.jsonl")) == 3 and sum(model.calls.values()) == calls
+    assert events[0]["finished_before"] == 4 and "task_started" not in [e["event"] for e in events]
+    assert len(result_lines(tmp_path / "tasks.results.jsonl")) == 4 and sum(model.calls.values()) == calls
 
 
 def _descendants(pid: int) -> set[int]:
