@@ -46,6 +46,8 @@ PROCESS_EXCEPTIONS = {
     "not a command of the workspace; it must run whatever sandbox the session's commands have",
     "mcp/connection.py": "MCP stdio servers: the `mcp` library's stdio_client starts the server process "
     "and owns its lifetime; codeloop only hands it the configured command",
+    "batch/pool.py": "`codeloop batch --workers N`: a ProcessPoolExecutor's worker processes, each running "
+    "whole sessions (whose commands go through the runner); they die with the batch (each watches it through a pidfd)",
 }
 """Modules other than the runner that may start a process, each with its reason."""
 
@@ -56,7 +58,7 @@ OS_PROCESS_PREFIXES = ("fork", "exec", "spawn", "posix_spawn")
 OS_PROCESS_NAMES = {"system", "popen", "forkpty"}
 ASYNCIO_PROCESS_NAMES = {"create_subprocess_exec", "create_subprocess_shell", "subprocess_exec", "subprocess_shell"}
 
-FACES = ("cli", "relay", "spaces", "codali")
+FACES = ("cli", "relay", "spaces", "codali", "batch")
 
 WORKSPACE_EFFECTS = {"write_file", "delete_file", "exec_command", "run_process"}
 """ExecutionEnvironment's write/delete/exec methods, and the runner itself."""

@@ -107,11 +107,18 @@ def _console(into: typer.Typer) -> None:
     console.register(into)
 
 
+def _batch(into: typer.Typer) -> None:
+    from codeloop.cli import batch
+
+    batch.register(into)
+
+
 COMMANDS: dict[str, Callable[[typer.Typer], None]] = {
     "tool": _tool, "apply-patch": _tool, "run": _run, "relay": _relay, "spaces": _spaces,
     "index": _index, "codali": _codali,
     "sessions": _sessions, "rewind": _sessions, "undo": _sessions, "redo": _sessions,
     "trust": _trust, "worktrees": _worktrees, "approvals": _approvals, "acp": _acp, "console": _console,
+    "batch": _batch,
 }
 """Each top-level command and the function that registers it (with its module's other commands).
 Imports are explicit (no plugin strings) so "what runs here?" has one answer; the order is the

@@ -394,15 +394,17 @@ class Runner:
 
 
 async def run_task(task: Prompt | None, settings: RunSettings, resume: str | None, renderer: Renderer,
-                   err: Console) -> tuple[str, str | None, int]:
+                   err: Console, *, ask_client: Any = None, steer: bool = True) -> tuple[str, str | None, int]:
     """Run one task to the end; returns (end reason, session log id, calls denied because no
     terminal could approve them). Lines typed on the terminal while the agent works steer it
-    (``>>`` prefix: follow-up). ``task`` None goes on with the resumed session's paused input."""
-    runner = Runner(settings, renderer, err)
+    (``>>`` prefix: follow-up). ``task`` None goes on with the resumed session's input (paused
+    by a limit, or cut off). ``codeloop batch`` passes ``steer=False`` (its workers share the
+    terminal, none reads it) and its own ``ask_client`` (:class:`Runner`)."""
+    runner = Runner(settings, renderer, err, ask_client=ask_client)
     terminal = runner.terminal
     try:
         await runner.start(resume)
-        if terminal.start():
+        if steer and terminal.start():
             terminal.on_line = lambda line: route_typed_line(runner.session, line, err)
         reason = await runner.submit(task)
     finally:

@@ -52,7 +52,9 @@ from codeloop.llm.llama_install import (
 # run beside a benchmark) can together fill it and fail with "Context size has been exceeded".
 # No --seed and no --no-cache-prompt (issue 33): with a fixed server seed and the cache off,
 # "samples" of one prompt would all be the same text and each would reread the whole prompt.
-SERVER_FLAGS = ("--jinja", "-t", "2", "-c", "8192", "-np", "1")
+SERVER_FLAGS = ("--jinja", "-t", "2")
+CONTEXT_PER_SLOT = 8192
+"""Each slot's context: ``-c`` is slots x this, since llama.cpp splits ``-c`` among ``-np`` slots."""
 GGUF_MAGIC = b"GGUF"
 """The first four bytes of every GGUF file."""
 HEALTH_TIMEOUT = 180.0
@@ -78,6 +80,8 @@ class ServerState:
     """The GGUF it serves (empty in records written before it was kept)."""
     gpu_layers: int | None = None
     """``--n-gpu-layers`` it was started with (None: not passed, llama.cpp's default)."""
+    parallel: int = 1
+    """Slots (``-np``): requests it serves at once, each with the whole 8k context."""
 
     @property
     def base_url(self) -> str:
@@ -97,6 +101,9 @@ class ServedModel:
     """The GGUF file; None for an installed model (its verified weights, installed on first use)."""
     gpu_layers: int | None = None
     """Layers to offload to a GPU (``--n-gpu-layers``); None leaves the flag out."""
+    parallel: int = 1
+    """Slots (``-np``) it needs at least: ``codeloop batch --workers N`` shares one server among
+    N sessions, so it asks for N (issue 39); a server with more slots serves fewer as well."""
 
 
 def embedded_model(model: str, gpu_layers: int | None = None) -> ServedModel:
@@ -128,11 +135,14 @@ def model_file(path: str | Path, gpu_layers: int | None = None) -> ServedModel:
     return ServedModel(key, resolved.stem, resolved, gpu_layers)
 
 
-def server_argv(binary: Path, weights: Path, port: int, model_id: str, gpu_layers: int | None) -> list[str]:
-    """The llama-server command line for ``weights`` on ``127.0.0.1:port``."""
+def server_argv(binary: Path, weights: Path, port: int, model_id: str, gpu_layers: int | None,
+                parallel: int = 1) -> list[str]:
+    """The llama-server command line for ``weights`` on ``127.0.0.1:port`` with ``parallel``
+    slots of :data:`CONTEXT_PER_SLOT` tokens each."""
     offload = ["--n-gpu-layers", str(gpu_layers)] if gpu_layers is not None else []
     return [str(binary), "-m", str(weights), "--host", "127.0.0.1", "--port", str(port),
-            "--alias", model_id, *SERVER_FLAGS, *offload]
+            "--alias", model_id, *SERVER_FLAGS, "-c", str(CONTEXT_PER_SLOT * parallel), "-np", str(parallel),
+            *offload]
 
 
 def _stderr(message: str) -> None:
@@ -193,7 +203,8 @@ def _launch(argv: list[str], served: ServedModel, port: int, log_path: Path, wei
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True)
-    state = ServerState(served.key, served.model_id, proc.pid, port, str(log_path), str(weights), served.gpu_layers)
+    state = ServerState(served.key, served.model_id, proc.pid, port, str(log_path), str(weights), served.gpu_layers,
+                        served.parallel)
     deadline = time.monotonic() + HEALTH_TIMEOUT
     while not healthy(port):
         if proc.poll() is not None:
@@ -224,7 +235,7 @@ def start(model: str | ServedModel, port: int | None = None, progress: Progress 
     port = port or _free_port()
     log_path = base / f"server-{served.key}.log"
     progress(f"starting llama-server for {served.model_id} on 127.0.0.1:{port} (log: {log_path})")
-    argv = server_argv(binary, weights, port, served.model_id, served.gpu_layers)
+    argv = server_argv(binary, weights, port, served.model_id, served.gpu_layers, served.parallel)
     try:
         state = _launch(argv, served, port, log_path, weights)
     except _CrashedWhileLoading as crash:
@@ -296,9 +307,11 @@ def serving(served: ServedModel, progress: Progress = _stderr, port: int | None 
     """The healthy server of ``served``, started (after installing what it needs) when none
     runs. A running one started with other ``--n-gpu-layers`` is restarted with the asked ones."""
     state = running(served.key)
-    if state is not None and state.gpu_layers == served.gpu_layers:
+    if state is not None and state.gpu_layers == served.gpu_layers and state.parallel >= served.parallel:
         return state
-    if state is not None:
+    if state is not None and state.gpu_layers == served.gpu_layers:
+        progress(f"restarting llama-server for {served.model_id} with {served.parallel} slots (it has {state.parallel})")
+    elif state is not None:
         progress(f"restarting llama-server for {served.model_id}: it runs with --n-gpu-layers "
                  f"{state.gpu_layers if state.gpu_layers is not None else '(default)'}, "
                  f"{served.gpu_layers if served.gpu_layers is not None else 'the default'} asked")
