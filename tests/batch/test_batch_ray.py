@@ -99,7 +99,7 @@ def _running_on(node_dir: Path, mirror: Path) -> list[str]:
     if not node_dir.is_dir():
         return []
     running = []
-    for task in node_dir.iterdir():
+    for task in (task for batch in node_dir.iterdir() for task in batch.iterdir()):  # <node>/<batch>/<id>
         own = next((task / "state" / "sessions").glob("*.jsonl"), None) if (task / "state").is_dir() else None
         kept = next((mirror / task.name).glob("*.jsonl"), None) if (mirror / task.name).is_dir() else None
         if own is not None and kept is not None and "session_end" not in log_kinds(own) \
@@ -129,7 +129,7 @@ def test_a_lost_node_loses_no_task_and_records_none_twice(cluster: Cluster, tmp_
     assert sorted(line["id"] for line in lines) == sorted(f"r{i}" for i in range(20))
     assert all(line["status"] == "completed" and line["check"]["passed"] for line in lines), [
         (line["id"], line["status"], line["error"], line["check"]) for line in lines if not (line["check"] or {}).get("passed")]
-    on = {line["id"]: Path(line["workspace"]).parents[1] for line in lines}
+    on = {line["id"]: Path(line["workspace"]).parents[2] for line in lines}
     assert set(on.values()) <= {cluster.head_dir, cluster.node_dir}
     assert cluster.head_dir in on.values()
     for name in cut:  # went on from the keeper's copy of its log, on the head node
@@ -137,3 +137,17 @@ def test_a_lost_node_loses_no_task_and_records_none_twice(cluster: Cluster, tmp_
         log = next(line["session_log"] for line in lines if line["id"] == name)
         assert Path(log).read_bytes().startswith(kept[name])
         assert log_kinds(log).count("user_input") == 1 and log_kinds(log).count("session_start") > 1
+
+    # Another batch on the same cluster with the same ids (another results file) runs its own
+    # tasks: a node's work directory is per batch, so the first batch's results are not taken.
+    again = tmp_path / "again"
+    again.mkdir()
+    other = write_tasks(again / "tasks.jsonl", simple_tasks(2, prefix="r", check="test -f never-made.txt"))
+    with TaskModel() as model:
+        done = subprocess.run(batch_argv(other, model, "--ray", cluster.address, "--json"), capture_output=True,
+                              text=True, timeout=180, env={**batch_env(again), **RAY_ENV})
+    assert done.returncode == 0, done.stderr[-2000:]
+    second = result_lines(again / "tasks.results.jsonl")
+    assert sorted(line["id"] for line in second) == ["r0", "r1"]
+    assert all(line["check"] is not None and not line["check"]["passed"] for line in second), second
+    assert not {line["workspace"] for line in second} & {line["workspace"] for line in lines}

@@ -202,14 +202,14 @@ def _run(tasks: list[Any], tasks_file: Path, results_path: Path, work_dir: Path 
          network: str | None, max_cost: float | None, choices: list[Any], err: Any) -> int:
     from codeloop.batch.driver import Tally, run_tasks
     from codeloop.batch.results import ResultsWriter, read_results
-    from codeloop.cli.batch_task import BatchOptions, run_batch_task
+    from codeloop.cli.batch_task import BatchOptions, batch_key, run_batch_task
 
     finished = read_results(results_path)
     todo = [task for task in tasks if task.id not in finished]
     if ray_address is None and work_dir is None:
         work_dir = results_path.with_name(results_path.name.removesuffix(".jsonl") + ".work")
     options = BatchOptions(str(tasks_file.resolve().parent), None if work_dir is None else str(work_dir.resolve()),
-                           {k: v for k, v in flags.items() if v is not None}, network)
+                           {k: v for k, v in flags.items() if v is not None}, network, batch_key(results_path))
     display = Display(json_out, len(tasks), len(tasks) - len(todo))
     display("batch_started", {"tasks": len(tasks), "finished_before": len(tasks) - len(todo),
                               "results": str(results_path), "ray": ray_address})

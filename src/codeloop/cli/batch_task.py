@@ -62,18 +62,30 @@ class BatchOptions:
     """``codeloop run`` flags: model, provider, profile, base_url, sandbox, approval, max_*."""
     network: str | None = None
     """``--network`` on or off (None: the sandbox's default)."""
+    batch_key: str = ""
+    """Names this batch among others on a node's shared work directory (from the results
+    file: the same batch restarted finds its tasks' directories again, another batch whose
+    ids are the same does not take their results)."""
+
+
+def batch_key(results: Path) -> str:
+    """The :attr:`BatchOptions.batch_key` of the batch writing ``results`` from this machine."""
+    import hashlib
+    import socket
+
+    return hashlib.sha256(f"{socket.gethostname()}\0{results.resolve()}".encode()).hexdigest()[:16]
 
 
 def node_work_dir(options: BatchOptions) -> Path:
-    """The work directory of the node this runs on."""
+    """The work directory of the node this runs on, for this batch."""
     if options.work_dir is not None:
         return Path(options.work_dir)
     configured = os.environ.get(WORK_DIR_VARIABLE)
     if configured:
-        return Path(configured)
+        return Path(configured) / options.batch_key
     import platformdirs
 
-    return Path(platformdirs.user_cache_dir("codeloop")) / "batch"
+    return Path(platformdirs.user_cache_dir("codeloop")) / "batch" / options.batch_key
 
 
 def session_logs(dirs: TaskDirs) -> list[Path]:
