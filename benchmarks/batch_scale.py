@@ -30,6 +30,7 @@ import argparse
 import json
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -136,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             if ray_group is not None:
                 os.killpg(ray_group, signal.SIGKILL)
+            shutil.rmtree(root, ignore_errors=True)  # 100 workspaces per mode, and Ray's temp dir
     loop = next((float(row["seconds"]) for row in rows if row["mode"] == "loop"), None)  # type: ignore[arg-type]
     # A session costs the same in the loop and in a batch (same model, same machine): the rest
     # of a task's time is each way's overhead. The loop's session time is taken from the batch
