@@ -33,6 +33,7 @@ from typing import Any
 
 from codeloop.batch.log_mirror import LogMirror, LogStore, MirroredLog
 from codeloop.batch.tasks import TaskSpec
+from codeloop.environments.atomic import atomic_write
 from codeloop.environments.task_workspace import (
     TaskDirs,
     TaskWorkspaceError,
@@ -146,12 +147,7 @@ def usage_of(log: Path | None) -> tuple[dict[str, int], float | None, str]:
 
 
 def _write_result(dirs: TaskDirs, result: dict[str, Any]) -> None:
-    tmp = dirs.root / "result.json.tmp"
-    with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(result, handle)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, dirs.root / "result.json")
+    atomic_write(dirs.root / "result.json", json.dumps(result).encode("utf-8"))
 
 
 def finished_result(dirs: TaskDirs) -> dict[str, Any] | None:

@@ -20,6 +20,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from codeloop.environments.atomic import atomic_write
 from codeloop.environments.base import ExecLimits
 from codeloop.environments.runner import run_process
 
@@ -125,12 +126,7 @@ async def prepare_workspace(dirs: TaskDirs, source: WorkspaceSource) -> None:
     await _baseline(dirs, ["init", "--quiet"], "recording the start")
     await _baseline(dirs, ["add", "--all", "--force"], "recording the start")
     await _baseline(dirs, ["commit", "--quiet", "--allow-empty", "--no-verify", "-m", "start"], "recording the start")
-    marker = dirs.root / (_PREPARED + ".tmp")
-    with open(marker, "w", encoding="utf-8") as handle:  # noqa: ASYNC230 - a few bytes, once per task
-        handle.write("ok\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(marker, dirs.root / _PREPARED)
+    atomic_write(dirs.root / _PREPARED, b"ok\n")
 
 
 async def workspace_patch(dirs: TaskDirs) -> str:
