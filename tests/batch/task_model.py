@@ -4,7 +4,9 @@ Stateless, so concurrent sessions get the same script each: the reply depends on
 tool results the conversation holds (never on its wording): fewer than two -> a ``shell`` call
 writing ``answer.txt`` (so a call cut off by a kill is made again after the resume); two -> a
 final text. ``delay`` seconds before each reply make
-a task last long enough to be killed midway. The JSON and SSE bodies are chat_server's.
+a task last long enough to be killed midway; ``held`` instructions wait, once they hold a tool
+result, until ``release()`` (so a kill surely finds those tasks midway, however slow the machine).
+The JSON and SSE bodies are chat_server's.
 ``calls`` counts the requests per first user message (a task's instruction), for the tests'
 bookkeeping only.
 """
@@ -38,8 +40,11 @@ def first_user_text(body: dict[str, Any]) -> str:
 class TaskModel:
     """Serves ``/v1/chat/completions`` on 127.0.0.1; use as a context manager."""
 
-    def __init__(self, delay: float = 0.0) -> None:
+    def __init__(self, delay: float = 0.0, held: frozenset[str] = frozenset()) -> None:
         self.delay = delay
+        self.held = held
+        self.released = threading.Event()
+        self.waiting: Counter[str] = Counter()
         self.calls: Counter[str] = Counter()
         self.lock = threading.Lock()
         model = self
@@ -55,6 +60,10 @@ class TaskModel:
                 if model.delay:
                     time.sleep(model.delay)
                 results = sum(1 for m in body.get("messages", []) if m.get("role") == "tool")
+                if results and first_user_text(body) in model.held:
+                    with model.lock:
+                        model.waiting[first_user_text(body)] += 1
+                    model.released.wait(120)
                 # Twice: a call cut off by a kill (its result "interrupted" on resume) is run again.
                 reply = tool_reply("shell", {"command": ANSWER_COMMAND}) if results < 2 else text_reply("Done.")
                 if body.get("stream"):
@@ -71,6 +80,10 @@ class TaskModel:
         self.thread.start()
         return self
 
+    def release(self) -> None:
+        self.released.set()
+
     def __exit__(self, *exc: object) -> None:
+        self.released.set()
         self.httpd.shutdown()
         self.httpd.server_close()

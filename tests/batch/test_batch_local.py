@@ -105,16 +105,20 @@ def _cut_midway(work: Path) -> list[str]:
 def test_a_sigkilled_batch_restarted_records_every_task_exactly_once(tmp_path: Path) -> None:
     tasks = write_tasks(tmp_path / "tasks.jsonl", simple_tasks(8, prefix="k"))
     results = tmp_path / "tasks.results.jsonl"
-    with TaskModel(delay=0.25) as slow:
+    # Two tasks wait on the model once they hold a tool result: the kill finds them midway on any machine.
+    held = frozenset({"task number 6", "task number 7"})
+    with TaskModel(delay=0.05, held=held) as slow:
         batch = subprocess.Popen(batch_argv(tasks, slow, "--workers", "4", "--json"), stdout=subprocess.PIPE,
                                  stderr=subprocess.DEVNULL, text=True, env=batch_env(tmp_path))
         assert batch.stdout is not None
         for line in batch.stdout:
             if json.loads(line)["event"] == "task_finished":
                 break
-        work = tmp_path / "tasks.results.work"
-        while not _cut_midway(work):  # the kill must find a task mid-way (the model answers in 0.25 s)
+        deadline = time.monotonic() + 60
+        while set(slow.waiting) != held and time.monotonic() < deadline:
             time.sleep(0.02)
+        assert set(slow.waiting) == held, f"the held tasks never reached the model: {slow.waiting}"
+        work = tmp_path / "tasks.results.work"
         workers = _descendants(batch.pid)  # the forkserver, the pool's workers, their commands
         batch.send_signal(signal.SIGKILL)
         batch.wait()
@@ -124,7 +128,8 @@ def test_a_sigkilled_batch_restarted_records_every_task_exactly_once(tmp_path: P
         left = {pid: Path(f"/proc/{pid}/cmdline").read_bytes()[:150] for pid in workers if _alive(pid)}
         assert workers and not left, f"processes of the batch outlived it: {left}"
         cut = _cut_midway(work)
-        assert cut, "no task was cut midway: the kill came too late to test a resume"
+        assert {"k6", "k7"} <= set(cut), cut
+        slow.release()
         again = subprocess.run(batch_argv(tasks, slow, "--workers", "4"), capture_output=True, text=True,
                                env=batch_env(tmp_path), timeout=120)
     assert again.returncode == 0, again.stderr
