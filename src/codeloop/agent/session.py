@@ -63,6 +63,7 @@ from codeloop.policy.approval import ToolCallRequest
 from codeloop.profiles.base import ProviderProfile
 from codeloop.profiles.prompts import NATIVE_COMPACT
 from codeloop.tools import ToolPolicy, ToolRegistry, TruncationConfig
+from codeloop.tools.apply_patch import APPLY_PATCH, apply_patch_tool
 from codeloop.tools.call_path import Pipeline, PipelineCall, build_pipeline
 from codeloop.tools.diagnostics import Diagnostics
 from codeloop.tools.files import READ_FILE, READ_MANY_FILES
@@ -657,9 +658,13 @@ class Session:
         """The profile's registry plus this session's subagent tools (rebuilt when it changes)."""
         # recall_output joins once something was compacted: the history changed there anyway,
         # so the prompt cache loses nothing more, and sessions that never compact never see it.
-        defs = (*self.profile.tool_registry.definitions(), bool(self.dropped))
+        defs = (*self.profile.tool_registry.definitions(), bool(self.dropped), self.uses_strategy)
         if defs != self._registry_key:
             tools = [t for n in self.profile.tool_registry.names() if (t := self.profile.tool_registry.get(n))]
+            if self.uses_strategy and APPLY_PATCH not in self.profile.tool_registry.names():
+                # The strategy's DELETE lines remove files through the pipeline's patch tool
+                # (its drafts carry no tool definitions, so the model's requests are unchanged).
+                tools.append(apply_patch_tool())
             if self.depth < self.config.max_subagent_depth:
                 tools += subagent_tools(self.subagents)
             if self.dropped:

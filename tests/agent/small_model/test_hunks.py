@@ -30,6 +30,15 @@ def test_later_blocks_see_earlier_ones_and_whole_files_create() -> None:
     assert changed_only({"a.py": "same\n", "b.py": "new\n"}, {"a.py": "same\n"}.get) == {"b.py": "new\n"}
 
 
+def test_a_delete_line_removes_its_file_and_a_later_block_may_write_it_again() -> None:
+    files = {"old.txt": "x\n", "keep.txt": "k\n"}.get
+    gone = parse_reply("DELETE old.txt\n")
+    assert isinstance(gone, FilesReply) and apply_reply(gone, files) == {"old.txt": None}
+    again = FilesReply((FileBlock("old.txt", None, deleted=True), FileBlock("old.txt", "y\n")))
+    assert apply_reply(again, files) == {"old.txt": "y\n"}
+    assert changed_only({"old.txt": None, "missing.txt": None}, files) == {"old.txt": None}
+
+
 @pytest.mark.parametrize(("current", "block", "message"), [
     (None, FileBlock("new.py", None, (Hunk("x\n", "y\n"),)),
      "new.py does not exist, so SEARCH/REPLACE cannot change it: write it whole"),
@@ -37,6 +46,7 @@ def test_later_blocks_see_earlier_ones_and_whole_files_create() -> None:
      "the SEARCH text of the hunk of a.py is not in the file: copy the lines exactly"),
     ("a\nb\na\n", FileBlock("a.py", None, (Hunk("b\n", "c\n"), Hunk("a\n", "z\n"))),
      "the SEARCH text of hunk 2 of a.py is in the file 2 times: add the lines around it"),
+    (None, FileBlock("gone.txt", None, deleted=True), "gone.txt does not exist, so it cannot be deleted"),
 ])
 def test_a_hunk_that_cannot_apply_names_the_file_the_hunk_and_the_fix(current: str | None, block: FileBlock,
                                                                        message: str) -> None:

@@ -28,7 +28,7 @@ RULES = read_grammar(GRAMMAR)
 LANGUAGE = re.compile(to_regex(RULES))
 """The grammar as a Python regular expression: the language's recogniser."""
 
-PIECES = ["FILE ", "FILE a.py\n", "RUN ", "DONE", "\n", "\n\n", "```", "```python", "``", "`",
+PIECES = ["FILE ", "FILE a.py\n", "DELETE ", "DELETE a.py", "DELETE a.py\n", "RUN ", "DONE", "\n", "\n\n", "```", "```python", "``", "`",
           "<<<<<<< SEARCH", "=======", ">>>>>>> REPLACE", ">>>>>>> REPLAC", "a.py", "x = 1", " ", "\t", "\r",
           "/", "=", ">", "é", "\x0b"]
 """The format's delimiters cut and joined in every order: what malformed replies are made of."""
@@ -97,15 +97,19 @@ def test_whole_files_hunks_run_and_done() -> None:
     # A whole file may quote fences that are not exactly three backticks alone on a line.
     quoted = "FILE README.md\n```markdown\n# Use\n```bash\nrun\n````\n```\n"
     assert parse_reply(quoted) == FilesReply((FileBlock("README.md", "# Use\n```bash\nrun\n````\n"),))
-    assert all(map(accepted, [text, quoted, "DONE\nThe port is 8080.", "FILE empty.txt\n```\n```"]))
+    # DELETE lines stand among the blocks, in order.
+    mixed = "DELETE old/notes.txt\nFILE new.txt\n```\nx\n```\nDELETE b.txt\n"
+    assert parse_reply(mixed) == FilesReply((FileBlock("old/notes.txt", None, deleted=True),
+                                             FileBlock("new.txt", "x\n"), FileBlock("b.txt", None, deleted=True)))
+    assert all(map(accepted, [mixed, text, quoted, "DONE\nThe port is 8080.", "FILE empty.txt\n```\n```"]))
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    ("", "line 1: a reply starts with FILE <path>, RUN <command> or DONE, got an empty reply"),
-    ("Sure! Here is the file:\nFILE a.py", "line 1: a reply starts with FILE <path>, RUN <command> or DONE, "
+    ("", "line 1: a reply starts with FILE <path>, DELETE <path>, RUN <command> or DONE, got an empty reply"),
+    ("Sure! Here is the file:\nFILE a.py", "line 1: a reply starts with FILE <path>, DELETE <path>, RUN <command> or DONE, "
                                            "not 'Sure! Here is the file:'"),
     ("\nDONE", "line 1: a reply starts with FILE"),
-    ("DONE.", "line 1: a reply starts with FILE <path>, RUN <command> or DONE, not 'DONE.'"),
+    ("DONE.", "line 1: a reply starts with FILE <path>, DELETE <path>, RUN <command> or DONE, not 'DONE.'"),
     ("FILE /etc/passwd\n```\nx\n```", "line 1: FILE needs one relative path without spaces, tabs or backticks"),
     ("FILE my file.py\n```\nx\n```", "line 1: FILE needs one relative path"),
     ("FILE a.py", "line 1: the FILE line of a.py ends the reply: a fenced whole file or a <<<<<<< SEARCH hunk "
@@ -118,8 +122,10 @@ def test_whole_files_hunks_run_and_done() -> None:
     ("FILE a.py\n<<<<<<< SEARCH\nx = 1\n=======\nx = 2\n", "line 6: the hunk of a.py opened at line 2 has no line "
                                                            "'>>>>>>> REPLACE' closing it"),
     ("FILE a.py\n<<<<<<< SEARCH\n=======\nx\n>>>>>>> REPLACE", "line 3: the SEARCH text of a.py is empty"),
-    ("FILE a.py\n```\nx\n```\nDone, I changed a.py.", "line 5: after a FILE block comes another FILE block or "
-                                                      "the end of the reply, not 'Done, I changed a.py.'"),
+    ("FILE a.py\n```\nx\n```\nDone, I changed a.py.", "line 5: after a FILE block comes another FILE block, "
+                                                      "a DELETE line or the end of the reply, not 'Done, I changed a.py.'"),
+    ("DELETE /etc/passwd", "line 1: DELETE needs one relative path"),
+    ("DELETE a.py\nrm a.py", "line 2: after a FILE block comes another FILE block, a DELETE line"),
     ("RUN  ls", "line 1: RUN needs the command right after one space"),
     ("RUN ls\nRUN pwd", "line 2: a RUN reply is one line: nothing may follow the command"),
 ])

@@ -125,6 +125,30 @@ async def test_a_run_line_runs_through_the_pipeline_and_its_output_goes_back(tmp
     assert run.session.strategy_ran == ["cat data.txt"]
 
 
+async def test_a_delete_line_removes_the_file_through_the_pipeline_and_the_report_says_so(tmp_path: Path) -> None:
+    (tmp_path / "obsolete.txt").write_text("old\n")
+    (tmp_path / "keep.txt").write_text("keep\n")
+    run = Run(tmp_path, [text_response("DELETE obsolete.txt\n"), text_response("DONE")])
+    answer = await run.session.submit("Remove obsolete.txt")
+    assert not (tmp_path / "obsolete.txt").exists() and (tmp_path / "keep.txt").read_text() == "keep\n"
+    starts = [e for e in run.events if isinstance(e, ev.ToolCallStart)]
+    assert [e.tool_name for e in starts] == ["apply_patch"]  # the pipeline's own way to remove a file
+    assert answer == "Deleted obsolete.txt."
+
+
+async def test_deleting_a_module_another_file_imports_fails_the_import_check(tmp_path: Path) -> None:
+    (tmp_path / "util.py").write_text("def helper():\n    return 1\n")
+    (tmp_path / "main.py").write_text("from util import helper\n\nprint(helper())\n")
+    run = Run(tmp_path, [text_response("DELETE util.py\n")] * 4 + [text_response("DONE")], samples=2)
+    answer = await run.session.submit("Tidy up util.py")
+    said = "\n".join(run.said())
+    assert "draft 1: 1 of 1 checks failed (project imports resolve)" in said, said
+    assert "draft 2: 1 of 1 checks failed" in said and "repair round" in said
+    # No candidate passed: the best is applied all the same (doing nothing never wins), and the
+    # report names the failed check for the user.
+    assert "Checks failed: project imports resolve." in answer
+
+
 async def test_a_denied_write_is_reported_and_nothing_is_written(tmp_path: Path) -> None:
     from codeloop.policy.model import Decision
 

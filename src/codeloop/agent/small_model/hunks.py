@@ -23,9 +23,14 @@ class HunkError(ValueError):
         self.path = path
 
 
-def apply_block(current: str | None, block: FileBlock) -> str:
+def apply_block(current: str | None, block: FileBlock) -> str | None:
     """The text of ``block.path`` after ``block``, given its ``current`` text (None: the file
-    does not exist); HunkError when a hunk's SEARCH text is missing or not unique."""
+    does not exist; returned for a DELETE line); HunkError when a hunk's SEARCH text is missing
+    or not unique, or a DELETE line names no file."""
+    if block.deleted:
+        if current is None:
+            raise HunkError(block.path, f"{block.path} does not exist, so it cannot be deleted")
+        return None
     if block.content is not None:
         return block.content
     if current is None:
@@ -47,18 +52,18 @@ def apply_block(current: str | None, block: FileBlock) -> str:
     return text[:-1] if open_end and text.endswith("\n") else text
 
 
-def apply_reply(reply: FilesReply, read: Callable[[str], str | None]) -> dict[str, str]:
-    """The new text of each path ``reply`` names, in the order first named; ``read(path)``
+def apply_reply(reply: FilesReply, read: Callable[[str], str | None]) -> dict[str, str | None]:
+    """The new text of each path ``reply`` names (None: deleted), in the order first named; ``read(path)``
     gives a file's current text (None when it does not exist). A later block of a path
     applies to what the earlier ones made. HunkError on the first block that cannot apply."""
-    changed: dict[str, str] = {}
+    changed: dict[str, str | None] = {}
     for block in reply.files:
         current = changed[block.path] if block.path in changed else read(block.path)
         changed[block.path] = apply_block(current, block)
     return changed
 
 
-def changed_only(new: Mapping[str, str], read: Callable[[str], str | None]) -> dict[str, str]:
+def changed_only(new: Mapping[str, str | None], read: Callable[[str], str | None]) -> dict[str, str | None]:
     """``new`` without the paths whose text it leaves as it was (a candidate that rewrites a
     file unchanged changes nothing there)."""
     return {path: text for path, text in new.items() if read(path) != text}

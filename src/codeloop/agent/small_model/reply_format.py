@@ -18,6 +18,7 @@ A reply is exactly one of:
       PORT = 8080
       >>>>>>> REPLACE
 
+- or, among them, DELETE lines, each removing one file: ``DELETE old/notes.txt``;
 - one RUN line, a shell command to look at something or try it: ``RUN python3 test_stats.py``;
 - ``DONE``, optionally followed by a newline and free text.
 
@@ -43,6 +44,8 @@ FENCE = "```"
 SEARCH = "<<<<<<< SEARCH"
 DIVIDER = "======="
 REPLACE = ">>>>>>> REPLACE"
+BLOCK_WORDS = ("FILE ", "DELETE ")
+"""What starts a block of a files reply."""
 PATH_STOPS = " \t\r\n`"
 """Characters a path never holds (it also never starts with ``/``)."""
 MAX_FILE_BLOCKS = 4
@@ -63,7 +66,8 @@ class Hunk:
 
 @dataclass(frozen=True, slots=True)
 class FileBlock:
-    """One FILE block: the whole new ``content`` of ``path``, or its ``hunks`` in order."""
+    """One FILE block: the whole new ``content`` of ``path``, or its ``hunks`` in order; or a
+    DELETE line (``deleted``: no content, no hunks)."""
 
     path: str
     """As written: relative, without spaces, tabs or backticks (the resolver judges it later)."""
@@ -71,11 +75,14 @@ class FileBlock:
     """The whole file (ends with a newline, or is empty); None when the block is hunks."""
     hunks: tuple[Hunk, ...] = ()
     """The SEARCH/REPLACE pairs, applied in order; empty when the block is a whole file."""
+    deleted: bool = False
+    """A DELETE line: the file is removed."""
 
 
 @dataclass(frozen=True, slots=True)
 class FilesReply:
-    """One or more FILE blocks, applied in order (a later block of the same path sees the earlier)."""
+    """One or more FILE blocks and DELETE lines, applied in order (a later block of the same
+    path sees the earlier)."""
 
     files: tuple[FileBlock, ...]
 
@@ -140,12 +147,14 @@ def _stops(extra: str = "") -> str:
 
 def _more_files(left: int) -> str:
     """Up to ``left`` more FILE blocks, as nested optionals (plain GBNF: no ``{m,n}``)."""
-    return f'( "\\n"+ file {_more_files(left - 1)} )?' if left > 0 else ""
+    return f'( "\\n"+ block {_more_files(left - 1)} )?' if left > 0 else ""
 
 
 GRAMMAR = "\n".join([
     "root ::= files | run | done",
-    f'files ::= file {_more_files(MAX_FILE_BLOCKS - 1)} "\\n"*',
+    f'files ::= block {_more_files(MAX_FILE_BLOCKS - 1)} "\\n"*',
+    "block ::= file | delete",
+    'delete ::= "DELETE " path',
     'file ::= "FILE " path "\\n" ( whole | hunks )',
     f"path ::= [^{_stops('/')}] [^{_stops()}]*",
     f'whole ::= {_literal(FENCE)} lang "\\n" wline* {_literal(FENCE)}',
@@ -169,10 +178,10 @@ def _shown(line: str) -> str:
 
 
 def _path(line: str, number: int) -> str:
-    path = line[len("FILE "):]
+    word, path = line.split(" ", 1)
     if not path or path[0] == "/" or any(c in PATH_STOPS for c in path):
-        raise ReplyFormatError(number, f"FILE needs one relative path without spaces, tabs or backticks "
-                                       f"(FILE app/main.py), got {_shown(line)}")
+        raise ReplyFormatError(number, f"{word} needs one relative path without spaces, tabs or backticks "
+                                       f"({word} app/main.py), got {_shown(line)}")
     return path
 
 
@@ -226,6 +235,8 @@ def _hunk(lines: _Lines, path: str) -> Hunk:
 def _file(lines: _Lines) -> FileBlock:
     number, line = lines.number, lines.take()
     path = _path(line, number)
+    if line.startswith("DELETE "):
+        return FileBlock(path, None, deleted=True)
     if not lines.more():
         raise ReplyFormatError(number, f"the FILE line of {path} ends the reply: a fenced whole file or a "
                                        "<<<<<<< SEARCH hunk must follow it")
@@ -258,17 +269,17 @@ def parse_reply(text: str) -> Reply:
             raise ReplyFormatError(2, "a RUN reply is one line: nothing may follow the command "
                                       "(run one command per reply)")
         return RunReply(command)
-    if not first.startswith("FILE "):
+    if not first.startswith(BLOCK_WORDS):
         what = "got an empty reply" if text == "" else f"not {_shown(first)}"
-        raise ReplyFormatError(1, f"a reply starts with FILE <path>, RUN <command> or DONE, {what}")
+        raise ReplyFormatError(1, f"a reply starts with FILE <path>, DELETE <path>, RUN <command> or DONE, {what}")
     files = [_file(lines)]
     while True:
         lines.skip_blank()
         if not lines.more():
             return FilesReply(tuple(files))
-        if not lines.peek().startswith("FILE "):
-            raise ReplyFormatError(lines.number, f"after a FILE block comes another FILE block or the end of the "
-                                                 f"reply, not {_shown(lines.peek())}")
+        if not lines.peek().startswith(BLOCK_WORDS):
+            raise ReplyFormatError(lines.number, f"after a FILE block comes another FILE block, a DELETE line or "
+                                                 f"the end of the reply, not {_shown(lines.peek())}")
         if len(files) == MAX_FILE_BLOCKS:
             raise ReplyFormatError(lines.number, f"a reply holds at most {MAX_FILE_BLOCKS} FILE blocks: send the "
                                                  "others in the next reply")
@@ -284,7 +295,9 @@ def render_reply(reply: Reply) -> str:
         return f"RUN {reply.command}\n"
     blocks = []
     for block in reply.files:
-        if block.content is not None:
+        if block.deleted:
+            blocks.append(f"DELETE {block.path}\n")
+        elif block.content is not None:
             blocks.append(f"FILE {block.path}\n{FENCE}\n{block.content}{FENCE}\n")
         else:
             hunks = "".join(f"{SEARCH}\n{h.search}{DIVIDER}\n{h.replace}{REPLACE}\n" for h in block.hunks)
@@ -315,10 +328,11 @@ REPLY_FORMAT_PROMPT = f"""\
 # Reply format
 Reply with exactly one of these, and nothing else:
 
-1. FILE blocks: for each file to create or change, a line FILE <path>, then either the whole
-   new file between fences:
+1. For each file to create or change: the word FILE, a space and the file's path on one line,
+   then either the whole new file between fences:
 {_WHOLE_EXAMPLE}   or SEARCH/REPLACE hunks, each copying lines of the file exactly and giving their new text:
-{_HUNK_EXAMPLE}2. One command to look at something or try it: the word RUN, a space, then the command, on one line.
+{_HUNK_EXAMPLE}   For each file to remove: the word DELETE, a space and the file's path on one line.
+2. One command to look at something or try it: the word RUN, a space, then the command, on one line.
 3. DONE when the task is complete.
 """
 """What the model reads about the format (a section of its system prompt). Its examples name

@@ -53,9 +53,11 @@ from codeloop.environments.errors import WorkspaceError
 from codeloop.llm.types import Message
 from codeloop.tools import workspace_ops as ops
 
-SYSTEM_PROMPT = ("You write files and run commands for the user, one step per reply: write the files the "
-                 "task needs first (FILE blocks), then run them (RUN), then DONE.\n\n" + REPLY_FORMAT_PROMPT)
-"""The system prompt of every draft (the same bytes each time: the server's prompt cache keeps it)."""
+SYSTEM_PROMPT = ("You change files and run commands for the user, one step per reply: first the files the "
+                 "task needs, then a command that runs them if there is one, then DONE.\n\n" + REPLY_FORMAT_PROMPT)
+"""The system prompt of every draft (the same bytes each time: the server's prompt cache keeps it).
+It never says "FILE blocks": the 1.5B model, under the grammar, began replies with ``FILE blocks:``
+and wrote ``.gitignore`` to the path ``blocks:.FILE.gitignore``."""
 MAX_PROJECT_FILES = 400
 """Python files read to judge imports and find tests (more: the rest are not looked at)."""
 MIN_DRAFT_TOKENS = 768
@@ -126,6 +128,7 @@ class Report:
     """What the input did, as codeloop reports it (the answer)."""
 
     changed: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
     ran: list[tuple[str, bool]] = field(default_factory=list)
     checks: list[CheckResult] = field(default_factory=list)
     """The checks of the last change applied."""
@@ -135,6 +138,8 @@ class Report:
         lines = []
         if self.changed:
             lines.append("Changed " + ", ".join(dict.fromkeys(self.changed)) + ".")
+        if self.deleted:
+            lines.append("Deleted " + ", ".join(dict.fromkeys(self.deleted)) + ".")
         for command, ok in self.ran:
             lines.append(f"Ran `{command}`: " + ("exit 0." if ok else "it failed."))
         if self.checks:
@@ -154,7 +159,7 @@ class _Draft:
     reply: Reply | None
     problem: str = ""
     """Why it cannot be used (outside the format, a hunk that does not apply)."""
-    changes: dict[str, str] = field(default_factory=dict)
+    changes: dict[str, str | None] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -184,7 +189,7 @@ def _complete_blocks(text: str) -> FilesReply | None:
     """The FILE blocks complete before a reply went wrong: the 0.5B model, once its file is
     written, writes the same block again until ``max_tokens`` cuts it mid-block. None when
     no complete block precedes the fault."""
-    starts = [i + 1 for i in range(len(text)) if text.startswith("\nFILE ", i)]
+    starts = [i + 1 for i in range(len(text)) if text.startswith(("\nFILE ", "\nDELETE "), i)]
     for end in reversed(starts):
         try:
             reply = parse_reply(text[:end])
@@ -314,15 +319,21 @@ class SmallModelTurn:
     async def _apply(self, chosen: Candidate) -> bool:
         """Write the chosen change through the pipeline; False when a write was refused."""
         for path, text in chosen.changes.items():
-            assert text is not None  # the reply format cannot delete
-            output, is_error = await self.ports.call("write_file", {"file_path": path, "content": text})
+            if text is None:  # a DELETE line: the patch tool is the pipeline's one way to remove a file
+                patch = f"*** Begin Patch\n*** Delete File: {path}\n*** End Patch\n"
+                output, is_error = await self.ports.call("apply_patch", {"patch": patch})
+            else:
+                output, is_error = await self.ports.call("write_file", {"file_path": path, "content": text})
             if is_error:
                 self.report.notes.append(f"Writing {path} failed: {output.strip()}")
                 return False
             self._files[path] = text
             if self._before is not None and module_of(path) is not None:
-                self._before[path] = text
-            self.report.changed.append(path)
+                if text is None:
+                    self._before.pop(path, None)
+                else:
+                    self._before[path] = text
+            (self.report.changed if text is not None else self.report.deleted).append(path)
         self.report.checks = list(chosen.results)
         return True
 
@@ -353,7 +364,7 @@ class SmallModelTurn:
         for step in range(self.config.steps):
             for note in self.ports.steering():
                 messages.append(Message.user(f"A note from the user: {note}"))
-            self.ports.say("drafting" if not self.report.changed else "drafting the next step")
+            self.ports.say("drafting" if not (self.report.changed or self.report.deleted) else "drafting the next step")
             greedy = await self._draft(messages, None, 0.0)
             for n in range(1, self.config.samples + 1):
                 if greedy.text not in replied:
@@ -386,7 +397,8 @@ class SmallModelTurn:
                          Message.user(f"Applied{f' ({checks})' if checks else ''}. Reply DONE if the task is "
                                       "complete; otherwise the next FILE blocks or one RUN line.")]
         self.report.notes.append(f"Stopped after {self.config.steps} drafts without DONE.")
-        return TurnOutcome("completed" if self.report.changed or self.report.ran else "round_limit",
+        return TurnOutcome("completed" if self.report.changed or self.report.deleted or self.report.ran
+                           else "round_limit",
                            self.report.render())
 
 
