@@ -29,7 +29,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from enum import StrEnum
 from functools import partial
-from typing import Any, assert_never
+from typing import TYPE_CHECKING, Any, assert_never
 
 from codeloop.agent import events as ev
 from codeloop.agent.budget import Budget, BudgetStop, InputTracker, prompt_tokens, require_price
@@ -79,6 +79,9 @@ from codeloop.tools.tool_events import (
     ToolEvent,
 )
 from codeloop.tools.truncation import DEFAULT_TOOL_LIMITS, FALLBACK_CHAR_LIMIT
+
+if TYPE_CHECKING:
+    from codeloop.agent.small_model.strategy import Baseline
 
 CHARS_PER_TOKEN = 4
 """The §5.5 estimate: 1 token ≈ 4 characters."""
@@ -926,7 +929,7 @@ class _StrategyPorts:
         return taken
 
     async def judge(self, before: Mapping[str, str], changes: Mapping[str, str | None],
-                    ran: Sequence[str]) -> list[CheckResult]:
+                    ran: Sequence[str], baseline: Baseline) -> list[CheckResult]:
         from codeloop.agent.small_model.strategy import judge_in_scratch
 
-        return await judge_in_scratch(self.session.environment, before, changes, ran)
+        return await judge_in_scratch(self.session.environment, before, changes, ran, baseline)

@@ -123,3 +123,22 @@ def test_ranking_checked_before_unchecked_then_all_passed_then_agreement_then_gr
     # All equal: the greedy draft.
     assert choose([Candidate(2, {"a.py": "b\n"}), Candidate(0, {"a.py": "a\n"})]) == Candidate(0, {"a.py": "a\n"})
     assert choose([]) is None
+
+
+def test_affected_scripts_are_the_scripts_changed_or_importing_changed_code() -> None:
+    from codeloop.agent.small_model.checks import affected_scripts
+
+    before = {
+        "util.py": "def helper():\n    return 1\n",
+        "main.py": "from util import helper\n\nprint(helper())\n",
+        "cli.py": "import util\n\nif __name__ == '__main__':\n    util.helper()\n",
+        "lib.py": "import util\n\ndef f():\n    return util.helper()\n",  # no top-level run: not a script
+        "other.py": "print('alone')\n",  # a script that imports nothing changed
+        "test_util.py": "from util import helper\n\nassert helper() == 1\n",  # tests are checked apart
+    }
+    assert affected_scripts(before, before, ["util.py"]) == ["cli.py", "main.py"]
+    gone = {p: t for p, t in before.items() if p != "util.py"}
+    assert affected_scripts(before, gone, ["util.py"]) == ["cli.py", "main.py"]  # a deleted module too
+    assert affected_scripts(before, {**before, "other.py": "print(2)\n"}, ["other.py"]) == ["other.py"]
+    # A script written by the candidate did not run before it: no baseline, no check.
+    assert affected_scripts(before, {**before, "new.py": "print(1)\n"}, ["new.py"]) == []

@@ -46,7 +46,6 @@ def test_a_delete_line_removes_its_file_and_a_later_block_may_write_it_again() -
      "the SEARCH text of the hunk of a.py is not in the file: copy the lines exactly"),
     ("a\nb\na\n", FileBlock("a.py", None, (Hunk("b\n", "c\n"), Hunk("a\n", "z\n"))),
      "the SEARCH text of hunk 2 of a.py is in the file 2 times: add the lines around it"),
-    (None, FileBlock("gone.txt", None, deleted=True), "gone.txt does not exist, so it cannot be deleted"),
 ])
 def test_a_hunk_that_cannot_apply_names_the_file_the_hunk_and_the_fix(current: str | None, block: FileBlock,
                                                                        message: str) -> None:

@@ -136,17 +136,19 @@ async def test_a_delete_line_removes_the_file_through_the_pipeline_and_the_repor
     assert answer == "Deleted obsolete.txt."
 
 
-async def test_deleting_a_module_another_file_imports_fails_the_import_check(tmp_path: Path) -> None:
+@needs_sandbox
+async def test_deleting_a_module_a_script_imports_fails_the_import_check_and_the_scripts_run(tmp_path: Path) -> None:
     (tmp_path / "util.py").write_text("def helper():\n    return 1\n")
     (tmp_path / "main.py").write_text("from util import helper\n\nprint(helper())\n")
     run = Run(tmp_path, [text_response("DELETE util.py\n")] * 4 + [text_response("DONE")], samples=2)
     answer = await run.session.submit("Tidy up util.py")
     said = "\n".join(run.said())
-    assert "draft 1: 1 of 1 checks failed (project imports resolve)" in said, said
-    assert "draft 2: 1 of 1 checks failed" in said and "repair round" in said
+    # main.py ran cleanly before the change (run in the scratch copy): it is checked after it too.
+    assert "draft 1: 2 of 2 checks failed (project imports resolve, still runs: main.py)" in said, said
+    assert "draft 2: 2 of 2 checks failed" in said and "repair round" in said
     # No candidate passed: the best is applied all the same (doing nothing never wins), and the
     # report names the failed check for the user.
-    assert "Checks failed: project imports resolve." in answer
+    assert "Checks failed: project imports resolve, still runs: main.py." in answer
 
 
 async def test_a_denied_write_is_reported_and_nothing_is_written(tmp_path: Path) -> None:

@@ -10,7 +10,9 @@ Two kinds, kept apart because they need different things:
   the tests that import a changed module (``python3 -m unittest``, ``python3 -m pytest`` or
   the test script itself, by how the file is written); the docstring examples of changed
   functions (``python3 -m doctest``); the commands this session ran successfully that run a
-  changed file or import one.
+  changed file or import one; the project's scripts that ran cleanly before the change and
+  are changed or import changed code (:func:`affected_scripts`: a script that ran before and
+  fails after was broken by the change).
 
 A check *exercises* the change when it reads or runs changed code; only those count when
 candidates are ranked (:mod:`.choose`), so an empty change, which no check exercises, never
@@ -28,7 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-CheckKind = Literal["parse", "imports", "test", "doctest", "script"]
+CheckKind = Literal["parse", "imports", "test", "doctest", "script", "runs"]
 SOURCE_ROOTS = ("", "src/")
 """Where top-level modules live: the workspace root, or ``src/`` (the src layout)."""
 
@@ -269,6 +271,40 @@ def _changed_functions_with_examples(before: str | None, after: str, path: str) 
             if ">>>" in doc and old.get(node.name) != ast.dump(node):
                 names.append(node.name)
     return names
+
+
+def _is_script(tree: ast.Module) -> bool:
+    """A module written to be run: a ``__main__`` guard or a call at its top level."""
+    for node in tree.body:
+        if isinstance(node, ast.If) and "__main__" in ast.unparse(node.test):
+            return True
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            return True
+    return False
+
+
+def script_check(path: str) -> Check:
+    """Running the project's script ``path`` (see :func:`affected_scripts`)."""
+    return Check("runs", f"still runs: {path}", f"python3 {shlex.quote(path)}", True)
+
+
+def affected_scripts(before: Mapping[str, str], after: Mapping[str, str], changed: Iterable[str]) -> list[str]:
+    """The scripts (not tests) of the project before a change that are still there after it and
+    are changed or import a changed (or deleted) module: run before and after the change, each
+    is a check when it ran cleanly before (the caller runs that baseline)."""
+    changed = set(changed)
+    changed_modules = {m for m in map(module_of, changed) if m is not None}
+    closure = import_closure({**before, **after})
+    found = []
+    for path in sorted(before):
+        if path not in after or _is_test_file(path) or path.endswith("__init__.py"):
+            continue
+        tree, module = _tree(after[path], path), module_of(path)
+        if tree is None or module is None or not _is_script(tree):
+            continue
+        if path in changed or closure.get(module, set()) & changed_modules:
+            found.append(path)
+    return found
 
 
 def command_checks(before: Mapping[str, str], after: Mapping[str, str], changed: Iterable[str],

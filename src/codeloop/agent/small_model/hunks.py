@@ -26,11 +26,9 @@ class HunkError(ValueError):
 def apply_block(current: str | None, block: FileBlock) -> str | None:
     """The text of ``block.path`` after ``block``, given its ``current`` text (None: the file
     does not exist; returned for a DELETE line); HunkError when a hunk's SEARCH text is missing
-    or not unique, or a DELETE line names no file."""
+    or not unique."""
     if block.deleted:
-        if current is None:
-            raise HunkError(block.path, f"{block.path} does not exist, so it cannot be deleted")
-        return None
+        return None  # a file already gone stays gone: no change (the model repeats applied replies)
     if block.content is not None:
         return block.content
     if current is None:

@@ -19,6 +19,7 @@ from codeloop.agent.small_model.checks import (
     command_checks,
     import_checks,
     parse_checks,
+    script_check,
 )
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.policy.approval import ToolPolicy
@@ -50,13 +51,17 @@ async def run_command_checks(env: ExecutionEnvironment, checks: Sequence[Check],
 
 async def judge(env: ExecutionEnvironment, before: Mapping[str, str], changes: Mapping[str, str | None],
                 ran: Sequence[str] = (), *, policy: ToolPolicy | None = None, approvals: Approvals | None = None,
-                timeout_ms: int = CHECK_TIMEOUT_MS, on_event: ToolEventSink | None = None) -> list[CheckResult]:
+                timeout_ms: int = CHECK_TIMEOUT_MS, on_event: ToolEventSink | None = None,
+                scripts: Sequence[str] = ()) -> list[CheckResult]:
     """Every check of a candidate: ``before`` is the project's files (path → text),
     ``changes`` the candidate's (path → new text, None: deleted), already staged in ``env``;
-    ``ran`` the commands this session ran successfully. The commands run as in
+    ``ran`` the commands this session ran successfully; ``scripts`` the affected scripts that
+    ran cleanly before the change (:func:`~.checks.affected_scripts`). The commands run as in
     :func:`run_command_checks`."""
     after = {path: text for path, text in {**before, **changes}.items() if text is not None}
     results = parse_checks(changes) + import_checks(after, changes)
     checks = command_checks(before, after, changes, ran)
+    commands = {c.command for c in checks}
+    checks += [c for c in map(script_check, scripts) if c.command not in commands]
     return results + await run_command_checks(env, checks, policy=policy, approvals=approvals,
                                               timeout_ms=timeout_ms, on_event=on_event)

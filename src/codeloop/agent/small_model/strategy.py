@@ -62,6 +62,9 @@ MAX_PROJECT_FILES = 400
 """Python files read to judge imports and find tests (more: the rest are not looked at)."""
 MIN_DRAFT_TOKENS = 768
 """The longest draft when the task shows no file (a new file from nothing)."""
+SCRIPT_BASELINE_MS = 10_000
+"""How long a script may run before a change to count as one that runs cleanly (a server that
+never exits is no check)."""
 MAX_OUTPUT_SHOWN = 2_000
 """Characters of a command's or a failing check's output shown to the model."""
 
@@ -108,8 +111,18 @@ class Ports(Protocol):
         """The user's steering messages queued since the last call (taken)."""
 
     async def judge(self, before: Mapping[str, str], changes: Mapping[str, str | None],
-                    ran: Sequence[str]) -> list[CheckResult]:
+                    ran: Sequence[str], baseline: Baseline) -> list[CheckResult]:
         """All checks of one candidate, run in a scratch copy of the workspace."""
+
+
+@dataclass
+class Baseline:
+    """Which of the project's scripts ran cleanly when the input began (path → it did): a
+    script that did and fails after a candidate was broken by this input's changes. Filled
+    while ``pristine`` (the workspace as the input found it: nothing written or run yet)."""
+
+    ran_cleanly: dict[str, bool] = field(default_factory=dict)
+    pristine: bool = True
 
 
 class DraftsExhausted(Exception):
@@ -220,6 +233,7 @@ class SmallModelTurn:
         """Texts read so far (path → text, None: no such file), updated as changes are written."""
         self._before: dict[str, str] | None = None
         self._max_tokens = MIN_DRAFT_TOKENS
+        self._baseline = Baseline()
 
     async def _read(self, path: str) -> str | None:
         if path not in self._files:
@@ -267,7 +281,7 @@ class SmallModelTurn:
         for path in draft.changes:
             if path not in before and (text := await self._read(path)) is not None:
                 before[path] = text
-        results = await self.ports.judge(before, draft.changes, list(self.ports.ran))
+        results = await self.ports.judge(before, draft.changes, list(self.ports.ran), self._baseline)
         return Candidate(index, draft.changes, tuple(results))
 
     def _describe(self, candidate: Candidate, draft: _Draft) -> str:
@@ -318,6 +332,7 @@ class SmallModelTurn:
 
     async def _apply(self, chosen: Candidate) -> bool:
         """Write the chosen change through the pipeline; False when a write was refused."""
+        self._baseline.pristine = False
         for path, text in chosen.changes.items():
             if text is None:  # a DELETE line: the patch tool is the pipeline's one way to remove a file
                 patch = f"*** Begin Patch\n*** Delete File: {path}\n*** End Patch\n"
@@ -338,6 +353,7 @@ class SmallModelTurn:
         return True
 
     async def _run_command(self, command: str) -> str:
+        self._baseline.pristine = False
         output, is_error = await self.ports.call("shell", {"command": command})
         self.report.ran.append((command, not is_error))
         if not is_error:
@@ -393,9 +409,15 @@ class SmallModelTurn:
                 return TurnOutcome("completed", self.report.render())
             assert isinstance(draft.reply, FilesReply)
             checks = "; ".join(f"{r.check.name}: {'passed' if r.passed else 'failed'}" for r in chosen.results)
-            messages += [Message.assistant(render_reply(draft.reply)),
-                         Message.user(f"Applied{f' ({checks})' if checks else ''}. Reply DONE if the task is "
-                                      "complete; otherwise the next FILE blocks or one RUN line.")]
+            failing = [f"{r.check.name}:\n{r.output}" for r in chosen.results if not r.passed]
+            if failing:
+                # The change went in with a failing check: the next step sees why, as a repair would.
+                follow = ("Applied, but a check failed:\n" + _shown("\n".join(failing))
+                          + "\nReply with FILE blocks that fix it, or DONE if the task is complete.")
+            else:
+                follow = (f"Applied{f' ({checks})' if checks else ''}. Reply DONE if the task is "
+                          "complete; otherwise the next FILE blocks or one RUN line.")
+            messages += [Message.assistant(render_reply(draft.reply)), Message.user(follow)]
         self.report.notes.append(f"Stopped after {self.config.steps} drafts without DONE.")
         return TurnOutcome("completed" if self.report.changed or self.report.deleted or self.report.ran
                            else "round_limit",
@@ -403,13 +425,14 @@ class SmallModelTurn:
 
 
 async def judge_in_scratch(environment: ExecutionEnvironment, before: Mapping[str, str],
-                           changes: Mapping[str, str | None], ran: Sequence[str], *,
+                           changes: Mapping[str, str | None], ran: Sequence[str], baseline: Baseline | None = None, *,
                            network: bool = False, timeout_ms: int = 60_000) -> list[CheckResult]:
     """:func:`.judge.judge` in a fresh scratch workspace of ``environment``'s root (overlay or
     copy, :func:`codeloop.environments.scratch.open_scratch`), removed afterwards. Where no
     sandbox can run, only the checks read here (parse, imports) count: the commands are not
     run on the user's machine unasked."""
-    from codeloop.agent.small_model.checks import import_checks, parse_checks
+    from codeloop.agent.small_model.checks import affected_scripts, import_checks, parse_checks, script_check
+    from codeloop.agent.small_model.judge import run_command_checks
     from codeloop.environments.errors import SandboxUnavailableError
     from codeloop.environments.scratch import open_scratch
 
@@ -420,7 +443,18 @@ async def judge_in_scratch(environment: ExecutionEnvironment, before: Mapping[st
         except (SandboxUnavailableError, WorkspaceError):
             after = {p: t for p, t in {**before, **changes}.items() if t is not None}
             return parse_checks(changes) + import_checks(after, changes)
+        after = {p: t for p, t in {**before, **changes}.items() if t is not None}
+        # The baseline: which affected scripts run cleanly before the change (the scratch holds
+        # the workspace as it is until the candidate is staged).
+        baseline = baseline or Baseline()
+        paths = affected_scripts(before, after, changes)
+        unknown = [p for p in paths if p not in baseline.ran_cleanly] if baseline.pristine else []
+        if unknown:
+            found = await run_command_checks(scratch, [script_check(p) for p in unknown],
+                                             timeout_ms=min(timeout_ms, SCRIPT_BASELINE_MS))
+            baseline.ran_cleanly |= {path: result.passed for path, result in zip(unknown, found, strict=True)}
+        scripts = [p for p in paths if baseline.ran_cleanly.get(p)]
         await scratch.stage(changes)
-        return await judge(scratch, before, changes, ran, timeout_ms=timeout_ms)
+        return await judge(scratch, before, changes, ran, timeout_ms=timeout_ms, scripts=scripts)
     finally:
         await scratch.cleanup()
