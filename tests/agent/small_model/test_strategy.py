@@ -274,6 +274,18 @@ async def test_blocks_repeating_the_formats_examples_are_no_change_of_the_models
     assert told.startswith("That reply could not be used: the reply only repeats the examples of the reply format")
 
 
+async def test_the_formats_example_written_under_the_tasks_own_path_is_no_change_either(tmp_path: Path) -> None:
+    from codeloop.agent.small_model.reply_format import REPLY_FORMAT_PROMPT
+
+    (tmp_path / "durations.py").write_text("def parse_duration(text):\n    return 0\n")
+    start = REPLY_FORMAT_PROMPT.index("```python\n")
+    example = REPLY_FORMAT_PROMPT[start:REPLY_FORMAT_PROMPT.index("```\n", start + 3) + 4]
+    run = Run(tmp_path, [text_response("FILE durations.py\n" + example), text_response("DONE")], samples=0)
+    await run.session.submit("Fix parse_duration in durations.py")
+    assert (tmp_path / "durations.py").read_text() == "def parse_duration(text):\n    return 0\n"
+    assert "the reply only repeats the examples of the reply format" in run.adapter.requests[1].messages[-1].text
+
+
 async def test_a_greedy_draft_repeating_an_earlier_reply_is_replaced_by_a_seeded_sample(tmp_path: Path) -> None:
     (tmp_path / "settings.json").write_text('{"port": 3000}\n')
     fix = 'FILE settings.json\n<<<<<<< SEARCH\n{"port": 3000}\n=======\n{"port": 8080}\n>>>>>>> REPLACE\n'

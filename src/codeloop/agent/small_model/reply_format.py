@@ -342,22 +342,23 @@ model answered "Create hello.py that prints hello, then run it" with the RUN exa
 three times (issue 33's e2e test): the RUN line has no example command."""
 
 
-def _example_blocks() -> frozenset[tuple[str, str | None, tuple[Hunk, ...]]]:
+def _example_blocks() -> frozenset[tuple[str | None, tuple[Hunk, ...]]]:
     found = set()
     for text in (_WHOLE_EXAMPLE, _HUNK_EXAMPLE):
         reply = parse_reply(text)
         assert isinstance(reply, FilesReply)
-        found |= {(b.path, b.content, b.hunks) for b in reply.files}
+        found |= {(b.content, b.hunks) for b in reply.files}
     return frozenset(found)
 
 
 EXAMPLE_BLOCKS = _example_blocks()
-"""The FILE blocks of :data:`REPLY_FORMAT_PROMPT`'s examples, as parsed (path, content, hunks)."""
+"""What the FILE blocks of :data:`REPLY_FORMAT_PROMPT`'s examples say (content, hunks), as parsed."""
 
 
 def without_examples(reply: FilesReply) -> FilesReply | None:
-    """``reply`` without the blocks that repeat the format's examples (the prompt's own text, not
-    the model's change: the 0.5B model appended both examples to a correct change of
-    ``config.py``); None when nothing else is left."""
-    kept = tuple(b for b in reply.files if (b.path, b.content, b.hunks) not in EXAMPLE_BLOCKS)
+    """``reply`` without the blocks that repeat the format's examples, under any path (the
+    prompt's own text, not the model's change: the 0.5B model appended both examples to a
+    correct change of ``config.py``; the 1.5B model wrote the whole-file example into the
+    ``durations.py`` it was to fix); None when nothing else is left."""
+    kept = tuple(b for b in reply.files if b.deleted or (b.content, b.hunks) not in EXAMPLE_BLOCKS)
     return FilesReply(kept) if kept else None
