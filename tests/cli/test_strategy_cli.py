@@ -61,3 +61,24 @@ def test_no_strategy_keeps_the_tool_loop(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "All done." in done.stdout
     assert not any("grammar" in r for r in requests)
+
+
+def test_candidates_sets_how_many_drafts_a_failing_step_gets(tmp_path: Path) -> None:
+    # Every draft is outside the format (it cannot be applied), so a step drafts all its candidates.
+    bad = "Sure, here it is."
+    done, _work, requests = run_local(tmp_path, [bad] * 12, "--candidates", "1")
+    chats = [r for r in requests if "messages" in r and r.get("max_tokens") != 1]
+    assert done.returncode == 3, done.stderr  # no draft could be used: the step limit ends the input
+    assert "drafting candidate" not in done.stderr  # the greedy draft only (then the repair round)
+    first_step = len(chats)
+    (tmp_path / "more").mkdir()
+    done, _work, requests = run_local(tmp_path / "more", [bad] * 20, "--candidates", "4")
+    chats = [r for r in requests if "messages" in r and r.get("max_tokens") != 1]
+    assert "drafting candidate 4 of 4" in done.stderr and "drafting candidate 5" not in done.stderr
+    assert [r.get("seed") for r in chats[1:4]] == [1, 2, 3] and len(chats) > first_step
+
+
+def test_candidates_out_of_range_is_refused_with_the_range(tmp_path: Path) -> None:
+    done = subprocess.run([CODELOOP, "run", "x", "--cwd", str(tmp_path), "--candidates", "0"],
+                          capture_output=True, text=True, env=isolated_env(tmp_path), timeout=60)
+    assert done.returncode == 2 and "--candidates" in done.stderr and "1<=x<=16" in done.stderr.replace(" ", "")

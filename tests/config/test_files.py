@@ -49,6 +49,8 @@ def test_no_files_gives_defaults(dirs: tuple[Path, Path]) -> None:
                                        r"e\.g\. model_file = \"~/models/q\.gguf\""),
     ("gpu_layers = -1\n", r"c\.toml:1: gpu_layers must be a whole number from 0 to 10000"),
     ('gpu_layers = "all"\n', r"gpu_layers must be a whole number"),
+    ("candidates = 0\n", r"c\.toml:1: candidates must be a whole number from 1 to 16"),
+    ("candidates = 17\n", r"candidates must be a whole number from 1 to 16"),
 ])
 def test_bad_config_names_file_line_and_fix(text: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):

@@ -186,6 +186,8 @@ class Session:
         self.subagents = SubagentManager(self)
         self.strategy_ran: list[str] = []
         self._drafts_left = -1
+        self._drafts_made = 0
+        """Drafts of the strategy in this session: each counts as a turn against ``max_turns``."""
         """Model calls the strategy's input may still make (-1: no limit)."""
         """Commands the small-model strategy ran successfully this session (their reruns are checks)."""
         self._steering: deque[str] = deque()
@@ -446,10 +448,15 @@ class Session:
         config = StrategyConfig(samples=self.config.small_model_samples)
         self._drafts_left = self.config.max_model_calls_per_input or -1
         outcome = await SmallModelTurn(_StrategyPorts(self), config).run(task)
+        turns = self.history.turn_count + self._drafts_made  # before the answer joins the history
         self.last_text = outcome.answer
         self.history.append(AssistantTurn(content=outcome.answer))
         if outcome.reason == "round_limit":
             self._emit(ev.TurnLimit, round=config.steps)
+        elif outcome.reason == "turn_limit":
+            self._emit(ev.TurnLimit, total_turns=turns)
+            if self.budget is not None:
+                self._emit_budget("turns")
         return outcome.reason
 
     async def draft(self, messages: list[Message], *, seed: int | None, temperature: float, grammar: str,
@@ -458,12 +465,15 @@ class Session:
         field), with ``seed`` when given, at most ``max_tokens`` (and the profile's limit) long;
         an assistant turn's events, the budget and the retries as for any model call. Not
         streamed: the terminal shows what the drafts do. ``DraftsExhausted`` past
-        ``max_model_calls_per_input``."""
+        ``max_model_calls_per_input`` or, each draft being a turn, ``max_turns``."""
         from codeloop.agent.small_model.strategy import DraftsExhausted
 
         if self._drafts_left == 0:
-            raise DraftsExhausted
+            raise DraftsExhausted("round_limit")
+        if self.config.max_turns > 0 and self.history.turn_count + self._drafts_made >= self.config.max_turns:
+            raise DraftsExhausted("turn_limit")
         self._drafts_left -= 1
+        self._drafts_made += 1
         limit = self.profile.max_output_tokens
         max_tokens = min(max_tokens, limit) if limit else max_tokens
         options = dict(self.profile.provider_options() or {})

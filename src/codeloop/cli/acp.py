@@ -495,6 +495,6 @@ def register(app: typer.Typer) -> None:
         flags = {"model": model, "provider": provider, "profile": profile, "base_url": base_url, "sandbox": sandbox,
                  "approval": approval, "max_turns": max_turns, "max_retries": None, "diagnostics": None,
                  "rescues": None, "strategy": None, "max_cost": None, "max_tokens": None, "max_time": None, "model_file": None,
-                 "gpu_layers": None}
+                 "gpu_layers": None, "candidates": None}
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(serve(flags, network, protocol_fd, err))

@@ -274,7 +274,7 @@ async def _session(task: TaskSpec, options: BatchOptions, dirs: TaskDirs, cost_c
                  **{k: v for k, v in task.limits.model_dump().items() if v is not None}}
         if cost_cap is not None:
             flags["max_cost"] = min(cost_cap, flags.get("max_cost", cost_cap))
-        for name in ("max_turns", "max_retries", "diagnostics", "rescues", "strategy", "model_file",
+        for name in ("max_turns", "max_retries", "diagnostics", "rescues", "strategy", "model_file", "candidates",
                      "gpu_layers", "max_tokens", "max_time", "max_cost", "model", "provider", "profile",
                      "base_url", "sandbox", "approval"):
             flags.setdefault(name, None)

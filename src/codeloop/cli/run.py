@@ -103,6 +103,9 @@ class RunSettings:
     strategy: bool | None = None
     """The small-model strategy (``--strategy/--no-strategy``, ``strategy =``; None: on for the
     local llama.cpp model, embedded or ``--model-file``)."""
+    candidates: int | None = None
+    """Drafts of the strategy's step when the greedy one fails (``--candidates``, ``candidates =``;
+    None: ``SessionConfig.small_model_samples`` + 1)."""
     max_cost: float | None = None
     """``--max-cost`` USD at list price (issue 36; None: no limit)."""
     max_tokens: int | None = None
@@ -247,7 +250,9 @@ class Runner:
                                diagnostics=s.diagnostics, diagnostic_commands=s.diagnostic_commands,
                                small_model_rescues=s.rescues,
                                # Issue 33: the local model drafts, checks and chooses (compact profiles only).
-                               small_model_strategy=s.choice.local if s.strategy is None else s.strategy)
+                               small_model_strategy=s.choice.local if s.strategy is None else s.strategy,
+                               small_model_samples=SessionConfig.small_model_samples if s.candidates is None
+                               else s.candidates - 1)
         from codeloop.tools.call_path import Approvals
         from codeloop.tools.hooks import Hooks
 
@@ -460,7 +465,8 @@ def settle_options(root: Path, flags: dict[str, Any], network: str | None, err: 
                        max_retries=DEFAULT_RETRIES if retries is None else retries,
                        plan=plan if plan is not None else cfg.mode == "plan", hooks=cfg.hooks,
                        diagnostics=merged.get("diagnostics") is not False, diagnostic_commands=cfg.diagnostic_commands,
-                       rescues=merged.get("rescues"), strategy=merged.get("strategy"), snapshots=dict(cfg.snapshots), **limits)
+                       rescues=merged.get("rescues"), strategy=merged.get("strategy"), snapshots=dict(cfg.snapshots),
+                       candidates=merged.get("candidates"), **limits)
 
 
 def settle_limits(merged: dict[str, Any], choice: ModelChoice) -> dict[str, Any]:
@@ -622,6 +628,10 @@ def register(app: typer.Typer) -> None:
             help="The small-model strategy: each input drafted under a reply grammar, checked in a scratch "
                  "copy by the workspace's own checks, more candidates when a check fails, the best written "
                  "(docs/local-models.md). Default: on for the local model; strategy = false in the config files."),
+        candidates: int | None = typer.Option(
+            None, "--candidates", min=1, max=16, metavar="N",
+            help="Drafts the small-model strategy makes of a step whose greedy draft fails a check, the greedy "
+                 "one included (default 3; 1: the greedy draft only). Config: candidates."),
     ) -> None:
         """Run the coding agent on TASK in a workspace, or chat with it when TASK is left out.
 
@@ -667,7 +677,8 @@ def register(app: typer.Typer) -> None:
                      "profile": profile, "base_url": base_url, "sandbox": sandbox, "approval": approval,
                      "max_turns": max_turns, "max_retries": max_retries, "diagnostics": diagnostics,
                      "rescues": rescues, "strategy": strategy, "max_cost": max_cost, "max_tokens": max_tokens, "max_time": max_time,
-                     "model_file": None if model_file is None else str(model_file), "gpu_layers": gpu_layers}
+                     "model_file": None if model_file is None else str(model_file), "gpu_layers": gpu_layers,
+                     "candidates": candidates}
             settings = settle_options(root, flags, network, err, constrained, plan)
             if approval_from not in (None, "terminal", "store"):
                 raise UsageError(f"unknown --approval-from {approval_from!r}: use terminal or store")

@@ -23,6 +23,7 @@ that exact content with ``codeloop trust`` (:mod:`codeloop.policy.trust`).
     max_time = "30m"               # and time ("90s", "5m", "1h30m" or seconds)
     model_file = "~/models/qwen2.5-coder-7b-instruct-q4_k_m.gguf"   # serve this GGUF locally (absolute or ~)
     gpu_layers = 99                # the local llama-server's --n-gpu-layers
+    candidates = 3                 # small-model strategy: drafts when the greedy one fails a check (1: greedy only)
     diagnostics = ["ruff check --quiet {file}"]   # after each edit: docs/tools.md; codeloop.tools.diagnostics
     # or [{ command = "...", paths = ["*.py"], timeout = 30 }]; false: no diagnostics after edits
 
@@ -133,6 +134,9 @@ class CodeloopConfig:
     """A GGUF file the local llama-server serves (``codeloop run --model-file``; absolute or ``~/``)."""
     gpu_layers: int | None = None
     """The local llama-server's ``--n-gpu-layers`` (``--gpu-layers``)."""
+    candidates: int | None = None
+    """Drafts of the small-model strategy when the greedy one fails a check, the greedy one
+    included (``--candidates``; 1: the greedy draft only)."""
     snapshots: Mapping[str, Any] = field(default_factory=dict)
     """``[snapshots]`` of both files, the project's winning key by key (issue 35)."""
     sources: tuple[str, ...] = ()
@@ -144,14 +148,19 @@ class CodeloopConfig:
 _STRING_KEYS = ("model", "provider", "profile", "base_url", "sandbox", "approval", "mode", "model_file")
 _CHOICES = {"sandbox": _ACCEPTED_SANDBOX, "approval": APPROVAL_MODES, "profile": PROFILES, "mode": MODES}
 _COUNT_KEYS = {"max_turns": "0: no limit", "max_retries": "0: never retry",
-               "gpu_layers": "layers the local llama-server offloads to a GPU"}
+               "gpu_layers": "layers the local llama-server offloads to a GPU",
+               "candidates": "drafts of the small-model strategy, the greedy one included"}
 MAX_TURNS = 1_000_000
 """Largest turn limit (``max_turns``, ``--max-turns``); 0 means none."""
 MAX_RETRIES = 100
 """Largest ``max_retries`` (``--max-retries``): the backoff grows, so more would wait for days."""
 MAX_GPU_LAYERS = 10_000
 """Largest ``gpu_layers``: more than any model has (llama-server caps it at the model's count)."""
-_COUNT_LIMITS = {"max_turns": MAX_TURNS, "max_retries": MAX_RETRIES, "gpu_layers": MAX_GPU_LAYERS}
+MAX_CANDIDATES = 16
+"""Most drafts the small-model strategy makes of one step (each is a model call)."""
+_COUNT_LIMITS = {"max_turns": MAX_TURNS, "max_retries": MAX_RETRIES, "gpu_layers": MAX_GPU_LAYERS,
+                 "candidates": MAX_CANDIDATES}
+_COUNT_MINIMUM = {"candidates": 1}
 MAX_TIMEOUT_S = 86_400
 """Longest timeout of an MCP server, hook or diagnostics command (a day)."""
 _BOOL_KEYS = ("rescues", "strategy")
@@ -393,9 +402,9 @@ def parse_config(text: str, path: Path) -> CodeloopConfig:
                 raise ConfigError(f"{where}: model_file must be an absolute path (or start with ~/), "
                                   f"e.g. model_file = \"~/models/{Path(value).name}\"")
         elif key in _COUNT_KEYS:
-            limit = _COUNT_LIMITS[key]
-            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= limit:
-                raise ConfigError(f"{where}: {key} must be a whole number from 0 to {limit} ({_COUNT_KEYS[key]})")
+            limit, least = _COUNT_LIMITS[key], _COUNT_MINIMUM.get(key, 0)
+            if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= limit:
+                raise ConfigError(f"{where}: {key} must be a whole number from {least} to {limit} ({_COUNT_KEYS[key]})")
         elif key in _BUDGET_KEYS:
             _check_budget(where, key, value)
         elif key in _BOOL_KEYS:

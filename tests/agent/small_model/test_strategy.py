@@ -234,6 +234,19 @@ def test_complete_blocks_of_any_text_are_a_prefix_that_parses_or_none(text: str)
         assert all(block.path in text for block in found.files)
 
 
+async def test_max_turns_counts_each_draft_as_a_turn_and_stops_the_strategy(tmp_path: Path) -> None:
+    project(tmp_path)
+    run = Run(tmp_path, [text_response(BAD_FIX)] * 5 + [text_response(GOOD_FIX)])
+    # The input is turn 1; drafts 1 and 2 are turns 2 and 3; the third draft would be turn 4.
+    run.session.config = dataclasses.replace(run.session.config, max_turns=3)
+    answer = await run.session.submit("fix last_n in stats.py")
+    assert len(run.adapter.requests) == 2
+    assert (tmp_path / "stats.py").read_text() == STATS  # stopped while choosing: nothing written
+    assert answer.endswith("Stopped: the turn limit of the session was reached.")
+    assert [e.reason for e in run.events if isinstance(e, ev.SessionEnd)] == ["turn_limit"]
+    assert [e.total_turns for e in run.events if isinstance(e, ev.TurnLimit)] == [3]
+
+
 async def test_the_model_call_limit_of_an_input_stops_the_samples_and_says_so(tmp_path: Path) -> None:
     project(tmp_path)
     run = Run(tmp_path, [text_response(BAD_FIX), text_response(GOOD_FIX)])

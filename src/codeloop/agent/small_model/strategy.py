@@ -126,7 +126,13 @@ class Baseline:
 
 
 class DraftsExhausted(Exception):
-    """The input may make no more model calls (``max_model_calls_per_input``)."""
+    """No more model calls: ``round_limit`` (``max_model_calls_per_input`` of this input) or
+    ``turn_limit`` (``max_turns`` of the session: each draft is a turn, as each model call of
+    the tool loop is)."""
+
+    def __init__(self, reason: str = "round_limit") -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 def draft_tokens(files: Sequence[tuple[str, str]]) -> int:
@@ -366,9 +372,10 @@ class SmallModelTurn:
         """Process one input ``task``."""
         try:
             return await self._input(task)
-        except DraftsExhausted:
-            self.report.notes.append("Stopped: the model-call limit of this input was reached.")
-            return TurnOutcome("round_limit", self.report.render())
+        except DraftsExhausted as stop:
+            self.report.notes.append("Stopped: the turn limit of the session was reached." if stop.reason == "turn_limit"
+                                     else "Stopped: the model-call limit of this input was reached.")
+            return TurnOutcome(stop.reason, self.report.render())
 
     async def _input(self, task: str) -> TurnOutcome:
         context = await gather_plain_context(self.ports.environment, task, self.config.context_chars)
