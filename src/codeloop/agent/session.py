@@ -942,4 +942,8 @@ class _StrategyPorts:
                     ran: Sequence[str], baseline: Baseline) -> list[CheckResult]:
         from codeloop.agent.small_model.strategy import judge_in_scratch
 
-        return await judge_in_scratch(self.session.environment, before, changes, ran, baseline)
+        s = self.session
+        # Where no sandbox runs, checks that run code go through the session's policy and
+        # approvals: asked like any command (``judge_in_scratch``).
+        return await judge_in_scratch(s.environment, before, changes, ran, baseline, policy=s.policy,
+                                      approvals=s._approvals())

@@ -158,19 +158,23 @@ class CopiedScratchEnvironment(SandboxedExecutionEnvironment):
     environments; at most :data:`COPY_LIMIT_BYTES`), not hard links, so that a command
     writing a file in place cannot reach the user's. Commands run in the ``workspace-write``
     sandbox over the copy, network off unless asked; ``stage`` writes the candidate's files
-    there; ``cleanup()`` removes the copy. Needs bubblewrap (any version the sandbox takes)."""
+    there; ``cleanup()`` removes the copy. Needs bubblewrap (any version the sandbox takes),
+    unless ``sandboxed=False``: where no sandbox runs at all, the copy with commands run as the
+    user, unsandboxed and with the network (only for a caller whose policy asks the user first,
+    as the small-model strategy's checks do)."""
 
     def __init__(self, root: str | Path, *, network: bool = False,
                  hidden_paths: Sequence[str] = DEFAULT_HIDDEN_PATHS, limits: ExecLimits | None = None,
-                 env_policy: EnvPolicy = "inherit-all", shell: str = "/bin/bash") -> None:
+                 env_policy: EnvPolicy = "inherit-all", shell: str = "/bin/bash", sandboxed: bool = True) -> None:
         self.source = Path(root).resolve()
         """The user's workspace, copied from (never written)."""
         self._scratch = Path(tempfile.mkdtemp(prefix="codeloop-scratch-copy-"))
         self.copy = self._scratch / self.source.name
         """Where the copy lives; the root of this environment."""
         self.copy.mkdir()
-        super().__init__(self.copy, mode="workspace-write", network=network, hidden_paths=hidden_paths,
-                         limits=limits, env_policy=env_policy, shell=shell)
+        # Sandbox mode "off" with the network on is the one mode that needs no bubblewrap.
+        super().__init__(self.copy, mode="workspace-write" if sandboxed else "off", network=network or not sandboxed,
+                         hidden_paths=hidden_paths, limits=limits, env_policy=env_policy, shell=shell)
 
     async def initialize(self) -> None:
         if not self.source.is_dir():  # a remote workspace (SSH): nothing here to copy

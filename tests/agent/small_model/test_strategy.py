@@ -151,6 +151,43 @@ async def test_deleting_a_module_a_script_imports_fails_the_import_check_and_the
     assert "Checks failed: project imports resolve, still runs: main.py." in answer
 
 
+@pytest.mark.parametrize("answer", ["allow", "deny"])
+async def test_without_a_sandbox_checks_that_run_code_are_asked_through_the_sessions_policy(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, answer: str) -> None:
+    from codeloop.policy.model import Decision
+
+    # No sandbox can run (as on a machine without bubblewrap): the probe says why.
+    monkeypatch.setattr("codeloop.environments.sandbox.probe_bwrap", lambda *args, **kwargs: "bwrap is not installed")
+    project(tmp_path)
+    asked: list[str] = []
+
+    async def policy(call: Any, env: Any) -> Decision:
+        if call.name != "shell":
+            return Decision.allow()
+        asked.append(call.arguments["command"])
+        return Decision.allow() if answer == "allow" else Decision.deny("the user said no")
+
+    run = Run(tmp_path, [text_response(GOOD_FIX), text_response("DONE")])
+    run.session.policy = policy
+    await run.session.submit("fix last_n in stats.py")
+    said = "\n".join(run.said())
+    assert asked == ["python3 test_stats.py"]  # the test check, asked like any command
+    if answer == "allow":
+        assert "draft 1: 3 checks passed (parse stats.py, project imports resolve, tests test_stats.py)" in said, said
+        assert (tmp_path / "stats.py").read_text() != STATS
+    else:  # a check the user refused did not pass
+        assert "draft 1: 1 of 3 checks failed (tests test_stats.py)" in said, said
+
+
+async def test_without_a_sandbox_or_a_policy_only_the_checks_read_here_count(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("codeloop.environments.sandbox.probe_bwrap", lambda *args, **kwargs: "bwrap is not installed")
+    project(tmp_path)
+    run = Run(tmp_path, [text_response(GOOD_FIX), text_response("DONE")])
+    await run.session.submit("fix last_n in stats.py")
+    assert "draft 1: 2 checks passed (parse stats.py, project imports resolve)" in "\n".join(run.said())
+
+
 async def test_a_denied_write_is_reported_and_nothing_is_written(tmp_path: Path) -> None:
     from codeloop.policy.model import Decision
 

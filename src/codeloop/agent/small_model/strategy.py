@@ -51,7 +51,9 @@ from codeloop.agent.task_context import gather_plain_context
 from codeloop.environments.base import ExecutionEnvironment
 from codeloop.environments.errors import WorkspaceError
 from codeloop.llm.types import Message
+from codeloop.policy.approval import ToolPolicy
 from codeloop.tools import workspace_ops as ops
+from codeloop.tools.call_path import Approvals
 
 SYSTEM_PROMPT = ("You change files and run commands for the user, one step per reply: first the files the "
                  "task needs, then a command that runs them if there is one, then DONE.\n\n" + REPLY_FORMAT_PROMPT)
@@ -433,24 +435,39 @@ class SmallModelTurn:
 
 async def judge_in_scratch(environment: ExecutionEnvironment, before: Mapping[str, str],
                            changes: Mapping[str, str | None], ran: Sequence[str], baseline: Baseline | None = None, *,
-                           network: bool = False, timeout_ms: int = 60_000) -> list[CheckResult]:
+                           network: bool = False, timeout_ms: int = 60_000, policy: ToolPolicy | None = None,
+                           approvals: Approvals | None = None) -> list[CheckResult]:
     """:func:`.judge.judge` in a fresh scratch workspace of ``environment``'s root (overlay or
     copy, :func:`codeloop.environments.scratch.open_scratch`), removed afterwards. Where no
-    sandbox can run, only the checks read here (parse, imports) count: the commands are not
-    run on the user's machine unasked."""
+    sandbox can run, the checks that run code run in an unsandboxed copy only through
+    ``policy`` and ``approvals`` (the session's: each asks the user like any command, and one
+    "always" can cover them); without a policy only the checks read here (parse, imports)
+    count: nothing runs on the user's machine unasked."""
     from codeloop.agent.small_model.checks import affected_scripts, import_checks, parse_checks, script_check
     from codeloop.agent.small_model.judge import run_command_checks
     from codeloop.environments.errors import SandboxUnavailableError
-    from codeloop.environments.scratch import open_scratch
+    from codeloop.environments.scratch import CopiedScratchEnvironment, open_scratch
 
-    scratch = open_scratch(environment.working_directory(), network=network)
+    root = environment.working_directory()
+    scratch = open_scratch(root, network=network)
+    after = {p: t for p, t in {**before, **changes}.items() if t is not None}
     try:
         try:
             await scratch.initialize()
-        except (SandboxUnavailableError, WorkspaceError):
-            after = {p: t for p, t in {**before, **changes}.items() if t is not None}
+        except SandboxUnavailableError:
+            if policy is None:
+                return parse_checks(changes) + import_checks(after, changes)
+            await scratch.cleanup()
+            scratch = CopiedScratchEnvironment(root, sandboxed=False)
+            try:
+                await scratch.initialize()
+            except WorkspaceError:
+                return parse_checks(changes) + import_checks(after, changes)
+            await scratch.stage(changes)
+            return await judge(scratch, before, changes, ran, timeout_ms=timeout_ms, policy=policy,
+                               approvals=approvals)
+        except WorkspaceError:
             return parse_checks(changes) + import_checks(after, changes)
-        after = {p: t for p, t in {**before, **changes}.items() if t is not None}
         # The baseline: which affected scripts run cleanly before the change (the scratch holds
         # the workspace as it is until the candidate is staged).
         baseline = baseline or Baseline()
