@@ -47,7 +47,7 @@ from codeloop.agent.history import (
     native_messages,
     text_messages,
 )
-from codeloop.agent.model_calls import ModelClient, call_model
+from codeloop.agent.model_calls import Emit, ModelClient, call_model
 from codeloop.agent.project_docs import discover_project_docs, render_project_docs
 from codeloop.agent.prompts import gather_environment_context, render_environment
 from codeloop.agent.reply_reader import Reply, ReplyReader
@@ -83,6 +83,8 @@ from codeloop.tools.truncation import DEFAULT_TOOL_LIMITS, FALLBACK_CHAR_LIMIT
 if TYPE_CHECKING:
     from codeloop.agent.small_model.strategy import Baseline
 
+DRAFT_PROGRESS_CHARS = 200
+"""Characters of a streamed strategy draft between two progress notes."""
 CHARS_PER_TOKEN = 4
 """The §5.5 estimate: 1 token ≈ 4 characters."""
 
@@ -463,8 +465,10 @@ class Session:
                     max_tokens: int) -> str:
         """One draft of the strategy: ``messages`` under ``grammar`` (llama.cpp's request
         field), with ``seed`` when given, at most ``max_tokens`` (and the profile's limit) long;
-        an assistant turn's events, the budget and the retries as for any model call. Not
-        streamed: the terminal shows what the drafts do. ``DraftsExhausted`` past
+        an assistant turn's events, the budget and the retries as for any model call. Streamed,
+        but its text is not shown as it comes (most drafts are never written): a
+        ``small_model_progress`` warning every :data:`DRAFT_PROGRESS_CHARS` characters says how
+        far it is (the terminal's status line). ``DraftsExhausted`` past
         ``max_model_calls_per_input`` or, each draft being a turn, ``max_turns``."""
         from codeloop.agent.small_model.strategy import DraftsExhausted
 
@@ -483,16 +487,31 @@ class Session:
         request = Request(model=self.profile.model, messages=messages, provider=self.profile.provider,
                           provider_options=options, temperature=temperature, max_tokens=max_tokens)
         self._emit(ev.AssistantTextStart)
+        emit = self._draft_progress()
         if self.budget is not None:
-            response = await self._call_within_budget(request, False, self.budget, conversation=False)
+            response = await self._call_within_budget(request, True, self.budget, conversation=False, emit=emit)
         else:
-            response = await call_model(self.client, request, stream=False, config=self.config, emit=self._emit)
+            response = await call_model(self.client, request, stream=True, config=self.config, emit=emit)
         self.step += 1
         usage = response.usage
         self._emit(ev.AssistantTextEnd, text=response.text, reasoning=response.reasoning, tool_call_count=0,
                    input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
                    cache_read_tokens=usage.cache_read_tokens or 0)
         return response.text
+
+    def _draft_progress(self) -> Emit:
+        """The events of a streamed draft, its text deltas turned into progress notes."""
+        written = [0]
+
+        def emit(kind: type[ev.SessionEvent], **data: Any) -> None:
+            if kind is not ev.AssistantTextDelta:
+                self._emit(kind, **data)
+                return
+            before, written[0] = written[0], written[0] + len(data["delta"])
+            if written[0] // DRAFT_PROGRESS_CHARS > before // DRAFT_PROGRESS_CHARS:
+                self._emit(ev.WarningEvent, message=f"drafting: {written[0]:,} characters so far",
+                           code="small_model_progress")
+        return emit
 
     async def _guarded_input(self, turn: Turn, guards: list[TurnGuard]) -> str:
         """The input with what the guards put in front of it; their ANSWER step for this input."""
@@ -551,7 +570,7 @@ class Session:
         return await self._call_within_budget(request, stream, self.budget)
 
     async def _call_within_budget(self, request: Request, stream: bool, budget: Budget, *,
-                                  conversation: bool = True) -> Response:
+                                  conversation: bool = True, emit: Emit | None = None) -> Response:
         """The call, only when its worst case fits what is left (issue 36): its ``max_tokens``
         lowered to fit, what is left told to the model last (the cached prefix stays the
         same), cancelled when ``max_time`` runs out; BudgetStop when it cannot be made.
@@ -569,7 +588,7 @@ class Session:
             self._emit(ev.AssistantTextStart)
         try:
             response = await asyncio.wait_for(
-                call_model(self.client, request, stream=stream, config=self.config, emit=self._emit),
+                call_model(self.client, request, stream=stream, config=self.config, emit=emit or self._emit),
                 budget.seconds_left())
         except TimeoutError:
             if (budget.seconds_left() or 0) > 0:

@@ -278,6 +278,8 @@ class Renderer:
             scope = " (always)" if event.scope == "always" else ""
             self.err.print(f"[dim]{escape(event.status)}{scope} by {escape(event.decided_by)}{escape(why)}[/]",
                            highlight=False)
+        elif isinstance(event, ev.WarningEvent) and event.code == "small_model_progress":
+            self._activity(event.message)  # a draft's progress: the status line only
         elif isinstance(event, ev.WarningEvent) and event.code == "small_model":
             self.err.print(f"[dim]{escape(event.message)}[/]", highlight=False)  # progress, not a warning
             self._activity(event.message)

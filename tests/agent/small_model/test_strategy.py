@@ -188,6 +188,17 @@ async def test_without_a_sandbox_or_a_policy_only_the_checks_read_here_count(tmp
     assert "draft 1: 2 checks passed (parse stats.py, project imports resolve)" in "\n".join(run.said())
 
 
+async def test_drafts_stream_as_progress_notes_never_as_text(tmp_path: Path) -> None:
+    body = "".join(f"LINE_{i} = {i}\n" for i in range(60))  # about 700 characters
+    run = Run(tmp_path, [text_response(f"FILE big.py\n```python\n{body}```\n"), text_response("DONE")])
+    await run.session.submit("Create big.py")
+    assert (tmp_path / "big.py").read_text() == body
+    progress = [e.message for e in run.events if isinstance(e, ev.WarningEvent) and e.code == "small_model_progress"]
+    assert progress and progress[-1].startswith("drafting: ") and progress[-1].endswith(" characters so far")
+    # The draft's text is never shown as it comes: most drafts are not written.
+    assert not [e for e in run.events if isinstance(e, ev.AssistantTextDelta)]
+
+
 async def test_a_denied_write_is_reported_and_nothing_is_written(tmp_path: Path) -> None:
     from codeloop.policy.model import Decision
 
