@@ -75,6 +75,7 @@ def test_only_model_replies_count_as_drafts_and_lines_that_are_not_events_are_sk
         '{"kind": "assistant_text_end", "data": {"text": "cut by a kill',  # torn: not JSON
         event("warning", message="draft 1: cannot be applied", code="small_model"),
         event("assistant_text_start"),
+        event("user_input", content=WHOLE, text=WHOLE),  # another kind, even with a text, is no draft
         "3", "[]", '{"kind": "assistant_text_end"}', '{"kind": "assistant_text_end", "data": {"text": 7}}',
         reply(WHOLE),
         event("session_end", reason="completed"),
