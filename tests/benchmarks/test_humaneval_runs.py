@@ -209,7 +209,12 @@ def test_a_run_resumes_by_item_from_its_results_and_counts_what_it_resumed(
     assert table.endswith("\n\n" + "".join(f"{line}\n" for line in summary))
     assert all(line in printed.out for line in summary)
 
-    # A third session: everything is done, nothing runs (no agent, no request), the same figures.
+    # A third session: everything is done, nothing runs (no server, no agent, no request), the
+    # same figures.
+    def no_server(model: str) -> str:
+        raise AssertionError("a server was started")
+    monkeypatch.setattr(run_tasks, "local_base_url", no_server)
+    monkeypatch.setattr(sys, "argv", [a for a in argv if a not in ("--base-url", "http://127.0.0.1:1/v1")])
     monkeypatch.setitem(run_tasks.PRESETS, "codeloop", "exit 3 --quiet")
     monkeypatch.setattr(he.httpx, "post", None)
     lines_before = out.read_text()
