@@ -449,6 +449,9 @@ def main() -> None:
         run_tasks.ensure_mini()
         print("note: mini-swe-agent runs its commands without a sandbox", file=sys.stderr)
     problems = select(load_problems(), args.subset, args.ids)
+    # Before anything runs: a codeloop preset whose drafts cannot be read stops the run here.
+    templates = {name: json_template(run_tasks.PRESETS[name]) if is_codeloop(name) else run_tasks.PRESETS[name]
+                 for name in agents if name != "bare"}
     done = load_rows(args.out, args.model) if args.out else {}
     wanted = {(name, p.task_id) for name in agents for p in problems}
     resumed = [row for key, row in done.items() if key in wanted]
@@ -470,12 +473,11 @@ def main() -> None:
                 outcome, text = run_bare(problem, base_url, args.model, args.timeout)
                 extra["reply"] = text
             elif is_codeloop(name):
-                outcome, text, stdout = run_problem_output(name, json_template(run_tasks.PRESETS[name]), problem,
-                                                           base_url, args.model, args.timeout)
+                outcome, text, stdout = run_problem_output(name, templates[name], problem, base_url, args.model,
+                                                           args.timeout)
                 extra = {"solution": text, **draft_record(problem, stdout)}
             else:
-                outcome, text = run_problem(name, run_tasks.PRESETS[name], problem, base_url, args.model,
-                                            args.timeout)
+                outcome, text = run_problem(name, templates[name], problem, base_url, args.model, args.timeout)
                 extra["solution"] = text
             rows[name, problem.task_id] = row = {**outcome.__dict__, "model": args.model, **extra}
             mark = "passed" if outcome.solved else "FAILED"
@@ -487,8 +489,7 @@ def main() -> None:
     outcomes = [outcome_of(rows[name, p.task_id]) for p in problems for name in agents]
     table = run_tasks.results_table(agents, [p.task_id for p in problems], outcomes, percent=True)
     summary = summary_lines(agents, problems, rows)
-    print(table)
-    print("\n".join(summary))
+    print("\n".join([table, *summary]))
     if args.markdown:
         args.markdown.write_text(table + "\n\n" + "".join(f"{line}\n" for line in summary))
 
