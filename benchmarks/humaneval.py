@@ -22,9 +22,23 @@ Examples::
     .venv/bin/python benchmarks/humaneval.py --agent codeloop --agent bare --model 1.5b --out he.jsonl
     # the 10 dev problems (never among the reported every-4th subset), mini-swe-agent beside them
     .venv/bin/python benchmarks/humaneval.py --subset dev --agent codeloop --agent mini --agent bare
+    # issue 33's figure, all 164, resumable across sessions
+    nice -n 5 .venv/bin/python benchmarks/humaneval.py --subset all --agent codeloop --agent bare \
+        --model 1.5b --out benchmarks/results/issue33-humaneval-1.5b.jsonl
 
 Prints one line per problem and agent as it goes, appends one JSON object per outcome to
-``--out``, then passed/total, percent and mean time per agent (``--markdown FILE``: the same table).
+``--out`` (with the commit and date), then passed/total, percent and mean time per agent
+(``--markdown FILE``: the same table), and the summary lines (``summary_lines``).
+
+A run resumes by item: the (agent, problem) pairs already in ``--out`` for the same ``--model``
+are not run again, and their outcomes count in the table (a line cut by a kill does not parse
+and is run again). One figure is at one commit: rows of another commit draw a warning.
+
+Agents of a ``codeloop*`` preset run with ``--json`` instead of ``--quiet``; after the agent
+exited, each model reply of its event stream (a draft) is applied alone to the problem's prompt
+and checked with the hidden tests (``draft_record``): the row says how many drafts there were,
+how many pass, and whether the first (greedy) one does, so that pass@1, pass@N and how often the
+strategy's choice picked a passing draft are known (issue 33).
 """
 
 from __future__ import annotations
@@ -44,8 +58,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import httpx
+
+from codeloop.agent.small_model.hunks import HunkError, apply_reply
+from codeloop.agent.small_model.reply_format import FilesReply, ReplyFormatError, parse_reply
 
 HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
@@ -206,14 +224,166 @@ def run_problem(agent: str, template: str, problem: Problem, base_url: str, mode
                 timeout: int) -> tuple[run_tasks.Outcome, str]:
     """Run an agent command template on ``problem``'s workspace, then the hidden check; the
     outcome and the ``solution.py`` it left."""
+    outcome, source, _ = run_problem_output(agent, template, problem, base_url, model, timeout)
+    return outcome, source
+
+
+def run_problem_output(agent: str, template: str, problem: Problem, base_url: str, model: str,
+                       timeout: int) -> tuple[run_tasks.Outcome, str, str]:
+    """``run_problem``, and what the agent wrote on stdout: (outcome, solution.py, stdout)."""
     workdir = make_workspace(problem)
     env = agent_env(os.environ, workdir)
-    seconds, note = run_tasks.run_agent(template, task_text(problem), workdir, base_url, model, timeout, env=env)
+    seconds, note, stdout = run_tasks.run_agent_output(template, task_text(problem), workdir, base_url, model,
+                                                       timeout, env=env)
     solution = workdir / "solution.py"
     source = solution.read_text(errors="replace") if solution.is_file() else ""
     shutil.rmtree(workdir, ignore_errors=True)
     passed, why = check_solution(problem, source)
-    return run_tasks.Outcome(agent, problem.task_id, passed, seconds, "; ".join(filter(None, (note, why)))), source
+    outcome = run_tasks.Outcome(agent, problem.task_id, passed, seconds, "; ".join(filter(None, (note, why))))
+    return outcome, source, stdout
+
+
+# -- the drafts of a codeloop run (pass@1, pass@N, choice accuracy) ---------------------------
+
+
+def is_codeloop(agent: str) -> bool:
+    """Whether ``agent`` is one of codeloop's presets, whose drafts are analysed."""
+    return agent.startswith("codeloop")
+
+
+def json_template(template: str) -> str:
+    """A codeloop preset with ``--json`` (one event per line on stdout) instead of ``--quiet``;
+    its other flags stay."""
+    flag = re.compile(r"(?<!\S)--quiet(?!\S)")
+    if len(flag.findall(template)) != 1:
+        raise SystemExit(f"cannot read the drafts of this command, it has no single --quiet: {template}")
+    return flag.sub("--json", template)
+
+
+def draft_texts(stdout: str) -> list[str]:
+    """The text of each model reply (``assistant_text_end`` event) in a ``codeloop run --json``
+    event stream, in order; lines that are not an event are skipped."""
+    texts = []
+    for line in stdout.splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(event, dict) or event.get("kind") != "assistant_text_end":
+            continue
+        data = event.get("data")
+        if isinstance(data, dict) and isinstance(data.get("text"), str):
+            texts.append(data["text"])
+    return texts
+
+
+def draft_source(problem: Problem, text: str) -> str | None:
+    """The ``solution.py`` the draft ``text`` makes of the problem's prompt alone (as the
+    greedy draft sees it), or None: not a reply of FILE blocks, a hunk that does not apply, or
+    no change to ``solution.py``."""
+    try:
+        reply = parse_reply(text)
+    except ReplyFormatError:
+        return None
+    if not isinstance(reply, FilesReply):
+        return None
+    try:
+        changed = apply_reply(reply, {"solution.py": problem.prompt}.get)
+    except HunkError:
+        return None
+    return changed.get("solution.py")
+
+
+def draft_record(problem: Problem, stdout: str) -> dict[str, Any]:
+    """What the drafts of one codeloop run say, for its row: ``drafts`` (model replies),
+    ``drafts_passing`` (how many pass the hidden tests, each applied alone to the prompt) and
+    ``greedy_passed`` (the first one does). Run after the agent exited, like every check."""
+    passing = []
+    for text in draft_texts(stdout):
+        source = draft_source(problem, text)
+        passing.append(source is not None and check_solution(problem, source)[0])
+    return {"drafts": len(passing), "drafts_passing": sum(passing), "greedy_passed": bool(passing and passing[0])}
+
+
+# -- results: resume by item, summaries ---------------------------------------------------------
+
+
+def load_rows(path: Path, model: str) -> dict[tuple[str, str], dict[str, Any]]:
+    """The rows already in ``path`` for ``model``, by (agent, task); a line that does not parse
+    (cut by a kill) or lacks an outcome's fields is skipped, so that item runs again."""
+    found: dict[tuple[str, str], dict[str, Any]] = {}
+    if not path.exists():
+        return found
+    for line in path.read_text("utf-8", errors="replace").splitlines():
+        try:
+            row = json.loads(line)
+            key = (row["agent"], row["task"])
+            outcome_of(row)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            continue
+        if row.get("model") == model:
+            found[key] = row
+    return found
+
+
+def outcome_of(row: Mapping[str, Any]) -> run_tasks.Outcome:
+    return run_tasks.Outcome(str(row["agent"]), str(row["task"]), bool(row["solved"]), float(row["seconds"]),
+                             str(row.get("note", "")))
+
+
+def commit_warning(rows: Sequence[Mapping[str, Any]], path: Path, commit: str) -> str | None:
+    """The warning when ``rows`` (resumed) were measured at another commit than ``commit``."""
+    others = sorted({str(r.get("commit", "unknown")) for r in rows} - {commit})
+    if not others:
+        return None
+    return (f"warning: {path} holds rows at commit {', '.join(others)}, this run is at {commit}: "
+            "a figure must be at one commit")
+
+
+def append_row(path: Path, row: Mapping[str, Any]) -> None:
+    """Append ``row`` as one JSON line, with the commit and date (as ``run_tasks.append_result``)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    stamped = {**row, "commit": run_tasks.current_commit(),
+               "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    with path.open("a", encoding="utf-8") as out:
+        out.write(json.dumps(stamped) + "\n")
+
+
+def drafts_line(agent: str, rows: Sequence[Mapping[str, Any]], where: str = "") -> str:
+    """pass@1, pass@N, solved and choice accuracy of one codeloop agent's ``rows``."""
+    n = len(rows)
+    greedy = sum(bool(r.get("greedy_passed")) for r in rows)
+    ceiling = [r for r in rows if int(r.get("drafts_passing") or 0) > 0]
+    solved = sum(bool(r["solved"]) for r in rows)
+    chosen = sum(bool(r["solved"]) for r in ceiling)
+    unknown = sum("drafts" not in r for r in rows)
+    tail = f" ({unknown} rows without draft records)" if unknown else ""
+    return (f"{agent}{where}: pass@1 (greedy draft) {greedy}/{n}, pass@N (any draft) {len(ceiling)}/{n}, "
+            f"solved {solved}/{n}, choice accuracy {chosen}/{len(ceiling)} "
+            f"(solved among problems with a passing draft){tail}")
+
+
+def summary_lines(agents: Sequence[str], problems: Sequence[Problem],
+                  rows: Mapping[tuple[str, str], Mapping[str, Any]]) -> list[str]:
+    """One drafts line per codeloop agent (and the same on the dev subset, when the run holds
+    more than it), then solved/total per agent apart from the dev subset (the problems never
+    used while tuning)."""
+    dev = {f"HumanEval/{i}" for i in SUBSETS["dev"]}
+    ids = [p.task_id for p in problems]
+    lines = []
+    for agent in filter(is_codeloop, agents):
+        lines.append(drafts_line(agent, [rows[agent, t] for t in ids]))
+        if dev & set(ids) and set(ids) - dev:
+            lines.append(drafts_line(agent, [rows[agent, t] for t in ids if t in dev], " on the dev subset"))
+    held = [t for t in ids if t not in dev]
+    if held:
+        shares = []
+        for agent in agents:
+            solved = sum(bool(rows[agent, t]["solved"]) for t in held)
+            shares.append(f"{agent} {solved}/{len(held)} ({100 * solved / len(held):.1f} %)")
+        lines.append(f"apart from the dev subset ({len(held)} problems never used while tuning): "
+                     + ", ".join(shares))
+    return lines
 
 
 _FENCE = re.compile(r"^```[ \t]*(?:python3?|py)?[ \t]*\n(.*?)(?:\n?^```|\Z)", re.MULTILINE | re.DOTALL)
@@ -268,8 +438,10 @@ def main() -> None:
                         help="every4: 0,4,...,160 (41, reported); dev: 10 others for tuning; all: 164")
     parser.add_argument("--ids", help="comma-separated problem numbers instead of --subset")
     parser.add_argument("--timeout", type=int, default=300, help="seconds per problem and agent")
-    parser.add_argument("--out", type=Path, help="write one JSON object per outcome here, as it goes")
-    parser.add_argument("--markdown", type=Path, help="also write the table to this file")
+    parser.add_argument("--out", type=Path,
+                        help="append one JSON object per outcome here, as it goes; the (agent, problem) pairs "
+                             "already in it for the same --model are not run again: a run resumes")
+    parser.add_argument("--markdown", type=Path, help="also write the table and the summary lines to this file")
     args = parser.parse_args()
 
     agents = list(dict.fromkeys(args.agent or ["codeloop", "bare"]))
@@ -277,29 +449,49 @@ def main() -> None:
         run_tasks.ensure_mini()
         print("note: mini-swe-agent runs its commands without a sandbox", file=sys.stderr)
     problems = select(load_problems(), args.subset, args.ids)
-    base_url = args.base_url or run_tasks.local_base_url(args.model)
-    out = args.out.open("w", encoding="utf-8") if args.out else None
-    outcomes: list[run_tasks.Outcome] = []
+    # Before anything runs: a codeloop preset whose drafts cannot be read stops the run here.
+    templates = {name: json_template(run_tasks.PRESETS[name]) if is_codeloop(name) else run_tasks.PRESETS[name]
+                 for name in agents if name != "bare"}
+    done = load_rows(args.out, args.model) if args.out else {}
+    wanted = {(name, p.task_id) for name in agents for p in problems}
+    resumed = [row for key, row in done.items() if key in wanted]
+    if resumed:
+        print(f"resuming: {len(resumed)} outcomes already in {args.out}", file=sys.stderr)
+        warning = commit_warning(resumed, args.out, run_tasks.current_commit())
+        if warning:
+            print(warning, file=sys.stderr)
+    # No server is started when everything is already in --out (the table is printed again).
+    base_url = args.base_url or (run_tasks.local_base_url(args.model) if len(resumed) < len(wanted) else "")
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
     for problem in problems:
-        for name in agents:
+        for name in agents:  # the agents interleaved per problem: the same load on each
+            if (name, problem.task_id) in done:
+                rows[name, problem.task_id] = done[name, problem.task_id]
+                continue
+            extra: dict[str, Any] = {}
             if name == "bare":
                 outcome, text = run_bare(problem, base_url, args.model, args.timeout)
+                extra["reply"] = text
+            elif is_codeloop(name):
+                outcome, text, stdout = run_problem_output(name, templates[name], problem, base_url, args.model,
+                                                           args.timeout)
+                extra = {"solution": text, **draft_record(problem, stdout)}
             else:
-                outcome, text = run_problem(name, run_tasks.PRESETS[name], problem, base_url, args.model,
-                                            args.timeout)
-            outcomes.append(outcome)
+                outcome, text = run_problem(name, templates[name], problem, base_url, args.model, args.timeout)
+                extra["solution"] = text
+            rows[name, problem.task_id] = row = {**outcome.__dict__, "model": args.model, **extra}
             mark = "passed" if outcome.solved else "FAILED"
-            print(f"{name:10} {problem.task_id:14} {mark:7} {outcome.seconds:7.1f}s {outcome.note}", flush=True)
-            if out:
-                key = "reply" if name == "bare" else "solution"
-                out.write(json.dumps({**outcome.__dict__, "model": args.model, key: text}) + "\n")
-                out.flush()
-    if out:
-        out.close()
+            drafts = f" drafts {row['drafts_passing']}/{row['drafts']} passing" if "drafts" in row else ""
+            print(f"{name:10} {problem.task_id:14} {mark:7} {outcome.seconds:7.1f}s{drafts} {outcome.note}",
+                  flush=True)
+            if args.out:
+                append_row(args.out, row)
+    outcomes = [outcome_of(rows[name, p.task_id]) for p in problems for name in agents]
     table = run_tasks.results_table(agents, [p.task_id for p in problems], outcomes, percent=True)
-    print(table)
+    summary = summary_lines(agents, problems, rows)
+    print("\n".join([table, *summary]))
     if args.markdown:
-        args.markdown.write_text(table + "\n")
+        args.markdown.write_text(table + "\n\n" + "".join(f"{line}\n" for line in summary))
 
 
 if __name__ == "__main__":

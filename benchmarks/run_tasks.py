@@ -222,6 +222,14 @@ def run_agent(template: str, instruction: str, workdir: Path, base_url: str, mod
     """Run one agent command template on ``instruction`` in ``workdir`` (also its working
     directory) with ``env`` (default: this process's environment); return (seconds, note), the
     note empty unless the command failed or timed out."""
+    seconds, note, _ = run_agent_output(template, instruction, workdir, base_url, model, timeout, env=env)
+    return seconds, note
+
+
+def run_agent_output(template: str, instruction: str, workdir: Path, base_url: str, model: str, timeout: int,
+                     env: dict[str, str] | None = None) -> tuple[float, str, str]:
+    """``run_agent``, and what the command wrote on stdout (up to the kill, when it timed out):
+    (seconds, note, stdout)."""
     command = template.format(
         task=shlex.quote(instruction), workdir=shlex.quote(str(workdir)),
         base_url=shlex.quote(base_url), model=shlex.quote(model),
@@ -242,9 +250,9 @@ def run_agent(template: str, instruction: str, workdir: Path, base_url: str, mod
         # Kill the agent's whole process group: killing only the shell would leave the agent
         # running (and sending requests to the shared model server) during the next tasks.
         os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
+        stdout, _ = proc.communicate()
         note = f"timed out after {timeout}s"
-    return time.monotonic() - start, note.replace("\n", " ")
+    return time.monotonic() - start, note.replace("\n", " "), stdout or ""
 
 
 def run_one(agent: str, template: str, task_dir: Path, base_url: str, model: str, timeout: int,
