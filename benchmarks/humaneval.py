@@ -63,7 +63,13 @@ from typing import Any
 import httpx
 
 from codeloop.agent.small_model.hunks import HunkError, apply_reply
-from codeloop.agent.small_model.reply_format import FilesReply, ReplyFormatError, parse_reply
+from codeloop.agent.small_model.reply_format import (
+    FilesReply,
+    ReplyFormatError,
+    complete_blocks,
+    parse_reply,
+    without_examples,
+)
 
 HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
@@ -282,10 +288,11 @@ def draft_source(problem: Problem, text: str) -> str | None:
     greedy draft sees it), or None: not a reply of FILE blocks, a hunk that does not apply, or
     no change to ``solution.py``."""
     try:
-        reply = parse_reply(text)
+        parsed: object = parse_reply(text)
     except ReplyFormatError:
-        return None
-    if not isinstance(reply, FilesReply):
+        parsed = complete_blocks(text)  # as the strategy reads it: the blocks complete before the fault
+    reply = without_examples(parsed) if isinstance(parsed, FilesReply) else None
+    if reply is None:
         return None
     try:
         changed = apply_reply(reply, {"solution.py": problem.prompt}.get)

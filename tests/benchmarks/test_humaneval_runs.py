@@ -52,6 +52,16 @@ def test_a_whole_file_draft_of_the_canonical_solution_passes_and_is_the_greedy_o
         "drafts": 2, "drafts_passing": 1, "greedy_passed": False}
 
 
+def test_a_draft_is_read_as_the_strategy_reads_it_blocks_before_a_cut_kept_the_formats_example_dropped() -> None:
+    from codeloop.agent.small_model.reply_format import REPLY_FORMAT_PROMPT
+
+    cut = WHOLE + "\nFILE solution.py\n```python\ndef has_close"  # cut off at max_tokens mid-block
+    assert he.draft_source(ZERO, cut) == CANONICAL
+    start = REPLY_FORMAT_PROMPT.index("```python\n")
+    example = REPLY_FORMAT_PROMPT[start:REPLY_FORMAT_PROMPT.index("```\n", start + 3) + 4]
+    assert he.draft_source(ZERO, "FILE solution.py\n" + example) is None
+
+
 def test_a_hunk_applies_to_the_prompt_and_one_whose_search_text_is_missing_does_not_pass() -> None:
     assert he.draft_source(ZERO, HUNK) == CANONICAL
     assert he.draft_source(ZERO, MISSING) is None

@@ -273,10 +273,9 @@ async def test_a_reply_cut_off_after_complete_file_blocks_keeps_those_blocks(tmp
 
 @given(st.text(alphabet="FILE a.py\n`<=>SEARCHREPLACx", max_size=200))
 def test_complete_blocks_of_any_text_are_a_prefix_that_parses_or_none(text: str) -> None:
-    from codeloop.agent.small_model.reply_format import parse_reply, render_reply
-    from codeloop.agent.small_model.strategy import _complete_blocks
+    from codeloop.agent.small_model.reply_format import complete_blocks, parse_reply, render_reply
 
-    found = _complete_blocks(text)
+    found = complete_blocks(text)
     if found is not None:
         assert parse_reply(render_reply(found)) == found
         assert all(block.path in text for block in found.files)

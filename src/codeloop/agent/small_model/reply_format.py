@@ -286,6 +286,20 @@ def parse_reply(text: str) -> Reply:
         files.append(_file(lines))
 
 
+def complete_blocks(text: str) -> FilesReply | None:
+    """The FILE blocks complete before a reply went wrong: the 0.5B model, once its file is
+    written, writes the same block again until ``max_tokens`` cuts it mid-block. None when
+    no complete block precedes the fault."""
+    starts = [i + 1 for i in range(len(text)) if text.startswith(("\nFILE ", "\nDELETE "), i)]
+    for end in reversed(starts):
+        try:
+            reply = parse_reply(text[:end])
+        except ReplyFormatError:
+            continue
+        return reply if isinstance(reply, FilesReply) else None
+    return None
+
+
 def render_reply(reply: Reply) -> str:
     """The text of ``reply`` in the format (``parse_reply(render_reply(r)) == r`` for every
     reply the format can say)."""

@@ -43,6 +43,7 @@ from codeloop.agent.small_model.reply_format import (
     Reply,
     ReplyFormatError,
     RunReply,
+    complete_blocks,
     parse_reply,
     render_reply,
     without_examples,
@@ -206,20 +207,6 @@ def _prompt(task: str, files: Sequence[tuple[str, str]], project_map: str) -> st
     return "\n\n".join(parts)
 
 
-def _complete_blocks(text: str) -> FilesReply | None:
-    """The FILE blocks complete before a reply went wrong: the 0.5B model, once its file is
-    written, writes the same block again until ``max_tokens`` cuts it mid-block. None when
-    no complete block precedes the fault."""
-    starts = [i + 1 for i in range(len(text)) if text.startswith(("\nFILE ", "\nDELETE "), i)]
-    for end in reversed(starts):
-        try:
-            reply = parse_reply(text[:end])
-        except ReplyFormatError:
-            continue
-        return reply if isinstance(reply, FilesReply) else None
-    return None
-
-
 def _good(candidate: Candidate) -> bool:
     return candidate.failed == 0 and bool(candidate.changes)
 
@@ -268,7 +255,7 @@ class SmallModelTurn:
         try:
             reply = parse_reply(text)
         except ReplyFormatError as exc:
-            reply = _complete_blocks(text)
+            reply = complete_blocks(text)
             if reply is None:
                 return _Draft(text, None, f"the reply is not in the format ({exc})")
         if isinstance(reply, FilesReply):
