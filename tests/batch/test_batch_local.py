@@ -145,6 +145,38 @@ def test_a_sigkilled_batch_restarted_records_every_task_exactly_once(tmp_path: P
     assert all(len(list(Path(line["session_log"]).parent.glob("*.jsonl"))) == 1 for line in lines)
 
 
+def test_ctrl_c_stops_the_batch_says_how_to_resume_and_the_rerun_records_every_task_once(tmp_path: Path) -> None:
+    from codeloop.cli.batch import EXIT_INTERRUPTED
+
+    tasks = write_tasks(tmp_path / "tasks.jsonl", simple_tasks(6, prefix="i"))
+    held = frozenset({"task number 4", "task number 5"})
+    with TaskModel(delay=0.05, held=held) as model:
+        batch = subprocess.Popen(batch_argv(tasks, model, "--workers", "3"), stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.PIPE, text=True, env=batch_env(tmp_path))
+        deadline = time.monotonic() + 60
+        while set(model.waiting) != held and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert set(model.waiting) == held, f"the held tasks never reached the model: {model.waiting}"
+        workers = _descendants(batch.pid)
+        batch.send_signal(signal.SIGINT)  # what Ctrl-C sends
+        _out, err = batch.communicate(timeout=60)
+        assert batch.returncode == EXIT_INTERRUPTED, err
+        assert "interrupted: run the same command again to resume" in err
+        deadline = time.monotonic() + 30
+        while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not [pid for pid in workers if _alive(pid)], "workers outlived the interrupted batch"
+        assert {"i4", "i5"} <= set(_cut_midway(tmp_path / "tasks.results.work"))
+        model.release()
+        again = subprocess.run(batch_argv(tasks, model, "--workers", "3"), capture_output=True, text=True,
+                               env=batch_env(tmp_path), timeout=120)
+    assert again.returncode == 0, again.stderr
+    lines = result_lines(tmp_path / "tasks.results.jsonl")
+    assert sorted(line["id"] for line in lines) == [f"i{n}" for n in range(6)]
+    assert all(line["status"] == "completed" and log_kinds(line["session_log"]).count("user_input") == 1
+               for line in lines)
+
+
 def test_a_task_over_its_timeout_ends_as_timeout(tmp_path: Path) -> None:
     tasks = write_tasks(tmp_path / "tasks.jsonl", [{"id": "slow", "instruction": "x", "timeout": 0.5, "check": CHECK}])
     with TaskModel(delay=2.0) as slow:
