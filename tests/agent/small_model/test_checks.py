@@ -142,3 +142,14 @@ def test_affected_scripts_are_the_scripts_changed_or_importing_changed_code() ->
     assert affected_scripts(before, {**before, "other.py": "print(2)\n"}, ["other.py"]) == ["other.py"]
     # A script written by the candidate did not run before it: no baseline, no check.
     assert affected_scripts(before, {**before, "new.py": "print(1)\n"}, ["new.py"]) == []
+    # A script the candidate deletes is checked too: it ran before, and then it cannot.
+    assert affected_scripts(before, {p: t for p, t in before.items() if p != "main.py"}, ["main.py"]) == ["main.py"]
+
+
+def test_a_test_file_the_change_deletes_is_still_run_so_that_it_fails() -> None:
+    from codeloop.agent.small_model.checks import command_checks
+
+    before = {"dates.py": "def is_leap(y):\n    return y % 4 == 0\n",
+              "test_dates.py": "from dates import is_leap\n\nassert is_leap(2000)\n"}
+    checks = command_checks(before, {}, ["dates.py", "test_dates.py"])
+    assert [(c.kind, c.name, c.command) for c in checks] == [("test", "tests test_dates.py", "python3 test_dates.py")]

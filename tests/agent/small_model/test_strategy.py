@@ -199,6 +199,18 @@ async def test_drafts_stream_as_progress_notes_never_as_text(tmp_path: Path) -> 
     assert not [e for e in run.events if isinstance(e, ev.AssistantTextDelta)]
 
 
+@needs_sandbox
+async def test_deleting_the_code_and_its_test_fails_the_tests_that_ran_so_more_candidates_are_drafted(tmp_path: Path) -> None:
+    project(tmp_path)
+    run = Run(tmp_path, [text_response("DELETE stats.py\nDELETE test_stats.py\n"), text_response(GOOD_FIX),
+                         text_response("DONE"), text_response("DONE")])
+    await run.session.submit("fix last_n in stats.py")
+    said = "\n".join(run.said())
+    assert "draft 1: 1 of 1 checks failed (tests test_stats.py)" in said, said
+    assert "chose draft 2 of 3" in said
+    assert (tmp_path / "test_stats.py").exists() and "xs[-n:]" in (tmp_path / "stats.py").read_text()
+
+
 async def test_a_denied_write_is_reported_and_nothing_is_written(tmp_path: Path) -> None:
     from codeloop.policy.model import Decision
 

@@ -289,17 +289,18 @@ def script_check(path: str) -> Check:
 
 
 def affected_scripts(before: Mapping[str, str], after: Mapping[str, str], changed: Iterable[str]) -> list[str]:
-    """The scripts (not tests) of the project before a change that are still there after it and
-    are changed or import a changed (or deleted) module: run before and after the change, each
-    is a check when it ran cleanly before (the caller runs that baseline)."""
+    """The scripts (not tests) of the project before a change that the change alters, deletes or
+    whose imports it changes or deletes: run before and after the change, each is a check when
+    it ran cleanly before (the caller runs that baseline). A script the change deletes fails its
+    check: it ran, and it no longer does."""
     changed = set(changed)
     changed_modules = {m for m in map(module_of, changed) if m is not None}
     closure = import_closure({**before, **after})
     found = []
     for path in sorted(before):
-        if path not in after or _is_test_file(path) or path.endswith("__init__.py"):
+        if _is_test_file(path) or path.endswith("__init__.py"):
             continue
-        tree, module = _tree(after[path], path), module_of(path)
+        tree, module = _tree(after.get(path, before[path]), path), module_of(path)
         if tree is None or module is None or not _is_script(tree):
             continue
         if path in changed or closure.get(module, set()) & changed_modules:
@@ -325,6 +326,11 @@ def command_checks(before: Mapping[str, str], after: Mapping[str, str], changed:
         if tree is None or module is None:
             continue
         if path in changed or closure.get(module, set()) & changed_modules:
+            checks.append(Check("test", f"tests {path}", _test_command(path, tree), True))
+    for path in changed:
+        # A test file the change deletes is still run: it fails, as the project's own check
+        # that no longer exists (the 1.5B model deleted the module and the test it was to fix).
+        if path not in after and path in before and _is_test_file(path) and (tree := _tree(before[path], path)):
             checks.append(Check("test", f"tests {path}", _test_command(path, tree), True))
     for path in changed:
         if path in after and path.endswith(".py") and _changed_functions_with_examples(before.get(path), after[path], path):
