@@ -187,11 +187,11 @@ class Session:
         """Tool outputs compaction took out of the history; ``recall_output`` reads them back."""
         self.subagents = SubagentManager(self)
         self.strategy_ran: list[str] = []
+        """Commands the small-model strategy ran successfully this session (their reruns are checks)."""
         self._drafts_left = -1
+        """Model calls the strategy's input may still make (-1: no limit)."""
         self._drafts_made = 0
         """Drafts of the strategy in this session: each counts as a turn against ``max_turns``."""
-        """Model calls the strategy's input may still make (-1: no limit)."""
-        """Commands the small-model strategy ran successfully this session (their reruns are checks)."""
         self._steering: deque[str] = deque()
         self._followups: deque[str] = deque()
         self._listeners: list[Listener] = []

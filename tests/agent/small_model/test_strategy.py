@@ -211,6 +211,20 @@ async def test_deleting_the_code_and_its_test_fails_the_tests_that_ran_so_more_c
     assert (tmp_path / "test_stats.py").exists() and "xs[-n:]" in (tmp_path / "stats.py").read_text()
 
 
+async def test_a_denied_delete_is_reported_and_the_file_stays(tmp_path: Path) -> None:
+    from codeloop.policy.model import Decision
+
+    async def deny(call: Any, env: Any) -> Decision:
+        return Decision.deny("not today")
+
+    (tmp_path / "old.txt").write_text("old\n")
+    run = Run(tmp_path, [text_response("DELETE old.txt\n")])
+    run.session.policy = deny
+    answer = await run.session.submit("Remove old.txt")
+    assert (tmp_path / "old.txt").read_text() == "old\n"
+    assert "Deleting old.txt failed" in answer and "not today" in answer and "Deleted" not in answer
+
+
 async def test_a_denied_write_is_reported_and_nothing_is_written(tmp_path: Path) -> None:
     from codeloop.policy.model import Decision
 

@@ -335,7 +335,8 @@ class SmallModelTurn:
             else:
                 output, is_error = await self.ports.call("write_file", {"file_path": path, "content": text})
             if is_error:
-                self.report.notes.append(f"Writing {path} failed: {output.strip()}")
+                self.report.notes.append(f"{'Writing' if text is not None else 'Deleting'} {path} failed: "
+                                         f"{output.strip()}")
                 return False
             self._files[path] = text
             if self._before is not None and module_of(path) is not None:
