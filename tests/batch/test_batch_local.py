@@ -22,6 +22,8 @@ from batch_helpers import (
 )
 from task_model import TaskModel
 
+from process_tree import alive, descendants
+
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
 
 
@@ -79,22 +81,6 @@ def test_each_finished_task_is_one_result_line_and_a_rerun_skips_them(tmp_path: 
     assert len(result_lines(tmp_path / "tasks.results.jsonl")) == 4 and sum(model.calls.values()) == calls
 
 
-def _descendants(pid: int) -> set[int]:
-    found: set[int] = set()
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        for child in (int(c) for c in (task / "children").read_text().split()):
-            found |= {child, *_descendants(child)}
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 def _cut_midway(work: Path) -> list[str]:
     """Tasks whose input was recorded and has not ended."""
     logs = {d.name: log_kinds(next((d / "state").glob("sessions/*.jsonl"), os.devnull))
@@ -119,13 +105,13 @@ def test_a_sigkilled_batch_restarted_records_every_task_exactly_once(tmp_path: P
             time.sleep(0.02)
         assert set(slow.waiting) == held, f"the held tasks never reached the model: {slow.waiting}"
         work = tmp_path / "tasks.results.work"
-        workers = _descendants(batch.pid)  # the forkserver, the pool's workers, their commands
+        workers = descendants(batch.pid)  # the forkserver, the pool's workers, their commands
         batch.send_signal(signal.SIGKILL)
         batch.wait()
         deadline = time.monotonic() + 30
-        while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+        while any(alive(pid) for pid in workers) and time.monotonic() < deadline:
             time.sleep(0.1)
-        left = {pid: Path(f"/proc/{pid}/cmdline").read_bytes()[:150] for pid in workers if _alive(pid)}
+        left = {pid: Path(f"/proc/{pid}/cmdline").read_bytes()[:150] for pid in workers if alive(pid)}
         assert workers and not left, f"processes of the batch outlived it: {left}"
         cut = _cut_midway(work)
         assert {"k6", "k7"} <= set(cut), cut
@@ -157,15 +143,15 @@ def test_ctrl_c_stops_the_batch_says_how_to_resume_and_the_rerun_records_every_t
         while set(model.waiting) != held and time.monotonic() < deadline:
             time.sleep(0.02)
         assert set(model.waiting) == held, f"the held tasks never reached the model: {model.waiting}"
-        workers = _descendants(batch.pid)
+        workers = descendants(batch.pid)
         batch.send_signal(signal.SIGINT)  # what Ctrl-C sends
         _out, err = batch.communicate(timeout=60)
         assert batch.returncode == EXIT_INTERRUPTED, err
         assert "interrupted: run the same command again to resume" in err
         deadline = time.monotonic() + 30
-        while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+        while any(alive(pid) for pid in workers) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert not [pid for pid in workers if _alive(pid)], "workers outlived the interrupted batch"
+        assert not [pid for pid in workers if alive(pid)], "workers outlived the interrupted batch"
         assert {"i4", "i5"} <= set(_cut_midway(tmp_path / "tasks.results.work"))
         model.release()
         again = subprocess.run(batch_argv(tasks, model, "--workers", "3"), capture_output=True, text=True,

@@ -15,38 +15,11 @@ import pytest
 from chat_server import ChatServer, tool_reply
 from test_run_cli import CODELOOP, isolated_env
 
+from process_tree import alive, descendants
+
 pytestmark = pytest.mark.slow
 
 COMMAND = "sleep 300 & echo $! > started; sleep 300"
-
-
-def descendants(pid: int) -> set[int]:
-    """Every process below ``pid`` (from /proc/PID/task/*/children)."""
-    found: set[int] = set()
-    todo = [pid]
-    while todo:
-        current = todo.pop()
-        try:
-            tasks = os.listdir(f"/proc/{current}/task")
-        except OSError:
-            continue
-        for task in tasks:
-            try:
-                with open(f"/proc/{current}/task/{task}/children") as f:
-                    children = {int(c) for c in f.read().split()}
-            except OSError:
-                continue
-            todo += children - found
-            found |= children
-    return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(") ", 1)[1][0] != "Z"
-    except OSError:
-        return False
 
 
 def kill_mid_command(argv: list[str], cwd: Path, sig: signal.Signals, env: dict[str, str] | None = None) -> None:
