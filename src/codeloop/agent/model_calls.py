@@ -110,15 +110,23 @@ async def call_model(client: ModelClient, request: Request, *, stream: bool, con
 
 async def _streamed(client: ModelClient, request: Request, emit: Emit, progress: list[bool]) -> Response:
     response: Response | None = None
-    async for event in client.stream(request):
-        progress[1] = True
-        if event.type == StreamEventType.TEXT_DELTA and event.delta:
-            progress[0] = True
-            emit(ev.AssistantTextDelta, delta=event.delta)
-        elif event.type == StreamEventType.FINISH:
-            response = event.response
-        elif event.type == StreamEventType.ERROR and event.error is not None:
-            raise event.error
+    events = client.stream(request)
+    try:
+        async for event in events:
+            progress[1] = True
+            if event.type == StreamEventType.TEXT_DELTA and event.delta:
+                progress[0] = True
+                emit(ev.AssistantTextDelta, delta=event.delta)
+            elif event.type == StreamEventType.FINISH:
+                response = event.response
+            elif event.type == StreamEventType.ERROR and event.error is not None:
+                raise event.error
+    finally:
+        # Left early (an error, or ``emit`` raising to stop a draft whose rest is not wanted): the
+        # connection closes now, and a local server stops generating, not when the stream is collected.
+        close = getattr(events, "aclose", None)
+        if close is not None:
+            await close()
     if response is None:
         raise StreamError("the model's stream ended without a final response")
     return response

@@ -83,6 +83,16 @@ from codeloop.tools.truncation import DEFAULT_TOOL_LIMITS, FALLBACK_CHAR_LIMIT
 if TYPE_CHECKING:
     from codeloop.agent.small_model.strategy import Baseline
 
+class DraftStopped(Exception):
+    """Raised from a draft's stream when the rest of it would not be read: ``text`` is the reply
+    to keep, ``streamed`` all that came."""
+
+    def __init__(self, text: str, streamed: str) -> None:
+        super().__init__("the draft was stopped where the rest would not be read")
+        self.text = text
+        self.streamed = streamed
+
+
 DRAFT_PROGRESS_CHARS = 200
 """Characters of a streamed strategy draft between two progress notes."""
 CHARS_PER_TOKEN = 4
@@ -462,14 +472,17 @@ class Session:
         return outcome.reason
 
     async def draft(self, messages: list[Message], *, seed: int | None, temperature: float, grammar: str,
-                    max_tokens: int) -> str:
+                    max_tokens: int, until: Callable[[str], int | None] | None = None) -> str:
         """One draft of the strategy: ``messages`` under ``grammar`` (llama.cpp's request
         field), with ``seed`` when given, at most ``max_tokens`` (and the profile's limit) long;
         an assistant turn's events, the budget and the retries as for any model call. Streamed,
         but its text is not shown as it comes (most drafts are never written): a
         ``small_model_progress`` warning every :data:`DRAFT_PROGRESS_CHARS` characters says how
-        far it is (the terminal's status line). ``DraftsExhausted`` past
-        ``max_model_calls_per_input`` or, each draft being a turn, ``max_turns``."""
+        far it is (the terminal's status line). ``until`` reads the text so far at each new line:
+        an offset means nothing from there on would be read, and the stream stops (its usage then
+        estimated at four characters a token; a budget is charged the call's worst case, as for
+        any call cut short). ``DraftsExhausted`` past ``max_model_calls_per_input`` or, each draft
+        being a turn, ``max_turns``."""
         from codeloop.agent.small_model.strategy import DraftsExhausted
 
         if self._drafts_left == 0:
@@ -487,30 +500,46 @@ class Session:
         request = Request(model=self.profile.model, messages=messages, provider=self.profile.provider,
                           provider_options=options, temperature=temperature, max_tokens=max_tokens)
         self._emit(ev.AssistantTextStart)
-        emit = self._draft_progress()
-        if self.budget is not None:
-            response = await self._call_within_budget(request, True, self.budget, conversation=False, emit=emit)
-        else:
-            response = await call_model(self.client, request, stream=True, config=self.config, emit=emit)
+        emit = self._draft_progress(until)
+        try:
+            if self.budget is not None:
+                response = await self._call_within_budget(request, True, self.budget, conversation=False,
+                                                          emit=emit)
+            else:
+                response = await call_model(self.client, request, stream=True, config=self.config, emit=emit)
+            text, reasoning, usage = response.text, response.reasoning, response.usage
+        except DraftStopped as stopped:
+            text, reasoning = stopped.text, None
+            usage = Usage(input_tokens=sum(len(m.text) for m in messages) // CHARS_PER_TOKEN,
+                          output_tokens=-(-len(stopped.streamed) // CHARS_PER_TOKEN))
         self.step += 1
-        usage = response.usage
-        self._emit(ev.AssistantTextEnd, text=response.text, reasoning=response.reasoning, tool_call_count=0,
+        self._emit(ev.AssistantTextEnd, text=text, reasoning=reasoning, tool_call_count=0,
                    input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
                    cache_read_tokens=usage.cache_read_tokens or 0)
-        return response.text
+        return text
 
-    def _draft_progress(self) -> Emit:
-        """The events of a streamed draft, its text deltas turned into progress notes."""
+    def _draft_progress(self, until: Callable[[str], int | None] | None) -> Emit:
+        """The events of a streamed draft, its text deltas turned into progress notes; DraftStopped
+        once ``until`` finds where the rest of the text would not be read."""
+        parts: list[str] = []
         written = [0]
 
         def emit(kind: type[ev.SessionEvent], **data: Any) -> None:
+            if kind is ev.Retry and data.get("discard_deltas"):
+                parts.clear()  # the attempt starts over: what it streamed is not part of the reply
             if kind is not ev.AssistantTextDelta:
                 self._emit(kind, **data)
                 return
-            before, written[0] = written[0], written[0] + len(data["delta"])
+            delta: str = data["delta"]
+            parts.append(delta)
+            before, written[0] = written[0], written[0] + len(delta)
             if written[0] // DRAFT_PROGRESS_CHARS > before // DRAFT_PROGRESS_CHARS:
                 self._emit(ev.WarningEvent, message=f"drafting: {written[0]:,} characters so far",
                            code="small_model_progress")
+            if until is not None and "\n" in delta:
+                text = "".join(parts)
+                if (end := until(text)) is not None:
+                    raise DraftStopped(text[:end], text)
         return emit
 
     async def _guarded_input(self, turn: Turn, guards: list[TurnGuard]) -> str:
@@ -597,6 +626,12 @@ class Session:
             budget.charge(Usage(input_tokens=plan.input_bound, output_tokens=plan.max_tokens or 0), None,
                           self._price, input_bound=plan.input_bound, reply_bytes=0)
             raise BudgetStop("time") from None
+        except DraftStopped as stopped:
+            # Stopped by codeloop mid-reply: no usage came; the worst case again, as for a timeout.
+            budget.charge(Usage(input_tokens=plan.input_bound, output_tokens=plan.max_tokens or 0), None,
+                          self._price, input_bound=plan.input_bound, reply_bytes=len(stopped.streamed.encode()))
+            self._emit_budget(None)
+            raise
         provider = request.provider or response.provider
         reply_bytes = len(response.text.encode()) + sum(len(json.dumps(c.arguments)) for c in response.tool_calls)
         budget.charge(response.usage, provider, self._price, input_bound=plan.input_bound, reply_bytes=reply_bytes)
@@ -937,9 +972,9 @@ class _StrategyPorts:
         return self.session.environment
 
     async def draft(self, messages: list[Message], *, seed: int | None, temperature: float, grammar: str,
-                    max_tokens: int) -> str:
+                    max_tokens: int, until: Callable[[str], int | None] | None = None) -> str:
         return await self.session.draft(messages, seed=seed, temperature=temperature, grammar=grammar,
-                                        max_tokens=max_tokens)
+                                        max_tokens=max_tokens, until=until)
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> tuple[str, bool]:
         s = self.session

@@ -20,6 +20,7 @@ from codeloop.agent.small_model.reply_format import (
     RunReply,
     parse_reply,
     render_reply,
+    repeated_block,
 )
 
 from .gbnf import derive, read_grammar, to_regex
@@ -139,8 +140,39 @@ def test_malformed_replies_name_the_line_and_what_was_expected(text: str, messag
 def test_a_reply_holds_at_most_four_file_blocks_and_the_grammar_says_so_too() -> None:
     from codeloop.agent.small_model.reply_format import MAX_FILE_BLOCKS
 
-    block = "FILE a.py\n```\nx = 1\n```\n"
-    assert len(parse_reply(block * MAX_FILE_BLOCKS).files) == MAX_FILE_BLOCKS
+    blocks = [f"FILE a{k}.py\n```\nx = 1\n```\n" for k in range(MAX_FILE_BLOCKS + 1)]
+    assert len(parse_reply("".join(blocks[:MAX_FILE_BLOCKS])).files) == MAX_FILE_BLOCKS
     with pytest.raises(ReplyFormatError, match=r"line 17: a reply holds at most 4 FILE blocks"):
-        parse_reply(block * (MAX_FILE_BLOCKS + 1))
-    assert LANGUAGE.fullmatch(block * MAX_FILE_BLOCKS) and not LANGUAGE.fullmatch(block * (MAX_FILE_BLOCKS + 1))
+        parse_reply("".join(blocks))
+    assert LANGUAGE.fullmatch("".join(blocks[:MAX_FILE_BLOCKS])) and not LANGUAGE.fullmatch("".join(blocks))
+
+
+def test_a_block_naming_a_path_again_ends_what_is_read_and_the_stream_can_stop_there() -> None:
+    a, b = "FILE a.py\n```\nx = 1\n```\n", "FILE b.py\n```\ny = 2\n```\n"
+    # The 1.5B model's way: its file, then the same file again, or a hunk against the file as it was.
+    again = a + b + "\nFILE a.py\n<<<<<<< SEARCH\nx = 0\n=======\nx = 3\n>>>>>>> REPLACE\nDELETE c.py\n"
+    assert parse_reply(again) == parse_reply(a + b) == FilesReply((FileBlock("a.py", "x = 1\n"), FileBlock("b.py", "y = 2\n")))
+    assert repeated_block(again) == len(a + b) + 1 and repeated_block(a + b) is None
+    assert parse_reply("DELETE a.py\nDELETE a.py\nFILE b.py\n```\n```\n") == FilesReply((FileBlock("a.py", None, deleted=True),))
+    # What follows is still held to the format: the grammar's language is the parser's.
+    with pytest.raises(ReplyFormatError, match="line 10: after FILE a.py comes a fence"):
+        parse_reply(a + b + "FILE a.py\nx = 1\n")
+    # A line that only looks like a block inside a whole file is the file's text.
+    inside = "FILE a.py\n```\nFILE a.py\n```\n"
+    assert repeated_block(inside) is None and parse_reply(inside) == FilesReply((FileBlock("a.py", "FILE a.py\n"),))
+    # Until the line is complete, the path may still grow (a.py2): no stop yet.
+    assert repeated_block(a + "FILE a.py") is None and repeated_block(a + "FILE a.py\n") == len(a)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_a_stream_stopped_at_a_repeated_block_reads_as_the_whole_reply(data: st.DataObject) -> None:
+    """Stopping where :func:`repeated_block` says changes nothing that is read, and the point,
+    once found, stays where it is as the text grows (checked at every line as it streams)."""
+    text = derive(RULES, data)
+    stop = repeated_block(text)
+    if stop is not None:
+        assert parse_reply(text[:stop]) == parse_reply(text)
+    ends = [i + 1 for i, c in enumerate(text) if c == "\n"]
+    found = [s for end in ends if (s := repeated_block(text[:end])) is not None]
+    assert all(s == stop for s in found) and (bool(found) == (stop is not None))

@@ -29,6 +29,13 @@ parser :func:`parse_reply`: every text the grammar accepts parses, and any other
 :class:`ReplyFormatError` naming the line and what was expected there (tests/agent/small_model
 prove both, the first by deriving random texts from the grammar's own text).
 
+A reply names each path once: a block naming a path an earlier block named, and all that follows
+it, are not read (:func:`parse_reply` still checks they are in the format). The 1.5B model, once
+its file was written, wrote the same block again up to the format's four blocks, in 145 of its 275
+files replies of issue 33's runs (127 of them the same block again, most others a hunk against the
+file as it was before the reply's own change, which could not apply); the session stops the
+stream where such a block starts (:func:`repeated_block`).
+
 What the format cannot say, by construction: a whole file holding a line that is exactly
 three backticks, a SEARCH text holding a line ``=======``, a REPLACE text holding a line
 ``>>>>>>> REPLACE``, paths with spaces, tabs or backticks or starting with ``/``, a whole file
@@ -81,8 +88,7 @@ class FileBlock:
 
 @dataclass(frozen=True, slots=True)
 class FilesReply:
-    """One or more FILE blocks and DELETE lines, applied in order (a later block of the same
-    path sees the earlier)."""
+    """One or more FILE blocks and DELETE lines, applied in order, each naming its own path."""
 
     files: tuple[FileBlock, ...]
 
@@ -276,7 +282,7 @@ def parse_reply(text: str) -> Reply:
     while True:
         lines.skip_blank()
         if not lines.more():
-            return FilesReply(tuple(files))
+            return FilesReply(_before_a_repeat(files))
         if not lines.peek().startswith(BLOCK_WORDS):
             raise ReplyFormatError(lines.number, f"after a FILE block comes another FILE block, a DELETE line or "
                                                  f"the end of the reply, not {_shown(lines.peek())}")
@@ -284,6 +290,37 @@ def parse_reply(text: str) -> Reply:
             raise ReplyFormatError(lines.number, f"a reply holds at most {MAX_FILE_BLOCKS} FILE blocks: send the "
                                                  "others in the next reply")
         files.append(_file(lines))
+
+
+def _before_a_repeat(files: list[FileBlock]) -> tuple[FileBlock, ...]:
+    named: set[str] = set()
+    for k, block in enumerate(files):
+        if block.path in named:
+            return tuple(files[:k])
+        named.add(block.path)
+    return tuple(files)
+
+
+def repeated_block(text: str) -> int | None:
+    """Where, in a reply still being written, a block starts that names a path an earlier block
+    of the reply named, once that block's line is complete (the offset of its ``FILE``/``DELETE``);
+    None while there is none. Nothing from there on is read (:func:`parse_reply`), so the stream
+    can stop there: the 1.5B model, once its file was written, wrote the same block again, up to
+    the format's four, in 145 of its 275 files replies (issue 33's runs), most of its time."""
+    start = 0
+    while (at := text.find("\n", start)) != -1:
+        line, start = text[start:at], at + 1
+        if not line.startswith(BLOCK_WORDS) or at - len(line) == 0:
+            continue
+        offset = at - len(line)
+        path = line.split(" ", 1)[1]
+        try:
+            before = parse_reply(text[:offset])
+        except ReplyFormatError:
+            continue
+        if isinstance(before, FilesReply) and path in {b.path for b in before.files}:
+            return offset
+    return None
 
 
 def complete_blocks(text: str) -> FilesReply | None:

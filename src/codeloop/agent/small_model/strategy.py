@@ -27,7 +27,7 @@ Nothing here reads the task's or the model's wording to decide what to write or 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -46,6 +46,7 @@ from codeloop.agent.small_model.reply_format import (
     complete_blocks,
     parse_reply,
     render_reply,
+    repeated_block,
     without_examples,
 )
 from codeloop.agent.task_context import gather_plain_context
@@ -100,9 +101,10 @@ class Ports(Protocol):
         """Commands this session ran successfully (their reruns are checks); appended to here."""
 
     async def draft(self, messages: list[Message], *, seed: int | None, temperature: float,
-                    grammar: str, max_tokens: int) -> str:
+                    grammar: str, max_tokens: int, until: Callable[[str], int | None] | None = None) -> str:
         """The model's reply to ``messages`` (one model call: events, budget, retries, cancel),
-        at most ``max_tokens`` long; :class:`DraftsExhausted` when no more calls are allowed."""
+        at most ``max_tokens`` long, stopped where ``until`` (given the text so far) says the
+        rest would not be read; :class:`DraftsExhausted` when no more calls are allowed."""
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> tuple[str, bool]:
         """Run a tool call through the session's pipeline: (output, is_error)."""
@@ -250,7 +252,7 @@ class SmallModelTurn:
 
     async def _draft(self, messages: list[Message], seed: int | None, temperature: float) -> _Draft:
         text = await self.ports.draft(list(messages), seed=seed, temperature=temperature, grammar=GRAMMAR,
-                                      max_tokens=self._max_tokens)
+                                      max_tokens=self._max_tokens, until=repeated_block)
         reply: Reply | None
         try:
             reply = parse_reply(text)
