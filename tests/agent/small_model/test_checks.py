@@ -93,6 +93,21 @@ def test_tests_importing_a_changed_module_doctests_of_changed_functions_and_reru
     assert command_checks(before, before, ["notes.txt"], ran=["python3 report.py"]) == []
 
 
+@pytest.mark.parametrize("body", ["", "    pass\n", "    ...\n"])
+def test_a_change_leaving_a_stub_as_it_was_is_checked_by_the_stubs_examples(tmp_path: Path, body: str) -> None:
+    stub = f'def add(a, b):\n    """Sum.\n\n    >>> add(2, 3)\n    5\n    """\n{body}'
+    before = {"calc.py": stub}
+    after = {"calc.py": "import math\n\n\n" + stub}  # the file changed, the stub did not
+    [check] = command_checks(before, after, ["calc.py"])
+    assert (check.kind, check.command) == ("doctest", "python3 -m doctest calc.py")
+    (tmp_path / "calc.py").write_text(after["calc.py"])
+    assert subprocess.run(check.command or "", shell=True, cwd=tmp_path, capture_output=True).returncode != 0
+    # Filled in, the unchanged examples check it too; a function with code that did not change stays out.
+    done = {"calc.py": stub.replace(body, "") + "    return a + b\n"}
+    assert [c.kind for c in command_checks(before, done, ["calc.py"])] == ["doctest"]
+    assert command_checks(done, {"calc.py": "import math\n" + done["calc.py"]}, ["calc.py"]) == []
+
+
 @pytest.mark.parametrize("broken", [False, True])
 def test_the_found_commands_pass_on_a_good_change_and_fail_on_a_bad_one(tmp_path: Path, broken: bool) -> None:
     """Real python3 in a copy of the workspace: what the checks say is what running them says."""

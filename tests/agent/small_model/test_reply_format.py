@@ -155,7 +155,7 @@ def test_a_block_naming_a_path_again_ends_what_is_read_and_the_stream_can_stop_t
     assert repeated_block(again) == len(a + b) + 1 and repeated_block(a + b) is None
     assert parse_reply("DELETE a.py\nDELETE a.py\nFILE b.py\n```\n```\n") == FilesReply((FileBlock("a.py", None, deleted=True),))
     # What follows is still held to the format: the grammar's language is the parser's.
-    with pytest.raises(ReplyFormatError, match="line 10: after FILE a.py comes a fence"):
+    with pytest.raises(ReplyFormatError, match=r"line 10: after FILE a\.py comes a fence"):
         parse_reply(a + b + "FILE a.py\nx = 1\n")
     # A line that only looks like a block inside a whole file is the file's text.
     inside = "FILE a.py\n```\nFILE a.py\n```\n"

@@ -9,7 +9,8 @@ Two kinds, kept apart because they need different things:
 - **run** (commands for the pipeline's ``exec`` in the candidate's scratch environment):
   the tests that import a changed module (``python3 -m unittest``, ``python3 -m pytest`` or
   the test script itself, by how the file is written); the docstring examples of changed
-  functions (``python3 -m doctest``); the commands this session ran successfully that run a
+  functions, and of stubs (a docstring and no code yet) left as they were in a changed file
+  (``python3 -m doctest``); the commands this session ran successfully that run a
   changed file or import one; the project's scripts that ran cleanly before the change and
   are changed or import changed code (:func:`affected_scripts`: a script that ran before and
   fails after was broken by the change).
@@ -255,8 +256,18 @@ def _test_command(path: str, tree: ast.Module) -> str:
     return f"python3 {shlex.quote(path)}"
 
 
+def _is_stub(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A function whose body is its docstring and at most ``pass`` or ``...``: written to be filled in."""
+    rest = node.body[1:] if ast.get_docstring(node) is not None else node.body
+    return all(isinstance(n, ast.Pass) or (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)
+                                           and n.value.value is Ellipsis) for n in rest)
+
+
 def _changed_functions_with_examples(before: str | None, after: str, path: str) -> list[str]:
-    """Functions of ``after`` whose source differs from ``before`` and whose docstring has examples."""
+    """Functions of ``after`` whose docstring has examples and whose source differs from
+    ``before``, or that are still stubs: a change to their file that leaves a stub as it was
+    is checked by the stub's own examples (the 1.5B model wrote HumanEval/49's prompt back with
+    only an import added, and its parse check passed)."""
     tree = _tree(after, path)
     if tree is None:
         return []
@@ -268,7 +279,7 @@ def _changed_functions_with_examples(before: str | None, after: str, path: str) 
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             doc = ast.get_docstring(node) or ""
-            if ">>>" in doc and old.get(node.name) != ast.dump(node):
+            if ">>>" in doc and (old.get(node.name) != ast.dump(node) or _is_stub(node)):
                 names.append(node.name)
     return names
 
