@@ -156,8 +156,7 @@ def apply_draft(text: str, workdir: Path) -> bool:
     except HunkError:
         return False
     for path, content in changed.items():
-        target = (workdir / path).resolve()
-        if not target.is_relative_to(workdir.resolve()):
+        if (target := inside(workdir, path)) is None:
             return False
         if content is None:
             target.unlink(missing_ok=True)
@@ -167,16 +166,25 @@ def apply_draft(text: str, workdir: Path) -> bool:
     return True
 
 
+def inside(workdir: Path, path: str) -> Path | None:
+    """``path`` resolved under ``workdir``, or None when it would leave it (a draft or a logged call
+    is the model's text: it never writes outside the copy)."""
+    target = (workdir / path).resolve()
+    return target if target.is_relative_to(workdir.resolve()) else None
+
+
 def replay_call(name: str, arguments: dict[str, Any], workdir: Path) -> None:
-    """Replay one tool call the strategy made (its writes, deletes and commands)."""
+    """Replay one tool call the strategy made (its writes, deletes and commands); a path leaving
+    the copy is not replayed (the pipeline refused it in the run)."""
     if name == "write_file":
-        target = workdir / str(arguments["file_path"])
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(str(arguments["content"]), "utf-8")
+        if (target := inside(workdir, str(arguments["file_path"]))) is not None:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(str(arguments["content"]), "utf-8")
     elif name == "apply_patch":
         for line in str(arguments.get("patch", "")).splitlines():
-            if line.startswith("*** Delete File: "):
-                (workdir / line.removeprefix("*** Delete File: ").strip()).unlink(missing_ok=True)
+            if line.startswith("*** Delete File: ") and (
+                    target := inside(workdir, line.removeprefix("*** Delete File: ").strip())) is not None:
+                target.unlink(missing_ok=True)
     elif name == "shell":
         run_sandboxed(str(arguments.get("command", "")), workdir)
 

@@ -107,3 +107,23 @@ def test_a_run_line_is_run_confined_to_the_copy(tmp_path: Path) -> None:
     row = oracle.oracle(session, task, tmp_path / "scratch")
     assert row["passing"] == 1
     assert not outside.exists()
+
+
+def test_a_draft_or_a_logged_write_naming_a_path_outside_the_copy_writes_nothing_there(tmp_path: Path) -> None:
+    """Drafts and logged calls are the model's text: replayed, they never reach outside the copy."""
+    task = _task(tmp_path)
+    escape = "FILE ../../escaped.py\n```python\nx = 1\n```\n"
+    log = _log(tmp_path, [_say("drafting"), _draft(escape), _say("chose draft 1 of 1"),
+                          *_write("c1", "../../logged.py", "x = 1\n"),
+                          ("tool_call_start", {"tool_name": "apply_patch", "call_id": "c2",
+                                               "arguments": {"patch": "*** Delete File: ../../keep.txt\n"}}),
+                          ("tool_call_end", {"call_id": "c2", "tool_name": "apply_patch", "output": "", "error": None})])
+    (tmp_path / "scratch").mkdir()
+    (tmp_path / "scratch" / "keep.txt").write_text("mine\n")
+    session = oracle.read_session(log)
+    assert session is not None
+    row = oracle.oracle(session, task, tmp_path / "scratch" / "deep")
+    assert row["passing"] == 0
+    assert not (tmp_path / "escaped.py").exists() and not (tmp_path / "logged.py").exists()
+    assert not list(tmp_path.rglob("escaped.py")) and not list(tmp_path.rglob("logged.py"))
+    assert (tmp_path / "scratch" / "keep.txt").read_text() == "mine\n"
