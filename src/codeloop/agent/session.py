@@ -83,6 +83,7 @@ from codeloop.tools.truncation import DEFAULT_TOOL_LIMITS, FALLBACK_CHAR_LIMIT
 if TYPE_CHECKING:
     from codeloop.agent.small_model.strategy import Baseline
 
+
 class DraftStopped(Exception):
     """Raised from a draft's stream when the rest of it would not be read: ``text`` is the reply
     to keep, ``streamed`` all that came."""
