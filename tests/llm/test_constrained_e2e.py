@@ -97,6 +97,9 @@ async def test_session_auto_turns_constrained_mode_on_and_every_streamed_reply_p
         id="openai", model=local_llm.model, tool_registry=ToolRegistry.of([read_file_tool()]),
         base_instructions="You are a coding assistant working in a repository.", provider="llama_cpp",
         supports_reasoning=False, context_window_size=8_192,
+        # Greedy: at the server's default temperature (0.8, a random seed) the 0.5B model once wrote
+        # over 3,000 tokens into one reply, and the test ran into its 300 s timeout in CI.
+        temperature=0.0,
     )
     client = Client({"llama_cpp": OpenAICompatibleAdapter(local_llm.base_url, name="llama_cpp",
                                                           timeout=local_llm.timeout)})
